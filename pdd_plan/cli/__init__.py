@@ -1,0 +1,13 @@
+"""The `pdd-plan` command line: a thin typer app that parses, calls and renders."""
+
+from __future__ import annotations
+
+from . import common
+from .main import app
+
+
+def main() -> None:
+    app()
+
+
+__all__ = ["app", "main", "common"]

@@ -1,0 +1,86 @@
+"""Shared CLI plumbing: one-line errors and exit codes, output formats, atomic writes."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import typer
+import yaml
+
+from ..errors import InputError, PddPlanError
+
+DEBUG = {"on": False}
+FORMATS = ("table", "json", "yaml")
+
+
+def guarded(fn: Callable) -> Callable:
+    """Run a command body; known errors become one line on stderr and an exit code."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except typer.Exit:
+            raise
+        except PddPlanError as e:
+            if DEBUG["on"]:
+                raise
+            typer.echo(f"error: {e}", err=True)
+            raise typer.Exit(e.exit_code) from None
+        except KeyboardInterrupt:
+            typer.echo("error: interrupted", err=True)
+            raise typer.Exit(130) from None
+        except Exception as e:  # an unexpected failure still gets one line, not a traceback
+            if DEBUG["on"]:
+                raise
+            typer.echo(f"error: internal: {type(e).__name__}: {e} (rerun with --debug)", err=True)
+            raise typer.Exit(3) from None
+
+    return wrapper
+
+
+def check_format(fmt: str, allowed: tuple[str, ...] = FORMATS) -> str:
+    if fmt not in allowed:
+        raise InputError(
+            None, "--format", f"unknown format '{fmt}'", f"use one of {', '.join(allowed)}"
+        )
+    return fmt
+
+
+def dumps(data: Any, fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(data, indent=2, sort_keys=False) + "\n"
+    if fmt == "yaml":
+        return yaml.safe_dump(data, sort_keys=False)
+    raise ValueError(fmt)
+
+
+def write_atomic(path: str | Path, text: str | bytes) -> None:
+    """Write via a temporary file in the same folder and rename: never half-written."""
+    p = Path(path)
+    if p.parent and not p.parent.exists():
+        raise InputError(
+            str(p), None, "folder does not exist", "create the folder or change the path"
+        )
+    mode = "wb" if isinstance(text, bytes) else "w"
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=str(p.parent or "."))
+    try:
+        with os.fdopen(fd, mode) as f:
+            f.write(text)
+        os.replace(tmp, p)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def echo(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()

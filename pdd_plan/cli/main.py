@@ -1,0 +1,136 @@
+"""Top-level commands: optimize, validate, profiles."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from .. import profiles
+from ..errors import InputError
+from .common import DEBUG, check_format, dumps, echo, guarded, write_atomic
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Capacity planner and cost/BCR analyzer for PDD LLM serving.",
+)
+profiles_app = typer.Typer(no_args_is_help=True, help="Bundled GPU, model and line profiles.")
+app.add_typer(profiles_app, name="profiles")
+
+
+@app.callback()
+def _root(debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors.")) -> None:
+    DEBUG["on"] = debug
+
+
+def _scenario_path(scenario: str | None) -> str:
+    return str(profiles.example_path()) if scenario is None else scenario
+
+
+@app.command()
+@guarded
+def optimize(
+    scenario: str = typer.Argument(
+        None, help="Scenario YAML (default: the bundled examples/pdd-paper.yaml)."
+    ),
+    format: str = typer.Option("table", "--format", "-f", help="table | json | yaml"),
+    out: Path = typer.Option(None, "--out", "-o", help="Also write the plan (YAML) here."),
+) -> None:
+    """Size prefill / relay-decode / main-decode pools and the line; compare with CDC-PD and IDC-PD."""
+    from ..optimize import optimize as run
+    from ..resolve import load_scenario, resolve
+
+    fmt = check_format(format)
+    path = _scenario_path(scenario)
+    sc = load_scenario(path)
+    plan = run(resolve(sc, path))
+    if out is not None:
+        write_atomic(out, dumps(plan, "yaml"))
+    if fmt == "table":
+        from ..report.table import render_plan
+
+        render_plan(plan, Console())
+    else:
+        echo(dumps(plan, fmt))
+
+
+@app.command()
+@guarded
+def validate(file: str = typer.Argument(..., help="A scenario or profile YAML.")) -> None:
+    """Check a scenario (or a GPU / model / line profile) and say what is wrong, if anything."""
+    from ..schema import GPUProfile, LineSKU, ModelProfile, Scenario
+    from ..schema.io import parse, read_yaml
+
+    data = read_yaml(file)
+    kind = Scenario
+    if isinstance(data, dict):
+        if "compute" in data:
+            kind = GPUProfile
+        elif "attention" in data:
+            kind = ModelProfile
+        elif "gbps" in data and "cost_per_month" in data:
+            kind = LineSKU
+    obj = parse(kind, data, file)
+    if kind is Scenario:
+        from ..resolve import resolve
+
+        resolve(obj, file)  # names of models, GPUs and lines must exist too
+    echo(f"ok: {file} is a valid {kind.__name__}\n")
+
+
+@profiles_app.command("list")
+@guarded
+def profiles_list(
+    format: str = typer.Option("table", "--format", "-f", help="table | json | yaml"),
+) -> None:
+    """List bundled profiles."""
+    fmt = check_format(format)
+    data = {k: profiles.bundled_names(k) for k in profiles.KINDS}
+    if fmt == "table":
+        for k, names in data.items():
+            echo(f"{k}: {', '.join(names)}\n")
+    else:
+        echo(dumps(data, fmt))
+
+
+@profiles_app.command("show")
+@guarded
+def profiles_show(
+    name: str = typer.Argument(..., help="Profile name (GPU, model or line)."),
+    format: str = typer.Option("yaml", "--format", "-f", help="yaml | json"),
+) -> None:
+    """Show one profile, with the quantities computed from it (models: params, KV bytes/token)."""
+    fmt = check_format(format, ("yaml", "json"))
+    for kind in profiles.KINDS:
+        if name in profiles.bundled_names(kind):
+            obj = profiles.load_profile(kind, name)
+            data = obj.model_dump(mode="json")
+            if kind == "models":
+                from ..perf import arch
+
+                p = arch.param_counts(obj)
+                w = arch.weight_bytes(obj)
+                data["computed"] = {
+                    "total_params_b": round(p.total / 1e9, 2),
+                    "active_params_b": round(p.active / 1e9, 2),
+                    "weight_gb": round(w["total"] / 1e9, 1),
+                    "kv_bytes_per_token": round(arch.kv_bytes_per_token(obj), 1),
+                    "kv_fixed_bytes_per_request": round(arch.kv_fixed_bytes_per_request(obj), 1),
+                    "weight_flops_per_token": round(arch.weight_flops_per_token(obj)),
+                }
+            echo(dumps(data, fmt))
+            return
+    every = [n for k in profiles.KINDS for n in profiles.bundled_names(k)]
+    import difflib
+
+    close = difflib.get_close_matches(name, every, n=1)
+    raise InputError(
+        None,
+        "NAME",
+        f"no bundled profile '{name}'",
+        f"did you mean '{close[0]}'?" if close else "see `pdd-plan profiles list`",
+    )
+
+

@@ -1,0 +1,127 @@
+"""Measure a solved plan: instances, cost, percentiles, path shares; compare architectures."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import pipeline
+from ..perf import roofline
+from ..workload.requests import RequestClasses
+from .planner import QS, ArchPlan
+
+
+def _r(x: float, nd: int = 4) -> float:
+    return float(round(float(x), nd))
+
+
+def instances(p: ArchPlan, prefill_dc: str) -> list[dict]:
+    pi = p.prefill
+    out = [_inst_row("prefill", pi.gpu.name, prefill_dc, p.prefill_count, pi)]
+    for o in p.options:
+        k = p.solution.counts.get(o.cand.key, 0)
+        if k > 0:
+            out.append(_inst_row(o.cand.role, o.cand.gpu, o.cand.datacenter, k, o.inst))
+    return out
+
+
+def _inst_row(role: str, gpu: str, dc: str, count: int, inst) -> dict:
+    return {
+        "role": role,
+        "gpu": gpu,
+        "datacenter": dc,
+        "count": int(count),
+        "gpus_per_instance": int(inst.n_gpus),
+        "tp": int(inst.tp),
+        "dp": int(inst.dp),
+        "ep": int(inst.ep),
+        "cost_per_hour": _r(count * inst.cost_per_hour, 2),
+    }
+
+
+def _shares(p: ArchPlan, rate: float) -> dict[str, np.ndarray]:
+    return {k: v / rate for k, v in p.solution.flows.items()}
+
+
+def _operating_step(p: ArchPlan, role: str, tokens_per_s: float, mean_ctx: float) -> float:
+    """Decode step time at the batch the plan actually runs (utilization x full batch)."""
+    opts = [
+        o for o in p.options if o.cand.role == role and p.solution.counts.get(o.cand.key, 0) > 0
+    ]
+    if not opts:
+        return 0.0
+    cap = sum(p.solution.counts[o.cand.key] * o.cand.tokens_per_s for o in opts)
+    u = min(tokens_per_s / cap, 1.0) if cap > 0 else 0.0
+    steps = []
+    for o in opts:
+        batch = max(1.0, u * o.cand.tokens_per_s * o.cand.step_s)
+        steps.append(roofline.decode_step(o.inst, batch, mean_ctx).total_s)
+    return max(steps)
+
+
+def summarize(p: ArchPlan, cls: RequestClasses, rate: float, prefill_dc: str) -> dict:
+    shares = _shares(p, rate)
+    t = p.times
+    fixed = np.concatenate([t.ttft_fixed_s[k] for k in shares])
+    share = np.concatenate([shares[k] for k in shares])
+    ttft = pipeline.ttft_quantiles(fixed, share, p.pool, QS)
+    tpot = np.concatenate([t.tpot_s[k] for k in shares])
+    tp50, tp90 = pipeline.mixture_quantiles(tpot, share, (0.5, 0.9))
+    out_tok = float(np.dot(cls.weight, cls.output_tokens))
+    rld_tok = sum(float(np.dot(shares[k], t.rld_tokens[k])) for k in shares)
+    route = {k: _r(float(shares[k].sum()) if k in shares else 0.0) for k in pipeline.PATHS}
+    line = None
+    if p.line is not None:
+        line = {
+            "sku": p.line.sku.name,
+            "gbps": _r(p.line.sku.gbps, 3),
+            "count": int(p.line.count),
+            "cost_per_hour": _r(p.line.cost_per_hour, 2),
+            "utilization": _r(p.line_rho),
+            "rtt_ms": _r(p.line.sku.rtt_ms, 3),
+        }
+    cost = p.cost_per_hour
+    return {
+        "instances": instances(p, prefill_dc),
+        "line": line,
+        "cost_per_hour": _r(cost, 2),
+        "goodput_rps": _r(rate),
+        "bcr": _r(rate * 3600.0 / cost, 4),
+        "ttft_s": dict(zip(("p50", "p90", "p99"), (_r(x) for x in ttft))),
+        "tpot_ms": {"p50": _r(tp50 * 1e3, 2), "p90": _r(tp90 * 1e3, 2)},
+        "route_share": route,
+        "rld_token_share": _r(rld_tok / out_tok if out_tok else 0.0),
+        "prefill_utilization": _r(p.pool.rho),
+        "kv_transfer_s": {"mean": _r(float(np.dot(cls.weight, t.line_s)))},
+        "binding_constraints": sorted(p.solution.binding),
+        "solver": {
+            "status": p.solution.status,
+            "seconds": _r(p.solve_seconds, 3),
+            "milps": p.milps,
+        },
+    }
+
+
+def p90_on_fleet_all_direct(p: ArchPlan) -> float:
+    """P90 TTFT of the same fleet and line with every request sent P -> MD (CDC-PD routing)."""
+    fixed = p.times.ttft_fixed_s["p_md"]
+    return pipeline.ttft_quantiles(fixed, p.pool.weight.copy(), p.pool, (0.9,))[0]
+
+
+def comparison(plans: dict[str, dict], pdd: ArchPlan | None) -> dict:
+    def gain(a: str, b: str) -> float | None:
+        if a in plans and b in plans:
+            return _r(plans[a]["bcr"] / plans[b]["bcr"] - 1.0)
+        return None
+
+    red = None
+    if pdd is not None:
+        direct = p90_on_fleet_all_direct(pdd)
+        red = _r(1.0 - plans["pdd"]["ttft_s"]["p90"] / direct) if direct > 0 else None
+    return {
+        "bcr_gain_vs_idc_pd": gain("pdd", "idc_pd"),
+        "bcr_gain_vs_cdc_pd": gain("pdd", "cdc_pd"),
+        "p90_ttft_reduction_vs_cdc_pd": red,
+        "p90_ttft_same_fleet_all_p_md_s": _r(p90_on_fleet_all_direct(pdd))
+        if pdd is not None
+        else None,
+    }

@@ -1,0 +1,283 @@
+"""Architecture arithmetic: parameters, weight bytes, KV bytes and FLOPs, computed from a profile.
+
+Nothing here is typed in per model: every figure follows from the layer shapes in the
+model profile (hardware.md §4 gives the formulas these reproduce).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..schema.model import ModelProfile
+
+# Bytes per stored element. FP4 (e2m1) carries one ue8m0 scale per 32 values.
+DTYPE_BYTES = {"bf16": 2.0, "fp8": 1.0, "fp4": 0.5 + 1.0 / 32.0}
+# FP8 block-scale overhead (one fp32 scale per 128x128 block) is < 0.03%: ignored.
+
+
+@dataclass(frozen=True)
+class ParamCounts:
+    attention: float  # all layers
+    dense_ffn: float
+    routed_experts: float  # all routed experts, all layers
+    routed_active: float  # routed experts one token touches, all layers
+    shared_experts: float
+    router: float
+    embedding: float
+    lm_head: float
+    expert_params: float  # parameters of one routed expert (one layer)
+    moe_layers: int
+
+    @property
+    def total(self) -> float:
+        return (
+            self.attention
+            + self.dense_ffn
+            + self.routed_experts
+            + self.shared_experts
+            + self.router
+            + self.embedding
+            + self.lm_head
+        )
+
+    @property
+    def active(self) -> float:
+        """Parameters a token multiplies by (excluding the embedding lookup)."""
+        return (
+            self.attention
+            + self.dense_ffn
+            + self.routed_active
+            + self.shared_experts
+            + self.router
+            + self.lm_head
+        )
+
+    @property
+    def dense_weights(self) -> float:
+        """Everything but routed experts: read on every forward pass."""
+        return self.total - self.routed_experts
+
+
+def _attention_params_per_layer(m: ModelProfile, layer: int) -> float:
+    a, h = m.attention, m.hidden_size
+    if a.kind == "gqa":
+        return (
+            h * a.num_heads * a.head_dim
+            + 2 * h * a.num_kv_heads * a.head_dim
+            + a.num_heads * a.head_dim * h
+        )
+    if a.kind in ("mla", "dsa"):
+        qk = a.qk_nope_head_dim + a.qk_rope_head_dim
+        q = (
+            h * a.q_lora_rank + a.q_lora_rank * a.num_heads * qk
+            if a.q_lora_rank
+            else h * a.num_heads * qk
+        )
+        kv_a = h * (a.kv_lora_rank + a.qk_rope_head_dim)
+        kv_b = a.kv_lora_rank * a.num_heads * (a.qk_nope_head_dim + a.v_head_dim)
+        o = a.num_heads * a.v_head_dim * h
+        idx = 0.0
+        if a.kind == "dsa":
+            qsrc = a.q_lora_rank or h
+            idx = (
+                qsrc * a.index_n_heads * a.index_head_dim
+                + h * a.index_head_dim
+                + h * a.index_n_heads
+            )
+        return q + kv_a + kv_b + o + idx
+    # compressed (DeepSeek-V4): low-rank q, one shared KV head, grouped low-rank output
+    q = (
+        h * a.q_lora_rank + a.q_lora_rank * a.num_heads * a.head_dim
+        if a.q_lora_rank
+        else h * a.num_heads * a.head_dim
+    )
+    kv = h * a.num_kv_heads * a.head_dim
+    if a.o_groups and a.o_lora_rank:
+        o = a.num_heads * a.head_dim * a.o_lora_rank + a.o_groups * a.o_lora_rank * h
+    else:
+        o = a.num_heads * a.head_dim * h
+    idx = 0.0
+    if a.compress_ratios[layer] == 4:  # CSA layers carry the lightning indexer
+        qsrc = a.q_lora_rank or h
+        idx = qsrc * a.index_n_heads * a.index_head_dim + h * a.index_head_dim + h * a.index_n_heads
+    return q + kv + o + idx
+
+
+def param_counts(m: ModelProfile) -> ParamCounts:
+    h, L, f = m.hidden_size, m.num_layers, m.ffn
+    attn = sum(_attention_params_per_layer(m, i) for i in range(L))
+    if f.moe is None:
+        dense_layers, moe_layers = L, 0
+    else:
+        dense_layers, moe_layers = f.first_dense_layers, L - f.first_dense_layers
+    dense_ffn = dense_layers * 3 * h * (f.intermediate_size or 0)  # gate, up, down
+    expert = 0.0
+    routed = routed_active = shared = router = 0.0
+    if f.moe is not None:
+        expert = 3 * h * f.moe.moe_intermediate_size
+        routed = moe_layers * f.moe.num_experts * expert
+        routed_active = moe_layers * f.moe.experts_per_token * expert
+        shared = moe_layers * f.moe.num_shared_experts * expert
+        router = moe_layers * h * f.moe.num_experts
+    emb = m.vocab_size * h
+    head = 0.0 if m.tie_word_embeddings else m.vocab_size * h
+    if m.tie_word_embeddings:
+        head = 0.0
+    return ParamCounts(
+        attn, dense_ffn, routed, routed_active, shared, router, emb, head, expert, moe_layers
+    )
+
+
+def weight_bytes(m: ModelProfile, dtype: str | None = None) -> dict[str, float]:
+    """Checkpoint bytes: {'dense': read every step, 'experts': routed experts, 'total'}.
+
+    `dtype` overrides the linear-layer dtype (and the expert dtype) of the checkpoint.
+    """
+    p = param_counts(m)
+    lin = DTYPE_BYTES[dtype or m.weights.dtype]
+    exp = DTYPE_BYTES[dtype or m.weights.expert_dtype or m.weights.dtype]
+    emb = DTYPE_BYTES[m.weights.embedding_dtype]
+    lm_head = p.lm_head if not m.tie_word_embeddings else p.embedding
+    dense = (p.attention + p.dense_ffn + p.shared_experts + p.router) * lin + (
+        p.embedding + p.lm_head
+    ) * emb
+    del lm_head
+    experts = p.routed_experts * exp
+    return {
+        "dense": dense,
+        "experts": experts,
+        "total": dense + experts,
+        "expert_bytes": p.expert_params * exp,
+    }
+
+
+# ---------------------------------------------------------------- KV cache
+
+
+def _v4_row_bytes(m: ModelProfile) -> tuple[float, float]:
+    """(compressed KV row, indexer row) bytes as SGLang lays them out for DeepSeek-V4.
+
+    KV row: nope part in FP8, rope part in BF16, an 8-byte scale; indexer key: FP8 plus one
+    fp32 scale per 128 values (hardware.md §4.2).
+    """
+    a = m.attention
+    nope = a.head_dim - a.qk_rope_head_dim
+    row = nope * 1 + a.qk_rope_head_dim * 2 + 8
+    idx = a.index_head_dim * 1 + a.index_head_dim / 128 * 4
+    return float(row), float(idx)
+
+
+def _mla_row_bytes(m: ModelProfile) -> float:
+    a = m.attention
+    if m.kv_cache.dtype == "bf16":
+        return float((a.kv_lora_rank + a.qk_rope_head_dim) * 2)
+    # FlashMLA FP8 layout: FP8 latent, one fp32 scale per 128, BF16 rope (656 B for V3)
+    return float(a.kv_lora_rank + a.kv_lora_rank / 128 * 4 + a.qk_rope_head_dim * 2)
+
+
+def _ratios(m: ModelProfile) -> np.ndarray:
+    return np.asarray(m.attention.compress_ratios[: m.num_layers])
+
+
+def kv_bytes_per_token(m: ModelProfile) -> float:
+    """Asymptotic KV bytes one more context token adds, whole model, one copy."""
+    a = m.attention
+    if a.kind == "gqa":
+        return 2.0 * m.num_layers * a.num_kv_heads * a.head_dim * DTYPE_BYTES[m.kv_cache.dtype]
+    if a.kind == "mla":
+        return m.num_layers * _mla_row_bytes(m)
+    if a.kind == "dsa":
+        idx = a.index_head_dim + a.index_head_dim / 128 * 4
+        return m.num_layers * (_mla_row_bytes(m) + idx)
+    row, idx = _v4_row_bytes(m)
+    r = _ratios(m)
+    csa, hca = int(np.sum(r == 4)), int(np.sum(r == 128))
+    return csa * (row / 4 + idx / 4) + hca * row / 128
+
+
+def kv_fixed_bytes_per_request(m: ModelProfile) -> float:
+    """Per-request state independent of length: DeepSeek-V4's sliding window in every layer."""
+    a = m.attention
+    if a.kind != "compressed":
+        return 0.0
+    row, _ = _v4_row_bytes(m)
+    return float(a.sliding_window * row * m.num_layers)
+
+
+def kv_bytes(m: ModelProfile, tokens: np.ndarray | float) -> np.ndarray | float:
+    """KV bytes of a context of `tokens` tokens (vectorized), per DESIGN §4.1."""
+    t = np.asarray(tokens, dtype=float)
+    fixed = kv_fixed_bytes_per_request(m)
+    if m.attention.kind == "compressed":
+        fixed = fixed * (t > 0)
+        # the window holds min(t, window) rows; beyond that the fixed term is the full window
+        w = m.attention.sliding_window
+        row, _ = _v4_row_bytes(m)
+        fixed = np.minimum(t, w) * row * m.num_layers
+    out = kv_bytes_per_token(m) * t + fixed
+    return out if out.ndim else float(out)
+
+
+# ---------------------------------------------------------------- attention work
+
+
+def attention_flops_per_token(m: ModelProfile, ctx: np.ndarray | float, phase: str) -> np.ndarray:
+    """Attention FLOPs for one query token that sees `ctx` tokens (score + value, all layers).
+
+    phase 'prefill' uses the non-absorbed MLA form, 'decode' the weight-absorbed one.
+    """
+    t = np.asarray(ctx, dtype=float)
+    a = m.attention
+    L = m.num_layers
+    if a.kind == "gqa":
+        return 4.0 * a.num_heads * a.head_dim * t * L
+    if a.kind in ("mla", "dsa"):
+        if phase == "decode":
+            per = (
+                2 * a.num_heads * (a.kv_lora_rank + a.qk_rope_head_dim)
+                + 2 * a.num_heads * a.kv_lora_rank
+            )
+        else:
+            per = (
+                2 * a.num_heads * (a.qk_nope_head_dim + a.qk_rope_head_dim)
+                + 2 * a.num_heads * a.v_head_dim
+            )
+        if a.kind == "mla":
+            return per * t * L
+        main = per * np.minimum(t, a.index_topk) * L
+        return main + 2.0 * a.index_n_heads * a.index_head_dim * t * L
+    r = _ratios(m)
+    csa, hca = float(np.sum(r == 4)), float(np.sum(r == 128))
+    win = np.minimum(t, a.sliding_window)
+    per_row = 4.0 * a.num_heads * a.head_dim  # MQA: each query head scores and mixes a 512-d row
+    rows = (
+        csa * (np.minimum(t / 4, a.index_topk) + win)
+        + hca * (t / 128 + win)
+        + (L - csa - hca) * win
+    )
+    indexer = csa * 2.0 * a.index_n_heads * a.index_head_dim * (t / 4)
+    return per_row * rows + indexer
+
+
+def attention_bytes_per_token(m: ModelProfile, ctx: np.ndarray | float) -> np.ndarray:
+    """KV bytes one decode token reads at context `ctx` (sparse kinds read only what they select)."""
+    t = np.asarray(ctx, dtype=float)
+    a = m.attention
+    if a.kind in ("gqa", "mla"):
+        return kv_bytes_per_token(m) * t
+    if a.kind == "dsa":
+        idx = a.index_head_dim + a.index_head_dim / 128 * 4
+        return m.num_layers * (idx * t + _mla_row_bytes(m) * np.minimum(t, a.index_topk))
+    row, idx = _v4_row_bytes(m)
+    r = _ratios(m)
+    csa, hca = float(np.sum(r == 4)), float(np.sum(r == 128))
+    win = np.minimum(t, a.sliding_window)
+    rows = csa * np.minimum(t / 4, a.index_topk) + hca * t / 128 + m.num_layers * win
+    return row * rows + csa * idx * t / 4
+
+
+def weight_flops_per_token(m: ModelProfile) -> float:
+    """2 x active parameters (the matmuls a token goes through, LM head included)."""
+    return 2.0 * param_counts(m).active

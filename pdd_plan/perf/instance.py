@@ -1,0 +1,195 @@
+"""An instance (GPU type x GPUs x parallelism) and its memory: weights per GPU, KV capacity."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from ..errors import InputError
+from ..schema.gpu import GPUProfile
+from ..schema.model import ModelProfile
+from . import arch
+
+
+@dataclass(frozen=True)
+class Instance:
+    model: ModelProfile
+    gpu: GPUProfile
+    n_gpus: int
+    tp: int  # tensor parallel degree of attention and dense layers
+    ep: int  # expert parallel degree (1 for dense models)
+    dp: int = 1  # attention data-parallel groups (SGLang --dp-size); attention TP = tp / dp
+    dtype: str | None = None  # overrides the checkpoint's linear-layer dtype
+
+    def __post_init__(self) -> None:
+        m, n = self.model, self.n_gpus
+        where = f"{m.name} on {n}x{self.gpu.name}"
+        if n < 1 or self.tp < 1 or self.ep < 1:
+            raise InputError(
+                None, "parallelism", f"{where}: sizes must be >= 1", "use positive sizes"
+            )
+        if self.tp > n or n % self.tp:
+            raise InputError(
+                None,
+                "tp",
+                f"{where}: tp={self.tp} does not divide {n} GPUs",
+                "pick tp dividing the GPU count",
+            )
+        if self.ep > n or n % self.ep:
+            raise InputError(
+                None,
+                "ep",
+                f"{where}: ep={self.ep} does not divide {n} GPUs",
+                "pick ep dividing the GPU count",
+            )
+        if m.ffn.moe is None and self.ep != 1:
+            raise InputError(None, "ep", f"{m.name} is dense: ep must be 1", "drop --ep")
+        if m.ffn.moe is not None and m.ffn.moe.num_experts % self.ep:
+            raise InputError(
+                None,
+                "ep",
+                f"{where}: ep={self.ep} does not divide {m.ffn.moe.num_experts} experts",
+                "pick ep dividing the expert count",
+            )
+        if self.dp < 1 or self.tp % self.dp:
+            raise InputError(
+                None,
+                "dp",
+                f"{where}: dp={self.dp} does not divide tp={self.tp}",
+                "pick dp dividing tp",
+            )
+        heads = m.attention.num_heads
+        if heads % self.attn_tp:
+            raise InputError(
+                None,
+                "tp",
+                f"{where}: attention TP {self.attn_tp} does not divide {heads} heads",
+                "pick tp (or tp/dp) dividing the head count",
+            )
+
+    @property
+    def dp_attention(self) -> bool:
+        return self.dp > 1
+
+    @property
+    def attn_tp(self) -> int:
+        """Tensor-parallel degree inside one attention group."""
+        return self.tp // self.dp
+
+    @property
+    def label(self) -> str:
+        dp = f" dp{self.dp}" if self.dp_attention else ""
+        return f"{self.n_gpus}x{self.gpu.name} tp{self.tp}{dp} ep{self.ep}"
+
+    @property
+    def compute_dtype(self) -> str:
+        return self.dtype or self.model.weights.dtype
+
+    @cached_property
+    def params(self) -> arch.ParamCounts:
+        return arch.param_counts(self.model)
+
+    @cached_property
+    def weights(self) -> dict[str, float]:
+        return arch.weight_bytes(self.model, self.dtype)
+
+    @cached_property
+    def weight_bytes_per_gpu(self) -> float:
+        """Largest per-GPU weight shard: attention by attention-TP, other dense layers by TP,
+        routed experts by EP."""
+        w, p = self.weights, self.params
+        lin = arch.DTYPE_BYTES[self.dtype or self.model.weights.dtype]
+        attn = p.attention * lin
+        rest_dense = w["dense"] - attn
+        attn_share = attn / self.attn_tp
+        return attn_share + rest_dense / self.tp + w["experts"] / self.ep
+
+    @cached_property
+    def kv_replication(self) -> float:
+        """How many copies of each token's KV the instance stores."""
+        a, t = self.model.attention, self.attn_tp
+        if a.kind == "gqa":
+            return t / min(t, a.num_kv_heads)
+        return float(t)  # one latent / one KV head: every rank of an attention group keeps it whole
+
+    @cached_property
+    def kv_pool_bytes(self) -> float:
+        """Unique KV bytes the instance can hold (after weights, under mem_fraction)."""
+        per_gpu = (
+            self.gpu.memory.hbm_gb * 1e9 * self.gpu.efficiency.mem_fraction
+            - self.weight_bytes_per_gpu
+        )
+        return max(per_gpu, 0.0) * self.n_gpus / self.kv_replication
+
+    @property
+    def fits(self) -> bool:
+        return self.kv_pool_bytes > 0
+
+    def require_fit(self) -> None:
+        if not self.fits:
+            need = self.weight_bytes_per_gpu / 1e9
+            have = self.gpu.memory.hbm_gb * self.gpu.efficiency.mem_fraction
+            raise InputError(
+                None,
+                "--gpus",
+                f"{self.model.name} does not fit on {self.label}: {need:.1f} GB of weights per GPU, "
+                f"{have:.1f} GB usable",
+                "use more GPUs per instance, a larger-memory GPU or a smaller --dtype",
+            )
+
+    @cached_property
+    def kv_capacity_tokens(self) -> float:
+        return self.kv_pool_bytes / arch.kv_bytes_per_token(self.model)
+
+    def max_batch(self, context_tokens: float) -> int:
+        """Requests of this context the KV pool holds at once."""
+        per = float(arch.kv_bytes(self.model, context_tokens))
+        return int(np.floor(self.kv_pool_bytes / per)) if per > 0 else 0
+
+    @property
+    def cost_per_hour(self) -> float:
+        return self.n_gpus * self.gpu.price.usd_per_gpu_hour
+
+
+def parallelism_candidates(
+    model: ModelProfile, gpu: GPUProfile, max_gpus: int = 32, extra_sizes: int = 1
+) -> list[Instance]:
+    """The smallest power-of-two GPU counts that fit the model (and `extra_sizes` larger ones).
+
+    MoE models run EP over all GPUs with the DP-attention split that leaves the most KV room
+    (the SGLang large-scale recipe); dense models run TP within a node, one replica per instance.
+    """
+    out: list[Instance] = []
+    n = 1
+    while n <= max_gpus:
+        inst = _default_parallelism(model, gpu, n)
+        if inst is not None and inst.fits:
+            out.append(inst)
+            if len(out) > extra_sizes:
+                break
+        n *= 2
+    return out
+
+
+def _default_parallelism(model: ModelProfile, gpu: GPUProfile, n: int) -> Instance | None:
+    if model.ffn.moe is None:
+        if n > gpu.interconnect.gpus_per_node:
+            return None  # dense TP across nodes is not a serving recipe worth planning
+        try:
+            return Instance(model, gpu, n, tp=n, ep=1)
+        except InputError:
+            return None
+    ep = n if model.ffn.moe.num_experts % n == 0 else 1
+    best: Instance | None = None
+    dp = 1
+    while dp <= n:
+        try:
+            inst = Instance(model, gpu, n, tp=n, ep=ep, dp=dp)
+        except InputError:
+            inst = None
+        if inst is not None and (best is None or inst.kv_pool_bytes > best.kv_pool_bytes):
+            best = inst
+        dp *= 2
+    return best

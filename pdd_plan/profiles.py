@@ -1,0 +1,62 @@
+"""Find and load bundled and user profiles (GPU, model, line) by name or path."""
+
+from __future__ import annotations
+
+import difflib
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel
+
+from .errors import InputError
+from .schema import GPUProfile, LineSKU, ModelProfile
+from .schema.io import load
+
+KINDS: dict[str, type[BaseModel]] = {"gpus": GPUProfile, "models": ModelProfile, "lines": LineSKU}
+M = TypeVar("M", bound=BaseModel)
+
+
+def data_dir() -> Path:
+    return Path(str(resources.files("pdd_plan") / "data"))
+
+
+def bundled_names(kind: str) -> list[str]:
+    return sorted(p.stem for p in (data_dir() / "profiles" / kind).glob("*.yaml"))
+
+
+@lru_cache(maxsize=256)
+def _load_cached(kind: str, path: str) -> BaseModel:
+    return load(KINDS[kind], path)
+
+
+def load_profile(kind: str, name_or_path: str, field: str | None = None, file: str | None = None):
+    """A bundled profile by name, or a YAML file by path; unknown names get the closest match."""
+    p = Path(name_or_path)
+    if p.suffix in (".yaml", ".yml"):
+        return _load_cached(kind, str(p))
+    bundled = data_dir() / "profiles" / kind / f"{name_or_path}.yaml"
+    if bundled.exists():
+        return _load_cached(kind, str(bundled))
+    names = bundled_names(kind)
+    close = difflib.get_close_matches(name_or_path, names, n=1, cutoff=0.4)
+    fix = f"did you mean '{close[0]}'?" if close else f"known: {', '.join(names)}"
+    what = {"gpus": "GPU", "models": "model", "lines": "line SKU"}[kind]
+    raise InputError(file, field, f"unknown {what} '{name_or_path}'", fix)
+
+
+def gpu(name: str, field: str | None = None, file: str | None = None) -> GPUProfile:
+    return load_profile("gpus", name, field, file)
+
+
+def model(name: str, field: str | None = None, file: str | None = None) -> ModelProfile:
+    return load_profile("models", name, field, file)
+
+
+def line(name: str, field: str | None = None, file: str | None = None) -> LineSKU:
+    return load_profile("lines", name, field, file)
+
+
+def example_path(name: str = "pdd-paper") -> Path:
+    return data_dir() / "examples" / f"{name}.yaml"

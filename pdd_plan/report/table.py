@@ -1,0 +1,67 @@
+"""Rich tables for people: the plan per architecture, its fleet, and the comparison."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+ROLE_ORDER = {"prefill": 0, "relay_decode": 1, "main_decode": 2, "decode": 3}
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x * 100:+.1f}%"
+
+
+def render_plan(plan: dict, console: Console) -> None:
+    rate = plan.get("rate_rps")
+    load = f"{rate:g} req/s" if rate else "highest goodput"
+    fleet = Table(title=f"{plan['scenario']} ({plan['model']}, {load}): fleet")
+    for col in ("arch", "role", "instances", "GPU", "DC", "$/h"):
+        fleet.add_column(col)
+    for a, p in plan["plans"].items():
+        for i in sorted(p["instances"], key=lambda i: ROLE_ORDER.get(i["role"], 9)):
+            size = f"{i['count']} x {i['gpus_per_instance']} GPUs"
+            fleet.add_row(
+                a, i["role"], size, i["gpu"], i["datacenter"], f"{i['cost_per_hour']:,.1f}"
+            )
+        ln = p["line"]
+        if ln:
+            fleet.add_row(
+                a,
+                "line",
+                f"{ln['count']} x {ln['sku']}",
+                f"{ln['utilization'] * 100:.0f}% used",
+                "",
+                f"{ln['cost_per_hour']:,.1f}",
+            )
+    console.print(fleet)
+    t = Table(title="plans")
+    for col in (
+        "arch",
+        "$/h",
+        "req/s",
+        "BCR req/$",
+        "TTFT p50/p90/p99 s",
+        "TPOT p50 ms",
+        "p_md/rld_md/rld",
+        "RLD tok",
+    ):
+        t.add_column(col)
+    for a, p in plan["plans"].items():
+        tt, r = p["ttft_s"], p["route_share"]
+        t.add_row(
+            a,
+            f"{p['cost_per_hour']:,.1f}",
+            f"{p['goodput_rps']:g}",
+            f"{p['bcr']:.1f}",
+            f"{tt['p50']:.2f}/{tt['p90']:.2f}/{tt['p99']:.2f}",
+            f"{p['tpot_ms']['p50']:.1f}",
+            f"{r['p_md']:.2f}/{r['p_rld_md']:.2f}/{r['p_rld']:.2f}",
+            f"{p['rld_token_share'] * 100:.1f}%",
+        )
+    console.print(t)
+    c = plan["comparison"]
+    console.print(
+        f"BCR: PDD vs IDC-PD {_pct(c.get('bcr_gain_vs_idc_pd'))}, vs CDC-PD {_pct(c.get('bcr_gain_vs_cdc_pd'))}. "
+        f"P90 TTFT on the PDD fleet, relay vs all P->MD: {_pct(c.get('p90_ttft_reduction_vs_cdc_pd'))} reduction."
+    )

@@ -1,0 +1,9 @@
+"""Shared pydantic base: unknown keys are errors, fields are validated once."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)

@@ -1,0 +1,66 @@
+"""GPU profile: peak rates, memory, interconnect, price and efficiency factors."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, PositiveFloat, PositiveInt
+
+from .common import Strict
+
+
+class Compute(Strict):
+    bf16_tflops: PositiveFloat  # dense tensor-core peak
+    fp8_tflops: PositiveFloat | None = None  # None: no FP8 tensor cores (runs FP8 weights as BF16)
+    fp4_tflops: PositiveFloat | None = None
+    source: str
+
+
+class Memory(Strict):
+    hbm_gb: PositiveFloat  # GB (1e9 bytes)
+    hbm_tbps: PositiveFloat  # TB/s (1e12 bytes/s)
+    source: str
+
+
+class Interconnect(Strict):
+    scale_up_gbytes_bidir: PositiveFloat  # GB/s per GPU, both directions added (vendor figure)
+    gpus_per_node: PositiveInt
+    rdma_gbps_per_gpu: PositiveFloat  # Gb/s scale-out NIC per GPU
+    source: str
+
+
+class Price(Strict):
+    usd_per_gpu_hour: PositiveFloat
+    source: str
+
+
+class Efficiency(Strict):
+    """Fractions of peak a real engine reaches; fitted by `pdd-plan calibrate`."""
+
+    mfu: float = Field(gt=0, le=1)  # large-GEMM fraction of peak FLOP/s
+    mbu: float = Field(gt=0, le=1)  # fraction of HBM bandwidth on weight/KV streaming
+    chunk_half_tokens: PositiveFloat  # tokens at which a chunk reaches half of mfu
+    step_overhead_ms: float = Field(ge=0)  # per forward pass: launch, scheduling, sampling
+    comm_efficiency: float = Field(gt=0, le=1)  # fraction of scale-up / RDMA bandwidth achieved
+    mem_fraction: float = Field(gt=0, lt=1)  # --mem-fraction-static: weights + KV pool share of HBM
+    mode: Literal["analytic", "calibrated"] = "analytic"
+    source: str
+
+
+class GPUProfile(Strict):
+    name: str
+    display_name: str
+    compute: Compute
+    memory: Memory
+    interconnect: Interconnect
+    price: Price
+    efficiency: Efficiency
+
+    def peak_flops(self, dtype: str) -> float:
+        """FLOP/s for GEMMs whose operands are `dtype`; falls back to the next wider type."""
+        c = self.compute
+        if dtype == "fp4" and c.fp4_tflops:
+            return c.fp4_tflops * 1e12
+        if dtype in ("fp4", "fp8") and c.fp8_tflops:
+            return c.fp8_tflops * 1e12
+        return c.bf16_tflops * 1e12

@@ -1,0 +1,201 @@
+"""Scenario: what the user asks the planner (workload, fleet, line, SLA, prices, policy)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_validator
+
+from .common import Strict
+from .line import LineSKU
+
+Architecture = Literal["pdd", "cdc_pd", "idc_pd"]
+ARCHITECTURES: tuple[str, ...] = ("pdd", "cdc_pd", "idc_pd")
+
+
+class Lognormal(Strict):
+    mu: float
+    sigma: float = Field(ge=0)
+    min: float = Field(ge=0)
+    max: float = Field(gt=0)
+
+    @model_validator(mode="after")
+    def _order(self) -> Lognormal:
+        if self.min > self.max:
+            raise ValueError("lognormal min must not exceed max")
+        return self
+
+
+class Distribution(Strict):
+    """Exactly one of fixed / lognormal / histogram ([[lo, hi, share], ...], shares sum to 1)."""
+
+    fixed: float | None = Field(default=None, ge=0)
+    lognormal: Lognormal | None = None
+    histogram: list[tuple[float, float, float]] | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Distribution:
+        kinds = [k for k in ("fixed", "lognormal", "histogram") if getattr(self, k) is not None]
+        if len(kinds) != 1:
+            raise ValueError("give exactly one of fixed, lognormal, histogram")
+        if self.histogram is not None:
+            if not self.histogram:
+                raise ValueError("histogram needs at least one [lo, hi, share] bin")
+            for lo, hi, share in self.histogram:
+                if not (0 <= lo <= hi) or share < 0:
+                    raise ValueError(
+                        f"histogram bin [{lo}, {hi}, {share}] needs 0 <= lo <= hi and share >= 0"
+                    )
+            total = sum(b[2] for b in self.histogram)
+            if abs(total - 1.0) > 1e-6:
+                raise ValueError(f"histogram shares sum to {total:g}, must sum to 1")
+        return self
+
+
+class Workload(Strict):
+    rate_rps: PositiveFloat | None = None  # None: find the highest SLA goodput
+    input_tokens: Distribution | None = None
+    output_tokens: Distribution | None = None
+    prefix_hit: Distribution = Distribution(fixed=0.0)  # per-request prefill-side hit rate, 0..1
+    trace: str | None = None  # a trace file; replaces the distributions above
+    classes: PositiveInt = 24  # request classes the optimizer sizes for
+    samples: PositiveInt = 20000  # requests drawn to build classes from distributions
+
+    @field_validator("prefix_hit")
+    @classmethod
+    def _rate_range(cls, v: Distribution) -> Distribution:
+        hi = v.fixed if v.fixed is not None else None
+        if v.histogram is not None:
+            hi = max(b[1] for b in v.histogram)
+        if v.lognormal is not None:
+            hi = v.lognormal.max
+        if hi is not None and hi > 1.0:
+            raise ValueError("prefix hit rates are fractions in [0, 1]")
+        return v
+
+    @model_validator(mode="after")
+    def _lengths(self) -> Workload:
+        if self.trace is None and (self.input_tokens is None or self.output_tokens is None):
+            raise ValueError("give input_tokens and output_tokens, or a trace")
+        return self
+
+
+class Datacenter(Strict):
+    name: str
+    gpus: dict[str, int]  # GPU profile name -> GPUs available
+
+    @field_validator("gpus")
+    @classmethod
+    def _counts(cls, v: dict[str, int]) -> dict[str, int]:
+        for k, n in v.items():
+            if n < 0:
+                raise ValueError(f"gpus.{k} must be >= 0")
+        return v
+
+
+class CustomLine(Strict):
+    gbps: PositiveFloat
+    cost_per_month: PositiveFloat
+    rtt_ms: float = Field(default=10.0, ge=0)
+    name: str | None = None
+    tcp_efficiency: float = Field(default=0.9, gt=0, le=1)
+    connections: PositiveInt = 16
+    per_connection_gbps: PositiveFloat | None = None
+
+
+class Link(Strict):
+    candidates: list[str | CustomLine] = Field(min_length=1)  # SKU names or inline lines
+    max_lines: PositiveInt = 4
+    rtt_ms: float | None = Field(default=None, ge=0)  # overrides every candidate's RTT
+
+
+class Placement(Strict):
+    prefill: str | None = None  # datacenter names; default: first datacenter
+    relay_decode: str | None = None  # default: the prefill datacenter
+    main_decode: str | None = None  # default: second datacenter
+
+
+class SLA(Strict):
+    ttft_p90_s: PositiveFloat
+    ttft_p99_s: PositiveFloat
+    tpot_ms: PositiveFloat
+
+    @model_validator(mode="after")
+    def _order(self) -> SLA:
+        if self.ttft_p99_s < self.ttft_p90_s:
+            raise ValueError("ttft_p99_s must be >= ttft_p90_s")
+        return self
+
+
+class Policy(Strict):
+    drc: bool = True  # decode-side radix cache on MD: only the missing suffix crosses the line
+    handoff: Literal["catch_up", "one_shot"] = "catch_up"
+    singular_max_output_tokens: int | None = Field(default=500, ge=0)  # p_rld allowed below this
+    relay_max_tokens: PositiveInt = 256  # cap on tokens RLD generates before handing off
+    md_hit_ratio: float = Field(default=1.0, ge=0, le=1)  # MD's hit / prefill-side hit (DRC)
+
+
+class Search(Strict):
+    """Optimizer knobs (documented defaults; rarely changed)."""
+
+    utilization_levels: list[float] = [0.5, 0.65, 0.8, 0.9]
+    max_gpus_per_instance: PositiveInt = 32
+    prefill_chunk_tokens: PositiveInt = 8192  # SGLang --chunked-prefill-size
+    decode_utilization: float = Field(default=0.9, gt=0, lt=1)  # cap on decode batch slots
+    max_prefill_extra: PositiveInt = 8  # prefill pool sizes tried above the smallest stable one
+    time_limit_s: PositiveFloat = 30.0
+
+    @field_validator("utilization_levels")
+    @classmethod
+    def _levels(cls, v: list[float]) -> list[float]:
+        if not v or any(not (0 < x < 1) for x in v):
+            raise ValueError("utilization_levels must be fractions in (0, 1)")
+        return sorted(set(v))
+
+
+class Scenario(Strict):
+    name: str
+    model: str  # profile name or path to a model YAML
+    workload: Workload
+    datacenters: list[Datacenter] = Field(min_length=1)
+    link: Link | None = None
+    placement: Placement = Placement()
+    sla: SLA
+    prices: dict[str, PositiveFloat] = {}
+    policy: Policy = Policy()
+    architectures: list[Architecture] = ["pdd", "cdc_pd", "idc_pd"]
+    objective: Literal["bcr", "cost", "goodput"] = "bcr"
+    budget_per_hour: PositiveFloat | None = None
+    search: Search = Search()
+    seed: int = 0
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Scenario:
+        names = [d.name for d in self.datacenters]
+        if len(set(names)) != len(names):
+            raise ValueError("datacenter names must be unique")
+        for role in ("prefill", "relay_decode", "main_decode"):
+            dc = getattr(self.placement, role)
+            if dc is not None and dc not in names:
+                raise ValueError(f"placement.{role} names unknown datacenter '{dc}' (have {names})")
+        needs_two = any(a in ("pdd", "cdc_pd") for a in self.architectures)
+        if needs_two and len(self.datacenters) < 2 and self.placement.main_decode is None:
+            raise ValueError("pdd and cdc_pd need a second datacenter for main decode")
+        if needs_two and self.link is None:
+            raise ValueError("pdd and cdc_pd need a link between the datacenters")
+        if not self.architectures:
+            raise ValueError("architectures must list at least one of pdd, cdc_pd, idc_pd")
+        return self
+
+
+def line_from_custom(c: CustomLine, idx: int) -> LineSKU:
+    return LineSKU(
+        name=c.name or f"custom-{idx}-{c.gbps:g}g",
+        gbps=c.gbps,
+        cost_per_month=c.cost_per_month,
+        rtt_ms=c.rtt_ms,
+        tcp_efficiency=c.tcp_efficiency,
+        connections=c.connections,
+        per_connection_gbps=c.per_connection_gbps,
+        source="scenario link.candidates",
+    )

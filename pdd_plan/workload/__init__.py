@@ -1,0 +1,1 @@
+"""Workloads: distributions, traces, prefix-cache simulation, request classes, bathtub."""

@@ -1,0 +1,40 @@
+"""The two shapes the rest of the planner consumes: per-request arrays and weighted classes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Requests:
+    """One row per request; arrays of equal length, arrival-sorted."""
+
+    arrival_s: np.ndarray  # float64 seconds from trace start
+    input_tokens: np.ndarray  # int64
+    output_tokens: np.ndarray  # int64
+    hit_p: np.ndarray  # float64, prefill-side cached fraction of input, NaN if unknown
+    hit_d: np.ndarray  # float64, MD-side (DRC) cached fraction of input, NaN if unknown
+
+    def __len__(self) -> int:
+        return int(self.input_tokens.shape[0])
+
+    @property
+    def duration_s(self) -> float:
+        return float(self.arrival_s[-1] - self.arrival_s[0]) if len(self) > 1 else 0.0
+
+
+@dataclass(frozen=True)
+class RequestClasses:
+    """What the optimizer sizes for: representative requests with weights summing to 1."""
+
+    input_tokens: np.ndarray  # float64 tokens
+    output_tokens: np.ndarray  # float64 tokens
+    hit_p: np.ndarray  # prefill-side hit fraction
+    hit_d: np.ndarray  # MD-side hit fraction (DRC); 0 without DRC
+    weight: np.ndarray  # request share, sums to 1
+    rate_rps: float | None = None  # the source trace's mean arrival rate, if any
+
+    def __len__(self) -> int:
+        return int(self.weight.shape[0])

@@ -1,0 +1,70 @@
+"""Bundled GPU, model and line profiles load, are named after their files and agree with the facts."""
+
+from __future__ import annotations
+
+import pytest
+
+from pdd_plan.profiles import bundled_names, data_dir, load_profile
+
+pytestmark = pytest.mark.unit
+
+REQUIRED = {
+    "gpus": {"h100", "h200", "h20", "h800", "a100-80g", "b200", "l40s", "mi300x"},
+    "models": {
+        "deepseek-v4-pro",
+        "deepseek-v4-flash",
+        "deepseek-v3",
+        "deepseek-v3.2",
+        "qwen3-235b-a22b",
+        "qwen3-32b",
+        "llama-3.1-70b",
+        "llama-3.1-8b",
+        "kimi-k2",
+    },
+    "lines": {f"eth-{g}g" for g in (1, 10, 20, 25, 40, 100, 400)},
+}
+
+ALL = [(kind, name) for kind in REQUIRED for name in bundled_names(kind)]
+
+
+@pytest.mark.parametrize("kind", sorted(REQUIRED))
+def test_bundled_names_cover_required(kind):
+    assert REQUIRED[kind] <= set(bundled_names(kind))
+
+
+@pytest.mark.parametrize(("kind", "name"), ALL, ids=[f"{k}/{n}" for k, n in ALL])
+def test_profile_loads_and_name_matches_stem(kind, name):
+    p = load_profile(kind, name)
+    assert p.name == name
+    # Loading by path gives the same object as loading by name.
+    path = data_dir() / "profiles" / kind / f"{name}.yaml"
+    assert load_profile(kind, str(path)) == p
+
+
+@pytest.mark.parametrize("name", bundled_names("gpus"))
+def test_gpu_fp8_is_twice_bf16(name):
+    c = load_profile("gpus", name).compute
+    if c.fp8_tflops is None:
+        return
+    # Dense vendor figures; L40S's datasheet FP8 733 is 1.2 % above 2 x 362.05.
+    assert c.fp8_tflops == pytest.approx(2 * c.bf16_tflops, rel=0.015)
+
+
+def test_a100_has_no_fp8_and_only_b200_has_fp4():
+    assert load_profile("gpus", "a100-80g").compute.fp8_tflops is None
+    with_fp4 = {n for n in bundled_names("gpus") if load_profile("gpus", n).compute.fp4_tflops}
+    assert with_fp4 <= {"b200"}
+
+
+@pytest.mark.parametrize("name", bundled_names("lines"))
+def test_line_cost_per_hour(name):
+    line = load_profile("lines", name)
+    assert line.cost_per_hour == pytest.approx(line.cost_per_month * 12 / 8760)
+
+
+@pytest.mark.parametrize("name", bundled_names("models"))
+def test_model_compress_ratios_cover_layers(name):
+    m = load_profile("models", name)
+    if m.attention.kind == "compressed":
+        assert len(m.attention.compress_ratios) >= m.num_layers
+        assert m.page_size % 128 == 0
