@@ -97,9 +97,20 @@ def plan_architecture(
     milps = 0
     reasons: list[str] = []
     chunk = sc.search.prefill_chunk_tokens
+    floor_miss: dict[float, float] = {}  # best achievable share over each SLA with zero queueing
     for pg in p_gpus:
         for pinst in _instances(ctx, pg):
             service = pipeline.prefill_service_s(pinst, cls, chunk)
+            for q, s in ((0.9, sla.ttft_p90_s), (0.99, sla.ttft_p99_s)):
+                over = float(np.dot(cls.weight, service > s))
+                floor_miss[q] = min(floor_miss.get(q, 1.0), over)
+                if over > 1 - q + 1e-9:
+                    worst = float(service.max())
+                    reasons.append(
+                        f"TTFT P{round(q * 100)} <= {s:g} s cannot be met: prefill alone takes up to {worst:.2f} s "
+                        f"on {pinst.label} and {over * 100:.1f}% of requests exceed {s:g} s with no queueing at all "
+                        f"(relax sla.ttft_p{round(q * 100)}_s above {np.quantile(service, q):.2f} s or use faster prefill GPUs)"
+                    )
             load = rate * float(np.dot(cls.weight, service))
             n_min = int(np.floor(load / 0.97)) + 1
             if architecture == "idc_pd":
@@ -115,9 +126,7 @@ def plan_architecture(
                     rld_opts = decode_options(ctx, "relay_decode", ctx.relay_dc, rgpus, mean_ctx)
                 lines = list(_line_configs(ctx))
             if not md_opts:
-                reasons.append(
-                    f"no decode instance meets TPOT {sla.tpot_ms} ms with the model's KV in memory"
-                )
+                reasons.append(_tpot_reason(ctx, architecture, pg, mean_ctx))
                 continue
             md_step = max(o.cand.step_s for o in md_opts)
             rld_step = max((o.cand.step_s for o in rld_opts), default=0.0)
@@ -182,7 +191,7 @@ def plan_architecture(
                             0,
                         )
     if best is None:
-        raise InfeasibleError(_diagnose(ctx, architecture, reasons))
+        raise InfeasibleError(_diagnose(ctx, architecture, sorted(reasons, key=_reason_rank)))
     best.solve_seconds = time.perf_counter() - t0
     best.milps = milps
     return best
@@ -225,6 +234,30 @@ def _tables(
         gpus_left=left,
         decode_cap=sc.search.decode_utilization,
     )
+
+
+def _tpot_reason(ctx: Context, architecture: str, prefill_gpu: str, context: float) -> str:
+    """Why no decode instance qualifies: the fastest single-request step against the TPOT target."""
+    dc = ctx.prefill_dc if architecture == "idc_pd" else ctx.main_dc
+    gpus = [prefill_gpu] if architecture == "idc_pd" else [g for g, n in ctx.available(dc).items() if n > 0]
+    steps = [
+        (roofline.decode_step(i, 1, context).total_s, i.label)
+        for g in gpus
+        for i in _instances(ctx, g)
+        if i.n_gpus <= ctx.available(dc).get(g, 0)
+    ]
+    if not steps:
+        return f"TPOT: the model fits on no instance of {', '.join(gpus)} within the GPUs available in {dc}"
+    t, label = min(steps)
+    return (
+        f"TPOT {ctx.scenario.sla.tpot_ms:g} ms is below the fastest decode step ({t * 1e3:.1f} ms on {label} "
+        f"at {context:,.0f} tokens of context) (relax sla.tpot_ms above {t * 1e3:.1f})"
+    )
+
+
+def _reason_rank(r: str) -> int:
+    # SLA impossibilities first (no hardware helps), then TPOT, then availability
+    return 0 if r.startswith("TTFT") else 1 if "TPOT" in r else 2
 
 
 def _diagnose(ctx: Context, architecture: str, reasons: list[str]) -> str:
