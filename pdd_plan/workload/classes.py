@@ -1,65 +1,65 @@
-"""Request classes for the optimizer: hit-rate bin x input-length bucket, weighted by share."""
+"""The optimizer's request classes for a scenario: from its trace or from its distributions."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
+from ..errors import InputError
 from ..resolve import Context
-from .distributions import sample_requests
+from .distributions import sample, sample_requests
 from .requests import RequestClasses, Requests
-
-# Hit-rate bin edges (fractions): the bins trace stats reports; the top ones are narrow
-# because that is where line bytes change fastest.
-HIT_EDGES = (0.0, 0.2, 0.4, 0.6, 0.8, 0.9, 0.95, 0.99, 1.0000001)
+from .stats import HIT_BIN_EDGES
+from .trace_classes import classes_from_requests
 
 
-def classes_from_requests(req: Requests, n_length_buckets: int = 3) -> RequestClasses:
-    """Group requests by hit bin x input-length quantile bucket; each class is its members' mean."""
-    hit_p = np.nan_to_num(req.hit_p, nan=0.0)
-    hit_d = np.where(np.isnan(req.hit_d), hit_p, req.hit_d)
-    hb = np.clip(np.searchsorted(HIT_EDGES, hit_p, side="right") - 1, 0, len(HIT_EDGES) - 2)
-    inp = req.input_tokens.astype(float)
-    qs = (
-        np.quantile(inp, np.linspace(0, 1, n_length_buckets + 1)[1:-1])
-        if n_length_buckets > 1
-        else []
-    )
-    lb = np.searchsorted(np.unique(qs), inp, side="right")
-    key = hb * (n_length_buckets + 1) + lb
-    keys, inv, counts = np.unique(key, return_inverse=True, return_counts=True)
-
-    def mean_of(x: np.ndarray) -> np.ndarray:
-        return np.bincount(inv, weights=x, minlength=len(keys)) / counts
-
-    rate = len(req) / req.duration_s if req.duration_s > 0 else None
-    return RequestClasses(
-        input_tokens=mean_of(inp),
-        output_tokens=mean_of(req.output_tokens.astype(float)),
-        hit_p=mean_of(hit_p),
-        hit_d=mean_of(hit_d),
-        weight=counts / counts.sum(),
-        rate_rps=rate,
-    )
+def _trace_path(ctx: Context, trace: str) -> Path:
+    """A trace path as written, else relative to the scenario file's folder."""
+    p = Path(trace)
+    if p.exists() or p.is_absolute():
+        return p
+    q = ctx.base_dir / trace
+    return q if q.exists() else p
 
 
 def build_classes(ctx: Context) -> RequestClasses:
     """Classes from the scenario's trace, or from its distributions (seeded sample)."""
     w, sc = ctx.scenario.workload, ctx.scenario
-    buckets = max(1, w.classes // (len(HIT_EDGES) - 1))
+    buckets = max(1, w.classes // (len(HIT_BIN_EDGES) - 1))
     if w.trace is not None:
         from .traces import read_trace
 
-        path = (
-            w.trace if (ctx.base_dir / w.trace).exists() is False else str(ctx.base_dir / w.trace)
-        )
+        path = _trace_path(ctx, w.trace)
+        if not path.exists():
+            raise InputError(
+                ctx.file,
+                "workload.trace",
+                f"trace file '{w.trace}' not found",
+                "give a path relative to the scenario file or an absolute one",
+            )
         req, _info = read_trace(path)
+        if np.isnan(req.hit_p).any():  # no block hashes: hit rates from the scenario's distribution
+            hit = np.clip(sample(w.prefix_hit, len(req), np.random.default_rng(sc.seed)), 0.0, 1.0)
+            req = Requests(
+                req.arrival_s,
+                req.input_tokens,
+                req.output_tokens,
+                hit,
+                hit * sc.policy.md_hit_ratio,
+            )
     else:
         req = sample_requests(w, w.samples, sc.seed, w.rate_rps or 1.0)
+        req = Requests(
+            req.arrival_s,
+            req.input_tokens,
+            req.output_tokens,
+            req.hit_p,
+            req.hit_p * sc.policy.md_hit_ratio,
+        )
     cls = classes_from_requests(req, buckets)
-    if not sc.policy.drc:
+    if sc.policy.drc:
         return cls
-    # MD's radix cache holds what it saw on earlier turns: a fraction of the prefill-side hit
-    hit_d = cls.hit_p * sc.policy.md_hit_ratio if w.trace is None else cls.hit_d
     return RequestClasses(
-        cls.input_tokens, cls.output_tokens, cls.hit_p, hit_d, cls.weight, cls.rate_rps
+        cls.input_tokens, cls.output_tokens, cls.hit_p, np.zeros(len(cls)), cls.weight, cls.rate_rps
     )

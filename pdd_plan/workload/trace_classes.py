@@ -1,0 +1,85 @@
+"""Request classes from per-request data: hit-rate bin x input-length bucket."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import pairwise
+
+import numpy as np
+
+from pdd_plan.errors import InputError
+from pdd_plan.workload.requests import RequestClasses, Requests
+from pdd_plan.workload.stats import HIT_BIN_EDGES, hit_bin_index
+
+
+def _check_edges(hit_bins: Sequence[float]) -> tuple[float, ...]:
+    e = tuple(float(x) for x in hit_bins)
+    ok = len(e) >= 2 and e[0] == 0.0 and e[-1] == 1.0 and all(a < b for a, b in pairwise(e))
+    if not ok:
+        raise InputError(
+            None,
+            "hit_bins",
+            f"bad hit-rate bin edges {list(e)}",
+            "give increasing fractions from 0.0 to 1.0, e.g. [0, 0.2, 0.4, 0.6, 0.8, 1]",
+        )
+    return e
+
+
+def classes_from_requests(
+    requests: Requests,
+    n_input_buckets: int = 4,
+    hit_bins: Sequence[float] = HIT_BIN_EDGES,
+) -> RequestClasses:
+    """Group requests by ``hit_p`` bin x input-length quantile bucket.
+
+    ``hit_bins`` are bin edges as fractions ([lo, hi), the last bin closed). Input
+    buckets split the input lengths at quantiles ``k / n_input_buckets`` ([lo, hi),
+    the last closed); tied quantiles leave buckets empty. Each non-empty class holds
+    the mean input, output, ``hit_p`` and ``hit_d`` of its members (``hit_d`` taken as
+    ``hit_p`` where it is NaN: unknown, or the request ended on relay decode) and a
+    weight = its share of requests. Classes are ordered hit bin first, then length.
+    ``rate_rps`` = requests / duration (None for a zero duration).
+    """
+    n = len(requests)
+    if n == 0:
+        raise InputError(
+            None, "requests", "no requests to build classes from", "give a non-empty trace"
+        )
+    if int(n_input_buckets) < 1:
+        raise InputError(
+            None, "n_input_buckets", f"must be >= 1, got {n_input_buckets}", "use 1 or more"
+        )
+    edges = _check_edges(hit_bins)
+    hp = np.asarray(requests.hit_p, dtype=np.float64)
+    n_unknown = int(np.isnan(hp).sum())
+    if n_unknown:
+        raise InputError(
+            None,
+            "hit_p",
+            f"{n_unknown} of {n} requests have an unknown prefill hit rate",
+            "use a trace with hash_ids or a hit_rate column, or assign one with "
+            "synthetic.assign_hit_rates",
+        )
+    hd = np.asarray(requests.hit_d, dtype=np.float64)
+    hd = np.where(np.isnan(hd), hp, hd)
+    inp = np.asarray(requests.input_tokens, dtype=np.float64)
+    out = np.asarray(requests.output_tokens, dtype=np.float64)
+
+    hb = hit_bin_index(hp, edges)
+    qs = np.quantile(inp, np.linspace(0.0, 1.0, int(n_input_buckets) + 1)[1:-1])
+    lb = np.searchsorted(qs, inp, side="right")
+    key = hb * int(n_input_buckets) + lb
+    keys, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
+
+    def mean(x: np.ndarray) -> np.ndarray:
+        return np.bincount(inverse, weights=x, minlength=keys.shape[0]) / counts
+
+    dur = requests.duration_s
+    return RequestClasses(
+        input_tokens=mean(inp),
+        output_tokens=mean(out),
+        hit_p=mean(hp),
+        hit_d=mean(hd),
+        weight=counts / float(n),
+        rate_rps=(n / dur) if dur > 0 else None,
+    )
