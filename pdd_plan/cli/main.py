@@ -134,3 +134,12 @@ def profiles_show(
     )
 
 
+
+
+def _register_more() -> None:
+    from .workload import register
+
+    register(app)
+
+
+_register_more()

@@ -59,6 +59,7 @@ def optimize(ctx: Context) -> dict:
         "rate_rps": round(float(fixed_rate), 4) if fixed_rate is not None else None,
         "sla": sc.sla.model_dump(),
         "classes": len(cls),
+        "inputs": sc.model_dump(mode="json"),  # the scenario as validated: a plan file stands alone
         "plans": plans,
         "comparison": metrics.comparison(plans, raw.get("pdd")),
     }

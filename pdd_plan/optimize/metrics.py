@@ -80,6 +80,8 @@ def summarize(p: ArchPlan, cls: RequestClasses, rate: float, prefill_dc: str) ->
             "rtt_ms": _r(p.line.sku.rtt_ms, 3),
         }
     cost = p.cost_per_hour
+    relayed = (shares.get("p_rld_md", 0) + shares.get("p_rld", 0)) > 1e-9
+    relay_below = float(np.max(cls.hit_p[relayed])) if np.any(relayed) else None
     return {
         "instances": instances(p, prefill_dc),
         "line": line,
@@ -90,6 +92,12 @@ def summarize(p: ArchPlan, cls: RequestClasses, rate: float, prefill_dc: str) ->
         "tpot_ms": {"p50": _r(tp50 * 1e3, 2), "p90": _r(tp90 * 1e3, 2)},
         "route_share": route,
         "rld_token_share": _r(rld_tok / out_tok if out_tok else 0.0),
+        "routing": {
+            # relay requests whose prefill-side hit rate is at or below this (their DRC delta would
+            # cross the line too slowly for the TTFT budget); None: nothing relays
+            "relay_at_or_below_hit_rate": _r(relay_below) if relay_below is not None else None,
+            "singular_max_output_tokens": p.singular_max_output_tokens,
+        },
         "prefill_utilization": _r(p.pool.rho),
         "kv_transfer_s": {"mean": _r(float(np.dot(cls.weight, t.line_s)))},
         "binding_constraints": sorted(p.solution.binding),

@@ -82,6 +82,7 @@ class ArchPlan:
     cost_per_hour: float
     solve_seconds: float
     milps: int
+    singular_max_output_tokens: int | None = None
 
 
 def plan_architecture(
@@ -194,6 +195,9 @@ def plan_architecture(
         raise InfeasibleError(_diagnose(ctx, architecture, sorted(reasons, key=_reason_rank)))
     best.solve_seconds = time.perf_counter() - t0
     best.milps = milps
+    best.singular_max_output_tokens = (
+        sc.policy.singular_max_output_tokens if architecture == "pdd" else None
+    )
     return best
 
 
@@ -239,7 +243,11 @@ def _tables(
 def _tpot_reason(ctx: Context, architecture: str, prefill_gpu: str, context: float) -> str:
     """Why no decode instance qualifies: the fastest single-request step against the TPOT target."""
     dc = ctx.prefill_dc if architecture == "idc_pd" else ctx.main_dc
-    gpus = [prefill_gpu] if architecture == "idc_pd" else [g for g, n in ctx.available(dc).items() if n > 0]
+    gpus = (
+        [prefill_gpu]
+        if architecture == "idc_pd"
+        else [g for g, n in ctx.available(dc).items() if n > 0]
+    )
     steps = [
         (roofline.decode_step(i, 1, context).total_s, i.label)
         for g in gpus

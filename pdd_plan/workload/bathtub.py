@@ -1,0 +1,46 @@
+"""The bathtub: per-instance throughput and revenue against prefix hit rate (DESIGN §4.2).
+
+A request of L input tokens at hit rate x prefills n = (1 - x) L new tokens in chunks of C.
+Full chunks batch well; the short last chunk (the tail chunk) runs alone and pays a whole
+pass's weight reads and overhead for few tokens, so miss-token throughput dips each time the
+remainder n mod C is small. Cached tokens are served at x / (1 - x) times the miss rate and are
+billed at `hit_price_ratio` of an uncached token; revenue per second (in uncached-token prices)
+is miss/s + ratio * hit/s: high at both ends, a valley between.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..perf import roofline
+from ..perf.instance import Instance
+
+
+def bathtub(
+    inst: Instance, input_tokens: int, chunk: int, hit_price_ratio: float, step: float = 0.01
+) -> dict:
+    """Points over hit rates 0..(1 - step) and the valley: the deepest revenue drop below the
+    revenue at hit rate 0 that lies between two higher points."""
+    xs = np.round(np.arange(0.0, 1.0 - 1e-9, step), 6)
+    pts = []
+    for x in xs:
+        cached = float(np.floor(x * input_tokens))
+        new = float(input_tokens) - cached
+        t = roofline.prefill_time(inst, new, cached, chunk).total_s
+        miss, hit = new / t, cached / t
+        pts.append(
+            {
+                "hit_rate": float(x),
+                "miss_tokens_per_s": round(miss, 2),
+                "hit_tokens_per_s": round(hit, 2),
+                "revenue_per_s": round(miss + hit_price_ratio * hit, 2),
+            }
+        )
+    rev = np.array([p["revenue_per_s"] for p in pts])
+    i = int(np.argmin(rev))
+    valley = {
+        "hit_rate": pts[i]["hit_rate"],
+        "revenue_drop": round(float(1.0 - rev[i] / rev[0]), 4),
+        "revenue_per_s": pts[i]["revenue_per_s"],
+    }
+    return {"points": pts, "valley": valley}
