@@ -28,7 +28,12 @@ def bundled_names(kind: str) -> list[str]:
 
 @lru_cache(maxsize=256)
 def _load_cached(kind: str, path: str) -> BaseModel:
-    return load(KINDS[kind], path)
+    obj = load(KINDS[kind], path)
+    if kind == "gpus":  # fitted efficiency factors (data/calibration/<gpu>.yaml), if any
+        from .perf.calibration import apply_calibration
+
+        obj = apply_calibration(obj)
+    return obj
 
 
 def load_profile(kind: str, name_or_path: str, field: str | None = None, file: str | None = None):

@@ -134,8 +134,6 @@ def profiles_show(
     )
 
 
-
-
 def _register_more() -> None:
     from .workload import register
 
@@ -143,3 +141,8 @@ def _register_more() -> None:
 
 
 _register_more()
+
+
+from .perf import register as _register_perf  # noqa: E402
+
+_register_perf(app, profiles_app)

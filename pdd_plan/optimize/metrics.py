@@ -117,7 +117,7 @@ def p90_on_fleet_all_direct(p: ArchPlan) -> float:
 
 def comparison(plans: dict[str, dict], pdd: ArchPlan | None) -> dict:
     def gain(a: str, b: str) -> float | None:
-        if a in plans and b in plans:
+        if a in plans and b in plans and plans[b]["bcr"] > 0:  # bcr rounds to 0 at huge costs
             return _r(plans[a]["bcr"] / plans[b]["bcr"] - 1.0)
         return None
 

@@ -29,6 +29,12 @@ class ParamCounts:
     lm_head: float
     expert_params: float  # parameters of one routed expert (one layer)
     moe_layers: int
+    tied_embeddings: bool = False  # the LM head multiplies by the embedding table
+
+    @property
+    def lm_head_matmul(self) -> float:
+        """Parameters of the LM-head matmul (the embedding table when tied)."""
+        return self.embedding if self.tied_embeddings else self.lm_head
 
     @property
     def total(self) -> float:
@@ -51,7 +57,7 @@ class ParamCounts:
             + self.routed_active
             + self.shared_experts
             + self.router
-            + self.lm_head
+            + self.lm_head_matmul
         )
 
     @property
@@ -123,34 +129,62 @@ def param_counts(m: ModelProfile) -> ParamCounts:
         router = moe_layers * h * f.moe.num_experts
     emb = m.vocab_size * h
     head = 0.0 if m.tie_word_embeddings else m.vocab_size * h
-    if m.tie_word_embeddings:
-        head = 0.0
     return ParamCounts(
-        attn, dense_ffn, routed, routed_active, shared, router, emb, head, expert, moe_layers
+        attn,
+        dense_ffn,
+        routed,
+        routed_active,
+        shared,
+        router,
+        emb,
+        head,
+        expert,
+        moe_layers,
+        m.tie_word_embeddings,
     )
 
 
 def weight_bytes(m: ModelProfile, dtype: str | None = None) -> dict[str, float]:
-    """Checkpoint bytes: {'dense': read every step, 'experts': routed experts, 'total'}.
+    """Checkpoint bytes by part.
 
-    `dtype` overrides the linear-layer dtype (and the expert dtype) of the checkpoint.
+    Keys: 'dense' (everything but routed experts, embedding table included), 'experts' (all
+    routed experts), 'total', 'expert_bytes' (one routed expert of one layer), 'embedding' (the
+    input embedding table: held in memory but only looked up, never streamed by a forward pass)
+    and 'streamed_dense' (= dense - embedding: what every forward pass reads).
+
+    `dtype` overrides the linear-layer dtype (and the expert dtype) of the checkpoint; the
+    embedding and LM head keep `weights.embedding_dtype` (FP8 checkpoints leave them BF16).
     """
     p = param_counts(m)
     lin = DTYPE_BYTES[dtype or m.weights.dtype]
     exp = DTYPE_BYTES[dtype or m.weights.expert_dtype or m.weights.dtype]
     emb = DTYPE_BYTES[m.weights.embedding_dtype]
-    lm_head = p.lm_head if not m.tie_word_embeddings else p.embedding
-    dense = (p.attention + p.dense_ffn + p.shared_experts + p.router) * lin + (
-        p.embedding + p.lm_head
-    ) * emb
-    del lm_head
+    embedding = p.embedding * emb
+    dense = (p.attention + p.dense_ffn + p.shared_experts + p.router) * lin
+    dense += embedding + p.lm_head * emb  # a tied LM head is the embedding table (lm_head = 0)
     experts = p.routed_experts * exp
     return {
         "dense": dense,
         "experts": experts,
         "total": dense + experts,
         "expert_bytes": p.expert_params * exp,
+        "embedding": embedding,
+        "streamed_dense": dense - embedding + (embedding if m.tie_word_embeddings else 0.0),
     }
+
+
+def with_kv_dtype(m: ModelProfile, kv_dtype: str | None) -> ModelProfile:
+    """The same model with its KV cache stored as `kv_dtype` (None or unchanged: `m` itself)."""
+    if kv_dtype is None or kv_dtype == m.kv_cache.dtype:
+        return m
+    if kv_dtype not in ("bf16", "fp8"):
+        from ..errors import InputError
+
+        raise InputError(None, "--kv-dtype", f"unknown KV dtype '{kv_dtype}'", "use bf16 or fp8")
+    kv = m.kv_cache.model_copy(
+        update={"dtype": kv_dtype, "source": f"override: {kv_dtype} KV cache (engine setting)"}
+    )
+    return m.model_copy(update={"kv_cache": kv})
 
 
 # ---------------------------------------------------------------- KV cache
@@ -207,15 +241,15 @@ def kv_fixed_bytes_per_request(m: ModelProfile) -> float:
 
 
 def kv_bytes(m: ModelProfile, tokens: np.ndarray | float) -> np.ndarray | float:
-    """KV bytes of a context of `tokens` tokens (vectorized), per DESIGN §4.1."""
+    """KV bytes of a context of `tokens` tokens (vectorized), per DESIGN §4.1:
+    per_token * tokens + per-request state. For DeepSeek-V4 the per-request state is the
+    sliding window, which holds min(tokens, window) uncompressed rows in every layer.
+    """
     t = np.asarray(tokens, dtype=float)
-    fixed = kv_fixed_bytes_per_request(m)
+    fixed = 0.0
     if m.attention.kind == "compressed":
-        fixed = fixed * (t > 0)
-        # the window holds min(t, window) rows; beyond that the fixed term is the full window
-        w = m.attention.sliding_window
         row, _ = _v4_row_bytes(m)
-        fixed = np.minimum(t, w) * row * m.num_layers
+        fixed = np.minimum(t, m.attention.sliding_window) * row * m.num_layers
     out = kv_bytes_per_token(m) * t + fixed
     return out if out.ndim else float(out)
 

@@ -30,12 +30,14 @@ class Instance:
             raise InputError(
                 None, "parallelism", f"{where}: sizes must be >= 1", "use positive sizes"
             )
-        if self.tp > n or n % self.tp:
+        if self.tp != n:
             raise InputError(
                 None,
                 "tp",
-                f"{where}: tp={self.tp} does not divide {n} GPUs",
-                "pick tp dividing the GPU count",
+                f"{where}: tp={self.tp} must equal the GPU count {n} (an instance is one TP "
+                "group, as SGLang's --tp-size)",
+                "set --tp to --gpus; use --dp-attention for data-parallel attention, or run "
+                "several instances",
             )
         if self.ep > n or n % self.ep:
             raise InputError(
@@ -59,6 +61,13 @@ class Instance:
                 "dp",
                 f"{where}: dp={self.dp} does not divide tp={self.tp}",
                 "pick dp dividing tp",
+            )
+        if self.dtype is not None and self.dtype not in arch.DTYPE_BYTES:
+            raise InputError(
+                None,
+                "dtype",
+                f"unknown weight dtype '{self.dtype}'",
+                f"use one of {', '.join(arch.DTYPE_BYTES)}",
             )
         heads = m.attention.num_heads
         if heads % self.attn_tp:
@@ -97,14 +106,12 @@ class Instance:
 
     @cached_property
     def weight_bytes_per_gpu(self) -> float:
-        """Largest per-GPU weight shard: attention by attention-TP, other dense layers by TP,
-        routed experts by EP."""
+        """Per-GPU weight shard: attention by attention-TP (replicated across DP-attention groups),
+        other dense layers by TP, routed experts over all GPUs (EP ranks x expert-TP = tp)."""
         w, p = self.weights, self.params
-        lin = arch.DTYPE_BYTES[self.dtype or self.model.weights.dtype]
-        attn = p.attention * lin
+        attn = p.attention * arch.DTYPE_BYTES[self.compute_dtype]
         rest_dense = w["dense"] - attn
-        attn_share = attn / self.attn_tp
-        return attn_share + rest_dense / self.tp + w["experts"] / self.ep
+        return attn / self.attn_tp + rest_dense / self.tp + w["experts"] / self.tp
 
     @cached_property
     def kv_replication(self) -> float:
@@ -114,14 +121,29 @@ class Instance:
             return t / min(t, a.num_kv_heads)
         return float(t)  # one latent / one KV head: every rank of an attention group keeps it whole
 
+    def kv_pool_bytes_with(
+        self, mem_fraction: float | None = None, free_fraction: float | None = None
+    ) -> float:
+        """Unique KV bytes the instance holds when the engine gives KV either
+        `hbm * mem_fraction - weights` per GPU (SGLang --mem-fraction-static; default: the GPU
+        profile's) or `free_fraction * (hbm - weights)` (TensorRT-LLM kv_cache_free_gpu_mem_fraction)."""
+        hbm = self.gpu.memory.hbm_gb * 1e9
+        if free_fraction is not None:
+            per_gpu = free_fraction * (hbm - self.weight_bytes_per_gpu)
+        else:
+            frac = self.gpu.efficiency.mem_fraction if mem_fraction is None else mem_fraction
+            per_gpu = hbm * frac - self.weight_bytes_per_gpu
+        return max(per_gpu, 0.0) * self.n_gpus / self.kv_replication
+
     @cached_property
     def kv_pool_bytes(self) -> float:
         """Unique KV bytes the instance can hold (after weights, under mem_fraction)."""
-        per_gpu = (
-            self.gpu.memory.hbm_gb * 1e9 * self.gpu.efficiency.mem_fraction
-            - self.weight_bytes_per_gpu
-        )
-        return max(per_gpu, 0.0) * self.n_gpus / self.kv_replication
+        return self.kv_pool_bytes_with()
+
+    @property
+    def mode(self) -> str:
+        """'analytic' or 'calibrated': where this GPU's efficiency factors come from."""
+        return self.gpu.efficiency.mode
 
     @property
     def fits(self) -> bool:
@@ -154,7 +176,11 @@ class Instance:
 
 
 def parallelism_candidates(
-    model: ModelProfile, gpu: GPUProfile, max_gpus: int = 32, extra_sizes: int = 1
+    model: ModelProfile,
+    gpu: GPUProfile,
+    max_gpus: int = 32,
+    extra_sizes: int = 1,
+    dtype: str | None = None,
 ) -> list[Instance]:
     """The smallest power-of-two GPU counts that fit the model (and `extra_sizes` larger ones).
 
@@ -164,7 +190,7 @@ def parallelism_candidates(
     out: list[Instance] = []
     n = 1
     while n <= max_gpus:
-        inst = _default_parallelism(model, gpu, n)
+        inst = _default_parallelism(model, gpu, n, dtype)
         if inst is not None and inst.fits:
             out.append(inst)
             if len(out) > extra_sizes:
@@ -173,12 +199,14 @@ def parallelism_candidates(
     return out
 
 
-def _default_parallelism(model: ModelProfile, gpu: GPUProfile, n: int) -> Instance | None:
+def _default_parallelism(
+    model: ModelProfile, gpu: GPUProfile, n: int, dtype: str | None = None
+) -> Instance | None:
     if model.ffn.moe is None:
         if n > gpu.interconnect.gpus_per_node:
             return None  # dense TP across nodes is not a serving recipe worth planning
         try:
-            return Instance(model, gpu, n, tp=n, ep=1)
+            return Instance(model, gpu, n, tp=n, ep=1, dtype=dtype)
         except InputError:
             return None
     ep = n if model.ffn.moe.num_experts % n == 0 else 1
@@ -186,7 +214,7 @@ def _default_parallelism(model: ModelProfile, gpu: GPUProfile, n: int) -> Instan
     dp = 1
     while dp <= n:
         try:
-            inst = Instance(model, gpu, n, tp=n, ep=ep, dp=dp)
+            inst = Instance(model, gpu, n, tp=n, ep=ep, dp=dp, dtype=dtype)
         except InputError:
             inst = None
         if inst is not None and (best is None or inst.kv_pool_bytes > best.kv_pool_bytes):

@@ -1,4 +1,4 @@
-"""Shared pydantic base: unknown keys are errors, fields are validated once."""
+"""Shared pydantic base: unknown keys are errors, numbers are finite, fields are validated once."""
 
 from __future__ import annotations
 
@@ -6,4 +6,4 @@ from pydantic import BaseModel, ConfigDict
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)

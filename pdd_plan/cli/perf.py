@@ -1,0 +1,373 @@
+"""Commands `perf`, `calibrate` and `profiles import-hf` (registered on the main app)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from ..errors import InputError
+from .common import check_format, dumps, echo, guarded, write_atomic
+
+PHASES = ("prefill", "decode", "extend", "offline")
+
+
+def _instance(model: str, gpu: str, gpus, tp, ep, dp, dp_attention, dtype, kv_dtype):
+    from .. import profiles
+    from ..perf import arch
+    from ..perf.instance import Instance, parallelism_candidates
+
+    m = arch.with_kv_dtype(profiles.model(model, "--model"), kv_dtype)
+    g = profiles.gpu(gpu, "--gpu")
+    if dtype is not None and dtype not in arch.DTYPE_BYTES:
+        raise InputError(None, "--dtype", f"unknown dtype '{dtype}'", "use bf16, fp8 or fp4")
+    if gpus is None and tp is None:
+        if ep is None and dp is None and not dp_attention:
+            cands = parallelism_candidates(m, g, max_gpus=64, extra_sizes=0, dtype=dtype)
+            if not cands:
+                raise InputError(
+                    None,
+                    "--gpus",
+                    f"{m.name} does not fit on up to 64 x {g.name}",
+                    "use a larger-memory GPU or a smaller --dtype",
+                )
+            return cands[0]
+        gpus = 1
+    n = int(gpus if gpus is not None else tp)
+    tp = n if tp is None else int(tp)
+    moe = m.ffn.moe
+    if ep is None:
+        ep = n if (moe is not None and moe.num_experts % n == 0) else 1
+    if dp is None:
+        dp = tp if dp_attention else 1
+    inst = Instance(m, g, n, tp=tp, ep=int(ep), dp=int(dp), dtype=dtype)
+    inst.require_fit()
+    return inst
+
+
+def _need_positive(value, flag: str) -> None:
+    if value is not None and value < 0:
+        raise InputError(None, flag, f"must be >= 0, got {value}", "give a non-negative count")
+
+
+def perf_result(
+    inst,
+    phase: str,
+    input_tokens: int,
+    output_tokens: int | None = None,
+    cached_tokens: int = 0,
+    batch: int | None = None,
+    chunk: int = 8192,
+    extend_tokens: int = 64,
+    engine: str = "sglang",
+) -> dict:
+    """The numbers `pdd-plan perf` prints, as a plain dict."""
+    from ..perf import arch, roofline
+    from ..perf.offline import ENGINES, offline_throughput
+
+    if phase not in PHASES:
+        raise InputError(None, "--phase", f"unknown phase '{phase}'", f"use {' | '.join(PHASES)}")
+    L, out_n, C = float(input_tokens), output_tokens, float(cached_tokens or 0)
+    if L <= 0:
+        raise InputError(None, "--input-tokens", "must be > 0", "give the prompt length")
+    if C > L or C < 0:
+        raise InputError(
+            None, "--cached-tokens", f"{C:g} cached of {L:g} input tokens", "use 0 <= C <= L"
+        )
+    if batch is not None and batch < 1:
+        raise InputError(None, "--batch", "must be >= 1", "give the concurrent requests")
+    out: dict = {"phase": phase, "instance": _describe(inst)}
+    kv_tokens = inst.kv_capacity_tokens
+    if phase == "offline":
+        if not out_n or out_n < 1:
+            raise InputError(
+                None, "--output-tokens", "offline needs it", "e.g. --output-tokens 512"
+            )
+        if engine not in ENGINES:
+            raise InputError(None, "--engine", f"unknown '{engine}'", f"use {', '.join(ENGINES)}")
+        eng = ENGINES[engine]
+        if batch is not None:
+            from dataclasses import replace
+
+            eng = replace(eng, max_batch=int(batch), limits="fixed")
+        r = offline_throughput(inst, L, out_n, eng)
+        if r.batch < 1:
+            raise InputError(
+                None,
+                "--input-tokens",
+                f"one request of {L + out_n:g} tokens does not fit the KV pool "
+                f"({r.kv_capacity_tokens:,.0f} tokens)",
+                "use more GPUs or shorter requests",
+            )
+        t, lat, b, thr = r.breakdown, r.request_latency_s, r.batch, r.output_tokens_per_s
+        kv_tokens = r.kv_capacity_tokens
+        out["offline"] = {
+            "engine": r.engine,
+            "batch_limit": r.batch_limit,
+            "iteration_s": r.iteration_s,
+            "prefill_share_of_iterations": r.prefill_share,
+            "prefill_tokens_per_iteration": r.prefill_tokens_per_pass,
+            "max_num_tokens": r.max_num_tokens,
+        }
+    else:
+        b = int(batch or 1)
+        if phase == "prefill":
+            ctx = L
+            t = roofline.batch_prefill_time(inst, b, L - C, C, chunk)
+            lat = t.total_s
+            thr = b * (L - C) / lat if lat > 0 else 0.0
+        elif phase == "decode":
+            ctx = L + (out_n or 0) / 2.0
+            t = roofline.decode_step(inst, b, ctx)
+            lat = t.total_s
+            thr = b / lat
+        else:  # extend: k relay tokens recomputed on a cached context of L
+            k = float(extend_tokens)
+            if k < 1:
+                raise InputError(None, "--extend-tokens", "must be >= 1", "e.g. 64")
+            ctx = L + k
+            t = roofline.mixed_pass(inst, prefill_seqs=b, prefill_new=k, prefill_cached=L)
+            lat = t.total_s
+            thr = b * k / lat
+        cap = inst.max_batch(ctx)
+        if b > cap:
+            per = float(arch.kv_bytes(inst.model, ctx)) * inst.kv_replication / 1e9
+            raise InputError(
+                None,
+                "--batch",
+                f"{b} requests at {ctx:,.0f} tokens need {b * per:,.1f} GB of KV, the pool holds "
+                f"{inst.kv_pool_bytes / 1e9:,.1f} GB ({cap} requests)",
+                f"use --batch <= {cap} or more GPUs",
+            )
+        out["max_batch_at_context"] = cap
+    out.update(
+        {
+            "latency_s": lat,
+            "throughput_tokens_per_s": thr,
+            "throughput_unit": "prefilled tokens/s"
+            if phase in ("prefill", "extend")
+            else "output tokens/s",
+            "batch": b,
+            "bound": t.bound,
+            "kv_capacity_tokens": kv_tokens,
+            "mode": inst.mode,
+            # time of compute-bound kernels, memory-bound kernels, communication and per-pass
+            # overhead: they add up to the pass(es) (offline: the mean iteration)
+            "breakdown_s": {
+                "compute": t.as_dict()["compute_bound_s"],
+                "memory": t.as_dict()["memory_bound_s"],
+                "communication": t.communication_s,
+                "overhead": t.overhead_s,
+            },
+            # all FLOPs at the achieved FLOP rate, all HBM bytes at the achieved bandwidth
+            "roofline_s": {"flops": t.compute_s, "bytes": t.memory_s},
+            "efficiency": {
+                k: getattr(inst.gpu.efficiency, k)
+                for k in ("mfu", "mbu", "step_overhead_ms", "chunk_half_tokens", "comm_efficiency")
+            },
+        }
+    )
+    return out
+
+
+def _describe(inst) -> dict:
+    return {
+        "model": inst.model.name,
+        "gpu": inst.gpu.name,
+        "gpus": inst.n_gpus,
+        "tp": inst.tp,
+        "ep": inst.ep,
+        "dp": inst.dp,
+        "dtype": inst.compute_dtype,
+        "kv_dtype": inst.model.kv_cache.dtype,
+        "weights_per_gpu_gb": inst.weight_bytes_per_gpu / 1e9,
+        "kv_pool_gb": inst.kv_pool_bytes / 1e9,
+        "label": inst.label,
+    }
+
+
+def _render_table(res: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    i = res["instance"]
+    title = (
+        f"{res['phase']}: {i['model']} on {i['label']} ({i['dtype']} weights, "
+        f"{i['kv_dtype']} KV) [{res['mode']}]"
+    )
+    t = Table(title=title, show_header=True)
+    t.add_column("quantity")
+    t.add_column("value", justify="right")
+    b = res["breakdown_s"]
+    tot = sum(b.values())
+    for k in ("compute", "memory", "communication", "overhead"):
+        share = f" ({b[k] / tot:.0%})" if tot > 0 else ""
+        t.add_row(f"{k} s", f"{b[k]:.4g}{share}")
+    t.add_row("bound", res["bound"])
+    t.add_row("latency s", f"{res['latency_s']:.4g}")
+    t.add_row(f"throughput ({res['throughput_unit']})", f"{res['throughput_tokens_per_s']:,.0f}")
+    t.add_row("batch (requests)", str(res["batch"]))
+    if "max_batch_at_context" in res:
+        t.add_row("max batch at this context", f"{res['max_batch_at_context']:,}")
+    t.add_row("KV capacity (tokens)", f"{res['kv_capacity_tokens']:,.0f}")
+    t.add_row("weights per GPU (GB)", f"{i['weights_per_gpu_gb']:.1f}")
+    for k, v in res.get("offline", {}).items():
+        t.add_row(k.replace("_", " "), f"{v:.4g}" if isinstance(v, float) else str(v))
+    e = res["efficiency"]
+    t.add_row("efficiency", ", ".join(f"{k} {v:g}" for k, v in e.items()))
+    Console().print(t)
+
+
+def perf(
+    model: str = typer.Option(..., "--model", "-m", help="Model profile name or YAML path."),
+    gpu: str = typer.Option(..., "--gpu", "-g", help="GPU profile name or YAML path."),
+    gpus: int = typer.Option(None, "--gpus", help="GPUs per instance (default: smallest fit)."),
+    tp: int = typer.Option(None, "--tp", help="Tensor parallel size (default: --gpus)."),
+    ep: int = typer.Option(None, "--ep", help="Expert parallel size (default: --gpus for MoE)."),
+    dp_attention: bool = typer.Option(
+        False, "--dp-attention", help="Data-parallel attention (SGLang --enable-dp-attention)."
+    ),
+    dp: int = typer.Option(None, "--dp", help="DP-attention groups (default with it: --tp)."),
+    dtype: str = typer.Option(None, "--dtype", help="Weight dtype: bf16 | fp8 | fp4."),
+    kv_dtype: str = typer.Option(None, "--kv-dtype", help="KV-cache dtype: bf16 | fp8."),
+    phase: str = typer.Option(..., "--phase", help="prefill | decode | extend | offline"),
+    input_tokens: int = typer.Option(
+        ..., "--input-tokens", "-L", help="Prompt length (decode/extend: the context)."
+    ),
+    output_tokens: int = typer.Option(
+        None, "--output-tokens", "-O", help="Output length (offline; decode: mean context L+O/2)."
+    ),
+    cached_tokens: int = typer.Option(0, "--cached-tokens", "-C", help="Cached prefix of L."),
+    batch: int = typer.Option(
+        None, "--batch", "-B", help="Concurrent requests on the whole instance (offline: a cap)."
+    ),
+    extend_tokens: int = typer.Option(64, "--extend-tokens", help="extend: k tokens recomputed."),
+    chunk: int = typer.Option(8192, "--chunk", help="Prefill chunk (tokens per pass)."),
+    engine: str = typer.Option("sglang", "--engine", help="offline: sglang | trtllm-bench"),
+    format: str = typer.Option("table", "--format", "-f", help="table | json | yaml"),
+) -> None:
+    """One instance, explained: latency, throughput and what bounds a prefill, decode step,
+    extend or offline (continuous-batching) run."""
+    fmt = check_format(format)
+    for v, flag in ((gpus, "--gpus"), (tp, "--tp"), (ep, "--ep"), (dp, "--dp")):
+        if v is not None and v < 1:
+            raise InputError(None, flag, f"must be >= 1, got {v}", "give a positive size")
+    if chunk < 1:
+        raise InputError(None, "--chunk", "must be >= 1", "e.g. 8192")
+    inst = _instance(model, gpu, gpus, tp, ep, dp, dp_attention, dtype, kv_dtype)
+    res = perf_result(
+        inst,
+        phase,
+        input_tokens,
+        output_tokens,
+        cached_tokens,
+        batch,
+        chunk,
+        extend_tokens,
+        engine,
+    )
+    if fmt == "table":
+        _render_table(res)
+    else:
+        echo(dumps(res, fmt))
+
+
+def calibrate(
+    measurements: str = typer.Argument(..., help="Measurements CSV (see data/calibration/)."),
+    gpu: str = typer.Option(None, "--gpu", "-g", help="Fit only this GPU (default: every one)."),
+    write: bool = typer.Option(
+        False, "--write", help="Write data/calibration/<gpu>.yaml (applied when profiles load)."
+    ),
+    out_dir: Path = typer.Option(
+        None, "--out-dir", help="Write the calibration YAML here instead of the package data."
+    ),
+    format: str = typer.Option("table", "--format", "-f", help="table | json | yaml"),
+) -> None:
+    """Fit mfu, mbu, step overhead and chunk_half_tokens of each GPU to measured throughput."""
+    from ..perf import calibration as cal
+
+    fmt = check_format(format)
+    rows = cal.read_measurements(measurements)
+    gpus = sorted({r.gpu for r in rows})
+    if gpu is not None:
+        if gpu not in gpus:
+            raise InputError(
+                measurements, "--gpu", f"no rows for GPU '{gpu}'", f"in the file: {', '.join(gpus)}"
+            )
+        gpus = [gpu]
+    results = []
+    for g in gpus:
+        res = cal.fit([r for r in rows if r.gpu == g], cal.analytic_gpu(g))
+        entry = {
+            "gpu": g,
+            "rows": res.rows,
+            "factors": res.factors,
+            "median_abs_error_analytic": res.median_before,
+            "median_abs_error_calibrated": res.median_after,
+            "max_abs_error_calibrated": max(abs(e) for e in res.errors_after),
+            "converged": res.success,
+        }
+        if write:
+            folder = out_dir if out_dir is not None else cal.calibration_dir()
+            path = Path(folder) / f"{g}.yaml"
+            write_atomic(path, cal.calibration_yaml(res, Path(measurements).name))
+            entry["written"] = str(path)
+        results.append(entry)
+    if fmt != "table":
+        echo(dumps(results, fmt))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=f"calibration fit to {measurements}")
+    for c in ("gpu", "rows", "mfu", "mbu", "overhead ms", "chunk_half", "median |err|", "max"):
+        t.add_column(c)
+    for e in results:
+        f = e["factors"]
+        t.add_row(
+            e["gpu"],
+            str(len(e["rows"])),
+            f"{f['mfu']:.3f}",
+            f"{f['mbu']:.3f}",
+            f"{f['step_overhead_ms']:.2f}",
+            f"{f['chunk_half_tokens']:.0f}",
+            f"{e['median_abs_error_analytic']:.1%} -> {e['median_abs_error_calibrated']:.1%}",
+            f"{e['max_abs_error_calibrated']:.1%}",
+        )
+    Console().print(t)
+    for e in results:
+        if "written" in e:
+            echo(f"wrote {e['written']}\n")
+
+
+def import_hf(
+    config: str = typer.Argument(..., help="A HuggingFace config.json."),
+    name: str = typer.Option(..., "--name", help="Profile name (the YAML's `name`)."),
+    out: Path = typer.Option(None, "--out", "-o", help="Write the YAML here (default: stdout)."),
+) -> None:
+    """Build a model profile YAML from a HuggingFace config.json."""
+    import yaml
+
+    from ..perf.hf_import import profile_from_hf
+
+    p = Path(config)
+    if not p.is_file():
+        raise InputError(config, None, "file not found", "give the path of a config.json")
+    try:
+        cfg = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise InputError(config, None, f"not valid JSON: {e}", "give a config.json") from None
+    prof = profile_from_hf(cfg, name, p.name)
+    text = yaml.safe_dump(prof.model_dump(mode="json", exclude_none=True), sort_keys=False)
+    if out is None:
+        echo(text)
+    else:
+        write_atomic(out, text)
+        echo(f"wrote {out}\n")
+
+
+def register(app: typer.Typer, profiles_app: typer.Typer) -> None:
+    app.command("perf")(guarded(perf))
+    app.command("calibrate")(guarded(calibrate))
+    profiles_app.command("import-hf")(guarded(import_hf))
