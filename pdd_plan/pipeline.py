@@ -14,7 +14,7 @@ import numpy as np
 from . import network
 from .perf import arch, roofline
 from .perf.instance import Instance
-from .queueing import mg1_mean_wait, mg1_wait_survival
+from .queueing import mg1_wait_quantile, mg1_wait_survival, mgc_wait
 from .schema.scenario import Policy
 from .workload.requests import RequestClasses
 
@@ -23,6 +23,9 @@ PATHS = ("p_md", "p_rld_md", "p_rld")
 
 @dataclass(frozen=True)
 class PrefillPool:
+    """The prefill instances as one M/G/c queue: the router sends each request to the instance
+    that frees up first (least-loaded), which pools their capacity."""
+
     inst: Instance
     count: int
     service_s: np.ndarray  # per class, seconds of one instance
@@ -34,13 +37,25 @@ class PrefillPool:
         return float(self.rate_rps * np.dot(self.weight, self.service_s) / self.count)
 
     @property
-    def mean_wait_s(self) -> float:
+    def _wait(self) -> tuple[float, float]:
         es = float(np.dot(self.weight, self.service_s))
         es2 = float(np.dot(self.weight, self.service_s**2))
-        return mg1_mean_wait(self.rho, es, es2)
+        return mgc_wait(self.count, self.rate_rps, es, es2)
+
+    @property
+    def wait_probability(self) -> float:
+        return self._wait[0]
+
+    @property
+    def mean_wait_s(self) -> float:
+        return self._wait[1]
 
     def wait_survival(self, t: np.ndarray) -> np.ndarray:
-        return mg1_wait_survival(t, self.rho, self.mean_wait_s)
+        """P(W > t): the waiting mass P(wait) with an exponential tail of the conditional mean."""
+        return mg1_wait_survival(t, self.wait_probability, self.mean_wait_s)
+
+    def wait_quantile(self, q: float) -> float:
+        return mg1_wait_quantile(q, self.wait_probability, self.mean_wait_s)
 
 
 def prefill_service_s(inst: Instance, cls: RequestClasses, chunk: int) -> np.ndarray:
@@ -152,9 +167,7 @@ def relay_wanted(
 ) -> np.ndarray:
     """The routing rule: relay a class when its direct path would break the TTFT budget at the
     q-quantile of the prefill wait."""
-    from .queueing import mg1_wait_quantile
-
-    w = mg1_wait_quantile(q, pool.rho, pool.mean_wait_s)
+    w = pool.wait_quantile(q)
     return ttft_p_md_s + w > budget_s
 
 

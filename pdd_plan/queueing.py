@@ -40,3 +40,30 @@ def ps_response_time(size: np.ndarray | float, capacity: float, rho: float) -> n
     if rho >= 1:
         return np.full_like(x, np.inf)
     return x / (capacity * (1.0 - rho))
+
+
+def erlang_c(c: int, a: float) -> float:
+    """Probability an arrival waits in M/M/c with offered load a = lambda E[S] (Erlang C)."""
+    if a <= 0:
+        return 0.0
+    if a >= c:
+        return 1.0
+    # stable recursion for Erlang B, then C from B
+    b = 1.0
+    for k in range(1, c + 1):
+        b = a * b / (k + a * b)
+    rho = a / c
+    return b / (1.0 - rho + rho * b)
+
+
+def mgc_wait(c: int, rate: float, es: float, es2: float) -> tuple[float, float]:
+    """(P(wait), mean wait) in M/G/c FIFO with a shared queue: the Allen-Cunneen approximation,
+    Erlang C scaled by (1 + cs^2)/2 (exact for M/M/c; M/G/1 when c = 1 reduces to P-K)."""
+    a = rate * es
+    if c < 1 or a <= 0 or es <= 0:
+        return 0.0, 0.0
+    if a >= c:
+        return 1.0, float("inf")
+    pw = erlang_c(c, a)
+    cs2 = max(es2 / es**2 - 1.0, 0.0)
+    return pw, pw * (1.0 + cs2) / 2.0 * es / (c - a)

@@ -146,3 +146,8 @@ _register_more()
 from .perf import register as _register_perf  # noqa: E402
 
 _register_perf(app, profiles_app)
+
+
+from .sim import register as _register_sim  # noqa: E402
+
+_register_sim(app)

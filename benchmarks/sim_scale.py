@@ -1,0 +1,74 @@
+"""Simulator at scale: one million requests of the default scenario, wall time and peak memory.
+
+Usage: ``python benchmarks/sim_scale.py [--n 1000000] [--architecture pdd] [--scenario FILE]``
+
+Optimizes the scenario (not timed against the budget), then times ``pdd_plan.sim.run`` on ``n``
+sampled requests: workload sampling, perf tables, prefill (least-loaded FIFO heap), line
+(processor-sharing events) and decode (continuous-batching events), and the summary. Prints
+when each stage started, the total, and the process's peak resident set (``ru_maxrss``)
+before and after the run. Target (issue 5): 1M requests in <= 20 s on a 2-core machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import time
+
+from pdd_plan import profiles
+from pdd_plan.optimize import optimize
+from pdd_plan.resolve import load_scenario, resolve
+from pdd_plan.sim import run
+
+
+def _maxrss_mib() -> float:
+    kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return kb / (1024 * 1024) if sys.platform == "darwin" else kb / 1024
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=1_000_000)
+    ap.add_argument("--architecture", default="pdd")
+    ap.add_argument("--scenario", default=str(profiles.example_path()))
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+
+    t = time.perf_counter()
+    ctx = resolve(load_scenario(args.scenario), args.scenario)
+    plan = optimize(ctx)
+    print(f"optimize: {time.perf_counter() - t:.2f} s (not part of the simulation time)")
+    rss0 = _maxrss_mib()
+
+    marks: dict[str, float] = {}
+    t0 = time.perf_counter()
+
+    def progress(stage: str, done: int, total: int) -> None:
+        marks.setdefault(stage, time.perf_counter() - t0)
+
+    res = run(ctx, plan, args.architecture, args.n, args.seed, progress=progress)
+    t_run = time.perf_counter() - t0
+    s = res.summary()
+    total = time.perf_counter() - t0
+    rss1 = _maxrss_mib()
+
+    print(f"{args.n:,} requests, {args.architecture}, scenario {ctx.scenario.name}")
+    print(f"  {'sampling + perf tables':<23}{marks.get('prefill', 0.0):10.2f} s")
+    stages = [k for k in ("prefill", "line", "decode") if k in marks]
+    for i, k in enumerate(stages):
+        end = marks[stages[i + 1]] if i + 1 < len(stages) else t_run
+        print(f"  {k:<23}{end - marks[k]:10.2f} s")
+    print(f"  {'summary':<23}{total - t_run:10.2f} s")
+    print(f"wall time: {total:.2f} s ({total / args.n * 1e6:.1f} us per request)")
+    print(f"peak RSS: {rss0:.0f} MiB before the run, {rss1:.0f} MiB after")
+    keys = ("ttft_s", "tpot_ms", "kv_transfer_s", "line_utilization", "goodput_rps")
+    print(json.dumps({k: s[k] for k in keys}))
+    ok = total <= 20.0 or args.n < 1_000_000
+    print("target <= 20 s for 1M requests:", "met" if ok else "MISSED")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

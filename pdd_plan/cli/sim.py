@@ -1,0 +1,226 @@
+"""`pdd-plan simulate`: replay a trace or the scenario's workload on a plan and measure it."""
+
+from __future__ import annotations
+
+import io
+import sys
+import time
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from .. import profiles
+from ..errors import InputError
+from .common import check_format, dumps, echo, guarded, write_atomic
+
+_SHOW_AFTER_S = 2.0
+
+
+class LazyProgress:
+    """A rich progress bar on stderr that appears only once a run has taken ~2 s, and only on a
+    terminal. Called as ``progress(stage, done, total)`` by the simulator."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self.t0 = time.perf_counter()
+        self.bar = None
+        self.tasks: dict[str, int] = {}
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        if self.bar is None:
+            if time.perf_counter() - self.t0 < _SHOW_AFTER_S:
+                return
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.bar = Progress(
+                TextColumn("simulate {task.description:8}"),
+                BarColumn(),
+                TextColumn("{task.percentage:>3.0f}%"),
+                TimeElapsedColumn(),
+                console=Console(stderr=True),
+                transient=True,
+            )
+            self.bar.start()
+        if stage not in self.tasks:
+            for tid in self.tasks.values():  # earlier stages are done
+                self.bar.update(tid, completed=self.bar.tasks[tid].total)
+            self.tasks[stage] = self.bar.add_task(stage, total=max(total, 1))
+        self.bar.update(self.tasks[stage], completed=done, total=max(total, 1))
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None
+
+
+def _load(path: str, trace: str | None):
+    """(context, plan) from a plan file (optimize --out) or a scenario (optimized here)."""
+    from ..resolve import resolve
+    from ..schema import Scenario
+    from ..schema.io import parse, read_yaml
+
+    data = read_yaml(path)
+    if isinstance(data, dict) and "plans" in data and "inputs" in data:
+        if not isinstance(data["plans"], dict) or not data["plans"]:
+            raise InputError(path, "plans", "no plans in the plan file", "re-run optimize --out")
+        sc = parse(Scenario, data["inputs"], f"{path} (inputs)")
+        return resolve(sc, path), data
+    sc = parse(Scenario, data, path)
+    if trace is not None:
+        d = sc.model_dump(mode="json")
+        d["workload"]["trace"] = str(Path(trace).resolve())
+        sc = parse(Scenario, d, path)
+    from ..optimize import optimize
+
+    ctx = resolve(sc, path)
+    return ctx, optimize(ctx)
+
+
+def _fleet_rows(plan: dict) -> list[dict]:
+    return [
+        {k: i[k] for k in ("role", "gpu", "datacenter", "count", "gpus_per_instance")}
+        for i in plan.get("instances", [])
+    ]
+
+
+@guarded
+def simulate_cmd(
+    file: str = typer.Argument(
+        None,
+        help="Scenario YAML (optimized first) or plan YAML from `pdd-plan optimize --out` "
+        "(default: the bundled examples/pdd-paper.yaml).",
+    ),
+    architecture: str = typer.Option("pdd", "--architecture", "-a", help="pdd | cdc_pd | idc_pd"),
+    trace: str = typer.Option(
+        None, "--trace", help="Replay this trace (Mooncake/Azure/generic) instead of the workload."
+    ),
+    requests: int = typer.Option(
+        None,
+        "--requests",
+        "-n",
+        help="Requests to replay (default: 20,000 sampled, or the whole trace).",
+    ),
+    seed: int = typer.Option(None, "--seed", help="Random seed (default: the scenario's)."),
+    format: str = typer.Option("table", "--format", "-f", help="table | json | yaml"),
+    records: Path = typer.Option(
+        None, "--records", help="Write one row per request here (CSV; .parquet if pyarrow)."
+    ),
+) -> None:
+    """Replay the workload (or --trace) on a plan: TTFT/TPOT/KV-transfer percentiles, line use,
+    path shares and SLA goodput, measured request by request."""
+    from ..sim import run
+    from ..sim.setup import ARCHITECTURES, arch_plan
+
+    fmt = check_format(format)
+    if architecture not in ARCHITECTURES:
+        raise InputError(
+            None,
+            "--architecture",
+            f"unknown architecture '{architecture}'",
+            f"use one of {', '.join(ARCHITECTURES)}",
+        )
+    if requests is not None and requests < 1:
+        raise InputError(
+            None, "--requests", f"must be at least 1 (got {requests})", "give a positive count"
+        )
+    if trace is not None and not Path(trace).is_file():
+        raise InputError(trace, None, "trace file not found", "check the --trace path")
+    parquet = records is not None and records.suffix.lower() == ".parquet"
+    if records is not None:
+        if not records.parent.exists():
+            raise InputError(
+                str(records), None, "folder does not exist", "create the folder or change the path"
+            )
+        if parquet:
+            try:
+                import pyarrow  # noqa: F401
+            except ImportError:
+                raise InputError(
+                    str(records),
+                    None,
+                    "Parquet needs pyarrow",
+                    "install pyarrow or use a .csv name",
+                ) from None
+    path = str(profiles.example_path()) if file is None else file
+    ctx, plan = _load(path, trace)
+    arch_plan(plan, architecture)  # fail before simulating if the plan lacks it
+    prog = LazyProgress(enabled=fmt == "table" and sys.stderr.isatty())
+    try:
+        res = run(ctx, plan, architecture, requests, seed, trace, progress=prog)
+    finally:
+        prog.close()
+    s = res.summary()
+    p = arch_plan(plan, architecture)
+    out = {
+        "scenario": ctx.scenario.name,
+        **s,
+        "fleet": _fleet_rows(p),
+        "line": {"sku": p["line"]["sku"], "count": p["line"]["count"]} if p.get("line") else None,
+        "sla": ctx.scenario.sla.model_dump(),
+    }
+    if records is not None:
+        df = res.records()
+        if parquet:
+            buf = io.BytesIO()
+            df.to_parquet(buf, index=False)
+            write_atomic(records, buf.getvalue())
+        else:
+            write_atomic(records, df.to_csv(index=False, float_format="%.9g"))
+    if fmt != "table":
+        echo(dumps(out, fmt))
+        return
+    _render(out, Console())
+
+
+def _f(x, scale: float = 1.0, nd: int = 3) -> str:
+    return "-" if x is None else f"{x * scale:.{nd}f}"
+
+
+def _render(s: dict, c: Console) -> None:
+    rate = s.get("offered_rps")
+    title = (
+        f"simulate {s['scenario']} / {s['architecture']}: {s['requests']:,} requests"
+        + (f" at {rate:g} req/s" if rate else "")
+        + f" ({Path(s['workload']).name if s['workload'] != 'distribution' else 'sampled workload'})"
+    )
+    t = Table(title=title)
+    for col in ("metric", "p50", "p90", "p99", "mean"):
+        t.add_column(col)
+    for key, name in (
+        ("ttft_s", "TTFT s"),
+        ("tpot_ms", "TPOT ms"),
+        ("e2e_s", "end-to-end s"),
+        ("kv_transfer_s", "KV transfer s"),
+        ("prefill_wait_s", "prefill wait s"),
+        ("decode_wait_s", "decode wait s"),
+    ):
+        q = s[key]
+        t.add_row(name, *(_f(q[k]) for k in ("p50", "p90", "p99", "mean")))
+    c.print(t)
+    sla = s["sla"]
+    r = s["route_share"]
+    lines = [
+        f"paths p_md / p_rld_md / p_rld: {r['p_md'] * 100:.1f}% / {r['p_rld_md'] * 100:.1f}% / "
+        f"{r['p_rld'] * 100:.1f}%;  RLD share of output tokens {s['rld_token_share'] * 100:.1f}%",
+    ]
+    if s.get("line_utilization") is not None:
+        cp = s["connection_pool"]
+        lines.append(
+            f"line {s['line']['count']} x {s['line']['sku']}: {s['line_utilization'] * 100:.1f}% "
+            f"utilized; connections {cp['mean_in_use']:.1f} of {cp['size']} in use on average, "
+            f"pool full {cp['full_time_share'] * 100:.1f}% of the time"
+        )
+    lines.append(
+        f"SLA goodput {_f(s['goodput_rps'], nd=2)} req/s ({s['sla_attainment'] * 100:.1f}% of "
+        f"requests with TTFT <= {sla['ttft_p99_s']:g} s and TPOT <= {sla['tpot_ms']:g} ms)"
+    )
+    for ln in lines:
+        c.print(ln)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("simulate")(simulate_cmd)

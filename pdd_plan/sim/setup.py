@@ -1,0 +1,243 @@
+"""What a simulation runs on: the plan's fleet and line as objects, and the requests to replay."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InputError
+from ..network import LineConfig
+from ..perf.instance import Instance
+from ..resolve import Context
+from ..workload.distributions import sample, sample_requests
+from ..workload.requests import Requests
+
+ARCHITECTURES = ("pdd", "cdc_pd", "idc_pd")
+
+
+@dataclass(frozen=True)
+class Fleet:
+    """A plan's instances (one entry per instance, not per row) and its line."""
+
+    architecture: str
+    prefill: list[Instance]
+    relay: list[Instance]  # relay decode (pdd only; may be empty)
+    decode: list[Instance]  # main decode (pdd, cdc_pd) or decode in A (idc_pd)
+    line: LineConfig | None  # None: idc_pd (RDMA)
+    rate_rps: float | None  # the rate the plan was sized for
+
+
+def arch_plan(plan: dict, architecture: str) -> dict:
+    """The per-architecture plan inside an optimize result (or the plan itself)."""
+    if "plans" in plan:
+        plans = plan["plans"] or {}
+        if architecture not in plans:
+            have = ", ".join(plans) or "none"
+            raise InputError(
+                None,
+                "--architecture",
+                f"the plan has no '{architecture}' architecture (it has: {have})",
+                f"use one of {have}",
+            )
+        return plans[architecture]
+    return plan
+
+
+def fleet(ctx: Context, plan: dict, architecture: str) -> Fleet:
+    """Rebuild the instances and line of one architecture's plan."""
+    if architecture not in ARCHITECTURES:
+        raise InputError(
+            None,
+            "--architecture",
+            f"unknown architecture '{architecture}'",
+            f"use one of {', '.join(ARCHITECTURES)}",
+        )
+    p = arch_plan(plan, architecture)
+    pools: dict[str, list[Instance]] = {
+        "prefill": [],
+        "relay_decode": [],
+        "main_decode": [],
+        "decode": [],
+    }
+    for i, row in enumerate(p.get("instances") or []):
+        try:
+            role, gpu, count = row["role"], row["gpu"], int(row["count"])
+            n, tp, ep, dp = (
+                int(row["gpus_per_instance"]),
+                int(row["tp"]),
+                int(row["ep"]),
+                int(row.get("dp", 1)),
+            )
+        except (KeyError, TypeError, ValueError) as e:
+            raise InputError(
+                None,
+                f"plans.{architecture}.instances[{i}]",
+                f"malformed instance row ({e})",
+                "write plans with `pdd-plan optimize --out`",
+            ) from None
+        if role not in pools:
+            raise InputError(
+                None,
+                f"plans.{architecture}.instances[{i}].role",
+                f"unknown role '{role}'",
+                "use prefill, relay_decode, main_decode or decode",
+            )
+        if gpu not in ctx.gpus:
+            raise InputError(
+                None,
+                f"plans.{architecture}.instances[{i}].gpu",
+                f"GPU '{gpu}' is not in the scenario's datacenters",
+                "use the plan with the scenario it was made from",
+            )
+        inst = Instance(ctx.model, ctx.gpus[gpu], n, tp=tp, ep=ep, dp=dp)
+        inst.require_fit()
+        pools[role].extend([inst] * max(count, 0))
+    decode = pools["decode"] if architecture == "idc_pd" else pools["main_decode"]
+    if not pools["prefill"]:
+        raise InputError(
+            None, f"plans.{architecture}.instances", "no prefill instances", "re-run optimize"
+        )
+    if not decode:
+        role = "decode" if architecture == "idc_pd" else "main_decode"
+        raise InputError(
+            None, f"plans.{architecture}.instances", f"no {role} instances", "re-run optimize"
+        )
+    line = None
+    if architecture != "idc_pd":
+        ln = p.get("line")
+        if not ln:
+            raise InputError(
+                None, f"plans.{architecture}.line", "no line in a cross-datacenter plan", ""
+            )
+        sku = next((s for s in ctx.lines if s.name == ln.get("sku")), None)
+        if sku is None:
+            have = ", ".join(s.name for s in ctx.lines) or "none"
+            raise InputError(
+                None,
+                f"plans.{architecture}.line.sku",
+                f"line '{ln.get('sku')}' is not among the scenario's candidates ({have})",
+                "use the plan with the scenario it was made from",
+            )
+        line = LineConfig(sku, int(ln.get("count", 1)))
+    relay = pools["relay_decode"] if architecture == "pdd" else []
+    rate = p.get("goodput_rps")
+    return Fleet(
+        architecture,
+        pools["prefill"],
+        relay,
+        decode,
+        line,
+        float(rate) if rate else None,
+    )
+
+
+@dataclass(frozen=True)
+class SimRequests:
+    """Requests to replay; with ``hashes`` the DRC is simulated from block ids during the run."""
+
+    req: Requests
+    source: str  # "distribution" or the trace path
+    flat: np.ndarray | None = None  # every request's block hash ids, concatenated
+    offsets: np.ndarray | None = None  # request r: flat[offsets[r]:offsets[r + 1]]
+    block_tokens: int = 512
+
+    @property
+    def hashes(self) -> bool:
+        return self.flat is not None
+
+    def __len__(self) -> int:
+        return len(self.req)
+
+
+def _trace_path(ctx: Context, trace: str) -> Path:
+    p = Path(trace)
+    if p.exists() or p.is_absolute():
+        return p
+    q = ctx.base_dir / trace
+    return q if q.exists() else p
+
+
+def _read_hashes(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Raw arrivals and block ids of a hashed trace, in file order (compact int64)."""
+    from ..workload.traces import TraceReader
+
+    arr, lens, flat = [], [], []
+    for ch in TraceReader(path):
+        arr.append(ch.arrival_s)
+        for h in ch.hash_ids or ():
+            lens.append(len(h))
+            flat.extend(h)
+    a = np.concatenate(arr) if arr else np.zeros(0)
+    off = np.zeros(len(lens) + 1, dtype=np.int64)
+    np.cumsum(lens, out=off[1:])
+    return a, np.asarray(flat, dtype=np.int64), off
+
+
+def requests(
+    ctx: Context,
+    n: int | None,
+    seed: int,
+    rate_rps: float | None,
+    trace: str | None = None,
+) -> SimRequests:
+    """The workload to replay: the scenario's trace (or ``trace``), else its distributions.
+
+    Distributions: ``n`` Poisson arrivals at ``rate_rps`` (default 20,000 requests), with the
+    sampled prefill-side hit rate and ``hit_d = hit_p * policy.md_hit_ratio`` (0 without DRC).
+    Traces: the first ``n`` requests (all by default); arrivals are rescaled when the scenario
+    states ``workload.rate_rps``. Hashed traces get ``hit_p`` from an unbounded prefill-side
+    cache; their DRC is simulated during the run (it depends on routing). Traces without hashes
+    take ``hit_rate`` if given, else hits drawn from ``workload.prefix_hit``.
+    """
+    sc = ctx.scenario
+    w, pol = sc.workload, sc.policy
+    path_s = trace or w.trace
+    if path_s is None:
+        if rate_rps is None or rate_rps <= 0:
+            raise InputError(
+                ctx.file, "workload.rate_rps", "no request rate to simulate", "give rate_rps"
+            )
+        k = int(n) if n is not None else 20_000
+        r = sample_requests(w, k, seed, rate_rps)
+        hd = r.hit_p * pol.md_hit_ratio if pol.drc else np.zeros(len(r))
+        return SimRequests(
+            Requests(r.arrival_s, r.input_tokens, r.output_tokens, r.hit_p, hd), "distribution"
+        )
+    from ..workload.cache import CacheSpec
+    from ..workload.traces import read_trace
+
+    path = _trace_path(ctx, path_s) if trace is None else Path(trace)
+    if not path.is_file():
+        raise InputError(
+            str(path), None, "trace file not found", "give an existing trace file path"
+        )
+    req, info = read_trace(path, cache=CacheSpec(drc=False))
+    flat = off = None
+    if info.has_hashes:
+        raw, flat_all, off_all = _read_hashes(path)
+        order = np.argsort(raw, kind="stable")  # the order read_trace sorted into
+        lens = np.diff(off_all)[order]
+        off = np.zeros(len(order) + 1, dtype=np.int64)
+        np.cumsum(lens, out=off[1:])
+        idx = np.arange(int(off[-1])) + np.repeat(off_all[order] - off[:-1], lens)
+        flat = flat_all[idx]
+    hp = req.hit_p
+    if np.isnan(hp).any():
+        hp = np.where(
+            np.isnan(hp),
+            np.clip(sample(w.prefix_hit, len(req), np.random.default_rng(seed)), 0.0, 1.0),
+            hp,
+        )
+    hd = hp * pol.md_hit_ratio if pol.drc else np.zeros(len(req))
+    arrival = req.arrival_s - req.arrival_s[0]
+    if w.rate_rps and len(req) > 1 and arrival[-1] > 0:
+        arrival = arrival * ((len(req) - 1) / arrival[-1]) / w.rate_rps
+    k = len(req) if n is None else min(int(n), len(req))
+    if flat is not None:
+        flat, off = flat[: off[k]], off[: k + 1]
+    out = Requests(
+        arrival[:k], req.input_tokens[:k], req.output_tokens[:k], hp[:k].copy(), hd[:k].copy()
+    )
+    return SimRequests(out, str(path), flat, off)
