@@ -37,6 +37,12 @@ def optimize(
     ),
     format: str = typer.Option("table", "--format", "-f", help="table | json | yaml"),
     out: Path = typer.Option(None, "--out", "-o", help="Also write the plan (YAML) here."),
+    no_verify: bool = typer.Option(
+        False, "--no-verify", help="Skip replaying each plan in the simulator."
+    ),
+    sim_requests: int = typer.Option(
+        20000, "--sim-requests", help="Requests per verification replay."
+    ),
 ) -> None:
     """Size prefill / relay-decode / main-decode pools and the line; compare with CDC-PD and IDC-PD."""
     from ..optimize import optimize as run
@@ -45,7 +51,14 @@ def optimize(
     fmt = check_format(format)
     path = _scenario_path(scenario)
     sc = load_scenario(path)
-    plan = run(resolve(sc, path))
+    if sim_requests < 100:
+        raise InputError(
+            None,
+            "--sim-requests",
+            f"must be >= 100 (got {sim_requests})",
+            "use a few thousand or more",
+        )
+    plan = run(resolve(sc, path), verify=not no_verify, sim_requests=sim_requests)
     if out is not None:
         write_atomic(out, dumps(plan, "yaml"))
     if fmt == "table":

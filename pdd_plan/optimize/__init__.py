@@ -7,7 +7,7 @@ from ..resolve import Context
 from ..workload.classes import build_classes
 from ..workload.requests import RequestClasses
 from . import metrics
-from .planner import ArchPlan, plan_architecture
+from .planner import ArchPlan, Caps, plan_architecture
 
 
 def highest_goodput(
@@ -39,8 +39,57 @@ def highest_goodput(
     return best
 
 
-def optimize(ctx: Context) -> dict:
-    """Plan every architecture the scenario lists; the Plan as a plain, JSON-ready dict."""
+SIM_KEYS = (
+    "ttft_s",
+    "tpot_ms",
+    "kv_transfer_s",
+    "line_utilization",
+    "route_share",
+    "rld_token_share",
+    "goodput_rps",
+)
+
+
+def _verified(
+    ctx: Context, a: str, cls: RequestClasses, rate: float, n_requests: int, rounds: int
+) -> tuple[ArchPlan, dict]:
+    """Solve, replay the plan in the simulator, and while the simulated SLA fails tighten the
+    bottleneck's utilization cap by 10% and re-solve (at most `rounds` times)."""
+    from ..sim.run import verify
+
+    caps = Caps(decode=ctx.scenario.search.decode_utilization)
+    history = []
+    for i in range(rounds + 1):
+        raw = plan_architecture(ctx, a, cls, rate, caps)
+        summary = metrics.summarize(raw, cls, rate, ctx.prefill_dc)
+        v = verify(ctx, summary, a, n_requests, ctx.scenario.seed)
+        history.append(
+            {
+                "round": i,
+                "caps": dict(caps.__dict__),
+                "sla_met": v["sla_met"],
+                "bottleneck": v["bottleneck"],
+            }
+        )
+        if v["sla_met"] or v["bottleneck"] is None or i == rounds:
+            break
+        caps = caps.tightened(v["bottleneck"])
+    sim = {k: v[k] for k in SIM_KEYS if k in v}
+    sim.update(
+        {"requests": n_requests, "sla_met": v["sla_met"], "checks": v["checks"], "rounds": history}
+    )
+    summary["simulated"] = sim
+    return raw, summary
+
+
+def optimize(
+    ctx: Context, verify: bool = True, sim_requests: int = 20_000, max_rounds: int = 4
+) -> dict:
+    """Plan every architecture the scenario lists; the Plan as a plain, JSON-ready dict.
+
+    With `verify`, each plan is replayed by the simulator and re-solved with tightened caps
+    while its simulated percentiles miss the SLA; the plan keeps analytic and simulated figures.
+    """
     sc = ctx.scenario
     cls = build_classes(ctx)
     fixed_rate = sc.workload.rate_rps or (cls.rate_rps if sc.workload.trace else None)
@@ -49,10 +98,14 @@ def optimize(ctx: Context) -> dict:
     rates: dict[str, float] = {}
     for a in sc.architectures:
         if fixed_rate is not None:
-            rates[a], raw[a] = fixed_rate, plan_architecture(ctx, a, cls, fixed_rate)
+            rates[a] = fixed_rate
         else:
-            rates[a], raw[a] = highest_goodput(ctx, a, cls)
-        plans[a] = metrics.summarize(raw[a], cls, rates[a], ctx.prefill_dc)
+            rates[a], _ = highest_goodput(ctx, a, cls)
+        if verify:
+            raw[a], plans[a] = _verified(ctx, a, cls, rates[a], sim_requests, max_rounds)
+        else:
+            raw[a] = plan_architecture(ctx, a, cls, rates[a])
+            plans[a] = metrics.summarize(raw[a], cls, rates[a], ctx.prefill_dc)
     return {
         "scenario": sc.name,
         "model": ctx.model.name,

@@ -21,6 +21,18 @@ QS = (0.5, 0.9, 0.99)
 
 
 @dataclass(frozen=True)
+class Caps:
+    """Utilization caps; verification by simulation tightens the one that bottlenecks."""
+
+    prefill: float = 0.97  # stability margin of the pooled prefill queue
+    line: float = 0.95
+    decode: float = 0.9
+
+    def tightened(self, which: str, factor: float = 0.9) -> Caps:
+        return Caps(**{**self.__dict__, which: getattr(self, which) * factor})
+
+
+@dataclass(frozen=True)
 class DecodeOption:
     cand: milp.DecodeCandidate
     inst: Instance
@@ -86,9 +98,10 @@ class ArchPlan:
 
 
 def plan_architecture(
-    ctx: Context, architecture: str, cls: RequestClasses, rate: float
+    ctx: Context, architecture: str, cls: RequestClasses, rate: float, caps: Caps | None = None
 ) -> ArchPlan:
     sc = ctx.scenario
+    caps = caps or Caps(decode=sc.search.decode_utilization)
     t0 = time.perf_counter()
     sla = sc.sla
     avail_p = ctx.available(ctx.prefill_dc)
@@ -113,7 +126,7 @@ def plan_architecture(
                         f"(relax sla.ttft_p{round(q * 100)}_s above {np.quantile(service, q):.2f} s or use faster prefill GPUs)"
                     )
             load = rate * float(np.dot(cls.weight, service))
-            n_min = int(np.floor(load / 0.97)) + 1
+            n_min = int(np.floor(load / caps.prefill)) + 1
             if architecture == "idc_pd":
                 md_opts = decode_options(ctx, "decode", ctx.prefill_dc, [pg], mean_ctx)
                 rld_opts: list[DecodeOption] = []
@@ -133,8 +146,7 @@ def plan_architecture(
             rld_step = max((o.cand.step_s for o in rld_opts), default=0.0)
             md_inst = min(md_opts, key=lambda o: o.cand.cost_per_hour / o.cand.tokens_per_s).inst
             cheapest_decode = min(
-                o.cand.cost_per_hour / (o.cand.tokens_per_s * sc.search.decode_utilization)
-                for o in md_opts
+                o.cand.cost_per_hour / (o.cand.tokens_per_s * caps.decode) for o in md_opts
             )
             decode_lb = rate * float(np.dot(cls.weight, cls.output_tokens)) * cheapest_decode
             for n_p in range(n_min, n_min + sc.search.max_prefill_extra):
@@ -151,7 +163,7 @@ def plan_architecture(
                             ctx.model, cls.input_tokens, cls.hit_d, sc.policy.drc
                         )
                         rho_l = rate * float(np.dot(cls.weight, xb)) / line.capacity_bytes_s
-                        if rho_l >= 0.95:
+                        if rho_l >= caps.line:
                             continue
                     fixed = n_p * pinst.cost_per_hour + (line.cost_per_hour if line else 0.0)
                     if best is not None and fixed + decode_lb * 0.999 >= best.cost_per_hour:
@@ -169,7 +181,18 @@ def plan_architecture(
                         sc.policy,
                     )
                     tables = _tables(
-                        ctx, architecture, cls, rate, pool, times, md_opts, rld_opts, pinst, n_p, pg
+                        ctx,
+                        architecture,
+                        cls,
+                        rate,
+                        pool,
+                        times,
+                        md_opts,
+                        rld_opts,
+                        pinst,
+                        n_p,
+                        pg,
+                        caps,
                     )
                     milps += 1
                     sol = milp.solve(tables, sc.search.time_limit_s)
@@ -202,7 +225,7 @@ def plan_architecture(
 
 
 def _tables(
-    ctx, architecture, cls, rate, pool, times, md_opts, rld_opts, pinst, n_p, pg
+    ctx, architecture, cls, rate, pool, times, md_opts, rld_opts, pinst, n_p, pg, caps
 ) -> milp.FleetTables:
     sc = ctx.scenario
     n = len(cls)
@@ -236,7 +259,7 @@ def _tables(
         md=[o.cand for o in md_opts],
         rld=[o.cand for o in rld_opts],
         gpus_left=left,
-        decode_cap=sc.search.decode_utilization,
+        decode_cap=caps.decode,
     )
 
 
