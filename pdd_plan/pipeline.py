@@ -68,6 +68,24 @@ def prefill_service_s(inst: Instance, cls: RequestClasses, chunk: int) -> np.nda
     return out
 
 
+_EXTEND_CACHE: dict[tuple[int, int, int], tuple[Instance, float]] = {}
+
+
+def _extend_s(md: Instance, k: float, ctx: float) -> float:
+    """MD's extend recompute of k relay tokens at context ctx, memoized: the optimizer asks for
+    the same few (k, context) pairs under every line option."""
+    key = (id(md), int(round(max(k, 1.0))), int(round(ctx)))
+    hit = _EXTEND_CACHE.get(key)
+    if (
+        hit is None or hit[0] is not md
+    ):  # the entry keeps its instance alive, so ids can't be reused
+        if len(_EXTEND_CACHE) > 200_000:
+            _EXTEND_CACHE.clear()
+        hit = (md, roofline.extend_time(md, float(key[1]), float(key[2])).total_s)
+        _EXTEND_CACHE[key] = hit
+    return hit[1]
+
+
 @dataclass(frozen=True)
 class PathTimes:
     """Deterministic parts of each class's TTFT on each path, and decode work per path."""
@@ -133,9 +151,7 @@ def path_times(
         # tokens RLD makes while the KV crawls to MD; catch_up also covers MD's extend
         k = np.minimum(np.minimum(lt / rld_step_s, policy.relay_max_tokens), out)
         ext = (
-            np.array([roofline.extend_time(md, max(ki, 1.0), c).total_s for ki, c in zip(k, ctx)])
-            if md
-            else np.zeros(len(cls))
+            np.array([_extend_s(md, ki, c) for ki, c in zip(k, ctx)]) if md else np.zeros(len(cls))
         )
         if policy.handoff == "catch_up":
             k = np.minimum(np.minimum((lt + ext) / rld_step_s, policy.relay_max_tokens), out)

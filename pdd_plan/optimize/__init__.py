@@ -2,42 +2,14 @@
 
 from __future__ import annotations
 
-from ..errors import InfeasibleError
+import time
+
+from ..errors import InfeasibleError, InputError
 from ..resolve import Context
 from ..workload.classes import build_classes
 from ..workload.requests import RequestClasses
 from . import metrics
 from .planner import ArchPlan, Caps, plan_architecture
-
-
-def highest_goodput(
-    ctx: Context, architecture: str, cls: RequestClasses, iters: int = 14
-) -> tuple[float, ArchPlan]:
-    """The largest rate (req/s) the architecture serves within SLA and GPU availability (bisection:
-    feasibility is monotone in rate because every capacity need grows with it)."""
-    lo, best = 0.0, None
-    hi = 1.0
-    while True:  # grow until infeasible
-        try:
-            best = (hi, plan_architecture(ctx, architecture, cls, hi))
-            lo, hi = hi, hi * 2.0
-        except InfeasibleError:
-            break
-        if hi > 1e6:
-            break
-    if best is None:
-        raise InfeasibleError(
-            f"{architecture}: not even 1 req/s meets the SLA with the available GPUs"
-        )
-    for _ in range(iters):
-        mid = (lo + hi) / 2.0
-        try:
-            best = (mid, plan_architecture(ctx, architecture, cls, mid))
-            lo = mid
-        except InfeasibleError:
-            hi = mid
-    return best
-
 
 SIM_KEYS = (
     "ttft_s",
@@ -50,8 +22,82 @@ SIM_KEYS = (
 )
 
 
+def dinkelbach(
+    ctx: Context, a: str, cls: RequestClasses, caps: Caps, tol: float = 1e-6, max_iter: int = 30
+) -> ArchPlan:
+    """Best goodput per dollar with the rate free: Dinkelbach's iterations over MILPs.
+
+    lambda_k = r_k / c_k; solve max r - lambda_k c; stop when the optimum F(lambda) <= tol * r.
+    Since F(lambda*) = 0 at the best ratio, lambda + F / c_min bounds it from above: the gap.
+    """
+    t0 = time.perf_counter()
+    p = plan_architecture(ctx, a, cls, None, caps, objective="goodput")
+    lam = p.rate / p.cost_per_hour
+    iters, milps = 1, p.milps
+    for _ in range(max_iter):
+        q = plan_architecture(ctx, a, cls, None, caps, objective="dinkelbach", lam=lam)
+        iters += 1
+        milps += q.milps
+        f = q.solution.objective
+        if q.rate / q.cost_per_hour > lam + 1e-12:
+            p = q
+        if f <= tol * max(q.rate, 1e-9):
+            break
+        lam = q.rate / q.cost_per_hour
+    gap = max(f, 0.0) / (lam * p.cost_per_hour) if lam > 0 else 0.0
+    p = (
+        plan_architecture(
+            ctx,
+            a,
+            cls,
+            None,
+            caps,
+            objective="dinkelbach",
+            lam=p.rate / p.cost_per_hour,
+            duals=True,
+        )
+        if f > 0
+        else p
+    )
+    p.solve_seconds = time.perf_counter() - t0
+    p.milps = milps
+    p.extra.update({"dinkelbach_iterations": iters, "optimality_gap": gap})
+    return p
+
+
+def solve_architecture(
+    ctx: Context, a: str, cls: RequestClasses, rate: float | None, caps: Caps
+) -> ArchPlan:
+    sc = ctx.scenario
+    if sc.objective == "goodput":
+        if sc.budget_per_hour is None:
+            raise InputError(
+                ctx.file,
+                "budget_per_hour",
+                "objective 'goodput' needs a budget",
+                "set budget_per_hour ($/hour)",
+            )
+        p = plan_architecture(
+            ctx, a, cls, None, caps, objective="goodput", budget=sc.budget_per_hour, duals=True
+        )
+        p.extra["optimality_gap"] = 0.0
+        return p
+    if rate is None:
+        if sc.objective == "cost":
+            raise InputError(
+                ctx.file,
+                "workload.rate_rps",
+                "objective 'cost' needs a rate",
+                "set workload.rate_rps or use objective bcr",
+            )
+        return dinkelbach(ctx, a, cls, caps)
+    p = plan_architecture(ctx, a, cls, rate, caps, duals=True)
+    p.extra["optimality_gap"] = 0.0  # min cost at a fixed rate: every combination solved or bounded
+    return p
+
+
 def _verified(
-    ctx: Context, a: str, cls: RequestClasses, rate: float, n_requests: int, rounds: int
+    ctx: Context, a: str, cls: RequestClasses, rate: float | None, n_requests: int, rounds: int
 ) -> tuple[ArchPlan, dict]:
     """Solve, replay the plan in the simulator, and while the simulated SLA fails tighten the
     bottleneck's utilization cap by 10% and re-solve (at most `rounds` times)."""
@@ -60,8 +106,8 @@ def _verified(
     caps = Caps(decode=ctx.scenario.search.decode_utilization)
     history = []
     for i in range(rounds + 1):
-        raw = plan_architecture(ctx, a, cls, rate, caps)
-        summary = metrics.summarize(raw, cls, rate, ctx.prefill_dc)
+        raw = solve_architecture(ctx, a, cls, rate, caps)
+        summary = metrics.summarize(raw, cls, raw.rate, ctx.prefill_dc)
         v = verify(ctx, summary, a, n_requests, ctx.scenario.seed)
         history.append(
             {
@@ -95,24 +141,25 @@ def optimize(
     fixed_rate = sc.workload.rate_rps or (cls.rate_rps if sc.workload.trace else None)
     plans: dict[str, dict] = {}
     raw: dict[str, ArchPlan] = {}
-    rates: dict[str, float] = {}
     for a in sc.architectures:
-        if fixed_rate is not None:
-            rates[a] = fixed_rate
-        else:
-            rates[a], _ = highest_goodput(ctx, a, cls)
         if verify:
-            raw[a], plans[a] = _verified(ctx, a, cls, rates[a], sim_requests, max_rounds)
+            raw[a], plans[a] = _verified(ctx, a, cls, fixed_rate, sim_requests, max_rounds)
         else:
-            raw[a] = plan_architecture(ctx, a, cls, rates[a])
-            plans[a] = metrics.summarize(raw[a], cls, rates[a], ctx.prefill_dc)
+            raw[a] = solve_architecture(
+                ctx, a, cls, fixed_rate, Caps(decode=sc.search.decode_utilization)
+            )
+            plans[a] = metrics.summarize(raw[a], cls, raw[a].rate, ctx.prefill_dc)
     return {
         "scenario": sc.name,
         "model": ctx.model.name,
         "rate_rps": round(float(fixed_rate), 4) if fixed_rate is not None else None,
+        "objective": sc.objective,
         "sla": sc.sla.model_dump(),
         "classes": len(cls),
         "inputs": sc.model_dump(mode="json"),  # the scenario as validated: a plan file stands alone
         "plans": plans,
         "comparison": metrics.comparison(plans, raw.get("pdd")),
     }
+
+
+__all__ = ["optimize", "solve_architecture", "dinkelbach", "InfeasibleError"]

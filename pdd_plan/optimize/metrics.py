@@ -101,10 +101,18 @@ def summarize(p: ArchPlan, cls: RequestClasses, rate: float, prefill_dc: str) ->
         "prefill_utilization": _r(p.pool.rho),
         "kv_transfer_s": {"mean": _r(float(np.dot(cls.weight, t.line_s)))},
         "binding_constraints": sorted(p.solution.binding),
+        # LP-relaxation duals: $/hour the optimum moves per unit each constraint is relaxed
+        "shadow_prices": {k: _r(v, 6) for k, v in sorted(p.solution.shadow_prices.items())},
         "solver": {
             "status": p.solution.status,
             "seconds": _r(p.solve_seconds, 3),
             "milps": p.milps,
+            "optimality_gap": _r(p.extra.get("optimality_gap", 0.0), 6),
+            **(
+                {"dinkelbach_iterations": p.extra["dinkelbach_iterations"]}
+                if "dinkelbach_iterations" in p.extra
+                else {}
+            ),
         },
     }
 

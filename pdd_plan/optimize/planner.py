@@ -1,21 +1,25 @@
-"""Plan each architecture: enumerate the prefill pool and the line, solve the decode MILP for each,
-keep the cheapest; then measure the plan (percentiles, shares) and compare architectures."""
+"""Plan one architecture: enumerate what shapes the TTFT model (main-decode site, prefill GPU,
+instance size and pool size or utilization level), solve the fleet MILP for each, keep the best.
+
+The solver sees numbers only (tables.py). The enumeration is bounded: a combination whose
+fixed cost plus a lower bound on the rest cannot beat the incumbent is skipped.
+"""
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from .. import network, pipeline
 from ..errors import InfeasibleError
-from ..perf import arch as perf_arch
 from ..perf import roofline
-from ..perf.instance import Instance, parallelism_candidates
+from ..perf.instance import Instance
 from ..resolve import Context
 from ..workload.requests import RequestClasses
-from . import milp
+from . import model, tables
+from .tables import DecodeOption, LineOption
 
 QS = (0.5, 0.9, 0.99)
 
@@ -32,235 +36,385 @@ class Caps:
         return Caps(**{**self.__dict__, which: getattr(self, which) * factor})
 
 
-@dataclass(frozen=True)
-class DecodeOption:
-    cand: milp.DecodeCandidate
-    inst: Instance
-
-
-def _instances(ctx: Context, gpu: str) -> list[Instance]:
-    g = ctx.gpus[gpu]
-    return parallelism_candidates(
-        ctx.model, g, ctx.scenario.search.max_gpus_per_instance, extra_sizes=1
-    )
-
-
-def decode_options(
-    ctx: Context, role: str, dc: str, gpus: list[str], context_tokens: float
-) -> list[DecodeOption]:
-    tpot = ctx.scenario.sla.tpot_ms / 1e3
-    out = []
-    for gname in gpus:
-        if ctx.available(dc).get(gname, 0) <= 0:
-            continue
-        for inst in _instances(ctx, gname):
-            if inst.n_gpus > ctx.available(dc)[gname]:
-                continue
-            b, step = roofline.max_batch_for_tpot(inst, context_tokens, tpot)
-            if b < 1:
-                continue
-            key = f"{role}:{dc}:{inst.label}"
-            cand = milp.DecodeCandidate(
-                key,
-                role,
-                dc,
-                gname,
-                inst.n_gpus,
-                inst.cost_per_hour,
-                b / step,
-                inst.kv_pool_bytes,
-                step,
-            )
-            out.append(DecodeOption(cand, inst))
-    return out
-
-
-def _line_configs(ctx: Context) -> list[network.LineConfig]:
-    mx = ctx.scenario.link.max_lines if ctx.scenario.link else 0
-    return [network.LineConfig(s, k) for s in ctx.lines for k in range(1, mx + 1)]
-
-
 @dataclass
 class ArchPlan:
     architecture: str
+    rate: float
     prefill: Instance
     prefill_count: int
     pool: pipeline.PrefillPool
     line: network.LineConfig | None
     line_rho: float
     options: list[DecodeOption]
-    solution: milp.FleetSolution
+    solution: model.FleetSolution
     times: pipeline.PathTimes
     cost_per_hour: float
-    solve_seconds: float
-    milps: int
+    solve_seconds: float = 0.0
+    milps: int = 0
     singular_max_output_tokens: int | None = None
+    main_dc: str = ""
+    tables: tables.FleetTables | None = None
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass
+class _Combo:
+    """One enumerated setting: the MILP's fixed context and a bound on its cost."""
+
+    md_dc: str
+    pinst: Instance
+    service: np.ndarray
+    n_lo: int
+    n_hi: int
+    rho: float  # prefill utilization (fixed rate: exact; variable rate: the cap)
+    fixed_cost: float
+    md: list[DecodeOption]
+    rld: list[DecodeOption]
+
+
+def _main_dcs(ctx: Context, architecture: str) -> list[str]:
+    if architecture == "idc_pd":
+        return [ctx.prefill_dc]
+    pl = ctx.scenario.placement.main_decode
+    if pl is not None:
+        return [pl]
+    others = [d.name for d in ctx.scenario.datacenters if d.name != ctx.prefill_dc]
+    return others or [ctx.main_dc]
+
+
+def _line_opts(ctx: Context, architecture: str, levels: list[float]) -> list[LineOption]:
+    return [tables.rdma_option()] if architecture == "idc_pd" else tables.line_options(ctx, levels)
+
+
+def _decode_sets(ctx, architecture, pg, md_dc, mean_ctx):
+    if architecture == "idc_pd":
+        return tables.decode_options(ctx, "decode", ctx.prefill_dc, [pg], mean_ctx), []
+    mgpus = [g for g, n in ctx.available(md_dc).items() if n > 0]
+    md = tables.decode_options(ctx, "main_decode", md_dc, mgpus, mean_ctx)
+    rld: list[DecodeOption] = []
+    if architecture == "pdd":
+        rgpus = [g for g, n in ctx.available(ctx.relay_dc).items() if n > 0]
+        rld = tables.decode_options(ctx, "relay_decode", ctx.relay_dc, rgpus, mean_ctx)
+    return md, rld
+
+
+def _gpus_left(ctx: Context) -> dict[tuple[str, str], int]:
+    return {(d.name, g): k for d in ctx.scenario.datacenters for g, k in d.gpus.items()}
+
+
+def _decode_lb_per_rps(cls: RequestClasses, md: list[DecodeOption], cap: float) -> float:
+    """$/hour per req/s that main decode costs at the very least (cheapest tokens/s, no rounding)."""
+    best = min(o.cand.cost_per_hour / (o.cand.tokens_per_s * cap) for o in md)
+    return float(np.dot(cls.weight, cls.output_tokens)) * best
 
 
 def plan_architecture(
-    ctx: Context, architecture: str, cls: RequestClasses, rate: float, caps: Caps | None = None
+    ctx: Context,
+    architecture: str,
+    cls: RequestClasses,
+    rate: float | None,
+    caps: Caps | None = None,
+    objective: str = "cost",
+    lam: float = 0.0,
+    budget: float | None = None,
+    duals: bool = False,
 ) -> ArchPlan:
+    """The best plan of one architecture.
+
+    rate given: minimum cost (objective 'cost'). rate None: the rate is a variable, and the
+    objective is 'goodput' (most req/s, optionally within `budget` $/hour) or 'dinkelbach'
+    (most rate - lam * cost: one Dinkelbach step of the best goodput per dollar).
+    """
     sc = ctx.scenario
     caps = caps or Caps(decode=sc.search.decode_utilization)
     t0 = time.perf_counter()
     sla = sc.sla
-    avail_p = ctx.available(ctx.prefill_dc)
-    p_gpus = [g for g, n in avail_p.items() if n > 0]
-    mean_ctx = float(np.dot(cls.weight, cls.input_tokens + cls.output_tokens / 2))
-    best: ArchPlan | None = None
-    milps = 0
-    reasons: list[str] = []
     chunk = sc.search.prefill_chunk_tokens
-    floor_miss: dict[float, float] = {}  # best achievable share over each SLA with zero queueing
-    for pg in p_gpus:
-        for pinst in _instances(ctx, pg):
-            service = pipeline.prefill_service_s(pinst, cls, chunk)
-            for q, s in ((0.9, sla.ttft_p90_s), (0.99, sla.ttft_p99_s)):
-                over = float(np.dot(cls.weight, service > s))
-                floor_miss[q] = min(floor_miss.get(q, 1.0), over)
-                if over > 1 - q + 1e-9:
-                    worst = float(service.max())
-                    reasons.append(
-                        f"TTFT P{round(q * 100)} <= {s:g} s cannot be met: prefill alone takes up to {worst:.2f} s "
-                        f"on {pinst.label} and {over * 100:.1f}% of requests exceed {s:g} s with no queueing at all "
-                        f"(relax sla.ttft_p{round(q * 100)}_s above {np.quantile(service, q):.2f} s or use faster prefill GPUs)"
-                    )
-            load = rate * float(np.dot(cls.weight, service))
-            n_min = int(np.floor(load / caps.prefill)) + 1
-            if architecture == "idc_pd":
-                md_opts = decode_options(ctx, "decode", ctx.prefill_dc, [pg], mean_ctx)
-                rld_opts: list[DecodeOption] = []
-                lines: list[network.LineConfig | None] = [None]
-            else:
-                mgpus = [g for g, n in ctx.available(ctx.main_dc).items() if n > 0]
-                md_opts = decode_options(ctx, "main_decode", ctx.main_dc, mgpus, mean_ctx)
-                rld_opts = []
-                if architecture == "pdd":
-                    rgpus = [g for g, n in ctx.available(ctx.relay_dc).items() if n > 0]
-                    rld_opts = decode_options(ctx, "relay_decode", ctx.relay_dc, rgpus, mean_ctx)
-                lines = list(_line_configs(ctx))
-            if not md_opts:
+    mean_ctx = float(np.dot(cls.weight, cls.input_tokens + cls.output_tokens / 2))
+    reasons: list[str] = []
+    floors: list[list[str]] = []  # per prefill option: SLAs prefill alone already breaks
+    reach: dict[float, tuple[float, str]] = {}  # q -> (smallest share over the target, where)
+    combos: list[_Combo] = []
+    avail_p = ctx.available(ctx.prefill_dc)
+    for md_dc in _main_dcs(ctx, architecture):
+        for pg in [g for g, n in avail_p.items() if n > 0]:
+            md, rld = _decode_sets(ctx, architecture, pg, md_dc, mean_ctx)
+            if not md:
                 reasons.append(_tpot_reason(ctx, architecture, pg, mean_ctx))
                 continue
-            md_step = max(o.cand.step_s for o in md_opts)
-            rld_step = max((o.cand.step_s for o in rld_opts), default=0.0)
-            md_inst = min(md_opts, key=lambda o: o.cand.cost_per_hour / o.cand.tokens_per_s).inst
-            cheapest_decode = min(
-                o.cand.cost_per_hour / (o.cand.tokens_per_s * caps.decode) for o in md_opts
-            )
-            decode_lb = rate * float(np.dot(cls.weight, cls.output_tokens)) * cheapest_decode
-            for n_p in range(n_min, n_min + sc.search.max_prefill_extra):
-                if n_p * pinst.n_gpus > avail_p.get(pg, 0):
-                    reasons.append(
-                        f"prefill needs {n_p} x {pinst.n_gpus} {pg} in {ctx.prefill_dc}, {avail_p.get(pg, 0)} available"
-                    )
-                    break
-                pool = pipeline.PrefillPool(pinst, n_p, service, rate, cls.weight)
-                for line in lines:
-                    rho_l = 0.0
-                    if line is not None:
-                        xb = network.line_bytes(
-                            ctx.model, cls.input_tokens, cls.hit_d, sc.policy.drc
+            for pinst in tables.instances(ctx, pg):
+                service = pipeline.prefill_service_s(pinst, cls, chunk)
+                floors.append(_ttft_floor_reasons(sla, cls, pinst, service))
+                es = float(np.dot(cls.weight, service))
+                max_n = avail_p.get(pg, 0) // pinst.n_gpus
+                if rate is not None:
+                    n_min = int(np.floor(rate * es / caps.prefill)) + 1
+                    if n_min > max_n:
+                        reasons.append(
+                            f"GPU availability: prefill needs {n_min} x {pinst.n_gpus} {pg} in "
+                            f"{ctx.prefill_dc}, {avail_p.get(pg, 0)} available"
                         )
-                        rho_l = rate * float(np.dot(cls.weight, xb)) / line.capacity_bytes_s
-                        if rho_l >= caps.line:
-                            continue
-                    fixed = n_p * pinst.cost_per_hour + (line.cost_per_hour if line else 0.0)
-                    if best is not None and fixed + decode_lb * 0.999 >= best.cost_per_hour:
-                        continue  # cannot beat the incumbent: bound
-                    times = pipeline.path_times(
-                        cls,
-                        service,
-                        pinst,
-                        md_inst,
-                        md_step,
-                        line,
-                        rho_l,
-                        rld_opts[0].inst if rld_opts else None,
-                        rld_step,
-                        sc.policy,
-                    )
-                    tables = _tables(
-                        ctx,
-                        architecture,
-                        cls,
-                        rate,
-                        pool,
-                        times,
-                        md_opts,
-                        rld_opts,
-                        pinst,
-                        n_p,
-                        pg,
-                        caps,
-                    )
-                    milps += 1
-                    sol = milp.solve(tables, sc.search.time_limit_s)
-                    if sol is None:
                         continue
-                    cost = fixed + sol.cost_per_hour
-                    if best is None or cost < best.cost_per_hour - 1e-9:
-                        best = ArchPlan(
-                            architecture,
-                            pinst,
-                            n_p,
-                            pool,
-                            line,
-                            rho_l,
-                            md_opts + rld_opts,
-                            sol,
-                            times,
-                            cost,
-                            0.0,
-                            0,
+                    for n_p in range(n_min, min(n_min + sc.search.max_prefill_extra, max_n + 1)):
+                        combos.append(
+                            _Combo(
+                                md_dc,
+                                pinst,
+                                service,
+                                n_p,
+                                n_p,
+                                rate * es / n_p,
+                                n_p * pinst.cost_per_hour,
+                                md,
+                                rld,
+                            )
                         )
+                else:
+                    for lo, hi in _buckets(max_n):
+                        for lv in sorted(
+                            {min(x, caps.prefill) for x in sc.search.utilization_levels}
+                        ):
+                            combos.append(
+                                _Combo(
+                                    md_dc,
+                                    pinst,
+                                    service,
+                                    lo,
+                                    hi,
+                                    lv,
+                                    lo * pinst.cost_per_hour,
+                                    md,
+                                    rld,
+                                )
+                            )
+    if floors and all(floors):  # every prefill option alone breaks an SLA: no hardware here helps
+        reasons += floors[0]
+    if not combos:
+        raise InfeasibleError(_diagnose(ctx, architecture, reasons))
+    best: ArchPlan | None = None
+    best_key = None
+    milps = 0
+    line_cost_lb = (
+        0.0
+        if architecture == "idc_pd"
+        else min((ln.cost_per_hour for ln in ctx.lines), default=0.0)
+    )
+    combos.sort(key=lambda c: c.fixed_cost)
+    for cb in combos:
+        lb_cost = cb.fixed_cost + line_cost_lb
+        if rate is not None:
+            lb_cost += rate * _decode_lb_per_rps(cls, cb.md, caps.decode)
+            if best is not None and lb_cost >= best.cost_per_hour * (1 - 1e-9):
+                continue  # bound: cannot beat the incumbent
+        else:
+            es = float(np.dot(cls.weight, cb.service))
+            r_ub = cb.rho * cb.n_hi / es
+            # every req/s costs at least its prefill share and the cheapest decode tokens
+            per_rps = es / cb.rho * cb.pinst.cost_per_hour + _decode_lb_per_rps(
+                cls, cb.md, caps.decode
+            )
+            r_lo = min(r_ub, cb.rho * cb.n_lo / es)
+            if budget is not None:
+                r_ub = min(r_ub, max(budget - line_cost_lb, 0.0) / per_rps)
+            if (
+                best is not None
+                and _upper_bound(objective, lam, r_ub, r_lo, per_rps, line_cost_lb)
+                <= best_key + 1e-9
+            ):
+                continue
+        t = _tables(ctx, architecture, cls, rate, cb, caps, budget)
+        if t is None:
+            continue
+        milps += 1
+        sol = model.solve(t, objective if rate is None else "cost", lam, sc.search.time_limit_s)
+        if sol is None:
+            _track_reach(reach, t, cb)
+            continue
+        key = sol.objective if rate is None else -sol.cost_per_hour
+        if best is None or key > best_key + 1e-9:
+            best_key = key
+            best = _arch_plan(ctx, architecture, cls, cb, t, sol, sol.rate_rps)
     if best is None:
-        raise InfeasibleError(_diagnose(ctx, architecture, sorted(reasons, key=_reason_rank)))
+        for q, (share, where) in sorted(reach.items()):
+            if share > 1 - q + 1e-9:
+                s_q = sla.ttft_p90_s if q == 0.9 else sla.ttft_p99_s
+                reasons.append(
+                    f"TTFT P{round(q * 100)} <= {s_q:g} s is out of reach: at best {share * 100:.1f}% of requests "
+                    f"would exceed it ({where}); relax sla.ttft_p{round(q * 100)}_s, allow more or faster lines "
+                    f"(link.candidates, link.max_lines), or add prefill GPUs"
+                )
+        if not reasons:
+            reasons.append(
+                "GPU availability: decode and relay pools that meet the TPOT target do not fit in the GPUs "
+                "the datacenters list (add GPUs or lower workload.rate_rps)"
+            )
+        raise InfeasibleError(_diagnose(ctx, architecture, reasons))
+    if duals:
+        sol = model.solve(
+            best.tables,
+            objective if rate is None else "cost",
+            lam,
+            sc.search.time_limit_s,
+            duals=True,
+        )
+        if sol is not None:
+            best.solution.shadow_prices = sol.shadow_prices
     best.solve_seconds = time.perf_counter() - t0
     best.milps = milps
-    best.singular_max_output_tokens = (
-        sc.policy.singular_max_output_tokens if architecture == "pdd" else None
-    )
     return best
 
 
+def _upper_bound(
+    objective: str, lam: float, r_ub: float, r_lo: float, per_rps: float, fixed_lb: float
+) -> float:
+    """The best objective a combination could reach: rate at most r_ub; cost at least
+    per_rps x rate + fixed_lb (the pool's smallest size already sets r_lo's worth of prefill)."""
+    if objective == "goodput":
+        return r_ub
+    slope = 1.0 - lam * per_rps
+    r = r_ub if slope > 0 else r_lo
+    return r * slope - lam * fixed_lb
+
+
+def _buckets(max_n: int) -> list[tuple[int, int]]:
+    """Prefill pool-size ranges for a variable rate: [1], [2], [3, 4], [5, 8], ... The wait is
+    computed at the range's smallest size (Erlang C falls as servers are added at a fixed
+    utilization), so each range is conservative."""
+    out, lo = [], 1
+    while lo <= max_n:
+        hi = min(max(lo, 2 * (lo - 1)), max_n) if lo > 2 else lo
+        out.append((lo, hi))
+        lo = hi + 1
+    return out
+
+
 def _tables(
-    ctx, architecture, cls, rate, pool, times, md_opts, rld_opts, pinst, n_p, pg, caps
-) -> milp.FleetTables:
+    ctx, architecture, cls, rate, cb: _Combo, caps: Caps, budget
+) -> tables.FleetTables | None:
     sc = ctx.scenario
-    n = len(cls)
-    paths = list(times.ttft_fixed_s)
-    allowed = {p: np.ones(n, bool) for p in paths}
-    if architecture == "pdd":
-        wants = pipeline.relay_wanted(times.ttft_fixed_s["p_md"], pool, sc.sla.ttft_p90_s)
-        allowed["p_rld_md"] = wants
-        lim = sc.policy.singular_max_output_tokens
-        allowed["p_rld"] = wants & (cls.output_tokens <= (lim if lim is not None else -1))
-    elif architecture == "cdc_pd":
-        allowed = {"p_md": np.ones(n, bool)}
-    miss = {
-        q: {p: pipeline.miss_probability(times.ttft_fixed_s[p], pool, s) for p in allowed}
-        for q, s in ((0.9, sc.sla.ttft_p90_s), (0.99, sc.sla.ttft_p99_s))
-    }
-    kvb = np.asarray(perf_arch.kv_bytes(ctx.model, cls.input_tokens + cls.output_tokens / 2))
-    left: dict[tuple[str, str], int] = {}
-    for d in sc.datacenters:
-        for g, k in d.gpus.items():
-            left[(d.name, g)] = k
-    left[(ctx.prefill_dc, pg)] -= n_p * pinst.n_gpus
-    return milp.FleetTables(
-        rate_rps=rate,
+    es = float(np.dot(cls.weight, cb.service))
+    if rate is not None:
+        pool = pipeline.PrefillPool(cb.pinst, cb.n_lo, cb.service, rate, cls.weight)
+        xb = network.line_bytes(ctx.model, cls.input_tokens, cls.hit_d, sc.policy.drc)
+        levels = None
+    else:
+        pool = pipeline.PrefillPool(
+            cb.pinst, cb.n_lo, cb.service, cb.rho * cb.n_lo / es, cls.weight
+        )
+        xb = network.line_bytes(ctx.model, cls.input_tokens, cls.hit_d, sc.policy.drc)
+        levels = [x for x in sc.search.utilization_levels if x <= caps.line]
+    if architecture == "idc_pd":
+        lines = [tables.rdma_option()]
+    elif rate is not None:
+        # fixed rate: each SKU x count at the utilization its bytes would cause if every
+        # request crossed (an upper bound: singular requests that end on relay decode do not)
+        lines = []
+        load = rate * float(np.dot(cls.weight, xb))
+        for sku in ctx.lines:
+            for k in range(1, (sc.link.max_lines if sc.link else 0) + 1):
+                cfg = network.LineConfig(sku, k)
+                rho = load / cfg.capacity_bytes_s
+                if rho < caps.line:
+                    lines.append(
+                        LineOption(
+                            f"{k}x{sku.name}",
+                            cfg,
+                            min(
+                                max(rho, 1e-6) * (1 + 1e-6) + 1e-9, caps.line
+                            ),  # slack for rounding
+                            cfg.cost_per_hour,
+                            cfg.capacity_bytes_s,
+                        )
+                    )
+    else:
+        lines = _line_opts(ctx, architecture, levels)
+    if not lines:
+        return None
+    paths = [
+        tables.path_table(ctx, architecture, cls, pool, cb.service, cb.md, cb.rld, ln)
+        for ln in lines
+    ]
+    left = _gpus_left(ctx)
+    pg = cb.pinst.gpu.name
+    variable = rate is None
+    if not variable:
+        left[(ctx.prefill_dc, pg)] -= cb.n_lo * cb.pinst.n_gpus
+    return tables.FleetTables(
         weight=cls.weight,
-        allowed=allowed,
-        miss=miss,
-        md_tokens={p: times.md_tokens[p] for p in allowed},
-        rld_tokens={p: times.rld_tokens[p] for p in allowed},
-        kv_bytes=kvb,
-        md=[o.cand for o in md_opts],
-        rld=[o.cand for o in rld_opts],
+        line_bytes=xb,
+        kv_bytes=tables.kv_hold_bytes(ctx, cls),
+        md=[o.cand for o in cb.md],
+        rld=[o.cand for o in cb.rld],
+        lines=lines,
+        paths=paths,
         gpus_left=left,
         decode_cap=caps.decode,
+        rate_rps=rate,
+        rate_max=cb.rho * cb.n_hi / es if variable else 0.0,
+        prefill_cost_per_hour=0.0 if variable else cb.fixed_cost,
+        prefill_rate_per_instance=cb.rho / es if variable else 0.0,
+        prefill_instances=(cb.n_lo, cb.n_hi),
+        prefill_gpus=(ctx.prefill_dc, pg, cb.pinst.n_gpus),
+        prefill_instance_cost=cb.pinst.cost_per_hour,
+        budget_per_hour=budget,
+        meta={"md_dc": cb.md_dc, "pool": pool, "combo": cb},
     )
+
+
+def _arch_plan(
+    ctx, architecture, cls, cb: _Combo, t: tables.FleetTables, sol: model.FleetSolution, rate: float
+) -> ArchPlan:
+    ln = t.lines[sol.line_index]
+    n_p = sol.prefill_count if sol.prefill_count is not None else cb.n_lo
+    pool = pipeline.PrefillPool(cb.pinst, n_p, cb.service, rate, cls.weight)
+    crossing = sum(sol.flows[p] for p in sol.flows if t.paths[sol.line_index].crosses_line[p])
+    rho_l = (
+        float(np.dot(crossing, t.line_bytes) / ln.capacity_bytes_s)
+        if np.isfinite(ln.capacity_bytes_s)
+        else 0.0
+    )
+    return ArchPlan(
+        architecture=architecture,
+        rate=rate,
+        prefill=cb.pinst,
+        prefill_count=n_p,
+        pool=pool,
+        line=ln.config,
+        line_rho=rho_l,
+        options=cb.md + cb.rld,
+        solution=sol,
+        times=t.paths[sol.line_index].times,
+        cost_per_hour=sol.cost_per_hour,
+        singular_max_output_tokens=ctx.scenario.policy.singular_max_output_tokens
+        if architecture == "pdd"
+        else None,
+        main_dc=cb.md_dc,
+        tables=t,
+        extra={"line_level": ln.level},
+    )
+
+
+# ------------------------------------------------------------------ diagnosis
+
+
+def _ttft_floor_reasons(
+    sla, cls: RequestClasses, pinst: Instance, service: np.ndarray
+) -> list[str]:
+    """An SLA no queueing can explain: prefill alone runs past the target for too many requests."""
+    out = []
+    for q, s in ((0.9, sla.ttft_p90_s), (0.99, sla.ttft_p99_s)):
+        over = float(np.dot(cls.weight, service > s))
+        if over > 1 - q + 1e-9:
+            order = np.argsort(service)
+            cum = np.cumsum(cls.weight[order])
+            need = float(service[order][min(np.searchsorted(cum, q - 1e-12), len(cum) - 1)])
+            out.append(
+                f"TTFT P{round(q * 100)} <= {s:g} s cannot be met: prefill alone takes up to "
+                f"{float(service.max()):.2f} s on {pinst.label} and {over * 100:.1f}% of requests exceed "
+                f"{s:g} s with no queueing at all (relax sla.ttft_p{round(q * 100)}_s to at least {need:.2f} s, "
+                f"or use faster prefill GPUs)"
+            )
+    return out
 
 
 def _tpot_reason(ctx: Context, architecture: str, prefill_gpu: str, context: float) -> str:
@@ -274,11 +428,11 @@ def _tpot_reason(ctx: Context, architecture: str, prefill_gpu: str, context: flo
     steps = [
         (roofline.decode_step(i, 1, context).total_s, i.label)
         for g in gpus
-        for i in _instances(ctx, g)
+        for i in tables.instances(ctx, g)
         if i.n_gpus <= ctx.available(dc).get(g, 0)
     ]
     if not steps:
-        return f"TPOT: the model fits on no instance of {', '.join(gpus)} within the GPUs available in {dc}"
+        return f"GPU availability: the model fits on no instance of {', '.join(gpus)} within the GPUs available in {dc}"
     t, label = min(steps)
     return (
         f"TPOT {ctx.scenario.sla.tpot_ms:g} ms is below the fastest decode step ({t * 1e3:.1f} ms on {label} "
@@ -286,16 +440,29 @@ def _tpot_reason(ctx: Context, architecture: str, prefill_gpu: str, context: flo
     )
 
 
+def _track_reach(reach: dict, t: tables.FleetTables, cb: _Combo) -> None:
+    """Remember the smallest share of requests over each TTFT target any routing could reach."""
+    for o, pt in enumerate(t.paths):
+        for q in tables.QUANTILES:
+            best = np.min(
+                np.vstack([np.where(pt.allowed[p], pt.miss[q][p], 1.0) for p in pt.allowed]), axis=0
+            )
+            share = float(np.dot(t.weight, best))
+            where = f"prefill {cb.n_lo} x {cb.pinst.label}, {t.lines[o].key}"
+            if q not in reach or share < reach[q][0]:
+                reach[q] = (share, where)
+
+
 def _reason_rank(r: str) -> int:
     # SLA impossibilities first (no hardware helps), then TPOT, then availability
-    return 0 if r.startswith("TTFT") else 1 if "TPOT" in r else 2
+    return 0 if r.startswith("TTFT") else 1 if r.startswith("TPOT") else 2
 
 
 def _diagnose(ctx: Context, architecture: str, reasons: list[str]) -> str:
     sc = ctx.scenario
     msg = f"{architecture}: no plan meets the scenario"
     if reasons:
-        return f"{msg}: {reasons[0]}"
+        return f"{msg}: {sorted(reasons, key=_reason_rank)[0]}"
     return (
         f"{msg}: TTFT P90 <= {sc.sla.ttft_p90_s} s / P99 <= {sc.sla.ttft_p99_s} s cannot be met with the "
         f"available GPUs and lines (relax sla.ttft_p90_s/ttft_p99_s, lower workload.rate_rps, or add GPUs)"

@@ -52,6 +52,9 @@ class Distribution(Strict):
         return self
 
 
+MAX_TOKENS = 10_000_000  # beyond any model's context window; keeps prefill chunk loops bounded
+
+
 class Workload(Strict):
     rate_rps: PositiveFloat | None = None  # None: find the highest SLA goodput
     input_tokens: Distribution | None = None
@@ -60,6 +63,20 @@ class Workload(Strict):
     trace: str | None = None  # a trace file; replaces the distributions above
     classes: PositiveInt = 24  # request classes the optimizer sizes for
     samples: PositiveInt = 20000  # requests drawn to build classes from distributions
+
+    @field_validator("input_tokens", "output_tokens")
+    @classmethod
+    def _token_range(cls, v: Distribution | None) -> Distribution | None:
+        if v is None:
+            return v
+        hi = v.fixed
+        if v.histogram is not None:
+            hi = max(b[1] for b in v.histogram)
+        if v.lognormal is not None:
+            hi = v.lognormal.max
+        if hi > MAX_TOKENS:
+            raise ValueError(f"token counts above {MAX_TOKENS:,} are not supported (got {hi:g})")
+        return v
 
     @field_validator("prefix_hit")
     @classmethod
@@ -140,6 +157,7 @@ class Search(Strict):
 
     utilization_levels: list[float] = [0.5, 0.65, 0.8, 0.9]
     max_gpus_per_instance: PositiveInt = 32
+    parallelisms: PositiveInt = 2  # instance sizes per GPU type and role, from the smallest that fits
     prefill_chunk_tokens: PositiveInt = 8192  # SGLang --chunked-prefill-size
     decode_utilization: float = Field(default=0.9, gt=0, lt=1)  # cap on decode batch slots
     max_prefill_extra: PositiveInt = 8  # prefill pool sizes tried above the smallest stable one
@@ -167,7 +185,7 @@ class Scenario(Strict):
     objective: Literal["bcr", "cost", "goodput"] = "bcr"
     budget_per_hour: PositiveFloat | None = None
     search: Search = Search()
-    seed: int = 0
+    seed: int = Field(default=0, ge=0)  # numpy's generator takes non-negative seeds
 
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:

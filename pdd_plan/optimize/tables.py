@@ -1,0 +1,199 @@
+"""Plain tables the MILP reads: decode candidates, line options, and per-class path numbers.
+
+Everything the solver sees is computed here, outside it, from the perf, network and pipeline
+models; the MILP itself (`model.py`) only combines numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import network, pipeline
+from ..perf import arch as perf_arch
+from ..perf import roofline
+from ..perf.instance import Instance, parallelism_candidates
+from ..resolve import Context
+from ..workload.requests import RequestClasses
+
+QUANTILES = (0.9, 0.99)
+
+
+@dataclass(frozen=True)
+class DecodeCandidate:
+    key: str  # unique label, e.g. "main_decode:dc-b:16xh200 tp16 dp16 ep16"
+    role: str  # relay_decode | main_decode | decode
+    datacenter: str
+    gpu: str
+    gpus: int  # per instance
+    cost_per_hour: float
+    tokens_per_s: float  # output tokens/s at the TPOT target (full batch)
+    kv_pool_bytes: float
+    step_s: float  # step time at that batch
+
+
+@dataclass(frozen=True)
+class DecodeOption:
+    cand: DecodeCandidate
+    inst: Instance
+
+
+@dataclass(frozen=True)
+class LineOption:
+    """One way to connect the prefill datacenter to main decode: a SKU, a count, and the
+    utilization level at which transfer times were computed (the cap the MILP enforces)."""
+
+    key: str
+    config: network.LineConfig | None  # None: RDMA inside one datacenter (IDC-PD)
+    level: float  # utilization cap
+    cost_per_hour: float
+    capacity_bytes_s: float
+
+
+@dataclass
+class PathTable:
+    """Per line option o, per path, per class: miss probabilities and decode splits."""
+
+    allowed: dict[str, np.ndarray]  # path -> bool (classes)
+    miss: dict[float, dict[str, np.ndarray]]  # q -> path -> P(TTFT > SLA_q) per class
+    md_tokens: dict[str, np.ndarray]
+    rld_tokens: dict[str, np.ndarray]
+    crosses_line: dict[str, bool]
+    times: pipeline.PathTimes
+
+
+@dataclass
+class FleetTables:
+    """One MILP: fixed prefill pool (or its level), decode candidates, line options, classes."""
+
+    weight: np.ndarray
+    line_bytes: np.ndarray  # per class
+    kv_bytes: np.ndarray  # per class, bytes a request holds while decoding
+    md: list[DecodeCandidate]
+    rld: list[DecodeCandidate]
+    lines: list[LineOption]
+    paths: list[PathTable]  # one per line option
+    gpus_left: dict[tuple[str, str], int]  # (datacenter, gpu) -> GPUs free for decode pools
+    decode_cap: float = 0.9
+    rate_rps: float | None = None  # None: the rate is a variable
+    rate_max: float = 0.0  # upper bound on the rate when it is a variable
+    prefill_cost_per_hour: float = 0.0  # fixed part (the prefill pool)
+    prefill_rate_per_instance: float = (
+        0.0  # variable-rate mode: req/s one instance takes at its cap
+    )
+    prefill_instances: tuple[int, int] = (0, 0)  # variable-rate mode: allowed count range
+    prefill_gpus: tuple[str, str, int] | None = None  # (datacenter, gpu, gpus per instance)
+    prefill_instance_cost: float = 0.0
+    budget_per_hour: float | None = None
+    meta: dict = field(default_factory=dict)
+
+
+def instances(ctx: Context, gpu: str) -> list[Instance]:
+    s = ctx.scenario.search
+    return parallelism_candidates(
+        ctx.model, ctx.gpus[gpu], s.max_gpus_per_instance, extra_sizes=s.parallelisms - 1
+    )
+
+
+def decode_options(
+    ctx: Context, role: str, dc: str, gpus: list[str], context_tokens: float
+) -> list[DecodeOption]:
+    """Decode candidates: every fitting instance size of every GPU type, at the TPOT target."""
+    tpot = ctx.scenario.sla.tpot_ms / 1e3
+    out = []
+    for gname in gpus:
+        have = ctx.available(dc).get(gname, 0)
+        for inst in instances(ctx, gname):
+            if inst.n_gpus > have:
+                continue
+            b, step = roofline.max_batch_for_tpot(inst, context_tokens, tpot)
+            if b < 1:
+                continue
+            key = f"{role}:{dc}:{inst.label}"
+            cand = DecodeCandidate(
+                key,
+                role,
+                dc,
+                gname,
+                inst.n_gpus,
+                inst.cost_per_hour,
+                b / step,
+                inst.kv_pool_bytes,
+                step,
+            )
+            out.append(DecodeOption(cand, inst))
+    return out
+
+
+def line_options(ctx: Context, levels: list[float]) -> list[LineOption]:
+    """Every candidate SKU x count x utilization level."""
+    sc = ctx.scenario
+    mx = sc.link.max_lines if sc.link else 0
+    out = []
+    for sku in ctx.lines:
+        for k in range(1, mx + 1):
+            cfg = network.LineConfig(sku, k)
+            for lv in levels:
+                out.append(
+                    LineOption(
+                        f"{k}x{sku.name}@{lv:.3f}", cfg, lv, cfg.cost_per_hour, cfg.capacity_bytes_s
+                    )
+                )
+    return out
+
+
+def rdma_option() -> LineOption:
+    return LineOption("rdma", None, 1.0, 0.0, float("inf"))
+
+
+def path_table(
+    ctx: Context,
+    architecture: str,
+    cls: RequestClasses,
+    pool: pipeline.PrefillPool,
+    service_s: np.ndarray,
+    md: list[DecodeOption],
+    rld: list[DecodeOption],
+    line: LineOption,
+) -> PathTable:
+    sc = ctx.scenario
+    md_step = max(o.cand.step_s for o in md)
+    md_inst = min(md, key=lambda o: o.cand.cost_per_hour / o.cand.tokens_per_s).inst
+    rld_inst = rld[0].inst if rld else None
+    rld_step = max((o.cand.step_s for o in rld), default=0.0)
+    times = pipeline.path_times(
+        cls,
+        service_s,
+        pool.inst,
+        md_inst,
+        md_step,
+        line.config,
+        line.level,
+        rld_inst,
+        rld_step,
+        sc.policy,
+    )
+    n = len(cls)
+    allowed = {"p_md": np.ones(n, bool)}
+    if architecture == "pdd" and rld:
+        wants = pipeline.relay_wanted(times.ttft_fixed_s["p_md"], pool, sc.sla.ttft_p90_s)
+        lim = sc.policy.singular_max_output_tokens
+        allowed["p_rld_md"] = wants
+        allowed["p_rld"] = wants & (cls.output_tokens <= (lim if lim is not None else -1))
+    miss = {
+        q: {p: pipeline.miss_probability(times.ttft_fixed_s[p], pool, s) for p in allowed}
+        for q, s in zip(QUANTILES, (sc.sla.ttft_p90_s, sc.sla.ttft_p99_s))
+    }
+    return PathTable(
+        allowed=allowed,
+        miss=miss,
+        md_tokens={p: times.md_tokens[p] for p in allowed},
+        rld_tokens={p: times.rld_tokens[p] for p in allowed},
+        crosses_line={"p_md": True, "p_rld_md": True, "p_rld": False},
+        times=times,
+    )
+
+
+def kv_hold_bytes(ctx: Context, cls: RequestClasses) -> np.ndarray:
+    return np.asarray(perf_arch.kv_bytes(ctx.model, cls.input_tokens + cls.output_tokens / 2))
