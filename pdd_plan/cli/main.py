@@ -64,7 +64,10 @@ def optimize(
     if fmt == "table":
         from ..report.table import render_plan
 
-        render_plan(plan, Console())
+        console = Console()
+        render_plan(plan, console)
+        for a, why in plan.get("infeasible", {}).items():
+            console.print(f"[yellow]{a}: infeasible[/yellow]: {why}")
     else:
         echo(dumps(plan, fmt))
 
@@ -164,3 +167,8 @@ _register_perf(app, profiles_app)
 from .sim import register as _register_sim  # noqa: E402
 
 _register_sim(app)
+
+
+from .deploy import register as _register_deploy  # noqa: E402
+
+_register_deploy(app)

@@ -141,14 +141,22 @@ def optimize(
     fixed_rate = sc.workload.rate_rps or (cls.rate_rps if sc.workload.trace else None)
     plans: dict[str, dict] = {}
     raw: dict[str, ArchPlan] = {}
+    infeasible: dict[str, str] = {}
     for a in sc.architectures:
-        if verify:
-            raw[a], plans[a] = _verified(ctx, a, cls, fixed_rate, sim_requests, max_rounds)
-        else:
+        try:
+            if verify:
+                raw[a], plans[a] = _verified(ctx, a, cls, fixed_rate, sim_requests, max_rounds)
+                continue
             raw[a] = solve_architecture(
                 ctx, a, cls, fixed_rate, Caps(decode=sc.search.decode_utilization)
             )
             plans[a] = metrics.summarize(raw[a], cls, raw[a].rate, ctx.prefill_dc)
+        except InfeasibleError as e:
+            # a baseline that cannot meet the SLA is an answer too (e.g. CDC-PD's P99 over a
+            # narrow line); only when no architecture can is the scenario itself infeasible
+            infeasible[a] = str(e)
+    if not plans:
+        raise InfeasibleError("; ".join(infeasible.values()))
     return {
         "scenario": sc.name,
         "model": ctx.model.name,
@@ -158,6 +166,7 @@ def optimize(
         "classes": len(cls),
         "inputs": sc.model_dump(mode="json"),  # the scenario as validated: a plan file stands alone
         "plans": plans,
+        "infeasible": infeasible,
         "comparison": metrics.comparison(plans, raw.get("pdd")),
     }
 
