@@ -1,0 +1,156 @@
+"""`pdd-plan emit` (deployment files from a plan) and `pdd-plan report` (a plan for people)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from ..errors import InputError
+from .common import check_format, dumps, echo, guarded
+
+REPORT_FORMATS = ("table", "json", "markdown")
+
+
+def _writable_parent(path: Path, option: str) -> None:
+    parent = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise InputError(str(path), option, "is a folder", "give a file name")
+    if not parent.is_dir():
+        raise InputError(
+            str(path), option, "folder does not exist", "create the folder or change the path"
+        )
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError(str(path), option, "folder is not writable", "choose a writable path")
+
+
+@guarded
+def emit_cmd(
+    plan: str = typer.Argument(..., help="Plan YAML from `pdd-plan optimize --out`."),
+    target: str = typer.Option(..., "--target", "-t", help="sglang | lws | rbg | disaggregatedset"),
+    out: Path = typer.Option(..., "--out", "-o", help="Folder to write into (created if missing)."),
+    architecture: str = typer.Option("pdd", "--architecture", "-a", help="pdd | cdc_pd | idc_pd"),
+    model_path: str = typer.Option(
+        None, "--model-path", help="--model-path for SGLang (default: the model's HF id)."
+    ),
+    check: bool = typer.Option(
+        False,
+        "--check",
+        help="Validate what was written: Kubernetes documents against the vendored CRD schemas "
+        "(strict), SGLang command lines against the flag table.",
+    ),
+    image: str = typer.Option(
+        "lmsysorg/sglang:latest", "--image", help="Container image (server and router)."
+    ),
+    transfer_backend: str = typer.Option(
+        "mooncake", "--transfer-backend", help="mooncake | nixl | mooncake_tcp"
+    ),
+    ib_device: str = typer.Option(
+        "mlx5_0", "--ib-device", help="--disaggregation-ib-device where KV moves over RDMA."
+    ),
+    trust_remote_code: bool = typer.Option(
+        False, "--trust-remote-code", help="Pass --trust-remote-code (DeepSeek/Kimi need it)."
+    ),
+) -> None:
+    """Deployment files for one architecture of a plan: SGLang launch scripts and router, or
+    Kubernetes LeaderWorkerSet / RoleBasedGroup / DisaggregatedSet manifests per datacenter."""
+    from .. import emit as em
+    from ..emit.plan import EmitOptions, context
+
+    em.check_target(target)
+    opts = EmitOptions(
+        model_path=model_path,
+        image=image,
+        transfer_backend=transfer_backend,
+        ib_device=ib_device,
+        trust_remote_code=trust_remote_code,
+    )
+    data = em.load_plan(plan)
+    from ..emit.plan import arch_plan
+
+    arch_plan(data, architecture, plan)
+    ctx = context(data, plan)
+    dep = em.build(data, architecture, opts, model=ctx.model, gpus=ctx.gpus, file=plan)
+    files = em.render(dep, target)  # everything in memory before anything is written
+    folder = em.prepare_dir(out)
+    em.write(folder, files)
+    echo(f"wrote {len(files)} files to {folder}: {', '.join(sorted(files))}\n")
+    if check:
+        res = em.check_dir(folder, sorted(files))
+        if res["problems"]:
+            for p in res["problems"][:20]:
+                typer.echo(f"  {p}", err=True)
+            raise em.CheckFailed(
+                f"check failed: {len(res['problems'])} problem(s) in the files written to {folder}"
+            )
+        echo(
+            f"check ok: {res['documents']} Kubernetes documents valid against the vendored "
+            f"schemas (strict), {res['command_lines']} SGLang command lines valid against the "
+            "flag table\n"
+        )
+
+
+@guarded
+def report_cmd(
+    plan: str = typer.Argument(..., help="Plan YAML from `pdd-plan optimize --out`."),
+    format: str = typer.Option("table", "--format", "-f", help="table | json | markdown"),
+    html: Path = typer.Option(
+        None, "--html", help="Also write one self-contained HTML page with plots here."
+    ),
+    plots: Path = typer.Option(
+        None, "--plots", help="Also write each plot as a PNG into this folder."
+    ),
+    sim_requests: int = typer.Option(
+        3000, "--sim-requests", help="Requests per architecture replayed for the plots."
+    ),
+) -> None:
+    """Inputs recap, the plan per architecture, costs, analytic and simulated percentiles,
+    binding constraints; --html adds plots (TTFT CDF, prefix hits, bathtub, costs, line use)."""
+    from .. import emit as em
+    from ..emit.plan import context
+    from ..report.model import build_report
+
+    fmt = check_format(format, REPORT_FORMATS)
+    if sim_requests < 100:
+        raise InputError(
+            None, "--sim-requests", f"must be >= 100 (got {sim_requests})", "use a few thousand"
+        )
+    if html is not None:
+        _writable_parent(html, "--html")
+    if plots is not None and plots.exists() and not plots.is_dir():
+        raise InputError(str(plots), "--plots", "exists and is not a folder", "give a folder")
+    data = em.load_plan(plan)
+    rep = build_report(data)
+    figures = []
+    if html is not None or plots is not None:
+        from ..report.figures import build_figures
+
+        ctx = context(data, plan)
+        figures = build_figures(data, ctx, sim_requests)
+    if plots is not None:
+        folder = em.prepare_dir(plots)
+        em.write(folder, {f"{f.key}.png": em.File(f.png) for f in figures})
+    if html is not None:
+        from ..report.html import render_html
+
+        em.write(
+            html.parent if str(html.parent) else Path("."),
+            {html.name: em.File(render_html(rep, figures))},
+        )
+    if fmt == "table":
+        from ..report.render import render_rich
+
+        render_rich(rep, Console())
+    elif fmt == "markdown":
+        from ..report.render import markdown
+
+        echo(markdown(rep))
+    else:
+        echo(dumps(rep.to_dict(), "json"))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("emit")(emit_cmd)
+    app.command("report")(report_cmd)

@@ -1,0 +1,180 @@
+"""Check SGLang command lines against the flag table (data/sglang-flags.yaml, from runtime.md).
+
+``check_argv(argv)`` takes a full command line (``python -m sglang.launch_server ...``,
+``python3 -m sglang_router.launch_router ...``; Kubernetes ``command + args`` alike) and returns
+a list of problems (empty when it parses). Flags are written ``--flag value`` or
+``--flag=value``; booleans take no value; unknown flags, missing or malformed values, repeated
+one-shot flags and missing required flags are problems.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from functools import lru_cache
+from urllib.parse import urlsplit
+
+import yaml
+
+from .plan import data_file
+
+_VAR = re.compile(r"^(\$\([A-Za-z_][A-Za-z0-9_]*\)|\$\{[A-Za-z_][A-Za-z0-9_]*\}|\$[A-Za-z_]\w*)$")
+_HOST = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$")
+
+
+@lru_cache(maxsize=1)
+def table() -> dict:
+    """{program: {"required": [...], "flags": {canonical: spec}, "alias": {name: canonical}}}"""
+    raw = yaml.safe_load(data_file("sglang-flags.yaml").read_text(encoding="utf-8"))
+    out = {"source": raw["source"]}
+    for prog, spec in raw["programs"].items():
+        alias = {}
+        for name, f in spec["flags"].items():
+            alias[name] = name
+            for a in f.get("aliases", []):
+                alias[a] = name
+        out[prog] = {"required": spec.get("required", []), "flags": spec["flags"], "alias": alias}
+    return out
+
+
+def program_of(argv: list[str]) -> str | None:
+    """`python[3] -m MODULE ...` -> MODULE if the table knows it."""
+    if len(argv) >= 3 and argv[0].split("/")[-1].startswith("python") and argv[1] == "-m":
+        return argv[2] if argv[2] in table() and argv[2] != "source" else None
+    return None
+
+
+def _is_var(v: str) -> bool:
+    return bool(_VAR.match(v))
+
+
+def _int(v: str, spec: dict) -> str | None:
+    if _is_var(v):
+        return None
+    try:
+        x = int(v)
+    except ValueError:
+        return f"expects an integer, got '{v}'"
+    if "min" in spec and x < spec["min"]:
+        return f"must be >= {spec['min']}, got {x}"
+    if "max" in spec and x > spec["max"]:
+        return f"must be <= {spec['max']}, got {x}"
+    return None
+
+
+def _float(v: str, spec: dict) -> str | None:
+    try:
+        x = float(v)
+    except ValueError:
+        return f"expects a number, got '{v}'"
+    if "min" in spec and x < spec["min"]:
+        return f"must be >= {spec['min']}, got {x}"
+    if "max" in spec and x > spec["max"]:
+        return f"must be <= {spec['max']}, got {x}"
+    return None
+
+
+def _host(h: str) -> bool:
+    return _is_var(h) or bool(_HOST.match(h))
+
+
+def _hostport(v: str) -> str | None:
+    h, sep, p = v.rpartition(":")
+    if not sep or not h or not _host(h):
+        return f"expects HOST:PORT, got '{v}'"
+    return _int(p, {"min": 1, "max": 65535})
+
+
+def _url(v: str) -> str | None:
+    u = urlsplit(v)
+    if u.scheme not in ("http", "https") or not u.hostname or not _host(u.hostname):
+        return f"expects an http(s) URL, got '{v}'"
+    try:
+        u.port  # noqa: B018 (raises on a bad port)
+    except ValueError:
+        return f"bad port in '{v}'"
+    return None
+
+
+def _value(kind: str, vals: list[str], spec: dict) -> str | None:
+    v = vals[0]
+    if kind == "int":
+        return _int(v, spec)
+    if kind == "float":
+        return _float(v, spec)
+    if kind == "choice":
+        ok = spec["choices"]
+        return None if v in ok else f"expects one of {', '.join(ok)}, got '{v}'"
+    if kind == "hostport":
+        return _hostport(v)
+    if kind == "url":
+        return _url(v)
+    if kind == "prefill":
+        err = _url(v)
+        if err or len(vals) == 1 or vals[1] == "none":
+            return err
+        return _int(vals[1], {"min": 1, "max": 65535})
+    if kind == "selector":
+        bad = [x for x in vals if "=" not in x or x.startswith("=")]
+        return f"expects key=value, got '{bad[0]}'" if bad else None
+    return None if v else "empty value"
+
+
+_NARGS = {"bool": (0, 0), "prefill": (1, 2), "selector": (1, 64)}
+
+
+def check_argv(argv: list[str]) -> list[str]:
+    prog = program_of(argv)
+    if prog is None:
+        return [f"not a known SGLang program: {' '.join(argv[:3])}"]
+    t = table()[prog]
+    problems: list[str] = []
+    seen: dict[str, int] = {}
+    i, toks = 0, argv[3:]
+    while i < len(toks):
+        tok = toks[i]
+        i += 1
+        if not tok.startswith("--"):
+            problems.append(f"{prog}: unexpected argument '{tok}'")
+            continue
+        name, eq, inline = tok.partition("=")
+        canon = t["alias"].get(name)
+        if canon is None:
+            close = difflib.get_close_matches(name, list(t["alias"]), n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            problems.append(f"{prog}: unknown flag {name}{hint}")
+            if eq == "" and i < len(toks) and not toks[i].startswith("--"):
+                i += 1  # skip its value, if it looks like one
+            continue
+        spec = t["flags"][canon]
+        kind = spec["kind"]
+        seen[canon] = seen.get(canon, 0) + 1
+        if seen[canon] > 1 and not spec.get("repeat"):
+            problems.append(f"{prog}: {canon} given more than once")
+        lo, hi = _NARGS.get(kind, (1, 1))
+        if eq:
+            vals = [inline]
+            if hi == 0:
+                problems.append(f"{prog}: {canon} is a switch and takes no value")
+                continue
+        else:
+            vals = []
+            while len(vals) < hi and i < len(toks) and not toks[i].startswith("--"):
+                vals.append(toks[i])
+                i += 1
+        if len(vals) < lo:
+            problems.append(f"{prog}: {canon} needs a value")
+            continue
+        if hi == 0:
+            continue
+        err = _value(kind, vals, spec)
+        if err:
+            problems.append(f"{prog}: {canon} {err}")
+    for req in t["required"]:
+        if req not in seen:
+            problems.append(f"{prog}: missing required {req}")
+    if prog == "sglang_router.launch_router" and "--pd-disaggregation" in seen:
+        for need in ("--prefill", "--decode"):
+            if need not in seen and "--service-discovery" not in seen:
+                problems.append(f"{prog}: --pd-disaggregation without {need}")
+    return problems

@@ -1,0 +1,166 @@
+"""The report's plots: what each shows and where its data come from, as PNG bytes.
+
+* TTFT CDF per architecture: each architecture's plan replayed by the simulator
+  (``sim.run.run``) on ``n_requests`` requests of the plan's workload at the plan's rate, with
+  the scenario's seed; the optimizer's analytic P50/P90/P99 as markers.
+* Prefix-hit histogram: the prefill-side hit rates of the replayed requests (sampled from the
+  scenario's ``prefix_hit`` distribution, or read from its trace).
+* Bathtub: ``workload.bathtub`` on the PDD plan's prefill instance (else the first
+  architecture's) at the median input length of the replay and the scenario's prefill chunk;
+  cached tokens billed at 0.1 of uncached ones.
+* Cost breakdown: $/h per role and the line, per architecture (plan dict).
+* Line utilization: analytic (plan) vs simulated (the plan's verification replay when it has
+  one, else the replay above), per architecture.
+* TTFT percentiles: analytic vs simulated (same simulated source as line utilization).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import plots
+from .model import cost_breakdown
+
+HIT_PRICE_RATIO = 0.1
+
+
+@dataclass
+class Figure:
+    key: str
+    title: str
+    caption: str
+    png: bytes
+
+
+def _prefill_instance(plan: dict, ctx):
+    from ..perf.instance import Instance
+
+    plans = plan["plans"]
+    a = "pdd" if "pdd" in plans else next(iter(plans))
+    row = next(r for r in plans[a]["instances"] if r["role"] == "prefill")
+    gpu = ctx.gpus[row["gpu"]]
+    inst = Instance(
+        ctx.model,
+        gpu,
+        int(row["gpus_per_instance"]),
+        tp=int(row["tp"]),
+        ep=int(row["ep"]),
+        dp=int(row.get("dp", 1)),
+    )
+    return a, inst
+
+
+def replays(plan: dict, ctx, n_requests: int, seed: int | None = None) -> dict:
+    """{arch: SimResult} for every architecture of the plan."""
+    from ..sim.run import run
+
+    return {a: run(ctx, plan, a, n_requests, seed) for a in plan["plans"]}
+
+
+def build_figures(plan: dict, ctx, n_requests: int = 3000, seed: int | None = None) -> list[Figure]:
+    plans = plan["plans"]
+    sla = plan.get("sla") or ctx.scenario.sla.model_dump()
+    sims = replays(plan, ctx, n_requests, seed)
+    s = ctx.scenario.seed if seed is None else seed
+    first = next(iter(sims.values()))
+    src = (
+        "sampled from the scenario's distributions"
+        if first.source == "distribution"
+        else f"trace {first.source}"
+    )
+    figs: list[Figure] = []
+    note = (
+        f"simulator replay: {n_requests:,} requests per architecture, {src}, seed {s}; "
+        "circles: analytic percentiles"
+    )
+    figs.append(
+        Figure(
+            "ttft_cdf",
+            "TTFT CDF per architecture",
+            f"Simulated TTFT distribution of each architecture's plan ({note}). Dotted/dashed "
+            "lines: the SLA's P90 and P99 targets.",
+            plots.ttft_cdf_png(
+                {a: r.ttft_s for a, r in sims.items()},
+                {a: plans[a].get("ttft_s") for a in plans},
+                sla,
+                note,
+            ),
+        )
+    )
+    figs.append(
+        Figure(
+            "prefix_hit",
+            "Prefix-hit histogram",
+            f"Prefill-side prefix hit rate of the {len(first.hit_p):,} replayed requests ({src}).",
+            plots.hit_hist_png(first.hit_p, f"prefill-side hit rates, {src}"),
+        )
+    )
+    a, inst = _prefill_instance(plan, ctx)
+    from ..workload.bathtub import bathtub
+
+    L = int(max(1, round(float(np.median(first.input_tokens)))))
+    chunk = ctx.scenario.search.prefill_chunk_tokens
+    res = bathtub(inst, L, chunk, HIT_PRICE_RATIO)
+    res = {
+        "model": ctx.model.name,
+        "gpu": inst.gpu.name,
+        "instance": inst.label,
+        "input_tokens": L,
+        "chunk": chunk,
+        "hit_price_ratio": HIT_PRICE_RATIO,
+        **res,
+    }
+    v = res["valley"]
+    figs.append(
+        Figure(
+            "bathtub",
+            "Bathtub on the prefill instance",
+            f"Uncached-token throughput and revenue against prefix hit rate on the {a} plan's "
+            f"prefill instance ({inst.label}), {L:,}-token inputs (median of the replay), chunk "
+            f"{chunk}, cached tokens billed at x{HIT_PRICE_RATIO:g}. Valley at "
+            f"{v['hit_rate'] * 100:.0f}% hit, {v['revenue_drop'] * 100:.1f}% below hit rate 0.",
+            plots.bathtub_png(res),
+        )
+    )
+    figs.append(
+        Figure(
+            "cost",
+            "Cost breakdown",
+            "Dollars per hour of each architecture's plan, by role and the leased line.",
+            plots.cost_png({a: cost_breakdown(p) for a, p in plans.items()}),
+        )
+    )
+    have_sim = all(p.get("simulated") for p in plans.values())
+    util = {}
+    pct = {}
+    for arch, p in plans.items():
+        ln = p.get("line")
+        if have_sim:
+            su = p["simulated"].get("line_utilization")
+            st = p["simulated"].get("ttft_s")
+        else:
+            summ = sims[arch].summary()
+            su, st = summ.get("line_utilization"), summ.get("ttft_s")
+        util[arch] = ((ln or {}).get("utilization") if ln else None, su if ln else None)
+        pct[arch] = (p.get("ttft_s"), st)
+    sim_label = "simulated (plan's verification)" if have_sim else "simulated (report replay)"
+    figs.append(
+        Figure(
+            "line_utilization",
+            "Line utilization",
+            "Share of the leased line's capacity in use: the optimizer's analytic figure vs the "
+            f"{sim_label}. IDC-PD has no line.",
+            plots.line_util_png(util, sim_label),
+        )
+    )
+    figs.append(
+        Figure(
+            "ttft_percentiles",
+            "TTFT percentiles",
+            f"Analytic vs {sim_label} TTFT P50/P90/P99 per architecture.",
+            plots.ttft_percentiles_png(pct, sla),
+        )
+    )
+    return figs
