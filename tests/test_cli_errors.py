@@ -239,6 +239,8 @@ def test_absurd_price_still_plans(tmp_path):
 
 
 def test_tiny_rate_routes_every_request(tmp_path):
+    # regression: with req/s flow variables the MILP lost ~1 % of the demand at 1e-4 req/s
+    # (under HiGHS's absolute tolerance); flows are now shares of the fixed rate
     d = example()
     d["workload"]["rate_rps"] = 1e-4
     p = write(tmp_path, d)
@@ -249,6 +251,7 @@ def test_tiny_rate_routes_every_request(tmp_path):
 
 
 def test_tinier_rate_is_no_internal_error(tmp_path):
+    # regression: at 1e-6 req/s no flow was left and pipeline.ttft_quantiles crashed (exit 3)
     d = example()
     d["workload"]["rate_rps"] = 1e-6
     p = write(tmp_path, d)

@@ -86,7 +86,7 @@ def summarize(p: ArchPlan, cls: RequestClasses, rate: float, prefill_dc: str) ->
         "instances": instances(p, prefill_dc),
         "line": line,
         "cost_per_hour": _r(cost, 2),
-        "goodput_rps": _r(rate),
+        "goodput_rps": float(f"{rate:.6g}"),  # significant digits: tiny rates stay non-zero
         "bcr": _r(rate * 3600.0 / cost, 4),
         "ttft_s": dict(zip(("p50", "p90", "p99"), (_r(x) for x in ttft))),
         "tpot_ms": {"p50": _r(tp50 * 1e3, 2), "p90": _r(tp90 * 1e3, 2)},

@@ -120,23 +120,33 @@ def define_line(m: _Model) -> None:
 
 def _pool(m: _Model, cands, tokens_of, name: str) -> None:
     """Decode tokens/s under the pool's TPOT-feasible throughput, and KV byte-seconds under its
-    memory; rows scaled by the largest instance so coefficients stay near 1."""
+    memory. Each row is divided by the load it would carry if every request used the pool, so
+    flow coefficients stay near 1 at any rate and one instance always counts."""
     t = m.t
+    per_class = np.zeros(len(t.weight))
+    for o, p, c in m.f:
+        per_class[c] = max(per_class[c], float(tokens_of(o, p)[c]))
     if not cands:
         load = pulp.lpSum(v * float(tokens_of(o, p)[c]) for (o, p, c), v in m.f.items())
         m.add(f"{name}_none", load <= 0)
         return
-    mu = max(c.tokens_per_s for c in cands)
-    load = pulp.lpSum(v * (m.unit * float(tokens_of(o, p)[c]) / mu) for (o, p, c), v in m.f.items())
-    cap = pulp.lpSum(m.n[c.key] * (t.decode_cap * c.tokens_per_s / mu) for c in cands)
+    # ... but never below 1/1000 of the smallest instance, so instance coefficients stay
+    # below 1e3 (HiGHS rejects huge matrix entries) while any real load still needs one instance
+    small = min(t.decode_cap * c.tokens_per_s for c in cands)
+    scale = max(m.unit * float(np.dot(t.weight, per_class)), small * 1e-3)
+    load = pulp.lpSum(
+        v * (m.unit * float(tokens_of(o, p)[c]) / scale) for (o, p, c), v in m.f.items()
+    )
+    cap = pulp.lpSum(m.n[c.key] * (t.decode_cap * c.tokens_per_s / scale) for c in cands)
     m.add(f"{name}_throughput", load <= cap)
     step = max(c.step_s for c in cands)  # the slowest step: a request holds its KV longest there
-    kv_max = max(c.kv_pool_bytes for c in cands)
+    small_kv = min(t.decode_cap * c.kv_pool_bytes for c in cands)
+    kv_scale = max(m.unit * float(np.dot(t.weight, per_class * t.kv_bytes)) * step, small_kv * 1e-3)
     kv = pulp.lpSum(
-        v * (m.unit * float(tokens_of(o, p)[c]) * step * float(t.kv_bytes[c]) / kv_max)
+        v * (m.unit * float(tokens_of(o, p)[c]) * step * float(t.kv_bytes[c]) / kv_scale)
         for (o, p, c), v in m.f.items()
     )
-    room = pulp.lpSum(m.n[c.key] * (t.decode_cap * c.kv_pool_bytes / kv_max) for c in cands)
+    room = pulp.lpSum(m.n[c.key] * (t.decode_cap * c.kv_pool_bytes / kv_scale) for c in cands)
     m.add(f"{name}_kv_memory", kv <= room)
 
 

@@ -56,7 +56,7 @@ MAX_TOKENS = 10_000_000  # beyond any model's context window; keeps prefill chun
 
 
 class Workload(Strict):
-    rate_rps: PositiveFloat | None = None  # None: find the highest SLA goodput
+    rate_rps: float | None = Field(default=None, gt=0, le=1e6)  # None: highest goodput per dollar
     input_tokens: Distribution | None = None
     output_tokens: Distribution | None = None
     prefix_hit: Distribution = Distribution(fixed=0.0)  # per-request prefill-side hit rate, 0..1

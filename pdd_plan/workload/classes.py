@@ -31,7 +31,7 @@ def build_classes(ctx: Context) -> RequestClasses:
         from .traces import read_trace
 
         path = _trace_path(ctx, w.trace)
-        if not path.exists():
+        if not path.is_file():
             raise InputError(
                 ctx.file,
                 "workload.trace",
