@@ -74,6 +74,9 @@ def write_atomic(path: str | Path, text: str | bytes) -> None:
     try:
         with os.fdopen(fd, mode) as f:
             f.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file ordinary permissions
         os.replace(tmp, p)
     except BaseException:
         if os.path.exists(tmp):

@@ -172,3 +172,8 @@ _register_sim(app)
 from .deploy import register as _register_deploy  # noqa: E402
 
 _register_deploy(app)
+
+
+from .sweep import register as _register_sweep  # noqa: E402
+
+_register_sweep(app)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -288,19 +289,24 @@ def _lp_shadow_prices(
     return out
 
 
+_STDOUT_LOCK = threading.Lock()
+
+
 @contextlib.contextmanager
 def _quiet_stdout():
-    """highspy prints a banner on stdout even with msg=False: keep stdout clean for JSON."""
-    sys.stdout.flush()
-    saved = os.dup(1)
-    try:
-        with open(os.devnull, "w") as null:
-            os.dup2(null.fileno(), 1)
-            yield
-    finally:
+    """highspy prints a banner on stdout even with msg=False: keep stdout clean for JSON.
+    fd 1 is process-wide, so concurrent solves in threads take turns."""
+    with _STDOUT_LOCK:
         sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
+        saved = os.dup(1)
+        try:
+            with open(os.devnull, "w") as null:
+                os.dup2(null.fileno(), 1)
+                yield
+        finally:
+            sys.stdout.flush()
+            os.dup2(saved, 1)
+            os.close(saved)
 
 
 def _solver(time_limit_s: float):
