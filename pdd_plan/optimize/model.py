@@ -311,7 +311,8 @@ def _quiet_stdout():
 
 def _solver(time_limit_s: float):
     """HiGHS through highspy; CBC only when highspy is missing."""
-    highs = pulp.HiGHS(msg=False, timeLimit=time_limit_s)
+    # gapRel 0: the incumbent is proven optimal, not within HiGHS's default 1e-4
+    highs = pulp.HiGHS(msg=False, timeLimit=time_limit_s, gapRel=0.0)
     if highs.available():
         return highs
     return pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit_s)

@@ -102,9 +102,11 @@ def _gpus_left(ctx: Context) -> dict[tuple[str, str], int]:
     return {(d.name, g): k for d in ctx.scenario.datacenters for g, k in d.gpus.items()}
 
 
-def _decode_lb_per_rps(cls: RequestClasses, md: list[DecodeOption], cap: float) -> float:
-    """$/hour per req/s that main decode costs at the very least (cheapest tokens/s, no rounding)."""
-    best = min(o.cand.cost_per_hour / (o.cand.tokens_per_s * cap) for o in md)
+def _decode_lb_per_rps(cls: RequestClasses, opts: list[DecodeOption], cap: float) -> float:
+    """$/hour per req/s that decode costs at the very least (cheapest tokens/s, no rounding).
+    Pass main and relay decode together: every output token is decoded on one of them (relay
+    decode may be the cheaper per token, and p_rld / p_rld_md move tokens there)."""
+    best = min(o.cand.cost_per_hour / (o.cand.tokens_per_s * cap) for o in opts)
     return float(np.dot(cls.weight, cls.output_tokens)) * best
 
 
@@ -132,7 +134,8 @@ def plan_architecture(
     chunk = sc.search.prefill_chunk_tokens
     mean_ctx = float(np.dot(cls.weight, cls.input_tokens + cls.output_tokens / 2))
     reasons: list[str] = []
-    floors: list[list[str]] = []  # per prefill option: SLAs prefill alone already breaks
+    # per prefill option: (relaxation factor needed, reason) for each SLA prefill alone breaks
+    floors: list[list[tuple[float, str]]] = []
     reach: dict[float, tuple[float, str]] = {}  # q -> (smallest share over the target, where)
     combos: list[_Combo] = []
     avail_p = ctx.available(ctx.prefill_dc)
@@ -140,7 +143,7 @@ def plan_architecture(
         for pg in [g for g, n in avail_p.items() if n > 0]:
             md, rld = _decode_sets(ctx, architecture, pg, md_dc, mean_ctx)
             if not md:
-                reasons.append(_tpot_reason(ctx, architecture, pg, mean_ctx))
+                reasons.append(_tpot_reason(ctx, architecture, pg, mean_ctx, md_dc))
                 continue
             for pinst in tables.instances(ctx, pg):
                 service = pipeline.prefill_service_s(pinst, cls, chunk)
@@ -188,7 +191,9 @@ def plan_architecture(
                                 )
                             )
     if floors and all(floors):  # every prefill option alone breaks an SLA: no hardware here helps
-        reasons += floors[0]
+        # report the option that needs the least relaxation: only its floor is a lower bound on
+        # what any prefill option could meet
+        reasons += [why for _, why in min(floors, key=lambda f: max(x for x, _ in f))]
     if not combos:
         raise InfeasibleError(_diagnose(ctx, architecture, reasons))
     best: ArchPlan | None = None
@@ -200,10 +205,11 @@ def plan_architecture(
         else min((ln.cost_per_hour for ln in ctx.lines), default=0.0)
     )
     combos.sort(key=lambda c: c.fixed_cost)
+    line_short = False
     for cb in combos:
         lb_cost = cb.fixed_cost + line_cost_lb
         if rate is not None:
-            lb_cost += rate * _decode_lb_per_rps(cls, cb.md, caps.decode)
+            lb_cost += rate * _decode_lb_per_rps(cls, cb.md + cb.rld, caps.decode)
             if best is not None and lb_cost >= best.cost_per_hour * (1 - 1e-9):
                 continue  # bound: cannot beat the incumbent
         else:
@@ -211,7 +217,7 @@ def plan_architecture(
             r_ub = cb.rho * cb.n_hi / es
             # every req/s costs at least its prefill share and the cheapest decode tokens
             per_rps = es / cb.rho * cb.pinst.cost_per_hour + _decode_lb_per_rps(
-                cls, cb.md, caps.decode
+                cls, cb.md + cb.rld, caps.decode
             )
             r_lo = min(r_ub, cb.rho * cb.n_lo / es)
             if budget is not None:
@@ -224,6 +230,11 @@ def plan_architecture(
                 continue
         t = _tables(ctx, architecture, cls, rate, cb, caps, budget)
         if t is None:
+            # fixed rate: no line option carries the bytes under its cap (the same for every
+            # combination); say so rather than fall through to a GPU-availability guess
+            if rate is not None and architecture != "idc_pd" and not line_short:
+                line_short = True
+                reasons.append(_line_reason(ctx, cls, rate, caps))
             continue
         milps += 1
         sol = model.solve(t, objective if rate is None else "cost", lam, sc.search.time_limit_s)
@@ -399,8 +410,9 @@ def _arch_plan(
 
 def _ttft_floor_reasons(
     sla, cls: RequestClasses, pinst: Instance, service: np.ndarray
-) -> list[str]:
-    """An SLA no queueing can explain: prefill alone runs past the target for too many requests."""
+) -> list[tuple[float, str]]:
+    """An SLA no queueing can explain: prefill alone runs past the target for too many requests.
+    Each reason comes with the factor the target would have to grow by (need / target)."""
     out = []
     for q, s in ((0.9, sla.ttft_p90_s), (0.99, sla.ttft_p99_s)):
         over = float(np.dot(cls.weight, service > s))
@@ -408,18 +420,24 @@ def _ttft_floor_reasons(
             order = np.argsort(service)
             cum = np.cumsum(cls.weight[order])
             need = float(service[order][min(np.searchsorted(cum, q - 1e-12), len(cum) - 1)])
+            need = float(np.ceil(need * 100 - 1e-9) / 100)  # shown to 2 decimals: round up
             out.append(
-                f"TTFT P{round(q * 100)} <= {s:g} s cannot be met: prefill alone takes up to "
-                f"{float(service.max()):.2f} s on {pinst.label} and {over * 100:.1f}% of requests exceed "
-                f"{s:g} s with no queueing at all (relax sla.ttft_p{round(q * 100)}_s to at least {need:.2f} s, "
-                f"or use faster prefill GPUs)"
+                (
+                    need / s,
+                    f"TTFT P{round(q * 100)} <= {s:g} s cannot be met: prefill alone takes up to "
+                    f"{float(service.max()):.2f} s on {pinst.label} and {over * 100:.1f}% of requests exceed "
+                    f"{s:g} s with no queueing at all (relax sla.ttft_p{round(q * 100)}_s to at least {need:.2f} s, "
+                    f"or use faster prefill GPUs)",
+                )
             )
     return out
 
 
-def _tpot_reason(ctx: Context, architecture: str, prefill_gpu: str, context: float) -> str:
+def _tpot_reason(
+    ctx: Context, architecture: str, prefill_gpu: str, context: float, md_dc: str
+) -> str:
     """Why no decode instance qualifies: the fastest single-request step against the TPOT target."""
-    dc = ctx.prefill_dc if architecture == "idc_pd" else ctx.main_dc
+    dc = ctx.prefill_dc if architecture == "idc_pd" else md_dc
     gpus = (
         [prefill_gpu]
         if architecture == "idc_pd"
@@ -440,6 +458,31 @@ def _tpot_reason(ctx: Context, architecture: str, prefill_gpu: str, context: flo
     )
 
 
+def _line_reason(ctx: Context, cls: RequestClasses, rate: float, caps: Caps) -> str:
+    """Why no line option qualifies at a fixed rate: the KV bytes/s against the biggest option."""
+    sc = ctx.scenario
+    xb = network.line_bytes(ctx.model, cls.input_tokens, cls.hit_d, sc.policy.drc)
+    load = rate * float(np.dot(cls.weight, xb))  # bytes/s if every request crosses
+    mx = sc.link.max_lines if sc.link else 0
+    if not ctx.lines or mx < 1:
+        return (
+            "line capacity: no line SKU to carry KV between the datacenters (set link.candidates)"
+        )
+    sku = max(ctx.lines, key=lambda s: s.bytes_per_s)
+    cap = network.LineConfig(sku, mx).capacity_bytes_s * caps.line
+    need = int(np.floor(load / (sku.bytes_per_s * caps.line))) + 1
+    r_max = rate * cap / load
+    step = 10.0 ** (np.floor(np.log10(r_max)) - 2)
+    r_ok = float(f"{np.floor(r_max * (1 - 1e-9) / step) * step:.3g}")  # under, 3 digits, down
+    return (
+        f"line capacity: {rate:g} req/s send {load * 8 / 1e9:.3g} Gbps of KV across the line, but "
+        f"the biggest option ({mx} x {sku.name}: link.max_lines x the fastest candidate) carries "
+        f"{cap * 8 / 1e9:.3g} Gbps at the {caps.line:.0%} utilization cap (raise link.max_lines "
+        f"to {need} x {sku.name}, add a faster SKU to link.candidates, or lower "
+        f"workload.rate_rps to {r_ok:g})"
+    )
+
+
 def _track_reach(reach: dict, t: tables.FleetTables, cb: _Combo) -> None:
     """Remember the smallest share of requests over each TTFT target any routing could reach."""
     for o, pt in enumerate(t.paths):
@@ -454,8 +497,13 @@ def _track_reach(reach: dict, t: tables.FleetTables, cb: _Combo) -> None:
 
 
 def _reason_rank(r: str) -> int:
-    # SLA impossibilities first (no hardware helps), then TPOT, then availability
-    return 0 if r.startswith("TTFT") else 1 if r.startswith("TPOT") else 2
+    # SLA impossibilities first (no hardware helps), then TPOT, then the line (it rejects every
+    # combination when it binds), then availability
+    if r.startswith("TTFT"):
+        return 0
+    if r.startswith("TPOT"):
+        return 1
+    return 2 if r.startswith("line capacity") else 3
 
 
 def _diagnose(ctx: Context, architecture: str, reasons: list[str]) -> str:
