@@ -111,6 +111,7 @@ def path_times(
     rld: Instance | None,
     rld_step_s: float,
     policy: Policy,
+    line_delay: float = 1.0,
 ) -> PathTimes:
     """Compose TTFT parts and decode splits per class and path.
 
@@ -138,7 +139,8 @@ def path_times(
             zero,
         )
     xb = network.line_bytes(m, cls.input_tokens, cls.hit_d, policy.drc)
-    lt = network.line_transfer_s(xb, line, line_rho)
+    # line_delay > 1: verification found the line's simulated tail longer than the PS mean
+    lt = network.line_transfer_s(xb, line, line_rho) * line_delay
     ttft = {"p_md": prefill_s + lt + md_step_s}
     md_tok = {"p_md": out.copy()}
     rld_tok = {"p_md": np.zeros(len(cls))}

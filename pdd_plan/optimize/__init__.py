@@ -99,16 +99,25 @@ def solve_architecture(
 def _verified(
     ctx: Context, a: str, cls: RequestClasses, rate: float | None, n_requests: int, rounds: int
 ) -> tuple[ArchPlan, dict]:
-    """Solve, replay the plan in the simulator, and while the simulated SLA fails tighten the
-    bottleneck's utilization cap by 10% and re-solve (at most `rounds` times)."""
+    """Solve, replay the plan in the simulator, and while the simulated SLA fails cap the
+    bottleneck 10% below the utilization the plan ran it at and re-solve (at most `rounds`
+    times). If no plan fits the tighter cap, the last plan stays, marked as missing its SLA."""
     from ..sim.run import verify
 
     caps = Caps(decode=ctx.scenario.search.decode_utilization)
-    history = []
+    history: list[dict] = []
+    kept = None
     for i in range(rounds + 1):
-        raw = solve_architecture(ctx, a, cls, rate, caps)
+        try:
+            raw = solve_architecture(ctx, a, cls, rate, caps)
+        except InfeasibleError as e:
+            if kept is None:
+                raise
+            history.append({"round": i, "caps": dict(caps.__dict__), "infeasible": str(e)})
+            break
         summary = metrics.summarize(raw, cls, raw.rate, ctx.prefill_dc)
         v = verify(ctx, summary, a, n_requests, ctx.scenario.seed)
+        kept = (raw, summary, v)
         history.append(
             {
                 "round": i,
@@ -119,7 +128,8 @@ def _verified(
         )
         if v["sla_met"] or v["bottleneck"] is None or i == rounds:
             break
-        caps = caps.tightened(v["bottleneck"])
+        caps = caps.tightened(v["bottleneck"], metrics.utilization(raw, v["bottleneck"]))
+    raw, summary, v = kept
     sim = {k: v[k] for k in SIM_KEYS if k in v}
     sim.update(
         {"requests": n_requests, "sla_met": v["sla_met"], "checks": v["checks"], "rounds": history}

@@ -117,6 +117,19 @@ def summarize(p: ArchPlan, cls: RequestClasses, rate: float, prefill_dc: str) ->
     }
 
 
+def utilization(p: ArchPlan, resource: str) -> float:
+    """How hard the plan runs `resource` (prefill | line | decode), as a fraction of capacity."""
+    if resource == "prefill":
+        return p.pool.rho
+    if resource == "line":
+        return p.line_rho if p.line is not None else 1.0
+    t = p.times
+    md = [o for o in p.options if o.cand.role in ("main_decode", "decode")]
+    cap = sum(p.solution.counts.get(o.cand.key, 0) * o.cand.tokens_per_s for o in md)
+    load = sum(float(np.dot(p.solution.flows[k], t.md_tokens[k])) for k in p.solution.flows)
+    return load / cap if cap > 0 else 1.0
+
+
 def p90_on_fleet_all_direct(p: ArchPlan) -> float:
     """P90 TTFT of the same fleet and line with every request sent P -> MD (CDC-PD routing)."""
     fixed = p.times.ttft_fixed_s["p_md"]

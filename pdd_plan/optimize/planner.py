@@ -31,9 +31,16 @@ class Caps:
     prefill: float = 0.97  # stability margin of the pooled prefill queue
     line: float = 0.95
     decode: float = 0.9
+    line_delay: float = 1.0  # multiplies analytic line transfer times (the PS mean)
 
-    def tightened(self, which: str, factor: float = 0.9) -> Caps:
-        return Caps(**{**self.__dict__, which: getattr(self, which) * factor})
+    def tightened(self, which: str, used: float, factor: float = 0.9) -> Caps:
+        """The cap on `which` set 10% below what the plan used (or below the old cap). For the
+        line, first stretch its transfer-time estimate instead: the PS mean misses the tail, and
+        a longer estimate lets the plan relay more or buy a line rather than just cap it."""
+        if which == "line" and self.line_delay < 2.0:
+            return Caps(**{**self.__dict__, "line_delay": self.line_delay / factor**3})
+        cap = min(getattr(self, which), used) * factor
+        return Caps(**{**self.__dict__, which: cap})
 
 
 @dataclass
@@ -342,7 +349,9 @@ def _tables(
     if not lines:
         return None
     paths = [
-        tables.path_table(ctx, architecture, cls, pool, cb.service, cb.md, cb.rld, ln)
+        tables.path_table(
+            ctx, architecture, cls, pool, cb.service, cb.md, cb.rld, ln, caps.line_delay
+        )
         for ln in lines
     ]
     left = _gpus_left(ctx)

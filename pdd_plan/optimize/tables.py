@@ -156,6 +156,7 @@ def path_table(
     md: list[DecodeOption],
     rld: list[DecodeOption],
     line: LineOption,
+    line_delay: float = 1.0,
 ) -> PathTable:
     sc = ctx.scenario
     md_step = max(o.cand.step_s for o in md)
@@ -173,6 +174,7 @@ def path_table(
         rld_inst,
         rld_step,
         sc.policy,
+        line_delay,
     )
     n = len(cls)
     allowed = {"p_md": np.ones(n, bool)}

@@ -12,6 +12,15 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{x * 100:+.1f}%"
 
 
+def _sim(p: dict) -> str:
+    """Simulated TTFT P90/P99 beside the analytic ones; '-' when the plan was not verified."""
+    s = p.get("simulated")
+    if not s:
+        return "-"
+    ok = "" if s.get("sla_met", True) else " (miss)"
+    return f"{s['ttft_s']['p90']:.2f}/{s['ttft_s']['p99']:.2f}{ok}"
+
+
 def render_plan(plan: dict, console: Console) -> None:
     rate = plan.get("rate_rps")
     load = f"{rate:g} req/s" if rate else "highest goodput"
@@ -42,6 +51,7 @@ def render_plan(plan: dict, console: Console) -> None:
         "req/s",
         "BCR req/$",
         "TTFT p50/p90/p99 s",
+        "sim p90/p99 s",
         "TPOT p50 ms",
         "p_md/rld_md/rld",
         "RLD tok",
@@ -55,6 +65,7 @@ def render_plan(plan: dict, console: Console) -> None:
             f"{p['goodput_rps']:g}",
             f"{p['bcr']:.1f}",
             f"{tt['p50']:.2f}/{tt['p90']:.2f}/{tt['p99']:.2f}",
+            _sim(p),
             f"{p['tpot_ms']['p50']:.1f}",
             f"{r['p_md']:.2f}/{r['p_rld_md']:.2f}/{r['p_rld']:.2f}",
             f"{p['rld_token_share'] * 100:.1f}%",

@@ -157,7 +157,9 @@ class Search(Strict):
 
     utilization_levels: list[float] = [0.5, 0.65, 0.8, 0.9]
     max_gpus_per_instance: PositiveInt = 32
-    parallelisms: PositiveInt = 2  # instance sizes per GPU type and role, from the smallest that fits
+    parallelisms: PositiveInt = (
+        2  # instance sizes per GPU type and role, from the smallest that fits
+    )
     prefill_chunk_tokens: PositiveInt = 8192  # SGLang --chunked-prefill-size
     decode_utilization: float = Field(default=0.9, gt=0, lt=1)  # cap on decode batch slots
     max_prefill_extra: PositiveInt = 8  # prefill pool sizes tried above the smallest stable one
