@@ -65,6 +65,16 @@ def summarize(p: ArchPlan, cls: RequestClasses, rate: float, prefill_dc: str) ->
     share = np.concatenate([shares[k] for k in shares])
     ttft = pipeline.ttft_quantiles(fixed, share, p.pool, QS)
     tpot = np.concatenate([t.tpot_s[k] for k in shares])
+    # the tables size decode at its TPOT-target batch; report the step at the batch the plan
+    # actually runs (utilization x that batch), which is what users see
+    md_role = "decode" if p.architecture == "idc_pd" else "main_decode"
+    md_opts = [o for o in p.options if o.cand.role == md_role]
+    design = max((o.cand.step_s for o in md_opts), default=0.0)
+    md_load = rate * sum(float(np.dot(shares[k], t.md_tokens[k])) for k in shares)
+    mean_ctx = float(np.dot(cls.weight, cls.input_tokens + cls.output_tokens / 2))
+    op = _operating_step(p, md_role, md_load, mean_ctx)
+    if design > 0 and op > 0:
+        tpot = tpot * min(op / design, 1.0)
     tp50, tp90 = pipeline.mixture_quantiles(tpot, share, (0.5, 0.9))
     out_tok = float(np.dot(cls.weight, cls.output_tokens))
     rld_tok = sum(float(np.dot(shares[k], t.rld_tokens[k])) for k in shares)
