@@ -58,6 +58,12 @@ class _Model:
         self.rows[name] = row
 
 
+def _lin(pairs) -> pulp.LpAffineExpression:
+    """A linear expression from (variable, coefficient) pairs, built in one go (much faster
+    than summing products) and without zero terms."""
+    return pulp.LpAffineExpression([(v, float(a)) for v, a in pairs if a != 0.0])
+
+
 def _var(m: _Model, name: str, low: float = 0, up: float | None = None, cat: str = "Continuous"):
     return m.prob.add_variable(name, lowBound=low, upBound=up, cat=cat)
 
@@ -104,19 +110,24 @@ def define_line(m: _Model) -> None:
     t = m.t
     m.add("line_choice", pulp.lpSum(m.z.values()) == 1)
     big = t.rate_rps if t.rate_rps is not None else t.rate_max
+    per: dict[tuple[int, int], list] = {}
+    by_option: dict[int, dict] = {}
     for (o, _p, c), v in m.f.items():
-        m.add(f"route_{o}_{_p}_{c}", v <= big / m.unit * float(t.weight[c]) * m.z[o])
+        per.setdefault((o, c), []).append(v)
+        by_option.setdefault(o, {})[_p, c] = v
+    for (o, c), vs in per.items():
+        m.add(f"route_{o}_{c}", pulp.lpSum(vs) <= big / m.unit * float(t.weight[c]) * m.z[o])
     for o, ln in enumerate(t.lines):
         if not np.isfinite(ln.capacity_bytes_s):
             continue
         # the row in units of the line's capacity: utilization <= level
         crossing = [
-            v * (m.unit * float(t.line_bytes[c]) / ln.capacity_bytes_s)
-            for (oo, p, c), v in m.f.items()
-            if oo == o and t.paths[o].crosses_line[p]
+            (v, m.unit * float(t.line_bytes[c]) / ln.capacity_bytes_s)
+            for (p, c), v in by_option.get(o, {}).items()
+            if t.paths[o].crosses_line[p]
         ]
         if crossing:
-            m.add(f"line_capacity_{o}", pulp.lpSum(crossing) <= ln.level * m.z[o])
+            m.add(f"line_capacity_{o}", _lin(crossing) <= ln.level * m.z[o])
 
 
 def _pool(m: _Model, cands, tokens_of, name: str) -> None:
@@ -128,23 +139,21 @@ def _pool(m: _Model, cands, tokens_of, name: str) -> None:
     for o, p, c in m.f:
         per_class[c] = max(per_class[c], float(tokens_of(o, p)[c]))
     if not cands:
-        load = pulp.lpSum(v * float(tokens_of(o, p)[c]) for (o, p, c), v in m.f.items())
+        load = _lin((v, tokens_of(o, p)[c]) for (o, p, c), v in m.f.items())
         m.add(f"{name}_none", load <= 0)
         return
     # ... but never below 1/1000 of the smallest instance, so instance coefficients stay
     # below 1e3 (HiGHS rejects huge matrix entries) while any real load still needs one instance
     small = min(t.decode_cap * c.tokens_per_s for c in cands)
     scale = max(m.unit * float(np.dot(t.weight, per_class)), small * 1e-3)
-    load = pulp.lpSum(
-        v * (m.unit * float(tokens_of(o, p)[c]) / scale) for (o, p, c), v in m.f.items()
-    )
+    load = _lin((v, m.unit * tokens_of(o, p)[c] / scale) for (o, p, c), v in m.f.items())
     cap = pulp.lpSum(m.n[c.key] * (t.decode_cap * c.tokens_per_s / scale) for c in cands)
     m.add(f"{name}_throughput", load <= cap)
     step = max(c.step_s for c in cands)  # the slowest step: a request holds its KV longest there
     small_kv = min(t.decode_cap * c.kv_pool_bytes for c in cands)
     kv_scale = max(m.unit * float(np.dot(t.weight, per_class * t.kv_bytes)) * step, small_kv * 1e-3)
-    kv = pulp.lpSum(
-        v * (m.unit * float(tokens_of(o, p)[c]) * step * float(t.kv_bytes[c]) / kv_scale)
+    kv = _lin(
+        (v, m.unit * tokens_of(o, p)[c] * step * t.kv_bytes[c] / kv_scale)
         for (o, p, c), v in m.f.items()
     )
     room = pulp.lpSum(m.n[c.key] * (t.decode_cap * c.kv_pool_bytes / kv_scale) for c in cands)
@@ -176,7 +185,7 @@ def define_gpu_availability(m: _Model) -> None:
 def define_ttft_percentiles(m: _Model) -> None:
     t = m.t
     for q in QUANTILES:
-        miss = pulp.lpSum(v * float(t.paths[o].miss[q][p][c]) for (o, p, c), v in m.f.items())
+        miss = _lin((v, t.paths[o].miss[q][p][c]) for (o, p, c), v in m.f.items())
         m.add(f"ttft_p{round(q * 100)}", miss <= (1.0 - q) * m.r / m.unit)
 
 
