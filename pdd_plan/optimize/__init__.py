@@ -77,8 +77,17 @@ def solve_architecture(
                 "objective 'goodput' needs a budget",
                 "set budget_per_hour ($/hour)",
             )
+        # the rate is the decision; a given rate_rps caps it (demand beyond it does not exist)
         p = plan_architecture(
-            ctx, a, cls, None, caps, objective="goodput", budget=sc.budget_per_hour, duals=True
+            ctx,
+            a,
+            cls,
+            None,
+            caps,
+            objective="goodput",
+            budget=sc.budget_per_hour,
+            duals=True,
+            rate_cap=rate,
         )
         p.extra["optimality_gap"] = 0.0
         return p

@@ -127,6 +127,7 @@ def plan_architecture(
     lam: float = 0.0,
     budget: float | None = None,
     duals: bool = False,
+    rate_cap: float | None = None,
 ) -> ArchPlan:
     """The best plan of one architecture.
 
@@ -235,7 +236,7 @@ def plan_architecture(
                 <= best_key + 1e-9
             ):
                 continue
-        t = _tables(ctx, architecture, cls, rate, cb, caps, budget)
+        t = _tables(ctx, architecture, cls, rate, cb, caps, budget, rate_cap)
         if t is None:
             # fixed rate: no line option carries the bytes under its cap (the same for every
             # combination); say so rather than fall through to a GPU-availability guess
@@ -307,7 +308,7 @@ def _buckets(max_n: int) -> list[tuple[int, int]]:
 
 
 def _tables(
-    ctx, architecture, cls, rate, cb: _Combo, caps: Caps, budget
+    ctx, architecture, cls, rate, cb: _Combo, caps: Caps, budget, rate_cap=None
 ) -> tables.FleetTables | None:
     sc = ctx.scenario
     es = float(np.dot(cls.weight, cb.service))
@@ -370,7 +371,7 @@ def _tables(
         gpus_left=left,
         decode_cap=caps.decode,
         rate_rps=rate,
-        rate_max=cb.rho * cb.n_hi / es if variable else 0.0,
+        rate_max=min(cb.rho * cb.n_hi / es, rate_cap or float("inf")) if variable else 0.0,
         prefill_cost_per_hour=0.0 if variable else cb.fixed_cost,
         prefill_rate_per_instance=cb.rho / es if variable else 0.0,
         prefill_instances=(cb.n_lo, cb.n_hi),
