@@ -88,9 +88,13 @@ def _extend_s(md: Instance, k: float, ctx: float) -> float:
 
 @dataclass(frozen=True)
 class PathTimes:
-    """Deterministic parts of each class's TTFT on each path, and decode work per path."""
+    """Each class's TTFT on each path as a fixed part plus random ones, and decode work per path.
 
-    ttft_fixed_s: dict[str, np.ndarray]  # path -> per class: prefill + transfer + first step
+    TTFT = ttft_fixed_s + prefill wait (the pool's M/G/c law) + line queueing, the last one
+    exponential with mean ttft_jitter_s: a PS line's delay beyond the bare transfer time.
+    """
+
+    ttft_fixed_s: dict[str, np.ndarray]  # path -> per class: prefill + bare transfer + first step
     md_tokens: dict[str, np.ndarray]  # output tokens decoded on main decode per request
     rld_tokens: dict[str, np.ndarray]  # output tokens decoded on relay decode per request
     rld_hold_s: dict[str, np.ndarray]  # seconds a request occupies relay decode
@@ -98,6 +102,15 @@ class PathTimes:
     line_s: np.ndarray  # per class, mean line transfer seconds
     tpot_s: dict[str, np.ndarray]  # path -> per class mean time per output token
     handoff_stall_s: np.ndarray
+    ttft_jitter_s: dict[str, np.ndarray] | None = None  # path -> mean line queueing (exp.)
+
+    def jitter(self, path: str) -> np.ndarray:
+        j = (self.ttft_jitter_s or {}).get(path)
+        return j if j is not None else np.zeros_like(self.ttft_fixed_s[path])
+
+    def ttft_mean_s(self, path: str) -> np.ndarray:
+        """Fixed part plus the mean line queueing (the prefill wait excluded)."""
+        return self.ttft_fixed_s[path] + self.jitter(path)
 
 
 def path_times(
@@ -141,7 +154,13 @@ def path_times(
     xb = network.line_bytes(m, cls.input_tokens, cls.hit_d, policy.drc)
     # line_delay > 1: verification found the line's simulated tail longer than the PS mean
     lt = network.line_transfer_s(xb, line, line_rho) * line_delay
-    ttft = {"p_md": prefill_s + lt + md_step_s}
+    # the bare transfer (no other flow in the way) is fixed; PS queueing beyond it is random
+    bare = (
+        np.maximum(xb / line.capacity_bytes_s, xb / line.flow_cap_bytes_s) + line.sku.rtt_ms / 1e3
+    )
+    bare = np.minimum(bare, lt)
+    jitter = {"p_md": lt - bare}
+    ttft = {"p_md": prefill_s + bare + md_step_s}
     md_tok = {"p_md": out.copy()}
     rld_tok = {"p_md": np.zeros(len(cls))}
     hold = {"p_md": np.zeros(len(cls))}
@@ -170,23 +189,54 @@ def path_times(
         rld_tok["p_rld"] = out.copy()
         hold["p_rld"] = out * rld_step_s
         tpot["p_rld"] = np.full(len(cls), rld_step_s)
-    return PathTimes(ttft, md_tok, rld_tok, hold, xb, lt, tpot, stall)
+    return PathTimes(ttft, md_tok, rld_tok, hold, xb, lt, tpot, stall, jitter)
 
 
-def miss_probability(ttft_fixed_s: np.ndarray, pool: PrefillPool, sla_s: float) -> np.ndarray:
-    """P(TTFT > sla) per class: the prefill wait W must stay under sla - fixed part."""
-    slack = sla_s - ttft_fixed_s
-    p = pool.wait_survival(np.maximum(slack, 0.0))
-    return np.where(slack < 0, 1.0, np.minimum(p, 1.0))
+def ttft_survival(
+    slack: np.ndarray, pool: PrefillPool, jitter: np.ndarray | None = None
+) -> np.ndarray:
+    """P(W + E > slack) per class: W the prefill wait (P(W > t) = p e^(-a t)), E the line's
+    queueing, exponential with mean `jitter` (zero: no line). 1 where slack < 0."""
+    t = np.maximum(np.asarray(slack, dtype=float), 0.0)
+    p, mw = pool.wait_probability, pool.mean_wait_s
+    a = p / mw if p > 0 and mw > 0 and np.isfinite(mw) else np.inf
+    pw = p if np.isfinite(a) else 0.0
+    w_only = pw * np.exp(-a * t) if np.isfinite(a) else np.zeros_like(t)
+    if not np.isfinite(mw):
+        w_only = np.ones_like(t)
+    m = np.zeros_like(t) if jitter is None else np.broadcast_to(np.asarray(jitter, float), t.shape)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        b = np.where(m > 0, 1.0 / np.where(m > 0, m, 1.0), np.inf)
+        e_only = np.where(m > 0, np.exp(-b * t), 0.0)
+        if np.isfinite(a) and pw > 0:
+            close = np.abs(b - a) < 1e-9 * np.maximum(a, 1.0)
+            conv = np.where(
+                close,
+                (1 + a * t) * np.exp(-a * t),
+                (b * np.exp(-a * t) - a * np.exp(-b * t)) / np.where(close, 1.0, b - a),
+            )
+            both = (1 - pw) * e_only + pw * conv
+        else:
+            both = e_only
+    out = np.where(m > 0, both, w_only)
+    if not np.isfinite(mw):
+        out = np.ones_like(t)
+    return np.where(np.asarray(slack) < 0, 1.0, np.clip(out, 0.0, 1.0))
+
+
+def miss_probability(
+    ttft_fixed_s: np.ndarray, pool: PrefillPool, sla_s: float, jitter: np.ndarray | None = None
+) -> np.ndarray:
+    """P(TTFT > sla) per class: the prefill wait plus the line queueing must fit the slack."""
+    return ttft_survival(sla_s - ttft_fixed_s, pool, jitter)
 
 
 def relay_wanted(
     ttft_p_md_s: np.ndarray, pool: PrefillPool, budget_s: float, q: float = 0.9
 ) -> np.ndarray:
-    """The routing rule: relay a class when its direct path would break the TTFT budget at the
-    q-quantile of the prefill wait."""
-    w = pool.wait_quantile(q)
-    return ttft_p_md_s + w > budget_s
+    """The routing rule: relay a class when its direct path (mean line time included) would
+    break the TTFT budget at the q-quantile of the prefill wait."""
+    return ttft_p_md_s + pool.wait_quantile(q) > budget_s
 
 
 def mixture_quantiles(
@@ -200,20 +250,25 @@ def mixture_quantiles(
 
 
 def ttft_quantiles(
-    fixed: np.ndarray, share: np.ndarray, pool: PrefillPool, qs: tuple[float, ...]
+    fixed: np.ndarray,
+    share: np.ndarray,
+    pool: PrefillPool,
+    qs: tuple[float, ...],
+    jitter: np.ndarray | None = None,
 ) -> list[float]:
-    """Quantiles of TTFT = fixed part (per class-path, weighted) + prefill wait (M/G/1)."""
+    """Quantiles of TTFT = fixed part (per class-path, weighted) + prefill wait + line queueing."""
     keep = share > 1e-12
-    fixed, share = fixed[keep], share[keep] / share[keep].sum()
+    if not np.any(keep):
+        return [0.0 for _ in qs]
+    jit = np.zeros_like(fixed) if jitter is None else np.asarray(jitter, float)
+    fixed, jit, share = fixed[keep], jit[keep], share[keep] / share[keep].sum()
 
     def surv(t: float) -> float:
-        slack = t - fixed
-        p = np.where(slack < 0, 1.0, pool.wait_survival(np.maximum(slack, 0.0)))
-        return float(np.dot(share, p))
+        return float(np.dot(share, ttft_survival(t - fixed, pool, jit)))
 
     out = []
     for q in qs:
-        lo, hi = 0.0, float(fixed.max()) + 1.0
+        lo, hi = 0.0, float(fixed.max() + 10 * jit.max()) + 1.0
         while surv(hi) > 1 - q:
             hi *= 2.0
             if hi > 1e7:

@@ -28,15 +28,16 @@ def test_default_plans_pass_their_simulated_sla():
 
 @pytest.mark.slow
 def test_narrow_line_relay_meets_what_direct_transfer_misses():
-    # one 1 Gb/s line at 1.8 req/s of 64K DeepSeek-V4-Pro requests: the PS mean under-states
-    # the line's tail, the replay says so, and the planner re-solves with longer transfer
-    # estimates until PDD relays enough low-hit requests to meet the P99; CDC-PD cannot relay
+    # one 1 Gb/s line at 1.8 req/s of 64K DeepSeek-V4-Pro requests: the line's queueing tail
+    # breaks CDC-PD's P99 in the replay; PDD relays enough low-hit requests to meet it
     plan = _plan("narrow-line")
     pdd, cdc = plan["plans"]["pdd"], plan["plans"]["cdc_pd"]
     assert pdd["simulated"]["sla_met"]
-    assert len(pdd["simulated"]["rounds"]) > 1  # the first plan failed its replay
     assert pdd["route_share"]["p_rld_md"] > 0
     assert pdd["rld_token_share"] > 0
     assert not cdc["simulated"]["sla_met"]
     assert cdc["simulated"]["ttft_s"]["p99"] > plan["sla"]["ttft_p99_s"]
     assert plan["comparison"]["p90_ttft_reduction_vs_cdc_pd"] > 0.3
+    # the analytic tail (M/G/c prefill wait + exponential line queueing) is within 2x of the replay
+    for p in (pdd, cdc):
+        assert 0.5 < p["simulated"]["ttft_s"]["p99"] / p["ttft_s"]["p99"] < 2.0

@@ -63,7 +63,8 @@ def summarize(p: ArchPlan, cls: RequestClasses, rate: float, prefill_dc: str) ->
     t = p.times
     fixed = np.concatenate([t.ttft_fixed_s[k] for k in shares])
     share = np.concatenate([shares[k] for k in shares])
-    ttft = pipeline.ttft_quantiles(fixed, share, p.pool, QS)
+    jitter = np.concatenate([t.jitter(k) for k in shares])
+    ttft = pipeline.ttft_quantiles(fixed, share, p.pool, QS, jitter)
     tpot = np.concatenate([t.tpot_s[k] for k in shares])
     # the tables size decode at its TPOT-target batch; report the step at the batch the plan
     # actually runs (utilization x that batch), which is what users see
@@ -143,7 +144,8 @@ def utilization(p: ArchPlan, resource: str) -> float:
 def p90_on_fleet_all_direct(p: ArchPlan) -> float:
     """P90 TTFT of the same fleet and line with every request sent P -> MD (CDC-PD routing)."""
     fixed = p.times.ttft_fixed_s["p_md"]
-    return pipeline.ttft_quantiles(fixed, p.pool.weight.copy(), p.pool, (0.9,))[0]
+    jitter = p.times.jitter("p_md")
+    return pipeline.ttft_quantiles(fixed, p.pool.weight.copy(), p.pool, (0.9,), jitter)[0]
 
 
 def comparison(plans: dict[str, dict], pdd: ArchPlan | None) -> dict:

@@ -179,12 +179,15 @@ def path_table(
     n = len(cls)
     allowed = {"p_md": np.ones(n, bool)}
     if architecture == "pdd" and rld:
-        wants = pipeline.relay_wanted(times.ttft_fixed_s["p_md"], pool, sc.sla.ttft_p90_s)
+        wants = pipeline.relay_wanted(times.ttft_mean_s("p_md"), pool, sc.sla.ttft_p90_s)
         lim = sc.policy.singular_max_output_tokens
         allowed["p_rld_md"] = wants
         allowed["p_rld"] = wants & (cls.output_tokens <= (lim if lim is not None else -1))
     miss = {
-        q: {p: pipeline.miss_probability(times.ttft_fixed_s[p], pool, s) for p in allowed}
+        q: {
+            p: pipeline.miss_probability(times.ttft_fixed_s[p], pool, s, times.jitter(p))
+            for p in allowed
+        }
         for q, s in zip(QUANTILES, (sc.sla.ttft_p90_s, sc.sla.ttft_p99_s))
     }
     return PathTable(
