@@ -114,24 +114,8 @@ def dinkelbach_rows(d: dict) -> list[str]:
 
 
 def _tiny() -> dict:
-    return {
-        "name": "tiny",
-        "model": "llama-3.1-8b",
-        "workload": {
-            "rate_rps": 20,
-            "input_tokens": {"lognormal": {"mu": 8.0, "sigma": 0.8, "min": 256, "max": 16384}},
-            "output_tokens": {"lognormal": {"mu": 5.5, "sigma": 0.6, "min": 16, "max": 2048}},
-            "prefix_hit": {"histogram": [[0, 0.3, 0.3], [0.3, 0.9, 0.3], [0.9, 1, 0.4]]},
-            "classes": 8,
-            "samples": 4000,
-        },
-        "datacenters": [
-            {"name": "dc-a", "gpus": {"h100": 16}},
-            {"name": "dc-b", "gpus": {"h200": 16, "h100": 8}},
-        ],
-        "link": {"candidates": ["eth-10g", "eth-25g"], "max_lines": 2},
-        "sla": {"ttft_p90_s": 0.5, "ttft_p99_s": 1.0, "tpot_ms": 20},
-    }
+    """benchmarks/scenarios/tiny.yaml (the same case tests/test_optimizer.py checks)."""
+    return yaml.safe_load((Path(__file__).parent / "scenarios" / "tiny.yaml").read_text())
 
 
 def _cheap_relay() -> dict:

@@ -149,26 +149,9 @@ def test_brute_force_upper_counts_cover_the_load():
 
 
 def _tiny_scenario() -> dict:
-    """llama-3.1-8b at 20 req/s, H100 + H200, at most 2 x eth-10g/eth-25g, 8 classes. The tight
-    TTFT makes PDD relay some requests and leaves CDC-PD infeasible; IDC-PD is the cheapest."""
-    return {
-        "name": "tiny",
-        "model": "llama-3.1-8b",
-        "workload": {
-            "rate_rps": 20,
-            "input_tokens": {"lognormal": {"mu": 8.0, "sigma": 0.8, "min": 256, "max": 16384}},
-            "output_tokens": {"lognormal": {"mu": 5.5, "sigma": 0.6, "min": 16, "max": 2048}},
-            "prefix_hit": {"histogram": [[0, 0.3, 0.3], [0.3, 0.9, 0.3], [0.9, 1, 0.4]]},
-            "classes": 8,
-            "samples": 4000,
-        },
-        "datacenters": [
-            {"name": "dc-a", "gpus": {"h100": 16}},
-            {"name": "dc-b", "gpus": {"h200": 16, "h100": 8}},
-        ],
-        "link": {"candidates": ["eth-10g", "eth-25g"], "max_lines": 2},
-        "sla": {"ttft_p90_s": 0.5, "ttft_p99_s": 1.0, "tpot_ms": 20},
-    }
+    """benchmarks/scenarios/tiny.yaml: shared with benchmarks/optimizer_scale.py."""
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "scenarios" / "tiny.yaml"
+    return yaml.safe_load(path.read_text())
 
 
 def _every_combination(monkeypatch, ctx, a, cls, rate):
