@@ -43,6 +43,9 @@ def optimize(
     sim_requests: int = typer.Option(
         20000, "--sim-requests", help="Requests per verification replay."
     ),
+    timings: bool = typer.Option(
+        False, "--timings", help="Add solver wall-clock seconds (output then differs run to run)."
+    ),
 ) -> None:
     """Size prefill / relay-decode / main-decode pools and the line; compare with CDC-PD and IDC-PD."""
     from ..optimize import optimize as run
@@ -58,7 +61,7 @@ def optimize(
             f"must be >= 100 (got {sim_requests})",
             "use a few thousand or more",
         )
-    plan = run(resolve(sc, path), verify=not no_verify, sim_requests=sim_requests)
+    plan = run(resolve(sc, path), verify=not no_verify, sim_requests=sim_requests, timings=timings)
     if out is not None:
         write_atomic(out, dumps(plan, "yaml"))
     if fmt == "table":

@@ -148,7 +148,11 @@ def _verified(
 
 
 def optimize(
-    ctx: Context, verify: bool = True, sim_requests: int = 20_000, max_rounds: int = 4
+    ctx: Context,
+    verify: bool = True,
+    sim_requests: int = 20_000,
+    max_rounds: int = 4,
+    timings: bool = False,
 ) -> dict:
     """Plan every architecture the scenario lists; the Plan as a plain, JSON-ready dict.
 
@@ -176,7 +180,11 @@ def optimize(
             infeasible[a] = str(e)
     if not plans:
         raise InfeasibleError("; ".join(infeasible.values()))
+    if timings:  # wall-clock seconds differ run to run: only on request, so plans stay byte-stable
+        for a, p in plans.items():
+            p["solver"]["seconds"] = round(raw[a].solve_seconds, 3)
     return {
+        "schema_version": 2,
         "scenario": sc.name,
         "model": ctx.model.name,
         "rate_rps": round(float(fixed_rate), 4) if fixed_rate is not None else None,

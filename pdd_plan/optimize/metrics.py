@@ -116,7 +116,6 @@ def summarize(p: ArchPlan, cls: RequestClasses, rate: float, prefill_dc: str) ->
         "shadow_prices": {k: _r(v, 6) for k, v in sorted(p.solution.shadow_prices.items())},
         "solver": {
             "status": p.solution.status,
-            "seconds": _r(p.solve_seconds, 3),
             "milps": p.milps,
             "optimality_gap": _r(p.extra.get("optimality_gap", 0.0), 6),
             **(
