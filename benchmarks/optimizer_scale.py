@@ -72,7 +72,7 @@ def scale_rows(name: str, d: dict, file: str, repeat: int) -> list[str]:
     totals = []
     for _ in range(repeat):
         t0 = time.perf_counter()
-        plan = optimize(_ctx(d, file), verify=False)  # classes built inside, as the CLI does
+        plan = optimize(_ctx(d, file), verify=False).dump()  # classes built inside, as the CLI does
         totals.append(time.perf_counter() - t0)
     milps = sum(p["solver"]["milps"] for p in plan["plans"].values())
     rows = []
@@ -97,7 +97,7 @@ def dinkelbach_rows(d: dict) -> list[str]:
     d["objective"] = "bcr"
     ctx = _ctx(d)
     t0 = time.perf_counter()
-    plan = optimize(ctx, verify=False)
+    plan = optimize(ctx, verify=False).dump()
     total = time.perf_counter() - t0
     rows = []
     for a, p in plan["plans"].items():

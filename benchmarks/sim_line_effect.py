@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     path = profiles.example_path()
     base = yaml.safe_load(path.read_text())
     ctx0 = resolve(Scenario.model_validate(base), str(path))
-    plan = optimize(ctx0)  # one fleet and line for both shapes
+    plan = optimize(ctx0).dump()  # one fleet and line for both shapes
     p = plan["plans"][args.architecture]
     rows = {}
     for name, hist in SHAPES.items():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class PddPlanError(Exception):
     """Base class; `exit_code` is what the CLI exits with."""
@@ -24,6 +26,23 @@ class InputError(PddPlanError):
 
 
 class InfeasibleError(PddPlanError):
-    """No plan meets the scenario; the message names the binding constraint (exit 1)."""
+    """No plan meets the scenario; the message names the binding constraint (exit 1).
+
+    `reasons`: structured `schema.plan.Reason`s, the binding one first (one architecture).
+    `by_architecture`: `schema.plan.Infeasible` per architecture, when none could be planned.
+    """
 
     exit_code = 1
+
+    def __init__(
+        self,
+        message: str,
+        reasons: list[Any] | None = None,
+        by_architecture: dict[str, Any] | None = None,
+    ):
+        super().__init__(message)
+        self.reasons = list(reasons or [])
+        self.by_architecture = dict(by_architecture or {})
+
+    def __reduce__(self):  # picklable across processes (sweep executors)
+        return (type(self), (str(self), self.reasons, self.by_architecture))

@@ -65,7 +65,7 @@ def _row(role, gpu, dc, count, n, dp=None, ep=None):
 @pytest.fixture(scope="module")
 def plan() -> dict:
     path = profiles.example_path()
-    return optimize(resolve(load_scenario(path), str(path)), verify=False)
+    return optimize(resolve(load_scenario(path), str(path)), verify=False).dump()
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ def _plan(**changes) -> dict:
         else:
             d["workload"][k] = v
     sc = Scenario.model_validate(d)
-    return optimize(resolve(sc, str(example_path())), verify=False)["plans"]["idc_pd"]
+    return optimize(resolve(sc, str(example_path())), verify=False).dump()["plans"]["idc_pd"]
 
 
 def test_goodput_within_budget_grows_with_budget():

@@ -398,6 +398,7 @@ def test_only_cdc_pd_infeasible_is_reported_beside_the_plans(tmp_path):
     plan = _plans(tmp_path, d)
     assert set(plan["plans"]) == {"pdd", "idc_pd"}
     assert set(plan["infeasible"]) == {"cdc_pd"}
-    why = plan["infeasible"]["cdc_pd"]
-    assert why.startswith("cdc_pd: no plan meets the scenario: TTFT P90 <= 10 s is out of reach")
+    why = plan["infeasible"]["cdc_pd"]["reasons"][0]  # structured: kind, then the sentence
+    assert why["kind"] == "ttft_out_of_reach"
+    assert why["message"].startswith("TTFT P90 <= 10 s is out of reach")
     assert plan["plans"]["pdd"]["route_share"]["p_rld_md"] > 0

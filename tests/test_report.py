@@ -53,7 +53,7 @@ def _err_line(r) -> str:
 @pytest.fixture(scope="module")
 def plan() -> dict:
     path = profiles.example_path()
-    return optimize(resolve(load_scenario(path), str(path)), verify=False)
+    return optimize(resolve(load_scenario(path), str(path)), verify=False).dump()
 
 
 @pytest.fixture(scope="module")

@@ -59,7 +59,7 @@ def _relay_plan(line_count: int = 2) -> dict:
 @pytest.fixture(scope="module")
 def default():
     ctx = _ctx()
-    return ctx, optimize(ctx)
+    return ctx, optimize(ctx).dump()
 
 
 @pytest.mark.parametrize("arch", ["pdd", "cdc_pd", "idc_pd"])

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.integration
 
 def _plan(name: str) -> dict:
     path = str(example_path(name))
-    return optimize(resolve(load_scenario(path), path), sim_requests=20_000)
+    return optimize(resolve(load_scenario(path), path), sim_requests=20_000).dump()
 
 
 def test_default_plans_pass_their_simulated_sla():

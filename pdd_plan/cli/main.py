@@ -63,16 +63,16 @@ def optimize(
         )
     plan = run(resolve(sc, path), verify=not no_verify, sim_requests=sim_requests, timings=timings)
     if out is not None:
-        write_atomic(out, dumps(plan, "yaml"))
+        write_atomic(out, plan.to_text("yaml"))
     if fmt == "table":
         from ..report.table import render_plan
 
         console = Console()
-        render_plan(plan, console)
-        for a, why in plan.get("infeasible", {}).items():
-            console.print(f"[yellow]{a}: infeasible[/yellow]: {why}")
+        render_plan(plan.dump(), console)
+        for a, why in plan.infeasible.items():
+            console.print(f"[yellow]{a}: infeasible[/yellow]: {why.message}")
     else:
-        echo(dumps(plan, fmt))
+        echo(plan.to_text(fmt))
 
 
 @app.command()

@@ -77,7 +77,7 @@ def _load(path: str, trace: str | None):
     from ..optimize import optimize
 
     ctx = resolve(sc, path)
-    return ctx, optimize(ctx)
+    return ctx, optimize(ctx).dump()
 
 
 def _fleet_rows(plan: dict) -> list[dict]:

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import time
-
-from ..errors import InfeasibleError, InputError
+from ..errors import InfeasibleError
 from ..resolve import Context
+from ..schema.plan import Infeasible, Plan
 from ..workload.classes import build_classes
 from ..workload.requests import RequestClasses
 from . import metrics
-from .planner import ArchPlan, Caps, plan_architecture
+from .objectives import dinkelbach, solve_architecture
+from .planner import ArchPlan, Caps
 
 SIM_KEYS = (
     "ttft_s",
@@ -20,89 +20,6 @@ SIM_KEYS = (
     "rld_token_share",
     "goodput_rps",
 )
-
-
-def dinkelbach(
-    ctx: Context, a: str, cls: RequestClasses, caps: Caps, tol: float = 1e-6, max_iter: int = 30
-) -> ArchPlan:
-    """Best goodput per dollar with the rate free: Dinkelbach's iterations over MILPs.
-
-    lambda_k = r_k / c_k; solve max r - lambda_k c; stop when the optimum F(lambda) <= tol * r.
-    Since F(lambda*) = 0 at the best ratio, lambda + F / c_min bounds it from above: the gap.
-    """
-    t0 = time.perf_counter()
-    p = plan_architecture(ctx, a, cls, None, caps, objective="goodput")
-    lam = p.rate / p.cost_per_hour
-    iters, milps = 1, p.milps
-    for _ in range(max_iter):
-        q = plan_architecture(ctx, a, cls, None, caps, objective="dinkelbach", lam=lam)
-        iters += 1
-        milps += q.milps
-        f = q.solution.objective
-        if q.rate / q.cost_per_hour > lam + 1e-12:
-            p = q
-        if f <= tol * max(q.rate, 1e-9):
-            break
-        lam = q.rate / q.cost_per_hour
-    gap = max(f, 0.0) / (lam * p.cost_per_hour) if lam > 0 else 0.0
-    p = (
-        plan_architecture(
-            ctx,
-            a,
-            cls,
-            None,
-            caps,
-            objective="dinkelbach",
-            lam=p.rate / p.cost_per_hour,
-            duals=True,
-        )
-        if f > 0
-        else p
-    )
-    p.solve_seconds = time.perf_counter() - t0
-    p.milps = milps
-    p.extra.update({"dinkelbach_iterations": iters, "optimality_gap": gap})
-    return p
-
-
-def solve_architecture(
-    ctx: Context, a: str, cls: RequestClasses, rate: float | None, caps: Caps
-) -> ArchPlan:
-    sc = ctx.scenario
-    if sc.objective == "goodput":
-        if sc.budget_per_hour is None:
-            raise InputError(
-                ctx.file,
-                "budget_per_hour",
-                "objective 'goodput' needs a budget",
-                "set budget_per_hour ($/hour)",
-            )
-        # the rate is the decision; a given rate_rps caps it (demand beyond it does not exist)
-        p = plan_architecture(
-            ctx,
-            a,
-            cls,
-            None,
-            caps,
-            objective="goodput",
-            budget=sc.budget_per_hour,
-            duals=True,
-            rate_cap=rate,
-        )
-        p.extra["optimality_gap"] = 0.0
-        return p
-    if rate is None:
-        if sc.objective == "cost":
-            raise InputError(
-                ctx.file,
-                "workload.rate_rps",
-                "objective 'cost' needs a rate",
-                "set workload.rate_rps or use objective bcr",
-            )
-        return dinkelbach(ctx, a, cls, caps)
-    p = plan_architecture(ctx, a, cls, rate, caps, duals=True)
-    p.extra["optimality_gap"] = 0.0  # min cost at a fixed rate: every combination solved or bounded
-    return p
 
 
 def _verified(
@@ -153,18 +70,20 @@ def optimize(
     sim_requests: int = 20_000,
     max_rounds: int = 4,
     timings: bool = False,
-) -> dict:
-    """Plan every architecture the scenario lists; the Plan as a plain, JSON-ready dict.
+) -> Plan:
+    """Plan every architecture the scenario lists.
 
     With `verify`, each plan is replayed by the simulator and re-solved with tightened caps
     while its simulated percentiles miss the SLA; the plan keeps analytic and simulated figures.
+    An architecture with no plan is reported with its reasons; InfeasibleError only when none
+    has one.
     """
     sc = ctx.scenario
     cls = build_classes(ctx)
     fixed_rate = sc.workload.rate_rps or (cls.rate_rps if sc.workload.trace else None)
     plans: dict[str, dict] = {}
     raw: dict[str, ArchPlan] = {}
-    infeasible: dict[str, str] = {}
+    infeasible: dict[str, Infeasible] = {}
     for a in sc.architectures:
         try:
             if verify:
@@ -177,25 +96,36 @@ def optimize(
         except InfeasibleError as e:
             # a baseline that cannot meet the SLA is an answer too (e.g. CDC-PD's P99 over a
             # narrow line); only when no architecture can is the scenario itself infeasible
-            infeasible[a] = str(e)
+            infeasible[a] = infeasible_of(e)
     if not plans:
-        raise InfeasibleError("; ".join(infeasible.values()))
+        raise InfeasibleError(
+            "; ".join(
+                f"{a}: no plan meets the scenario: {i.message}" for a, i in infeasible.items()
+            ),
+            by_architecture=infeasible,
+        )
     if timings:  # wall-clock seconds differ run to run: only on request, so plans stay byte-stable
         for a, p in plans.items():
             p["solver"]["seconds"] = round(raw[a].solve_seconds, 3)
-    return {
-        "schema_version": 2,
-        "scenario": sc.name,
-        "model": ctx.model.name,
-        "rate_rps": round(float(fixed_rate), 4) if fixed_rate is not None else None,
-        "objective": sc.objective,
-        "sla": sc.sla.model_dump(),
-        "classes": len(cls),
-        "inputs": sc.model_dump(mode="json"),  # the scenario as validated: a plan file stands alone
-        "plans": plans,
-        "infeasible": infeasible,
-        "comparison": metrics.comparison(plans, raw.get("pdd")),
-    }
+    return Plan(
+        scenario=sc.name,
+        model=ctx.model.name,
+        rate_rps=round(float(fixed_rate), 4) if fixed_rate is not None else None,
+        objective=sc.objective,
+        sla=sc.sla,
+        classes=len(cls),
+        inputs=sc,  # the scenario as validated: a plan file stands alone
+        plans=plans,
+        infeasible=infeasible,
+        comparison=metrics.comparison(plans, raw),
+    )
 
 
-__all__ = ["optimize", "solve_architecture", "dinkelbach", "InfeasibleError"]
+def infeasible_of(e: InfeasibleError) -> Infeasible:
+    """The structured reasons an InfeasibleError carries (or its message, classified)."""
+    if e.reasons:
+        return Infeasible(reasons=e.reasons)
+    return Infeasible.from_message(str(e))
+
+
+__all__ = ["optimize", "solve_architecture", "dinkelbach", "InfeasibleError", "Plan"]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import pipeline
+from .. import architectures, pipeline
+from ..architectures import LINE_BASELINE, LOCAL_BASELINE, RELAY_ARCH
 from ..perf import roofline
 from ..workload.requests import RequestClasses
 from .planner import QS, ArchPlan
@@ -68,7 +69,7 @@ def summarize(p: ArchPlan, cls: RequestClasses, rate: float, prefill_dc: str) ->
     tpot = np.concatenate([t.tpot_s[k] for k in shares])
     # the tables size decode at its TPOT-target batch; report the step at the batch the plan
     # actually runs (utilization x that batch), which is what users see
-    md_role = "decode" if p.architecture == "idc_pd" else "main_decode"
+    md_role = architectures.get(p.architecture).decode_role
     md_opts = [o for o in p.options if o.cand.role == md_role]
     design = max((o.cand.step_s for o in md_opts), default=0.0)
     md_load = rate * sum(float(np.dot(shares[k], t.md_tokens[k])) for k in shares)
@@ -147,21 +148,23 @@ def p90_on_fleet_all_direct(p: ArchPlan) -> float:
     return pipeline.ttft_quantiles(fixed, p.pool.weight.copy(), p.pool, (0.9,), jitter)[0]
 
 
-def comparison(plans: dict[str, dict], pdd: ArchPlan | None) -> dict:
+def comparison(plans: dict[str, dict], raw: dict[str, ArchPlan]) -> dict:
+    """PDD against its two baselines: BCR gains, and its P90 TTFT against the same fleet with
+    every request sent P -> MD (what CDC-PD routing would do on it)."""
+    relay, line_base, local = RELAY_ARCH, LINE_BASELINE, LOCAL_BASELINE
+
     def gain(a: str, b: str) -> float | None:
         if a in plans and b in plans and plans[b]["bcr"] > 0:  # bcr rounds to 0 at huge costs
             return _r(plans[a]["bcr"] / plans[b]["bcr"] - 1.0)
         return None
 
-    red = None
-    if pdd is not None:
-        direct = p90_on_fleet_all_direct(pdd)
-        red = _r(1.0 - plans["pdd"]["ttft_s"]["p90"] / direct) if direct > 0 else None
+    red = direct = None
+    if relay in raw:
+        direct = p90_on_fleet_all_direct(raw[relay])
+        red = _r(1.0 - plans[relay]["ttft_s"]["p90"] / direct) if direct > 0 else None
     return {
-        "bcr_gain_vs_idc_pd": gain("pdd", "idc_pd"),
-        "bcr_gain_vs_cdc_pd": gain("pdd", "cdc_pd"),
-        "p90_ttft_reduction_vs_cdc_pd": red,
-        "p90_ttft_same_fleet_all_p_md_s": _r(p90_on_fleet_all_direct(pdd))
-        if pdd is not None
-        else None,
+        f"bcr_gain_vs_{local}": gain(relay, local),
+        f"bcr_gain_vs_{line_base}": gain(relay, line_base),
+        f"p90_ttft_reduction_vs_{line_base}": red,
+        "p90_ttft_same_fleet_all_p_md_s": _r(direct) if direct is not None else None,
     }

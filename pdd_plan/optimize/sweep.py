@@ -343,7 +343,7 @@ def run_point(data: dict, file: str, verify: bool = False, sim_requests: int = 2
         sc = parse(Scenario, data, file)
         archs = list(sc.architectures)
         try:
-            plan = optimize(resolve(sc, file), verify=verify, sim_requests=sim_requests)
+            plan = optimize(resolve(sc, file), verify=verify, sim_requests=sim_requests).dump()
         except InfeasibleError as e:
             return {a: _infeasible_row(why, verify) for a, why in _reasons(str(e), archs).items()}
         out = {}
@@ -351,7 +351,12 @@ def run_point(data: dict, file: str, verify: bool = False, sim_requests: int = 2
             if a in plan["plans"]:
                 out[a] = _row(plan["plans"][a], verify)
             else:
-                why = plan["infeasible"].get(a, "no plan")
+                inf = plan["infeasible"].get(a)
+                why = (
+                    f"{a}: no plan meets the scenario: {inf['reasons'][0]['message']}"
+                    if inf
+                    else "no plan"
+                )
                 out[a] = _infeasible_row(_reasons(why, [a])[a], verify)
         return out
     except PddPlanError as e:

@@ -1,0 +1,94 @@
+"""The objectives: minimum cost at a fixed rate, most goodput within a budget, and the best
+goodput per dollar with the rate free (Dinkelbach's iterations over MILPs)."""
+
+from __future__ import annotations
+
+import time
+
+from ..errors import InputError
+from ..resolve import Context
+from ..workload.requests import RequestClasses
+from .planner import ArchPlan, Caps, plan_architecture
+
+
+def dinkelbach(
+    ctx: Context, a: str, cls: RequestClasses, caps: Caps, tol: float = 1e-6, max_iter: int = 30
+) -> ArchPlan:
+    """Best goodput per dollar with the rate free: Dinkelbach's iterations over MILPs.
+
+    lambda_k = r_k / c_k; solve max r - lambda_k c; stop when the optimum F(lambda) <= tol * r.
+    Since F(lambda*) = 0 at the best ratio, lambda + F / c_min bounds it from above: the gap.
+    """
+    t0 = time.perf_counter()
+    p = plan_architecture(ctx, a, cls, None, caps, objective="goodput")
+    lam = p.rate / p.cost_per_hour
+    iters, milps = 1, p.milps
+    for _ in range(max_iter):
+        q = plan_architecture(ctx, a, cls, None, caps, objective="dinkelbach", lam=lam)
+        iters += 1
+        milps += q.milps
+        f = q.solution.objective
+        if q.rate / q.cost_per_hour > lam + 1e-12:
+            p = q
+        if f <= tol * max(q.rate, 1e-9):
+            break
+        lam = q.rate / q.cost_per_hour
+    gap = max(f, 0.0) / (lam * p.cost_per_hour) if lam > 0 else 0.0
+    p = (
+        plan_architecture(
+            ctx,
+            a,
+            cls,
+            None,
+            caps,
+            objective="dinkelbach",
+            lam=p.rate / p.cost_per_hour,
+            duals=True,
+        )
+        if f > 0
+        else p
+    )
+    p.solve_seconds = time.perf_counter() - t0
+    p.milps = milps
+    p.extra.update({"dinkelbach_iterations": iters, "optimality_gap": gap})
+    return p
+
+
+def solve_architecture(
+    ctx: Context, a: str, cls: RequestClasses, rate: float | None, caps: Caps
+) -> ArchPlan:
+    sc = ctx.scenario
+    if sc.objective == "goodput":
+        if sc.budget_per_hour is None:
+            raise InputError(
+                ctx.file,
+                "budget_per_hour",
+                "objective 'goodput' needs a budget",
+                "set budget_per_hour ($/hour)",
+            )
+        # the rate is the decision; a given rate_rps caps it (demand beyond it does not exist)
+        p = plan_architecture(
+            ctx,
+            a,
+            cls,
+            None,
+            caps,
+            objective="goodput",
+            budget=sc.budget_per_hour,
+            duals=True,
+            rate_cap=rate,
+        )
+        p.extra["optimality_gap"] = 0.0
+        return p
+    if rate is None:
+        if sc.objective == "cost":
+            raise InputError(
+                ctx.file,
+                "workload.rate_rps",
+                "objective 'cost' needs a rate",
+                "set workload.rate_rps or use objective bcr",
+            )
+        return dinkelbach(ctx, a, cls, caps)
+    p = plan_architecture(ctx, a, cls, rate, caps, duals=True)
+    p.extra["optimality_gap"] = 0.0  # min cost at a fixed rate: every combination solved or bounded
+    return p
