@@ -1,0 +1,114 @@
+"""Prefix-cache hits of the requests of a trace, from what a reader read.
+
+Traces with prefix-block ``hash_ids`` (Mooncake) get their hits simulated: the prefill
+cache and the MD-side DRC, see :mod:`pdd_plan.workload.cache`. This runs chunk by chunk
+while the file streams in, so hash ids never pile up; if the file turns out not to be in
+arrival order, the file is read a second time and its hash ids (compact int64 arrays) are
+replayed in stable arrival order, because a cache's hits depend on the order it sees.
+Traces without hashes give a NaN ``hit_d``, and their stated ``hit_rate`` (generic
+formats) or NaN as ``hit_p``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from itertools import chain
+
+import numpy as np
+
+from pdd_plan.errors import InputError
+from pdd_plan.workload.cache import CacheSimulator, CacheSpec, EndsOnMd
+from pdd_plan.workload.trace_rows import TraceChunk
+
+
+class TraceHits:
+    """Collects the hits of a trace's chunks as they are read, in file order."""
+
+    def __init__(self, spec: CacheSpec, ends_on_md: EndsOnMd):
+        self.spec = spec
+        self.ends_on_md = ends_on_md
+        self.sim = CacheSimulator(spec, ends_on_md)
+        self._hit_p: list[np.ndarray] = []
+        self._hit_d: list[np.ndarray] = []
+        self._stated: list[np.ndarray] = []  # hit_rate columns of the generic formats
+
+    def add(self, chunk: TraceChunk, in_order: bool) -> None:
+        """The next chunk of the file; ``in_order``: the file is sorted up to this chunk."""
+        if chunk.hit_rate is not None:
+            self._stated.append(chunk.hit_rate)
+        if chunk.hash_ids is not None and in_order:  # past a disorder the file is replayed
+            hp, hd = self.sim.process(chunk.hash_ids, chunk.input_tokens, chunk.output_tokens)
+            self._hit_p.append(hp)
+            self._hit_d.append(hd)
+
+    def hits(
+        self,
+        order: np.ndarray,
+        in_order: bool,
+        hashed: bool,
+        reread: Iterable[TraceChunk],
+        step: int,
+        path: str,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(hit_p, hit_d) in arrival ``order`` (the stable argsort of the file's arrivals).
+
+        ``hashed``: the rows carried hash ids; ``reread``: the file's chunks again, for
+        an unsorted hashed file, replayed ``step`` requests at a time.
+        """
+        n = order.shape[0]
+        if not hashed:
+            hit_p = np.concatenate(self._stated)[order] if self._stated else np.full(n, np.nan)
+            return hit_p, np.full(n, np.nan)
+        if in_order:
+            return np.concatenate(self._hit_p), np.concatenate(self._hit_d)
+        self.sim = CacheSimulator(self.spec, self.ends_on_md)  # start again, in arrival order
+        return replay_in_arrival_order(reread, order, self.sim, step, path)
+
+    @property
+    def prefill_blocks_held(self) -> int:
+        """Blocks in the prefill cache at the end of the trace."""
+        return len(self.sim.prefill)
+
+
+def _hash_columns(
+    chunks: Iterable[TraceChunk],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(hash ids of each row back to back, ids per row, inputs, outputs), in file order."""
+    counts: list[np.ndarray] = []
+    flats: list[np.ndarray] = []
+    inp_all: list[np.ndarray] = []
+    out_all: list[np.ndarray] = []
+    for ch in chunks:
+        assert ch.hash_ids is not None
+        counts.append(np.fromiter((len(h) for h in ch.hash_ids), np.int64, len(ch)))
+        flat = list(chain.from_iterable(ch.hash_ids))
+        try:
+            flats.append(np.array(flat, dtype=np.int64))
+        except OverflowError:  # ids beyond int64 stay Python ints
+            flats.append(np.array(flat, dtype=object))
+        inp_all.append(ch.input_tokens)
+        out_all.append(ch.output_tokens)
+    dtype = object if any(f.dtype == object for f in flats) else np.int64
+    flat_ids = np.concatenate([f.astype(dtype) for f in flats])
+    return flat_ids, np.concatenate(counts), np.concatenate(inp_all), np.concatenate(out_all)
+
+
+def replay_in_arrival_order(
+    chunks: Iterable[TraceChunk], order: np.ndarray, sim: CacheSimulator, step: int, path: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Hits of an unsorted hashed trace: its chunks read again, fed to ``sim`` in ``order``."""
+    n = order.shape[0]
+    flat, cnt, inp, out = _hash_columns(chunks)
+    if cnt.shape[0] != n:  # the file changed between the two passes
+        raise InputError(path, None, "trace changed while being read", "read it again")
+    off = np.concatenate(([0], np.cumsum(cnt)))
+    inp, out = inp[order], out[order]
+    hit_p = np.empty(n)
+    hit_d = np.empty(n)
+    for s in range(0, n, step):
+        idx = order[s : s + step]
+        ids = [flat[off[j] : off[j + 1]].tolist() for j in idx]
+        hit_p[s : s + step], hit_d[s : s + step] = sim.process(
+            ids, inp[s : s + step], out[s : s + step]
+        )
+    return hit_p, hit_d
