@@ -21,6 +21,7 @@ from pdd_plan.emit import flags, k8s, sglang, validation
 from pdd_plan.emit.plan import EmitOptions, nodes_for
 from pdd_plan.optimize import optimize
 from pdd_plan.resolve import load_scenario, resolve
+from pdd_plan.schema.plan import parse_plan
 
 pytestmark = pytest.mark.integration
 
@@ -88,7 +89,7 @@ def plan_file(plan, tmp_path_factory) -> Path:
 
 
 def _render(p: dict, arch: str, target: str, **opts) -> dict[str, str]:
-    dep = emit.build(p, arch, EmitOptions(**opts))
+    dep = emit.build(parse_plan(p), arch, EmitOptions(**opts))
     return {k: f.text for k, f in emit.render(dep, target).items()}
 
 
@@ -536,6 +537,7 @@ def test_cli_bad_input(plan_file, tmp_path) -> None:
 def test_cli_plan_without_architecture(plan, tmp_path) -> None:
     p = copy.deepcopy(plan)
     del p["plans"]["cdc_pd"]
+    del p["schema_version"]  # a v1 plan: infeasible reasons were plain strings
     p["infeasible"] = {"cdc_pd": "TTFT P99 misses the SLA over the line"}
     f = tmp_path / "p.json"
     f.write_text(json.dumps(p))
@@ -552,7 +554,7 @@ def test_k8s_names_are_dns_safe(relay_plan) -> None:
         for d in _docs(_render(relay_plan, "pdd", target)):
             assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", d["metadata"]["name"])
             assert len(d["metadata"]["name"]) <= 63
-    dep = emit.build(relay_plan, "pdd")
+    dep = emit.build(parse_plan(relay_plan), "pdd")
     assert [g.name for g in dep.groups_in("dc-b")] == ["main-decode-h200", "main-decode-mi300x"]
     assert k8s.instance_host(dep, "lws", dep.groups_in("dc-b")[0], 0).endswith(".dc-b.pdd.local")
     assert sglang.host(dep.groups_in("dc-a")[0], 0) == "prefill-0.dc-a.pdd.local"

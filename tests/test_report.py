@@ -25,6 +25,7 @@ from pdd_plan.report.model import build_report, cost_breakdown, dist_text
 from pdd_plan.report.render import markdown
 from pdd_plan.report.table import render_plan
 from pdd_plan.resolve import load_scenario, resolve
+from pdd_plan.schema.plan import parse_plan
 
 pytestmark = pytest.mark.integration
 
@@ -74,7 +75,14 @@ def verified(plan) -> dict:
             "requests": 2000,
             "sla_met": True,
             "checks": {"ttft_p90": {"simulated": 1.0, "target": 10.0, "ok": True}},
-            "rounds": [{"round": 0, "sla_met": True, "bottleneck": None}],
+            "rounds": [
+                {
+                    "round": 0,
+                    "caps": {"prefill": 0.97, "line": 0.95, "decode": 0.9, "line_delay": 1.0},
+                    "sla_met": True,
+                    "bottleneck": None,
+                }
+            ],
         }
     return p
 
@@ -224,7 +232,7 @@ def test_report_sections_and_formats(plan_file, verified) -> None:
 
 
 def test_report_model(verified) -> None:
-    rep = build_report(verified)
+    rep = build_report(parse_plan(verified))
     lat = rep.section("latency")
     row = next(r for r in lat.rows if r[0] == "pdd" and r[1] == "TTFT s")
     a = verified["plans"]["pdd"]
@@ -232,9 +240,10 @@ def test_report_model(verified) -> None:
         row[2] == f"{a['ttft_s']['p50']:,.3f}"
         and row[5] == f"{a['simulated']['ttft_s']['p50']:,.3f}"
     )
-    c = cost_breakdown(a)
+    typed = parse_plan(verified)
+    c = cost_breakdown(typed.plans["pdd"])
     assert abs(sum(c.values()) - a["cost_per_hour"]) < 0.05
-    assert "line" in c and "line" not in cost_breakdown(verified["plans"]["idc_pd"])
+    assert "line" in c and "line" not in cost_breakdown(typed.plans["idc_pd"])
     md = markdown(rep)
     assert md.count("## ") == len(rep.sections)
     assert dist_text({"fixed": 65536.0}) == "fixed 65,536"
@@ -244,8 +253,10 @@ def test_report_model(verified) -> None:
 def test_infeasible_architecture_is_reported(verified) -> None:
     p = copy.deepcopy(verified)
     del p["plans"]["cdc_pd"]
-    p["infeasible"] = {"cdc_pd": "TTFT P99 misses the SLA over the line"}
-    rep = build_report(p)
+    p["infeasible"] = {
+        "cdc_pd": {"reasons": [{"kind": "sla", "message": "TTFT P99 misses the SLA over the line"}]}
+    }
+    rep = build_report(parse_plan(p))
     assert any("cdc_pd: infeasible" in s for s in rep.summary)
     rows = rep.section("constraints").rows
     assert any(r[0] == "cdc_pd" and "infeasible" in r[1] for r in rows)

@@ -70,7 +70,7 @@ def emit_cmd(
     data = em.load_plan(plan)
     from ..emit.plan import arch_plan
 
-    arch_plan(data, architecture, plan)
+    arch_plan(data, architecture, plan)  # a missing architecture fails before any work
     ctx = context(data, plan)
     dep = em.build(data, architecture, opts, model=ctx.model, gpus=ctx.gpus, file=plan)
     files = em.render(dep, target)  # everything in memory before anything is written

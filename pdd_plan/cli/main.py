@@ -68,7 +68,7 @@ def optimize(
         from ..report.table import render_plan
 
         console = Console()
-        render_plan(plan.dump(), console)
+        render_plan(plan, console)
         for a, why in plan.infeasible.items():
             console.print(f"[yellow]{a}: infeasible[/yellow]: {why.message}")
     else:

@@ -1,8 +1,6 @@
-"""From a plan dict to the deployment the emitters render: instance groups, nodes, hosts, flags.
-
-The plan is read only through its dict (``optimize`` output, or a plan YAML written by
-``pdd-plan optimize --out``): ``plans[arch].instances`` rows, ``line``, ``routing`` and
-``route_share``, and ``inputs`` (the validated scenario: policy, search, model).
+"""From a typed plan to the deployment the emitters render: instance groups, nodes, hosts,
+flags. The plan (``optimize`` output, or a plan file written by ``pdd-plan optimize --out``)
+is a `schema.plan.Plan`, validated once on load, so its rows here are already well formed.
 """
 
 from __future__ import annotations
@@ -16,18 +14,18 @@ from pathlib import Path
 
 import yaml
 
-from .. import profiles
+from .. import architectures, profiles
+from ..architectures import ROLE_ORDER
 from ..errors import InputError
+from ..schema import plan as schema_plan
 from ..schema.gpu import GPUProfile
 from ..schema.model import ModelProfile
+from ..schema.plan import ArchitecturePlan, InstanceGroup, Plan
 
-ARCHITECTURES = ("pdd", "cdc_pd", "idc_pd")
-ROLES = ("prefill", "relay_decode", "main_decode", "decode")
-ROLE_ORDER = {r: i for i, r in enumerate(ROLES)}
+ARCHITECTURES = architectures.names()  # the built-in ones, for --architecture help
+DECODE_ROLES = ("main_decode", "decode")
 DOMAIN = "pdd.local"  # placeholder DNS domain of the sglang target's hosts
 TRANSFER_BACKENDS = ("mooncake", "nixl", "mooncake_tcp")
-
-_ROW_INTS = ("count", "gpus_per_instance", "tp", "dp", "ep")
 
 
 def data_file(name: str) -> Path:
@@ -141,65 +139,33 @@ class Deployment:
     def router_decodes(self) -> list[Group]:
         """Decode pools the stock router sends to: main decode (pdd, cdc_pd) or decode (idc_pd).
         Relay decode is left out: only a PDD-aware router (not upstream) can use it."""
-        return [g for g in self.groups if g.role in ("main_decode", "decode")]
+        return [g for g in self.groups if g.role in DECODE_ROLES]
 
     def prefills(self) -> list[Group]:
         return [g for g in self.groups if g.role == "prefill"]
 
 
-def load_plan(path: str | Path) -> dict:
-    """A plan YAML/JSON file as a dict; one-line InputError for anything else."""
-    from ..schema.io import read_yaml
-
-    data = read_yaml(path)
-    check_plan(data, str(path))
-    return data
+def load_plan(path: str | Path) -> Plan:
+    """A plan YAML/JSON file, typed; one-line InputError for anything else."""
+    return schema_plan.load_plan(path)
 
 
-def check_plan(data: object, file: str | None = None) -> None:
-    fix = "write one with `pdd-plan optimize --out PLAN.yaml`"
-    if not isinstance(data, dict) or "plans" not in data or "inputs" not in data:
-        raise InputError(file, None, "not a plan file (no 'plans' and 'inputs' at the top)", fix)
-    if not isinstance(data["plans"], dict) or not data["plans"]:
-        raise InputError(file, "plans", "no plans in the plan file", fix)
-    if not isinstance(data["inputs"], dict):
-        raise InputError(file, "inputs", "expected the scenario mapping", fix)
-    for a, p in data["plans"].items():
-        if not isinstance(p, dict) or not isinstance(p.get("instances"), list):
-            raise InputError(file, f"plans.{a}.instances", "missing or not a list", fix)
-
-
-def context(plan: dict, file: str | None = None):
+def context(plan: Plan, file: str | None = None):
     """The resolved scenario (model and GPU profiles) a plan was made from."""
     from ..resolve import resolve
-    from ..schema import Scenario
-    from ..schema.io import parse
 
-    where = f"{file} (inputs)" if file else "plan inputs"
-    sc = parse(Scenario, plan["inputs"], where)
-    return resolve(sc, file or "")
+    return resolve(plan.inputs, file or "")
 
 
-def arch_plan(plan: dict, architecture: str, file: str | None = None) -> dict:
-    if architecture not in ARCHITECTURES:
+def arch_plan(plan: Plan, architecture: str, file: str | None = None) -> ArchitecturePlan:
+    if architecture not in architectures.names():
         raise InputError(
             None,
             "--architecture",
             f"unknown architecture '{architecture}'",
-            f"use one of {', '.join(ARCHITECTURES)}",
+            f"use one of {', '.join(architectures.names())}",
         )
-    plans = plan["plans"]
-    if architecture not in plans:
-        have = ", ".join(plans)
-        why = (plan.get("infeasible") or {}).get(architecture)
-        raise InputError(
-            file,
-            "--architecture",
-            f"the plan has no '{architecture}' architecture"
-            + (f" (infeasible: {why})" if why else f" (it has: {have})"),
-            f"use one of {have}",
-        )
-    return plans[architecture]
+    return plan.arch(architecture, file)
 
 
 def nodes_for(n_gpus: int, gpus_per_node: int) -> int:
@@ -210,47 +176,24 @@ def nodes_for(n_gpus: int, gpus_per_node: int) -> int:
     return k
 
 
-def _rows(p: dict, architecture: str, file: str | None) -> list[dict]:
-    out = []
-    for i, row in enumerate(p["instances"]):
-        where = f"plans.{architecture}.instances[{i}]"
-        if not isinstance(row, dict):
-            raise InputError(file, where, "not a mapping", "re-run optimize --out")
-        try:
-            r = {k: int(row[k]) for k in _ROW_INTS}
-            r.update(role=str(row["role"]), gpu=str(row["gpu"]), datacenter=str(row["datacenter"]))
-        except (KeyError, TypeError, ValueError) as e:
-            raise InputError(
-                file, where, f"malformed instance row ({e})", "re-run optimize --out"
-            ) from None
-        if r["role"] not in ROLES:
-            raise InputError(
-                file, f"{where}.role", f"unknown role '{r['role']}'", f"use one of {ROLES}"
-            )
-        if r["count"] < 0 or min(r[k] for k in _ROW_INTS[1:]) < 1:
-            raise InputError(file, where, "counts and parallel sizes must be positive", "")
-        if r["count"] > 0:
-            out.append(r)
-    out.sort(key=lambda r: (ROLE_ORDER[r["role"]], r["datacenter"], r["gpu"]))
-    if not any(r["role"] == "prefill" for r in out):
-        raise InputError(file, f"plans.{architecture}.instances", "no prefill instances", "")
-    if not any(r["role"] in ("main_decode", "decode") for r in out):
-        raise InputError(file, f"plans.{architecture}.instances", "no decode instances", "")
+def _rows(p: ArchitecturePlan, architecture: str, file: str | None) -> list[InstanceGroup]:
+    """The plan's non-empty instance groups in role order; a plan needs prefill and decode."""
+    out = sorted(
+        (g for g in p.instances if g.count > 0),
+        key=lambda g: (ROLE_ORDER[g.role], g.datacenter, g.gpu),
+    )
+    where = f"plans.{architecture}.instances"
+    if not any(g.role == "prefill" for g in out):
+        raise InputError(file, where, "no prefill instances", "re-run optimize --out")
+    decode_role = architectures.get(architecture).decode_role
+    if not any(g.role == decode_role for g in out):
+        raise InputError(file, where, "no decode instances", "re-run optimize --out")
     return out
 
 
-def _rdma(role: str, architecture: str, has_relay: bool) -> bool:
-    """KV moves over RDMA between the instance and all its peers."""
-    if architecture == "idc_pd":
-        return True
-    if architecture == "pdd":
-        return role == "relay_decode" or (role == "prefill" and has_relay)
-    return False
-
-
 def build(
-    plan: dict,
-    architecture: str = "pdd",
+    plan: Plan,
+    architecture: str = architectures.RELAY_ARCH,
     options: EmitOptions | None = None,
     model: ModelProfile | None = None,
     gpus: dict[str, GPUProfile] | None = None,
@@ -259,21 +202,21 @@ def build(
     """The deployment of one architecture of ``plan``. ``model``/``gpus``: resolved profiles
     (default: bundled profiles named by the plan)."""
     o = options or EmitOptions()
-    check_plan(plan, file)
+    spec = architectures.get(architecture)
     p = arch_plan(plan, architecture, file)
-    inputs = plan["inputs"]
+    inputs = plan.inputs
     if model is None:
-        model = profiles.model(str(inputs.get("model") or plan.get("model")), "inputs.model", file)
+        model = profiles.model(inputs.model, "inputs.model", file)
     rows = _rows(p, architecture, file)
-    has_relay = any(r["role"] == "relay_decode" for r in rows)
+    has_relay = any(r.role == "relay_decode" for r in rows)
     labels = node_labels()
     groups: list[Group] = []
     notes: list[str] = []
     for r in rows:
-        g = (gpus or {}).get(r["gpu"]) or profiles.gpu(r["gpu"], "instances.gpu", file)
+        g = (gpus or {}).get(r.gpu) or profiles.gpu(r.gpu, "instances.gpu", file)
         gpn = int(g.interconnect.gpus_per_node)
-        nodes = nodes_for(r["gpus_per_instance"], gpn)
-        lab = labels.get(r["gpu"])
+        nodes = nodes_for(r.gpus_per_instance, gpn)
+        lab = labels.get(r.gpu)
         known = lab is not None
         if lab is None:
             lab = {
@@ -284,31 +227,31 @@ def build(
                 "value": label_value(g.display_name.replace(" ", "-")),
             }
             notes.append(
-                f"GPU '{r['gpu']}' has no known node label; its nodeSelector "
+                f"GPU '{r.gpu}' has no known node label; its nodeSelector "
                 f"{lab['label']}={lab['value']} is a guess from the profile's display name"
             )
-        same = [x for x in rows if x["role"] == r["role"] and x["datacenter"] == r["datacenter"]]
-        base = dns(r["role"])
-        name = base if len(same) == 1 else f"{base}-{dns(r['gpu'])}"
-        taken = {x.name for x in groups if x.datacenter == r["datacenter"]}
+        same = [x for x in rows if x.role == r.role and x.datacenter == r.datacenter]
+        base = dns(r.role)
+        name = base if len(same) == 1 else f"{base}-{dns(r.gpu)}"
+        taken = {x.name for x in groups if x.datacenter == r.datacenter}
         k, nm = 2, name
         while nm in taken:
             nm, k = f"{name}-{k}", k + 1
         groups.append(
             Group(
-                role=r["role"],
-                gpu=r["gpu"],
-                datacenter=r["datacenter"],
-                count=r["count"],
-                gpus_per_instance=r["gpus_per_instance"],
-                tp=r["tp"],
-                dp=r["dp"],
-                ep=r["ep"],
+                role=r.role,
+                gpu=r.gpu,
+                datacenter=r.datacenter,
+                count=r.count,
+                gpus_per_instance=r.gpus_per_instance,
+                tp=r.tp,
+                dp=r.dp,
+                ep=r.ep,
                 nodes=nodes,
-                gpus_per_node=r["gpus_per_instance"] // nodes,
+                gpus_per_node=r.gpus_per_instance // nodes,
                 name=nm,
                 mem_fraction=float(g.efficiency.mem_fraction),
-                rdma=_rdma(r["role"], architecture, has_relay),
+                rdma=spec.rdma_peers(r.role, has_relay),
                 resource=lab["resource"],
                 node_label=lab["label"],
                 node_label_value=lab["value"],
@@ -317,22 +260,22 @@ def build(
         )
     prefill_dc = next(g.datacenter for g in groups if g.role == "prefill")
     dcs = [prefill_dc] + sorted({g.datacenter for g in groups} - {prefill_dc})
-    search = inputs.get("search") or {}
     tps = {g.tp for g in groups}
     return Deployment(
-        scenario=str(plan.get("scenario") or inputs.get("name") or "plan"),
+        scenario=plan.scenario or inputs.name,
         model=model,
         model_path=o.model_path or model.hf_id or model.name,
         architecture=architecture,
         groups=groups,
         datacenters=dcs,
         router_dc=prefill_dc,
-        chunk_tokens=int(search.get("prefill_chunk_tokens", 8192)),
-        policy=dict(inputs.get("policy") or {}),
-        routing=dict(p.get("routing") or {}),
-        route_share=dict(p.get("route_share") or {}),
-        line=p.get("line"),
-        sla=dict(plan.get("sla") or inputs.get("sla") or {}),
+        chunk_tokens=inputs.search.prefill_chunk_tokens,
+        # the render model keeps plain mappings: the routing file and README print them as is
+        policy=inputs.policy.model_dump(mode="json"),
+        routing=p.routing.model_dump(mode="json"),
+        route_share=p.route_share.model_dump(mode="json"),
+        line=p.line.model_dump(mode="json") if p.line is not None else None,
+        sla=plan.sla.model_dump(mode="json"),
         options=o,
         staging_buffer=model.attention.kind == "gqa" and len(tps) > 1,
         notes=notes,

@@ -8,7 +8,7 @@
 * Bathtub: ``workload.bathtub`` on the PDD plan's prefill instance (else the first
   architecture's) at the median input length of the replay and the scenario's prefill chunk;
   cached tokens billed at 0.1 of uncached ones.
-* Cost breakdown: $/h per role and the line, per architecture (plan dict).
+* Cost breakdown: $/h per role and the line, per architecture (the typed plan).
 * Line utilization: analytic (plan) vs simulated (the plan's verification replay when it has
   one, else the replay above), per architecture.
 * TTFT percentiles: analytic vs simulated (same simulated source as line utilization).
@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..architectures import RELAY_ARCH
+from ..schema.plan import Plan
 from . import plots
 from .model import cost_breakdown
 
@@ -34,34 +36,28 @@ class Figure:
     png: bytes
 
 
-def _prefill_instance(plan: dict, ctx):
+def _prefill_instance(plan: Plan, ctx):
     from ..perf.instance import Instance
 
-    plans = plan["plans"]
-    a = "pdd" if "pdd" in plans else next(iter(plans))
-    row = next(r for r in plans[a]["instances"] if r["role"] == "prefill")
-    gpu = ctx.gpus[row["gpu"]]
+    plans = plan.plans
+    a = RELAY_ARCH if RELAY_ARCH in plans else next(iter(plans))
+    row = plans[a].groups("prefill")[0]
     inst = Instance(
-        ctx.model,
-        gpu,
-        int(row["gpus_per_instance"]),
-        tp=int(row["tp"]),
-        ep=int(row["ep"]),
-        dp=int(row.get("dp", 1)),
+        ctx.model, ctx.gpus[row.gpu], row.gpus_per_instance, tp=row.tp, ep=row.ep, dp=row.dp
     )
     return a, inst
 
 
-def replays(plan: dict, ctx, n_requests: int, seed: int | None = None) -> dict:
+def replays(plan: Plan, ctx, n_requests: int, seed: int | None = None) -> dict:
     """{arch: SimResult} for every architecture of the plan."""
     from ..sim.run import run
 
-    return {a: run(ctx, plan, a, n_requests, seed) for a in plan["plans"]}
+    return {a: run(ctx, plan, a, n_requests, seed) for a in plan.plans}
 
 
-def build_figures(plan: dict, ctx, n_requests: int = 3000, seed: int | None = None) -> list[Figure]:
-    plans = plan["plans"]
-    sla = plan.get("sla") or ctx.scenario.sla.model_dump()
+def build_figures(plan: Plan, ctx, n_requests: int = 3000, seed: int | None = None) -> list[Figure]:
+    plans = plan.plans
+    sla = plan.sla.model_dump()
     sims = replays(plan, ctx, n_requests, seed)
     s = ctx.scenario.seed if seed is None else seed
     first = next(iter(sims.values()))
@@ -83,7 +79,7 @@ def build_figures(plan: dict, ctx, n_requests: int = 3000, seed: int | None = No
             "lines: the SLA's P90 and P99 targets.",
             plots.ttft_cdf_png(
                 {a: r.ttft_s for a, r in sims.items()},
-                {a: plans[a].get("ttft_s") for a in plans},
+                {a: plans[a].ttft_s.model_dump() for a in plans},
                 sla,
                 note,
             ),
@@ -132,19 +128,19 @@ def build_figures(plan: dict, ctx, n_requests: int = 3000, seed: int | None = No
             plots.cost_png({a: cost_breakdown(p) for a, p in plans.items()}),
         )
     )
-    have_sim = all(p.get("simulated") for p in plans.values())
+    have_sim = all(p.simulated for p in plans.values())
     util = {}
     pct = {}
     for arch, p in plans.items():
-        ln = p.get("line")
+        ln = p.line
         if have_sim:
-            su = p["simulated"].get("line_utilization")
-            st = p["simulated"].get("ttft_s")
+            su = p.simulated.line_utilization
+            st = p.simulated.ttft_s.model_dump()
         else:
             summ = sims[arch].summary()
             su, st = summ.get("line_utilization"), summ.get("ttft_s")
-        util[arch] = ((ln or {}).get("utilization") if ln else None, su if ln else None)
-        pct[arch] = (p.get("ttft_s"), st)
+        util[arch] = (ln.utilization, su) if ln else (None, None)
+        pct[arch] = (p.ttft_s.model_dump(), st)
     sim_label = "simulated (plan's verification)" if have_sim else "simulated (report replay)"
     figs.append(
         Figure(

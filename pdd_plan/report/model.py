@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-ROLE_ORDER = {"prefill": 0, "relay_decode": 1, "main_decode": 2, "decode": 3}
-ROLES = tuple(ROLE_ORDER)
+from .. import architectures
+from ..architectures import PATHS, ROLE_ORDER, ROLES
+from ..schema.plan import ArchitecturePlan, Infeasible, Plan, RouteShare
+from ..schema.scenario import SLA, Distribution, Link
 
 
 @dataclass
@@ -53,149 +55,134 @@ def _signed_pct(x) -> str:
     return "-" if x is None else f"{float(x) * 100:+.1f}%"
 
 
-def dist_text(d: dict | None, scale: float = 1.0, pct: bool = False) -> str:
+def dist_text(d: Distribution | dict | None, scale: float = 1.0, pct: bool = False) -> str:
     """One line for a workload distribution {fixed | lognormal | histogram}."""
-    if not d:
+    if d is None:
         return "-"
+    if isinstance(d, dict):
+        d = Distribution.model_validate(d)
 
     def num(v: float) -> str:
         return f"{v * 100:g}%" if pct else f"{v * scale:,.0f}"
 
-    if d.get("fixed") is not None:
-        return f"fixed {num(d['fixed'])}"
-    if d.get("lognormal"):
-        ln = d["lognormal"]
+    if d.fixed is not None:
+        return f"fixed {num(d.fixed)}"
+    if d.lognormal is not None:
+        ln = d.lognormal
         return (
-            f"lognormal mu={ln['mu']:g} sigma={ln['sigma']:g}, clipped to "
-            f"[{num(ln['min'])}, {num(ln['max'])}]"
+            f"lognormal mu={ln.mu:g} sigma={ln.sigma:g}, clipped to [{num(ln.min)}, {num(ln.max)}]"
         )
-    if d.get("histogram"):
-        parts = [f"{num(lo)}-{num(hi)}: {share * 100:g}%" for lo, hi, share in d["histogram"]]
+    if d.histogram:
+        parts = [f"{num(lo)}-{num(hi)}: {share * 100:g}%" for lo, hi, share in d.histogram]
         return "histogram " + ", ".join(parts)
     return "-"
 
 
-def _inputs(plan: dict) -> Section:
-    inp = plan.get("inputs") or {}
-    w = inp.get("workload") or {}
+def _sla_text(sla: SLA) -> str:
+    return f"TTFT P90 <= {sla.ttft_p90_s} s, P99 <= {sla.ttft_p99_s} s; TPOT <= {sla.tpot_ms} ms"
+
+
+def _link_text(link: Link) -> str:
+    cands = [c if isinstance(c, str) else c.name or f"{c.gbps}G" for c in link.candidates]
+    extra = f", RTT {link.rtt_ms:g} ms" if link.rtt_ms is not None else ""
+    return f"{', '.join(cands)} (up to {link.max_lines} lines{extra})"
+
+
+def _inputs(plan: Plan) -> Section:
+    inp = plan.inputs
+    w = inp.workload
     rows: list[list[str]] = [
-        ["scenario", str(plan.get("scenario", inp.get("name", "-")))],
-        ["model", str(plan.get("model", inp.get("model", "-")))],
+        ["scenario", plan.scenario],
+        ["model", plan.model],
         [
             "load",
-            f"{plan['rate_rps']:g} req/s"
-            if plan.get("rate_rps")
-            else "highest SLA goodput per architecture",
+            f"{plan.rate_rps:g} req/s" if plan.rate_rps else "highest SLA goodput per architecture",
         ],
     ]
-    if w.get("trace"):
-        rows.append(["trace", str(w["trace"])])
+    if w.trace:
+        rows.append(["trace", str(w.trace)])
     else:
         rows += [
-            ["input tokens", dist_text(w.get("input_tokens"))],
-            ["output tokens", dist_text(w.get("output_tokens"))],
+            ["input tokens", dist_text(w.input_tokens)],
+            ["output tokens", dist_text(w.output_tokens)],
         ]
-    rows.append(["prefix hit (prefill side)", dist_text(w.get("prefix_hit"), pct=True)])
-    for dc in inp.get("datacenters") or []:
-        gpus = ", ".join(f"{n} x {g}" for g, n in (dc.get("gpus") or {}).items()) or "none"
-        rows.append([f"datacenter {dc.get('name')}", gpus])
-    link = inp.get("link")
-    if link:
-        cands = [
-            c if isinstance(c, str) else c.get("name") or f"{c.get('gbps')}G"
-            for c in link.get("candidates", [])
-        ]
-        extra = f", RTT {link['rtt_ms']:g} ms" if link.get("rtt_ms") is not None else ""
-        rows.append(
-            ["line candidates", f"{', '.join(cands)} (up to {link.get('max_lines')} lines{extra})"]
-        )
-    pl = inp.get("placement") or {}
+    rows.append(["prefix hit (prefill side)", dist_text(w.prefix_hit, pct=True)])
+    for dc in inp.datacenters:
+        gpus = ", ".join(f"{n} x {g}" for g, n in dc.gpus.items()) or "none"
+        rows.append([f"datacenter {dc.name}", gpus])
+    if inp.link is not None:
+        rows.append(["line candidates", _link_text(inp.link)])
+    pl = inp.placement.model_dump()
     if any(pl.values()):
         rows.append(["placement", ", ".join(f"{k}: {v}" for k, v in pl.items() if v)])
-    sla = plan.get("sla") or inp.get("sla") or {}
-    if sla:
-        rows.append(
-            [
-                "SLA",
-                f"TTFT P90 <= {sla.get('ttft_p90_s')} s, P99 <= {sla.get('ttft_p99_s')} s; "
-                f"TPOT <= {sla.get('tpot_ms')} ms",
-            ]
-        )
-    if inp.get("prices"):
-        rows.append(["prices", ", ".join(f"{g} ${p:g}/GPU-h" for g, p in inp["prices"].items())])
-    pol = inp.get("policy") or {}
-    if pol:
-        rows.append(["policy", ", ".join(f"{k}={v}" for k, v in pol.items())])
-    rows.append(["architectures", ", ".join(inp.get("architectures") or plan.get("plans", {}))])
-    rows.append(["objective", str(plan.get("objective") or inp.get("objective", "-"))])
-    if inp.get("budget_per_hour"):
-        rows.append(["budget", f"${inp['budget_per_hour']:,.2f}/h"])
-    s = inp.get("search") or {}
-    if s.get("prefill_chunk_tokens"):
-        rows.append(["prefill chunk", f"{s['prefill_chunk_tokens']} tokens"])
-    rows.append(["seed", str(inp.get("seed", "-"))])
+    rows.append(["SLA", _sla_text(plan.sla)])
+    if inp.prices:
+        rows.append(["prices", ", ".join(f"{g} ${p:g}/GPU-h" for g, p in inp.prices.items())])
+    pol = inp.policy.model_dump(mode="json")
+    rows.append(["policy", ", ".join(f"{k}={v}" for k, v in pol.items())])
+    rows.append(["architectures", ", ".join(inp.architectures or plan.plans)])
+    rows.append(["objective", plan.objective])
+    if inp.budget_per_hour:
+        rows.append(["budget", f"${inp.budget_per_hour:,.2f}/h"])
+    rows.append(["prefill chunk", f"{inp.search.prefill_chunk_tokens} tokens"])
+    rows.append(["seed", str(inp.seed)])
     return Section("inputs", "Inputs", ["item", "value"], rows)
 
 
-def _fleet(plans: dict) -> Section:
+def _fleet(plans: dict[str, ArchitecturePlan]) -> Section:
     rows = []
     for a, p in plans.items():
-        for i in sorted(p.get("instances") or [], key=lambda r: ROLE_ORDER.get(r["role"], 9)):
+        for i in sorted(p.instances, key=lambda r: ROLE_ORDER.get(r.role, 9)):
             rows.append(
                 [
                     a,
-                    i["role"],
-                    i["gpu"],
-                    i["datacenter"],
-                    str(i["count"]),
-                    str(i["gpus_per_instance"]),
-                    f"{i['tp']}/{i.get('dp', 1)}/{i['ep']}",
-                    _f(i["cost_per_hour"], 2),
+                    i.role,
+                    i.gpu,
+                    i.datacenter,
+                    str(i.count),
+                    str(i.gpus_per_instance),
+                    f"{i.tp}/{i.dp}/{i.ep}",
+                    _f(i.cost_per_hour, 2),
                 ]
             )
-        ln = p.get("line")
-        if ln:
+        ln = p.line
+        if ln is not None:
             rows.append(
                 [
                     a,
                     "line",
-                    f"{ln['count']} x {ln['sku']}",
-                    f"{ln.get('gbps', '-')} Gb/s",
+                    f"{ln.count} x {ln.sku}",
+                    f"{ln.gbps} Gb/s",
                     "",
                     "",
-                    f"RTT {ln.get('rtt_ms', '-')} ms",
-                    _f(ln["cost_per_hour"], 2),
+                    f"RTT {ln.rtt_ms} ms",
+                    _f(ln.cost_per_hour, 2),
                 ]
             )
     cols = ["arch", "role", "GPU", "datacenter", "instances", "GPUs each", "tp/dp/ep", "$/h"]
     return Section("fleet", "Fleet per architecture", cols, rows)
 
 
-def cost_breakdown(p: dict) -> dict[str, float]:
+def cost_breakdown(p: ArchitecturePlan) -> dict[str, float]:
     """$/h per role and the line (zero entries left out)."""
     out: dict[str, float] = {}
-    for i in p.get("instances") or []:
-        out[i["role"]] = out.get(i["role"], 0.0) + float(i["cost_per_hour"])
-    if p.get("line"):
-        out["line"] = float(p["line"]["cost_per_hour"])
+    for i in p.instances:
+        out[i.role] = out.get(i.role, 0.0) + float(i.cost_per_hour)
+    if p.line is not None:
+        out["line"] = float(p.line.cost_per_hour)
     return out
 
 
-def _costs(plans: dict) -> Section:
+def _costs(plans: dict[str, ArchitecturePlan]) -> Section:
     parts = [r for r in (*ROLES, "line") if any(r in cost_breakdown(p) for p in plans.values())]
     rows = []
     for a, p in plans.items():
         c = cost_breakdown(p)
-        gpus = sum(int(i["count"]) * int(i["gpus_per_instance"]) for i in p.get("instances") or [])
+        gpus = sum(i.count * i.gpus_per_instance for i in p.instances)
         rows.append(
             [a]
             + [_f(c.get(r), 2) if r in c else "-" for r in parts]
-            + [
-                _f(p.get("cost_per_hour"), 2),
-                str(gpus),
-                _f(p.get("goodput_rps"), 2),
-                _f(p.get("bcr"), 1),
-            ]
+            + [_f(p.cost_per_hour, 2), str(gpus), _f(p.goodput_rps, 2), _f(p.bcr, 1)]
         )
     cols = (
         ["arch"] + [f"{r} $/h" for r in parts] + ["total $/h", "GPUs", "goodput req/s", "BCR req/$"]
@@ -209,86 +196,77 @@ def _costs(plans: dict) -> Section:
     )
 
 
-def _q3(d: dict | None, keys=("p50", "p90", "p99"), nd: int = 3) -> list[str]:
-    d = d or {}
-    return [_f(d.get(k), nd) for k in keys]
+def _q3(d: object | None, keys=("p50", "p90", "p99"), nd: int = 3) -> list[str]:
+    return [_f(getattr(d, k, None), nd) for k in keys]
 
 
-def _latency(plans: dict, sla: dict) -> Section:
-    rows = []
-    for a, p in plans.items():
-        sim = p.get("simulated") or {}
-        rows.append(
-            [
-                a,
-                "TTFT s",
-                *_q3(p.get("ttft_s")),
-                *_q3(sim.get("ttft_s")),
-                f"P90 {sla.get('ttft_p90_s', '-')}, P99 {sla.get('ttft_p99_s', '-')}",
-            ]
-        )
-        rows.append(
-            [
-                a,
-                "TPOT ms",
-                *_q3(p.get("tpot_ms"), nd=1),
-                *_q3(sim.get("tpot_ms"), nd=1),
-                f"{sla.get('tpot_ms', '-')}",
-            ]
-        )
-        kv = p.get("kv_transfer_s") or {}
-        rows.append(
-            [
-                a,
-                "KV transfer s (analytic: mean)",
-                _f(kv.get("mean")),
-                "-",
-                "-",
-                *_q3(sim.get("kv_transfer_s")),
-                "",
-            ]
-        )
-        ln = p.get("line") or {}
-        rows.append(
-            [
-                a,
-                "line utilization",
-                _pct(ln.get("utilization")) if ln else "-",
-                "-",
-                "-",
-                _pct(sim.get("line_utilization")) if ln else "-",
-                "-",
-                "-",
-                "",
-            ]
-        )
+def _latency_rows(a: str, p: ArchitecturePlan, sla: SLA) -> list[list[str]]:
+    sim = p.simulated
+    ln = p.line
+    return [
+        [
+            a,
+            "TTFT s",
+            *_q3(p.ttft_s),
+            *_q3(sim and sim.ttft_s),
+            f"P90 {sla.ttft_p90_s}, P99 {sla.ttft_p99_s}",
+        ],
+        [a, "TPOT ms", *_q3(p.tpot_ms, nd=1), *_q3(sim and sim.tpot_ms, nd=1), f"{sla.tpot_ms}"],
+        [
+            a,
+            "KV transfer s (analytic: mean)",
+            _f(p.kv_transfer_s.mean),
+            "-",
+            "-",
+            *_q3(sim and sim.kv_transfer_s),
+            "",
+        ],
+        [
+            a,
+            "line utilization",
+            _pct(ln.utilization) if ln else "-",
+            "-",
+            "-",
+            _pct(sim.line_utilization if sim else None) if ln else "-",
+            "-",
+            "-",
+            "",
+        ],
+    ]
+
+
+def _latency(plans: dict[str, ArchitecturePlan], sla: SLA) -> Section:
+    rows = [r for a, p in plans.items() for r in _latency_rows(a, p, sla)]
     cols = ["arch", "metric", "analytic p50", "p90", "p99", "simulated p50", "p90", "p99", "SLA"]
     note = (
         "Analytic: the optimizer's queueing model. Simulated: the plan's replay by the "
         "discrete-event simulator (optimize's verification)."
-        if any(p.get("simulated") for p in plans.values())
+        if any(p.simulated for p in plans.values())
         else "Simulated figures are absent: the plan was made with --no-verify."
     )
     return Section("latency", "Latency: analytic vs simulated", cols, rows, note)
 
 
-def _routing(plans: dict) -> Section:
+def _shares_text(r: RouteShare | None) -> str:
+    if r is None:
+        return "-"
+    return " / ".join(_pct(getattr(r, k)) for k in PATHS)
+
+
+def _routing(plans: dict[str, ArchitecturePlan]) -> Section:
     rows = []
     for a, p in plans.items():
-        r = p.get("route_share") or {}
-        s = (p.get("simulated") or {}).get("route_share") or {}
-        ro = p.get("routing") or {}
+        ro = p.routing
+        below = ro.relay_at_or_below_hit_rate
         rows.append(
             [
                 a,
-                " / ".join(_pct(r.get(k)) for k in ("p_md", "p_rld_md", "p_rld")),
-                " / ".join(_pct(s.get(k)) for k in ("p_md", "p_rld_md", "p_rld")) if s else "-",
-                _pct(p.get("rld_token_share")),
-                _pct(ro.get("relay_at_or_below_hit_rate"), 0)
-                if ro.get("relay_at_or_below_hit_rate") is not None
-                else "none",
-                str(ro.get("singular_max_output_tokens", "-")),
-                _pct(p.get("prefill_utilization")),
+                _shares_text(p.route_share),
+                _shares_text(p.simulated.route_share if p.simulated else None),
+                _pct(p.rld_token_share),
+                _pct(below, 0) if below is not None else "none",
+                str(ro.singular_max_output_tokens),
+                _pct(p.prefill_utilization),
             ]
         )
     cols = [
@@ -303,34 +281,32 @@ def _routing(plans: dict) -> Section:
     return Section("routing", "Routing", cols, rows)
 
 
-def _constraints(plans: dict, infeasible: dict) -> Section:
-    rows = []
-    for a, p in plans.items():
-        sim = p.get("simulated") or {}
-        checks = sim.get("checks") or {}
-        ck = (
-            ", ".join(
-                f"{k} {_f(v.get('simulated'))} <= {v.get('target')}: {'ok' if v.get('ok') else 'FAIL'}"
-                for k, v in checks.items()
-            )
-            or "-"
+def _constraint_row(a: str, p: ArchitecturePlan) -> list[str]:
+    sim = p.simulated
+    checks = sim.checks if sim else {}
+    ck = (
+        ", ".join(
+            f"{k} {_f(v.simulated)} <= {v.target}: {'ok' if v.ok else 'FAIL'}"
+            for k, v in checks.items()
         )
-        solver = p.get("solver") or {}
-        sp = p.get("shadow_prices") or {}
-        rows.append(
-            [
-                a,
-                ", ".join(p.get("binding_constraints") or []) or "none",
-                ", ".join(f"{k} {v:+,.3g}" for k, v in sp.items()) or "-",
-                {True: "yes", False: "NO"}.get(sim.get("sla_met"), "-"),
-                ck,
-                f"{solver.get('status', '-')} ({_f(solver.get('seconds'), 2)} s, "
-                f"{solver.get('milps', '-')} MILPs)",
-                str(len(sim.get("rounds") or [])) if sim else "-",
-            ]
-        )
+        or "-"
+    )
+    sv = p.solver
+    return [
+        a,
+        ", ".join(p.binding_constraints) or "none",
+        ", ".join(f"{k} {v:+,.3g}" for k, v in p.shadow_prices.items()) or "-",
+        {True: "yes", False: "NO"}.get(sim.sla_met, "-") if sim else "-",
+        ck,
+        f"{sv.status} ({_f(sv.seconds, 2)} s, {sv.milps} MILPs)",
+        str(len(sim.rounds)) if sim else "-",
+    ]
+
+
+def _constraints(plans: dict[str, ArchitecturePlan], infeasible: dict[str, Infeasible]) -> Section:
+    rows = [_constraint_row(a, p) for a, p in plans.items()]
     for a, why in infeasible.items():
-        rows.append([a, f"infeasible: {why}", "-", "-", "-", "-", "-"])
+        rows.append([a, f"infeasible: {why.message}", "-", "-", "-", "-", "-"])
     cols = [
         "arch",
         "binding constraints",
@@ -350,32 +326,32 @@ def _constraints(plans: dict, infeasible: dict) -> Section:
     )
 
 
-def _comparison(plan: dict) -> Section | None:
-    c = plan.get("comparison") or {}
-    if not c:
-        return None
+def _comparison(plan: Plan) -> Section:
+    c = plan.comparison
+    relay = architectures.get(architectures.RELAY_ARCH).title
+    local = architectures.get(architectures.LOCAL_BASELINE).title
+    line = architectures.get(architectures.LINE_BASELINE).title
     rows = [
-        ["BCR gain, PDD vs IDC-PD", _signed_pct(c.get("bcr_gain_vs_idc_pd"))],
-        ["BCR gain, PDD vs CDC-PD", _signed_pct(c.get("bcr_gain_vs_cdc_pd"))],
+        [f"BCR gain, {relay} vs {local}", _signed_pct(c.bcr_gain_vs_idc_pd)],
+        [f"BCR gain, {relay} vs {line}", _signed_pct(c.bcr_gain_vs_cdc_pd)],
         [
-            "P90 TTFT reduction vs all P->MD on the PDD fleet",
-            _signed_pct(c.get("p90_ttft_reduction_vs_cdc_pd")),
+            f"P90 TTFT reduction vs all P->MD on the {relay} fleet",
+            _signed_pct(c.p90_ttft_reduction_vs_cdc_pd),
         ],
         [
-            "P90 TTFT, PDD fleet with every request P->MD",
-            _f(c.get("p90_ttft_same_fleet_all_p_md_s"), 3, unit=" s"),
+            f"P90 TTFT, {relay} fleet with every request P->MD",
+            _f(c.p90_ttft_same_fleet_all_p_md_s, 3, unit=" s"),
         ],
     ]
     return Section("comparison", "Comparison", ["figure", "value"], rows)
 
 
-def build_report(plan: dict) -> Report:
-    plans = plan.get("plans") or {}
-    sla = plan.get("sla") or (plan.get("inputs") or {}).get("sla") or {}
-    rate = plan.get("rate_rps")
+def build_report(plan: Plan) -> Report:
+    plans = plan.plans
+    rate = plan.rate_rps
     rep = Report(
-        title=f"{plan.get('scenario', 'plan')}: capacity plan",
-        subtitle=f"model {plan.get('model', '-')}, "
+        title=f"{plan.scenario}: capacity plan",
+        subtitle=f"model {plan.model}, "
         + (f"{rate:g} req/s" if rate else "highest SLA goodput")
         + f", architectures {', '.join(plans)}",
     )
@@ -383,19 +359,18 @@ def build_report(plan: dict) -> Report:
         _inputs(plan),
         _fleet(plans),
         _costs(plans),
-        _latency(plans, sla),
+        _latency(plans, plan.sla),
         _routing(plans),
-        _constraints(plans, plan.get("infeasible") or {}),
+        _constraints(plans, plan.infeasible),
+        _comparison(plan),
     ]
-    cmp_ = _comparison(plan)
-    if cmp_ is not None:
-        rep.sections.append(cmp_)
-    for a, why in (plan.get("infeasible") or {}).items():
-        rep.summary.append(f"{a}: infeasible: {why}")
+    for a, why in plan.infeasible.items():
+        rep.summary.append(f"{a}: infeasible: {why.message}")
     if plans:
-        best = max(plans, key=lambda a: plans[a].get("bcr") or 0.0)
+        best = max(plans, key=lambda a: plans[a].bcr)
+        b = plans[best]
         rep.summary.append(
-            f"Best BCR: {best} at {_f(plans[best].get('bcr'), 1)} req/$ "
-            f"(${_f(plans[best].get('cost_per_hour'), 2)}/h for {_f(plans[best].get('goodput_rps'), 2)} req/s)."
+            f"Best BCR: {best} at {_f(b.bcr, 1)} req/$ "
+            f"(${_f(b.cost_per_hour, 2)}/h for {_f(b.goodput_rps, 2)} req/s)."
         )
     return rep

@@ -9,6 +9,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from .. import architectures  # noqa: E402
+
 
 def _png(fig) -> bytes:
     buf = io.BytesIO()
@@ -44,7 +46,7 @@ def bathtub_png(res: dict) -> bytes:
 
 
 # ---------------------------------------------------------------------- report figures
-ARCH_COLORS = {"pdd": "#1f77b4", "cdc_pd": "#ff7f0e", "idc_pd": "#2ca02c"}
+
 PART_COLORS = {
     "prefill": "#4c72b0",
     "relay_decode": "#dd8452",
@@ -55,7 +57,8 @@ PART_COLORS = {
 
 
 def _color(a: str, i: int) -> str:
-    return ARCH_COLORS.get(a, f"C{i}")
+    spec = architectures.REGISTRY.get(a)
+    return spec.color if spec is not None else f"C{i}"
 
 
 def ttft_cdf_png(series: dict, analytic: dict, sla: dict, note: str) -> bytes:

@@ -75,7 +75,12 @@ def _format_loc(loc: tuple) -> str:
     return out or "(top level)"
 
 
-def validation_to_input_error(model: type[BaseModel], e: ValidationError, file: str) -> InputError:
+def validation_to_input_error(
+    model: type[BaseModel],
+    e: ValidationError,
+    file: str,
+    fix: str = "see the scenario format in README.md",
+) -> InputError:
     errs = e.errors()
     # Prefer the most specific error: extra keys first, then the deepest location.
     errs.sort(key=lambda x: (x["type"] != "extra_forbidden", -len(x["loc"])))
@@ -91,16 +96,18 @@ def validation_to_input_error(model: type[BaseModel], e: ValidationError, file: 
     msg = err["msg"].removeprefix("Value error, ")
     got = err.get("input")
     got_s = "" if isinstance(got, dict | list) or got is None else f" (got {got!r})"
-    return InputError(file, field, msg + got_s, "see the scenario format in README.md")
+    return InputError(file, field, msg + got_s, fix)
 
 
-def parse(model: type[M], data: Any, file: str) -> M:
+def parse(
+    model: type[M], data: Any, file: str, fix: str = "see the scenario format in README.md"
+) -> M:
     if not isinstance(data, dict):
         raise InputError(file, None, "expected a YAML mapping at the top level", "see README.md")
     try:
         return model.model_validate(data)
     except ValidationError as e:
-        raise validation_to_input_error(model, e, file) from None
+        raise validation_to_input_error(model, e, file, fix) from None
 
 
 def load(model: type[M], path: str | Path) -> M:

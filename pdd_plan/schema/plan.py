@@ -343,7 +343,7 @@ def parse_plan(data: Any, file: str | None = None) -> Plan:
         )
     if not isinstance(data["plans"], dict) or not data["plans"]:
         raise InputError(file, "plans", "no plans in the plan file", PLAN_FIX)
-    return parse(Plan, data, where)
+    return parse(Plan, data, where, PLAN_FIX)
 
 
 def load_plan(path: str | Path) -> Plan:

@@ -6,11 +6,11 @@ from typing import Literal
 
 from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_validator
 
+from .. import architectures
 from .common import Strict
 from .line import LineSKU
 
-Architecture = Literal["pdd", "cdc_pd", "idc_pd"]
-ARCHITECTURES: tuple[str, ...] = ("pdd", "cdc_pd", "idc_pd")
+ARCHITECTURES: tuple[str, ...] = architectures.names()  # the built-in ones (the spec has all)
 
 
 class Lognormal(Strict):
@@ -183,7 +183,7 @@ class Scenario(Strict):
     sla: SLA
     prices: dict[str, PositiveFloat] = {}
     policy: Policy = Policy()
-    architectures: list[Architecture] = ["pdd", "cdc_pd", "idc_pd"]
+    architectures: list[str] = list(ARCHITECTURES)
     objective: Literal["bcr", "cost", "goodput"] = "bcr"
     budget_per_hour: PositiveFloat | None = None
     search: Search = Search()
@@ -198,13 +198,20 @@ class Scenario(Strict):
             dc = getattr(self.placement, role)
             if dc is not None and dc not in names:
                 raise ValueError(f"placement.{role} names unknown datacenter '{dc}' (have {names})")
-        needs_two = any(a in ("pdd", "cdc_pd") for a in self.architectures)
-        if needs_two and len(self.datacenters) < 2 and self.placement.main_decode is None:
-            raise ValueError("pdd and cdc_pd need a second datacenter for main decode")
-        if needs_two and self.link is None:
-            raise ValueError("pdd and cdc_pd need a link between the datacenters")
+        known = architectures.names()
+        for a in self.architectures:
+            if a not in known:
+                raise ValueError(f"unknown architecture '{a}' (use one of {', '.join(known)})")
+        if len(set(self.architectures)) != len(self.architectures):
+            raise ValueError("architectures are listed more than once")
+        crossing = [a for a in self.architectures if architectures.get(a).crosses_line]
+        who = " and ".join(crossing)
+        if crossing and len(self.datacenters) < 2 and self.placement.main_decode is None:
+            raise ValueError(f"{who} need a second datacenter for main decode")
+        if crossing and self.link is None:
+            raise ValueError(f"{who} need a link between the datacenters")
         if not self.architectures:
-            raise ValueError("architectures must list at least one of pdd, cdc_pd, idc_pd")
+            raise ValueError(f"architectures must list at least one of {', '.join(known)}")
         return self
 
 
