@@ -11,6 +11,7 @@ from typing import TypeVar
 from pydantic import BaseModel
 
 from .errors import InputError
+from .perf.calibrated import apply_calibration
 from .schema import GPUProfile, LineSKU, ModelProfile
 from .schema.io import load
 
@@ -30,8 +31,6 @@ def bundled_names(kind: str) -> list[str]:
 def _load_cached(kind: str, path: str) -> BaseModel:
     obj = load(KINDS[kind], path)
     if kind == "gpus":  # fitted efficiency factors (data/calibration/<gpu>.yaml), if any
-        from .perf.calibration import apply_calibration
-
         obj = apply_calibration(obj)
     return obj
 

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from pdd_plan import profiles
 from pdd_plan.cli.main import app
 from pdd_plan.errors import InputError
-from pdd_plan.perf import arch, calibration, offline, roofline
+from pdd_plan.perf import arch, calibrated, calibration, offline, roofline
 from pdd_plan.perf.hf_import import profile_from_hf
 from pdd_plan.perf.instance import Instance
 from pdd_plan.schema import ModelProfile
@@ -367,15 +367,15 @@ def test_calibration_file_round_trip(tmp_path, monkeypatch):
     rows = [r for r in calibration.read_measurements(CSV) if r.gpu == "h100"]
     res = calibration.fit(rows, calibration.analytic_gpu("h100"))
     (tmp_path / "h100.yaml").write_text(calibration.calibration_yaml(res, "m.csv", "2026-01-01"))
-    monkeypatch.setattr(calibration, "calibration_dir", lambda: tmp_path)
-    g = calibration.apply_calibration(calibration.analytic_gpu("h100"))
+    monkeypatch.setattr(calibrated, "calibration_dir", lambda: tmp_path)
+    g = calibrated.apply_calibration(calibration.analytic_gpu("h100"))
     assert g.efficiency.mode == "calibrated"
     assert g.efficiency.mfu == pytest.approx(res.factors["mfu"], abs=1e-4)
     assert "m.csv rows 1, 2, 3, 4, 9, 10" in g.efficiency.source
     # a profile that is already calibrated, or a GPU without a file, is left alone
-    assert calibration.apply_calibration(g) is g
+    assert calibrated.apply_calibration(g) is g
     b200 = calibration.analytic_gpu("b200")
-    assert calibration.apply_calibration(b200) is b200
+    assert calibrated.apply_calibration(b200) is b200
 
 
 # ================================================================ import-hf
@@ -457,6 +457,7 @@ def test_perf_command_table_and_moe_defaults():
         (["-m", "llama-3.1-70b", "-g", "h100", "--gpus", 1], "does not fit"),
         (["-m", "llama-3.1-8b", "-g", "h100", "--dtype", "int4"], "dtype"),
         (["-m", "llama-3.1-8b", "-g", "h100", "-B", 100000], "KV"),
+        (["-m", "llama-3.1-8b", "-g", "h100", "--kv-dtype", "fp4"], "field '--kv-dtype'"),
     ],
 )
 def test_perf_command_bad_input(args, needle):
@@ -464,6 +465,15 @@ def test_perf_command_bad_input(args, needle):
     assert r.exit_code == 2, r.output
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0]
+
+
+@pytest.mark.unit
+def test_domain_errors_name_fields_not_flags():
+    # the command line translates a field to its flag (test above); the domain code does not
+    with pytest.raises(InputError, match="field 'kv_dtype'"):
+        arch.with_kv_dtype(profiles.model("llama-3.1-8b"), "fp4")
+    with pytest.raises(InputError, match="field 'gpu'"):
+        calibration.fit([], calibration.analytic_gpu("h100"))
 
 
 @pytest.mark.integration

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,19 @@ def guarded(fn: Callable) -> Callable:
             raise typer.Exit(3) from None
 
     return wrapper
+
+
+@contextlib.contextmanager
+def flag_names(**flag_of_field: str) -> Iterator[None]:
+    """Report an InputError about a field (``kv_dtype``) as one about the flag that set it
+    (``--kv-dtype``): domain code names its fields, only the command line knows its flags."""
+    try:
+        yield
+    except InputError as e:
+        flag = flag_of_field.get(e.field or "")
+        if flag is None:
+            raise
+        raise InputError(e.file, flag, e.problem, e.fix) from None
 
 
 def check_format(fmt: str, allowed: tuple[str, ...] = FORMATS) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from ..errors import InputError
-from .common import check_format, dumps, echo, guarded, write_atomic
+from .common import check_format, dumps, echo, flag_names, guarded, write_atomic
 
 PHASES = ("prefill", "decode", "extend", "offline")
 
@@ -18,7 +18,8 @@ def _instance(model: str, gpu: str, gpus, tp, ep, dp, dp_attention, dtype, kv_dt
     from ..perf import arch
     from ..perf.instance import Instance, parallelism_candidates
 
-    m = arch.with_kv_dtype(profiles.model(model, "--model"), kv_dtype)
+    with flag_names(kv_dtype="--kv-dtype"):
+        m = arch.with_kv_dtype(profiles.model(model, "--model"), kv_dtype)
     g = profiles.gpu(gpu, "--gpu")
     if dtype is not None and dtype not in arch.DTYPE_BYTES:
         raise InputError(None, "--dtype", f"unknown dtype '{dtype}'", "use bf16, fp8 or fp4")

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import InputError
 from ..schema.model import ModelProfile
 
 # Bytes per stored element. FP4 (e2m1) carries one ue8m0 scale per 32 values.
@@ -178,9 +179,7 @@ def with_kv_dtype(m: ModelProfile, kv_dtype: str | None) -> ModelProfile:
     if kv_dtype is None or kv_dtype == m.kv_cache.dtype:
         return m
     if kv_dtype not in ("bf16", "fp8"):
-        from ..errors import InputError
-
-        raise InputError(None, "--kv-dtype", f"unknown KV dtype '{kv_dtype}'", "use bf16 or fp8")
+        raise InputError(None, "kv_dtype", f"unknown KV dtype '{kv_dtype}'", "use bf16 or fp8")
     kv = m.kv_cache.model_copy(
         update={"dtype": kv_dtype, "source": f"override: {kv_dtype} KV cache (engine setting)"}
     )

@@ -1,4 +1,4 @@
-"""Calibration: fit a GPU's few efficiency factors to measured throughput, and apply the fit.
+"""Calibration: fit a GPU's few efficiency factors to measured throughput.
 
 Four factors per GPU type, the physical ones of the roofline (not one per data row):
 `mfu` (large-GEMM fraction of peak FLOP/s), `mbu` (fraction of HBM bandwidth), `step_overhead_ms`
@@ -7,7 +7,8 @@ fitted by `scipy.optimize.least_squares` on log errors, within physical bounds, 
 towards the analytic defaults so that a GPU with few rows is not over-fitted.
 
 A fit is written to `data/calibration/<gpu>.yaml`; loading a GPU profile applies it on top of
-the profile's analytic efficiency (`apply_calibration`) and sets `efficiency.mode: calibrated`.
+the profile's analytic efficiency (`pdd_plan.perf.calibrated.apply_calibration`) and sets
+`efficiency.mode: calibrated`.
 `comm_efficiency` and `mem_fraction` are never fitted. GPUs without measurements stay analytic.
 """
 
@@ -17,18 +18,20 @@ import csv
 import datetime as _dt
 import re
 from dataclasses import dataclass
-from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
 import yaml
-from pydantic import Field, PositiveFloat
 
+from .. import profiles
 from ..errors import InputError
-from ..schema.common import Strict
 from ..schema.gpu import GPUProfile
+from ..schema.io import load
 from . import arch
+
+# Reading and applying calibration files is calibrated.py's; the file format and folder are
+# re-exported here for the `calibrate` command, which writes them.
+from .calibrated import CalibrationFile, calibration_dir, with_efficiency  # noqa: F401
 from .instance import Instance
 from .offline import ENGINES, TRTLLM_BENCH, Engine, offline_throughput
 
@@ -145,16 +148,9 @@ def read_measurements(path: str | Path) -> list[Measurement]:
     return out
 
 
-def with_efficiency(gpu: GPUProfile, **factors: float) -> GPUProfile:
-    eff = gpu.efficiency.model_copy(update=factors)
-    return gpu.model_copy(update={"efficiency": eff})
-
-
 def predict(meas: Measurement, gpu: GPUProfile, model=None) -> float:
     """Predicted output tokens/s for one measurement on `gpu` (with its efficiency factors)."""
     if model is None:
-        from .. import profiles
-
         model = profiles.model(meas.model)
     model = arch.with_kv_dtype(model, meas.kv_dtype)
     inst = Instance(model, gpu, meas.n_gpus, tp=meas.tp, ep=1, dtype=meas.dtype)
@@ -183,8 +179,6 @@ class FitResult:
 
 
 def _models(rows: list[Measurement]):
-    from .. import profiles
-
     return {m: profiles.model(m) for m in {r.model for r in rows}}
 
 
@@ -193,7 +187,7 @@ def fit(rows: list[Measurement], gpu: GPUProfile) -> FitResult:
     from scipy.optimize import least_squares
 
     if not rows:
-        raise InputError(None, "--gpu", f"no measurements on {gpu.name}", "pick a GPU in the CSV")
+        raise InputError(None, "gpu", f"no measurements on {gpu.name}", "pick a GPU in the CSV")
     models = _models(rows)
     e0 = gpu.efficiency
     x0 = np.array([getattr(e0, k) for k in FACTORS], dtype=float)
@@ -242,68 +236,8 @@ def fit(rows: list[Measurement], gpu: GPUProfile) -> FitResult:
 # ------------------------------------------------------------------ calibration files
 
 
-class CalibratedFactors(Strict):
-    mfu: float = Field(gt=0, le=1)
-    mbu: float = Field(gt=0, le=1)
-    step_overhead_ms: float = Field(ge=0)
-    chunk_half_tokens: PositiveFloat
-    source: str
-
-
-class CalibrationFile(Strict):
-    gpu: str
-    efficiency: CalibratedFactors
-    fit: dict | None = None  # provenance: rows, errors before/after (informational)
-
-
-def calibration_dir() -> Path:
-    return Path(str(resources.files("pdd_plan") / "data" / "calibration"))
-
-
-def calibration_path(gpu_name: str) -> Path:
-    return calibration_dir() / f"{gpu_name}.yaml"
-
-
-@lru_cache(maxsize=64)
-def _read_calibration(path: str, mtime: float) -> CalibrationFile:
-    from ..schema.io import load
-
-    del mtime  # part of the cache key only: a rewritten file is read again
-    return load(CalibrationFile, path)
-
-
-def load_calibration(gpu_name: str) -> CalibrationFile | None:
-    p = calibration_path(gpu_name)
-    if not p.is_file():
-        return None
-    return _read_calibration(str(p), p.stat().st_mtime)
-
-
-def apply_calibration(gpu: GPUProfile) -> GPUProfile:
-    """`gpu` with its fitted factors, when a calibration file for its name exists and the
-    profile itself is analytic (a profile that says `mode: calibrated` is kept as written)."""
-    if gpu.efficiency.mode != "analytic":
-        return gpu
-    cal = load_calibration(gpu.name)
-    if cal is None:
-        return gpu
-    c = cal.efficiency
-    return with_efficiency(
-        gpu,
-        mfu=c.mfu,
-        mbu=c.mbu,
-        step_overhead_ms=c.step_overhead_ms,
-        chunk_half_tokens=c.chunk_half_tokens,
-        mode="calibrated",
-        source=f"{c.source} (on top of the profile's analytic defaults: {gpu.efficiency.source})",
-    )
-
-
 def analytic_gpu(name: str) -> GPUProfile:
     """A bundled GPU profile exactly as its YAML says (no calibration applied)."""
-    from .. import profiles
-    from ..schema.io import load
-
     path = profiles.data_dir() / "profiles" / "gpus" / f"{name}.yaml"
     if not path.is_file():
         profiles.gpu(name)  # raises the usual 'unknown GPU' error with a suggestion
