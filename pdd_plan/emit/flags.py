@@ -120,10 +120,12 @@ def _value(kind: str, vals: list[str], spec: dict) -> str | None:
     return None if v else "empty value"
 
 
+# (fewest, most) values a flag kind takes; every other kind takes exactly one.
 _NARGS = {"bool": (0, 0), "prefill": (1, 2), "selector": (1, 64)}
 
 
 def check_argv(argv: list[str]) -> list[str]:
+    """The problems of one SGLang command line (empty when it parses)."""
     prog = program_of(argv)
     if prog is None:
         return [f"not a known SGLang program: {' '.join(argv[:3])}"]
@@ -140,41 +142,59 @@ def check_argv(argv: list[str]) -> list[str]:
         name, eq, inline = tok.partition("=")
         canon = t["alias"].get(name)
         if canon is None:
-            close = difflib.get_close_matches(name, list(t["alias"]), n=1)
-            hint = f" (did you mean {close[0]}?)" if close else ""
-            problems.append(f"{prog}: unknown flag {name}{hint}")
+            problems.append(f"{prog}: {_unknown_flag(name, t['alias'])}")
             if eq == "" and i < len(toks) and not toks[i].startswith("--"):
                 i += 1  # skip its value, if it looks like one
             continue
         spec = t["flags"][canon]
-        kind = spec["kind"]
         seen[canon] = seen.get(canon, 0) + 1
         if seen[canon] > 1 and not spec.get("repeat"):
             problems.append(f"{prog}: {canon} given more than once")
-        lo, hi = _NARGS.get(kind, (1, 1))
-        if eq:
-            vals = [inline]
-            if hi == 0:
-                problems.append(f"{prog}: {canon} is a switch and takes no value")
-                continue
-        else:
-            vals = []
-            while len(vals) < hi and i < len(toks) and not toks[i].startswith("--"):
-                vals.append(toks[i])
-                i += 1
-        if len(vals) < lo:
-            problems.append(f"{prog}: {canon} needs a value")
-            continue
-        if hi == 0:
-            continue
-        err = _value(kind, vals, spec)
+        vals, i = _take_values(toks, i, inline if eq else None, spec["kind"])
+        err = _flag_problem(spec, vals, inline=bool(eq))
         if err:
             problems.append(f"{prog}: {canon} {err}")
-    for req in t["required"]:
-        if req not in seen:
-            problems.append(f"{prog}: missing required {req}")
+    problems += [f"{prog}: {p}" for p in _missing_flags(prog, t["required"], seen)]
+    return problems
+
+
+def _unknown_flag(name: str, alias: dict[str, str]) -> str:
+    close = difflib.get_close_matches(name, list(alias), n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    return f"unknown flag {name}{hint}"
+
+
+def _take_values(toks: list[str], i: int, inline: str | None, kind: str) -> tuple[list[str], int]:
+    """A flag's values: its ``=value``, else the non-flag tokens from ``i`` on (as many as
+    its kind takes); and the index of the next token."""
+    if inline is not None:
+        return [inline], i
+    most = _NARGS.get(kind, (1, 1))[1]
+    vals = []
+    while len(vals) < most and i < len(toks) and not toks[i].startswith("--"):
+        vals.append(toks[i])
+        i += 1
+    return vals, i
+
+
+def _flag_problem(spec: dict, vals: list[str], inline: bool) -> str | None:
+    """What is wrong with one flag's values (None: nothing)."""
+    kind = spec["kind"]
+    fewest, most = _NARGS.get(kind, (1, 1))
+    if inline and most == 0:
+        return "is a switch and takes no value"
+    if len(vals) < fewest:
+        return "needs a value"
+    if most == 0:
+        return None
+    return _value(kind, vals, spec)
+
+
+def _missing_flags(prog: str, required: list[str], seen: dict[str, int]) -> list[str]:
+    """Required flags not given; a PD router also needs its workers or service discovery."""
+    out = [f"missing required {req}" for req in required if req not in seen]
     if prog == "sglang_router.launch_router" and "--pd-disaggregation" in seen:
         for need in ("--prefill", "--decode"):
             if need not in seen and "--service-discovery" not in seen:
-                problems.append(f"{prog}: --pd-disaggregation without {need}")
-    return problems
+                out.append(f"--pd-disaggregation without {need}")
+    return out
