@@ -5,16 +5,14 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-import os
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import typer
 import yaml
 
+from ..atomic import write_atomic  # noqa: F401  (the commands write their files with it)
 from ..errors import InputError, PddPlanError
 
 DEBUG = {"on": False}
@@ -74,28 +72,6 @@ def dumps(data: Any, fmt: str) -> str:
     if fmt == "yaml":
         return yaml.safe_dump(data, sort_keys=False)
     raise ValueError(fmt)
-
-
-def write_atomic(path: str | Path, text: str | bytes) -> None:
-    """Write via a temporary file in the same folder and rename: never half-written."""
-    p = Path(path)
-    if p.parent and not p.parent.exists():
-        raise InputError(
-            str(p), None, "folder does not exist", "create the folder or change the path"
-        )
-    mode = "wb" if isinstance(text, bytes) else "w"
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=str(p.parent or "."))
-    try:
-        with os.fdopen(fd, mode) as f:
-            f.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file ordinary permissions
-        os.replace(tmp, p)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def echo(text: str) -> None:

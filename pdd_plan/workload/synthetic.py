@@ -14,12 +14,12 @@ Every generator takes ``seed``: an int or a ``numpy.random.Generator`` (passed t
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
+from pdd_plan.atomic import atomic_open
 from pdd_plan.errors import InputError
 from pdd_plan.workload.requests import Requests
 
@@ -208,34 +208,25 @@ def write_generic_jsonl(
     requests: Requests, path: str | os.PathLike, *, chunk_rows: int = 100_000
 ) -> Path:
     """Write ``requests`` as generic JSONL (``arrival_s``, ``input_tokens``, ``output_tokens``,
-    ``hit_rate`` = ``hit_p`` when known), atomically: a temp file then ``os.replace``.
+    ``hit_rate`` = ``hit_p`` when known), atomically (:mod:`pdd_plan.atomic`), creating
+    the folder if needed.
 
     Floats are written with ``repr`` so reading the file back gives the same values.
     """
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            n = len(requests)
-            for s in range(0, n, chunk_rows):
-                a = requests.arrival_s[s : s + chunk_rows].tolist()
-                i = requests.input_tokens[s : s + chunk_rows].tolist()
-                o = requests.output_tokens[s : s + chunk_rows].tolist()
-                h = requests.hit_p[s : s + chunk_rows].tolist()
-                lines = [
-                    f'{{"arrival_s": {ai!r}, "input_tokens": {ii}, "output_tokens": {oi}'
-                    + ("}" if hi != hi else f', "hit_rate": {hi!r}}}')
-                    for ai, ii, oi, hi in zip(a, i, o, h, strict=True)
-                ]
-                f.write("\n".join(lines))
-                f.write("\n")
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, p)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    with atomic_open(p) as f:
+        n = len(requests)
+        for s in range(0, n, chunk_rows):
+            a = requests.arrival_s[s : s + chunk_rows].tolist()
+            i = requests.input_tokens[s : s + chunk_rows].tolist()
+            o = requests.output_tokens[s : s + chunk_rows].tolist()
+            h = requests.hit_p[s : s + chunk_rows].tolist()
+            lines = [
+                f'{{"arrival_s": {ai!r}, "input_tokens": {ii}, "output_tokens": {oi}'
+                + ("}" if hi != hi else f', "hit_rate": {hi!r}}}')
+                for ai, ii, oi, hi in zip(a, i, o, h, strict=True)
+            ]
+            f.write("\n".join(lines))
+            f.write("\n")
     return p
