@@ -10,8 +10,13 @@ import pytest
 from typer.testing import CliRunner
 
 from pdd_plan.cli.main import app
-from pdd_plan.errors import InputError
-from pdd_plan.optimize.sweep import grid, pareto_indices, parse_vary, set_key
+from pdd_plan.cli.sweep_grid import check_grid, parse_vary
+from pdd_plan.errors import InfeasibleError, InputError
+from pdd_plan.optimize.pareto import pareto_indices
+from pdd_plan.optimize.sweep_executors import run_all
+from pdd_plan.optimize.sweep_points import grid, set_key
+from pdd_plan.optimize.sweep_rows import infeasible_rows, point_rows
+from pdd_plan.schema.plan import Infeasible, Reason, load_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = str(ROOT / "examples" / "pdd-paper.yaml")
@@ -86,8 +91,13 @@ def test_parse_vary_bad(spec, words):
 def test_grid_and_set_key():
     a, b = parse_vary("a=1:2:1"), parse_vary("b.c=0.5:1:0.5")
     assert grid([a, b]) == [(1, 0.5), (1, 1.0), (2, 0.5), (2, 1.0)]  # first --vary outermost
-    with pytest.raises(InputError, match="more than once"):
+    with pytest.raises(InputError, match="--vary a.*more than once"):
+        check_grid([a, a])
+    with pytest.raises(ValueError):  # the domain refuses what the command line would have
         grid([a, a])
+    check_grid([parse_vary("x=0:99:1"), parse_vary("y=0:99:1")])  # 10,000 points: the cap
+    with pytest.raises(InputError, match=r"--vary x, y.*10,100 points"):
+        check_grid([parse_vary("x=0:100:1"), parse_vary("y=0:99:1")])
     data = {"sla": {"ttft_p90_s": 10}, "datacenters": [{"name": "a", "gpus": {"h100": 8}}]}
     out = set_key(data, "policy.drc", False)
     assert out["policy"] == {"drc": False} and "policy" not in data  # deep copy, dict created
@@ -161,6 +171,77 @@ def test_pareto_hand_made():
     # one coordinate strictly better, the rest equal, is enough to dominate
     assert pareto_indices([(1.0, 2.0, 3.0), (1.0, 2.0, 3.1)]) == [1]
     assert pareto_indices([(1.0, 2.0, 3.0), (1.0, 1.9, 3.0)]) == [1]
+
+
+# ------------------------------------------------------------------------------ rows
+# a reason that itself reads like the old joined "a: why; b: why" message: rows must not split it
+TRICKY = "line capacity: 2 Gbps over 1 x eth-1g; pdd: looks like another architecture"
+
+
+def _infeasible(message: str) -> Infeasible:
+    return Infeasible(
+        reasons=[
+            Reason(kind="line_capacity", message=message, field="link.max_lines"),
+            Reason(kind="sla", message="a later reason, not the binding one"),
+        ]
+    )
+
+
+@pytest.mark.unit
+def test_rows_read_the_typed_plan():
+    plan = load_plan(ROOT / "tests" / "golden" / "narrow-line.optimize.yaml")
+    plan = plan.model_copy(
+        update={
+            "plans": {a: p for a, p in plan.plans.items() if a != "cdc_pd"},
+            "infeasible": {"cdc_pd": _infeasible(TRICKY)},
+        }
+    )
+    rows = point_rows(plan, ["pdd", "cdc_pd", "idc_pd"], verify=True)
+    assert list(rows) == ["pdd", "cdc_pd", "idc_pd"]
+    pdd = plan.plans["pdd"]
+    assert rows["pdd"]["status"] == "ok" and rows["pdd"]["cost_per_hour"] == pdd.cost_per_hour
+    assert rows["pdd"]["gpus"] == sum(g.count * g.gpus_per_instance for g in pdd.instances)
+    assert rows["pdd"]["line"] == f"{pdd.line.count}x {pdd.line.sku}"
+    assert rows["pdd"]["sim_sla_met"] == pdd.simulated.sla_met
+    assert rows["idc_pd"]["line"] is None
+    inf = rows["cdc_pd"]
+    assert inf["status"] == "infeasible" and inf["cost_per_hour"] is None
+    assert inf["reason"] == f"no plan meets the scenario: {TRICKY}"
+    assert inf["sim_sla_met"] is None and inf["pareto"] is False
+
+
+@pytest.mark.unit
+def test_infeasible_point_rows_take_each_architectures_own_reason():
+    by = {"pdd": _infeasible(TRICKY), "idc_pd": _infeasible("TPOT 5 ms is below ...")}
+    e = InfeasibleError("pdd: joined; idc_pd: joined", by_architecture=by)
+    rows = infeasible_rows(e, ["pdd", "idc_pd", "cdc_pd"], verify=False)
+    assert rows["pdd"]["reason"] == f"no plan meets the scenario: {TRICKY}"
+    assert rows["idc_pd"]["reason"] == "no plan meets the scenario: TPOT 5 ms is below ..."
+    assert rows["cdc_pd"]["reason"] == "pdd: joined; idc_pd: joined"  # none of its own: all
+    assert all(r["status"] == "infeasible" and "sim_sla_met" not in r for r in rows.values())
+
+
+def _square(x: int) -> int:
+    return x * x
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("executor", ["serial", "thread", "process"])
+def test_run_all_keeps_item_order(executor):
+    assert run_all(_square, list(range(7)), executor, workers=3) == [x * x for x in range(7)]
+
+
+@pytest.mark.unit
+def test_run_all_serial_stops_after_a_stop_result():
+    seen = []
+    out = run_all(
+        _square,
+        [1, 2, 3, 4],
+        "serial",
+        progress=lambda d, n: seen.append((d, n)),
+        stop=lambda r: r == 4,
+    )
+    assert out == [1, 4] and seen == [(1, 4), (2, 4)]
 
 
 # ------------------------------------------------------------------------------ sweeps

@@ -2,153 +2,17 @@
 
 from __future__ import annotations
 
-import io
 import sys
 from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from .. import profiles
 from ..errors import InputError
 from .common import check_format, dumps, echo, guarded, write_atomic
 
 SWEEP_FORMATS = ("table", "json", "csv")
-
-
-def _csv(result: dict) -> str:
-    import pandas as pd
-
-    from ..optimize.sweep import columns, rows
-
-    cols = columns(result)
-    df = pd.DataFrame(rows(result), columns=cols, dtype=object)  # object: ints stay ints
-    buf = io.StringIO()
-    df.to_csv(buf, index=False, lineterminator="\n", na_rep="")
-    return buf.getvalue()
-
-
-def _fmt(x, nd: int = 2, pct: bool = False) -> str:
-    if x is None:
-        return "-"
-    if pct:
-        return f"{x * 100:.0f}%"
-    return f"{x:,.{nd}f}" if isinstance(x, float) else str(x)
-
-
-def _table(result: dict, console: Console) -> None:
-    keys = [v["key"] for v in result["vary"]]
-    t = Table(
-        title=f"sweep {result['scenario']}: {len(result['points'])} points "
-        f"({'verified' if result['verify'] else 'not verified'}; * = Pareto frontier)",
-        show_lines=False,
-    )
-    for k in ["#", *keys]:
-        t.add_column(k, justify="right")
-    for c in ("arch", "status"):
-        t.add_column(c)
-    for c in ("$/hour", "goodput r/s", "BCR", "TTFT p90", "TTFT p99"):
-        t.add_column(c, justify="right")
-    if result["verify"]:
-        t.add_column("sim SLA")
-    t.add_column("routes md/rld-md/rld %", justify="right")
-    t.add_column("GPUs", justify="right")
-    t.add_column("line")
-    t.add_column("*")
-    notes = []
-    for p in result["points"]:
-        for a in result["architectures"]:
-            r = p["architectures"][a]
-            ok = r["status"] == "ok"
-            cells = [str(p["index"]), *(str(p["values"][k]) for k in keys), a]
-            cells.append(r["status"] if ok else f"[yellow]{r['status']}[/yellow]")
-            cells += [
-                _fmt(r["cost_per_hour"]),
-                _fmt(r["goodput_rps"]),
-                _fmt(r["bcr"], 1),
-                _fmt(r["ttft_p90_s"]),
-                _fmt(r["ttft_p99_s"]),
-            ]
-            if result["verify"]:
-                met = r.get("sim_sla_met")
-                cells.append("-" if met is None else ("yes" if met else "[red]no[/red]"))
-            routes = "/".join(
-                _fmt(r[f"route_{k}"], pct=True) for k in ("p_md", "p_rld_md", "p_rld")
-            )
-            cells += [
-                routes.replace("%", "") if ok else "-",
-                _fmt(r["gpus"]),
-                r["line"] or "-",
-                "*" if r["pareto"] else "",
-            ]
-            t.add_row(*cells)
-            if not ok:
-                notes.append(f"#{p['index']} {a}: {r['reason']}")
-    console.print(t)
-    for n in notes:
-        console.print(f"[yellow]infeasible[/yellow] {n}", highlight=False, markup=True)
-
-
-def _plot_png(result: dict) -> bytes:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    colors = {"pdd": "#1f77b4", "cdc_pd": "#ff7f0e", "idc_pd": "#2ca02c"}
-    markers = {"pdd": "o", "cdc_pd": "s", "idc_pd": "^"}
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    any_ok = off_front = False
-    for j, a in enumerate(result["architectures"]):
-        c, m = colors.get(a, f"C{j}"), markers.get(a, "D")
-        rows = {
-            p["index"]: p["architectures"][a]
-            for p in result["points"]
-            if p["architectures"][a]["status"] == "ok"
-        }
-        if not rows:
-            continue
-        any_ok = True
-        front = set(result["pareto"][a])
-        rest = [r for i, r in rows.items() if i not in front]
-        if rest:  # off the frontier: hollow
-            off_front = True
-            ax.scatter(
-                [r["goodput_rps"] for r in rest],
-                [r["cost_per_hour"] for r in rest],
-                facecolors="none",
-                edgecolors=c,
-                marker=m,
-                s=30,
-                alpha=0.7,
-            )
-        on = sorted((rows[i]["goodput_rps"], rows[i]["cost_per_hour"]) for i in front)
-        ax.plot(
-            [g for g, _ in on],
-            [x for _, x in on],
-            color=c,
-            marker=m,
-            ms=7 - j,  # identical plans of two architectures stay visible
-            lw=1.5,
-            alpha=0.85,
-            label=f"{a} (frontier)",
-        )
-    if off_front:
-        ax.scatter([], [], facecolors="none", edgecolors="grey", label="off the frontier")
-    if not any_ok:
-        ax.text(0.5, 0.5, "no feasible point", ha="center", va="center", transform=ax.transAxes)
-    ax.set_xlabel("goodput (requests/s)")
-    ax.set_ylabel("cost ($/hour)")
-    keys = ", ".join(v["key"] for v in result["vary"])
-    ax.set_title(f"{result['scenario']}: sweep over {keys}")
-    ax.grid(alpha=0.3)
-    if any_ok:
-        ax.legend(fontsize=8)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight", metadata={"Software": None})
-    plt.close(fig)
-    return buf.getvalue()
 
 
 class _Progress:
@@ -227,8 +91,12 @@ def sweep_cmd(
     An architecture with no plan at a point is a row with status infeasible and its reason.
     Rows come in point order whatever order they finish in: reruns give identical JSON / CSV.
     """
-    from ..optimize.sweep import check_executor, parse_vary, sweep
+    from ..optimize.sweep import sweep
+    from ..optimize.sweep_executors import check_executor
     from ..schema.io import read_yaml
+    from .sweep_grid import check_grid, parse_vary
+    from .sweep_plot import sweep_png
+    from .sweep_table import sweep_csv, sweep_table
 
     fmt = check_format(format, SWEEP_FORMATS)
     if not vary:
@@ -239,6 +107,7 @@ def sweep_cmd(
             "give at least one --vary KEY=START:STOP:STEP, e.g. --vary workload.rate_rps=20:60:20",
         )
     varies = [parse_vary(v) for v in vary]
+    check_grid(varies)
     check_executor(executor)
     if plot is not None:
         if plot.suffix.lower() != ".png":
@@ -264,14 +133,14 @@ def sweep_cmd(
     finally:
         progress.close()
     if plot is not None:
-        write_atomic(plot, _plot_png(result))
+        write_atomic(plot, sweep_png(result))
     if fmt == "json":
         echo(dumps(result, "json"))
     elif fmt == "csv":
-        echo(_csv(result))
+        echo(sweep_csv(result))
     else:
         # a pipe gets the whole table rather than an 80-column squeeze
-        _table(result, Console() if sys.stdout.isatty() else Console(width=200))
+        sweep_table(result, Console() if sys.stdout.isatty() else Console(width=200))
 
 
 def register(app: typer.Typer) -> None:
