@@ -17,8 +17,8 @@ import time
 
 import numpy as np
 
-from pdd_plan.sim.decode import Engine, run_decode
-from pdd_plan.sim.queues import fifo_least_loaded, lindley_wait, run_line
+from pdd_plan.sim.decode import DecodeInputs, Engine, run_decode
+from pdd_plan.sim.queues import LineInputs, fifo_least_loaded, lindley_wait, run_line
 
 
 class _Steps:
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         x = rng.exponential(1.0, m)
         a3 = np.cumsum(rng.exponential(1 / (2 * rho), m))
         t = time.perf_counter()
-        _, end, *_ = run_line(a3, np.arange(m), x, 2.0, math.inf, 10**9, 0.0)
+        _, end, *_ = run_line(LineInputs(a3, np.arange(m), x, 2.0, math.inf, 10**9, 0.0))
         secs = time.perf_counter() - t
         resp = end - a3
         add("M/G/1-PS line E[T]", rho, resp.mean(), x.mean() / (2 * (1 - rho)), secs)
@@ -86,7 +86,9 @@ def main(argv: list[str] | None = None) -> int:
         eng = Engine(_Steps([c * max(b, 1) for b in range(4001)]), 4000, 1e30)
         t = time.perf_counter()
         d = run_decode(
-            np.zeros(m, np.int8), a4, a4, out, z + 1, z + 1, z, z, [eng], [], None, 1, False
+            DecodeInputs(
+                np.zeros(m, np.int8), a4, a4, out, z + 1, z + 1, z, z, [eng], [], None, 1, False
+            )
         )
         secs = time.perf_counter() - t
         add("decode PS E[T]", rho, (d.end_s - a4).mean(), out.mean() * c / (1 - rho), secs)

@@ -13,8 +13,8 @@ import math
 import numpy as np
 import pytest
 
-from pdd_plan.sim.decode import Engine, run_decode
-from pdd_plan.sim.queues import fifo_least_loaded, lindley_wait, run_line
+from pdd_plan.sim.decode import DecodeInputs, Engine, run_decode
+from pdd_plan.sim.queues import LineInputs, fifo_least_loaded, lindley_wait, run_line
 
 pytestmark = pytest.mark.unit
 
@@ -88,7 +88,9 @@ def test_line_is_mg1_ps_by_job_size(rho: float) -> None:
     cap = 2.0  # bytes/s
     x = rng.exponential(1.0, n)
     a = _poisson(rng, rho * cap, n)
-    start, end, sent, route, st = run_line(a, np.arange(n), x, cap, math.inf, 10**9, 0.0)
+    start, end, sent, route, st = run_line(
+        LineInputs(a, np.arange(n), x, cap, math.inf, 10**9, 0.0)
+    )
     t = end - a
     assert (start == a).all() and (route == 0).all()
     assert float(t.mean()) == pytest.approx(x.mean() / (cap * (1 - rho)), rel=0.05)
@@ -110,7 +112,7 @@ def test_line_pool_of_one_is_fifo() -> None:
     n = 20_000
     x = rng.exponential(1.0, n)
     a = _poisson(rng, 0.7, n)
-    start, end, *_ = run_line(a, np.arange(n), x, 1.0, math.inf, 1, 0.0)
+    start, end, *_ = run_line(LineInputs(a, np.arange(n), x, 1.0, math.inf, 1, 0.0))
     w = lindley_wait(a, x)
     np.testing.assert_allclose(start - a, w, atol=1e-7)
     np.testing.assert_allclose(end, a + w + x, atol=1e-7)
@@ -119,11 +121,13 @@ def test_line_pool_of_one_is_fifo() -> None:
 def test_line_flow_cap_and_rtt() -> None:
     """A lone transfer moves at the per-connection cap; two together share the line."""
     # 10 bytes at a 2 B/s cap on a 3 B/s line: 5 s; RTT is added by the caller on delivery
-    start, end, *_ = run_line(np.array([0.0]), np.array([0]), np.array([10.0]), 3.0, 2.0, 4, 0.1)
+    start, end, *_ = run_line(
+        LineInputs(np.array([0.0]), np.array([0]), np.array([10.0]), 3.0, 2.0, 4, 0.1)
+    )
     assert end[0] == pytest.approx(5.0)
     # two equal transfers at once: 1.5 B/s each (line-bound, under the cap)
     _, end, *_ = run_line(
-        np.array([0.0, 0.0]), np.array([0, 1]), np.array([3.0, 3.0]), 3.0, 2.0, 4, 0.0
+        LineInputs(np.array([0.0, 0.0]), np.array([0, 1]), np.array([3.0, 3.0]), 3.0, 2.0, 4, 0.0)
     )
     np.testing.assert_allclose(end, [2.0, 2.0])
 
@@ -138,11 +142,13 @@ def test_line_router_and_backlog() -> None:
     # budget 3 s, C = 1 B/s: request 0 alone needs 10 s -> relay; request 1 arrives behind a
     # backlog of ~9.9 bytes -> relay; request 2 (output 5 <= singular 8) -> p_rld
     router = Router([0.0, 0.0, 0.0], [100, 100, 5], 3.0, 8)
-    start, end, sent, route, st = run_line(ready, np.arange(3), size, 1.0, math.inf, 8, 0.0, router)
+    start, end, sent, route, st = run_line(
+        LineInputs(ready, np.arange(3), size, 1.0, math.inf, 8, 0.0, router)
+    )
     assert route.tolist() == [1, 1, 2]
     assert np.isnan(end[2]) and sent[2] == 0.0 and st.transfers == 2
     router = Router([0.0, 0.0, 0.0], [100, 100, 100], 100.0, 8)
-    *_, route, _ = run_line(ready, np.arange(3), size, 1.0, math.inf, 8, 0.0, router)
+    *_, route, _ = run_line(LineInputs(ready, np.arange(3), size, 1.0, math.inf, 8, 0.0, router))
     assert route.tolist() == [0, 0, 0]
 
 
@@ -161,7 +167,9 @@ def _decode(out: np.ndarray, arrive: np.ndarray, eng: Engine):
     n = len(out)
     z = np.zeros(n)
     return run_decode(
-        np.zeros(n, np.int8), arrive, arrive, out, z + 1, z + 1, z, z, [eng], [], None, 1, False
+        DecodeInputs(
+            np.zeros(n, np.int8), arrive, arrive, out, z + 1, z + 1, z, z, [eng], [], None, 1, False
+        )
     )
 
 
@@ -198,7 +206,9 @@ def test_decode_kv_pool_bounds_the_batch() -> None:
     z = np.zeros(3)
     eng = Engine(_Steps([1.0] * 9), 8, 2.5)
     d = run_decode(
-        np.zeros(3, np.int8), a, a, out, z + 1, z + 1, z + 1.0, z, [eng], [], None, 1, False
+        DecodeInputs(
+            np.zeros(3, np.int8), a, a, out, z + 1, z + 1, z + 1.0, z, [eng], [], None, 1, False
+        )
     )
     np.testing.assert_allclose(d.md_admit_s, [0.0, 0.0, 10.0])
     np.testing.assert_allclose(d.end_s, [10.0, 10.0, 20.0])

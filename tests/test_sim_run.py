@@ -13,6 +13,7 @@ import yaml
 from pdd_plan.optimize import optimize
 from pdd_plan.resolve import resolve
 from pdd_plan.schema import Scenario
+from pdd_plan.schema.plan import ArchitecturePlan
 from pdd_plan.sim import run, verify
 from pdd_plan.sim.queues import P_MD, P_RLD, P_RLD_MD
 
@@ -43,23 +44,49 @@ def _row(role, gpu, dc, count, n, dp):
     }
 
 
-def _relay_plan(line_count: int = 2) -> dict:
+def _line(sku: str, count: int) -> dict:
+    z = {"cost_per_hour": 0.0, "utilization": 0.0, "rtt_ms": 0.0}
+    return {"sku": sku, "gbps": 10.0, "count": count, **z}
+
+
+def _arch_plan(instances: list[dict], line: dict | None, rate: float) -> ArchitecturePlan:
+    """A typed per-architecture plan around a hand-made fleet (predictions zeroed)."""
+    zero = {"p50": 0.0, "p90": 0.0}
+    return ArchitecturePlan.model_validate(
+        {
+            "instances": [{**i, "cost_per_hour": 0.0} for i in instances],
+            "line": line,
+            "cost_per_hour": 0.0,
+            "goodput_rps": rate,
+            "bcr": 0.0,
+            "ttft_s": {**zero, "p99": 0.0},
+            "tpot_ms": zero,
+            "route_share": {"p_md": 1.0, "p_rld_md": 0.0, "p_rld": 0.0},
+            "rld_token_share": 0.0,
+            "routing": {},
+            "prefill_utilization": 0.0,
+            "kv_transfer_s": {"mean": 0.0},
+            "binding_constraints": [],
+            "shadow_prices": {},
+            "solver": {"status": "hand-made", "milps": 0, "optimality_gap": 0.0},
+        }
+    )
+
+
+def _relay_plan(line_count: int = 2) -> ArchitecturePlan:
     """A PDD fleet with a relay pool (the optimizer may not buy one for the default scenario)."""
-    return {
-        "instances": [
-            _row("prefill", "h100", "dc-a", 6, 16, 8),
-            _row("relay_decode", "h100", "dc-a", 1, 16, 8),
-            _row("main_decode", "h200", "dc-b", 1, 16, 16),
-        ],
-        "line": {"sku": "eth-10g", "count": line_count},
-        "goodput_rps": 40.0,
-    }
+    rows = [
+        _row("prefill", "h100", "dc-a", 6, 16, 8),
+        _row("relay_decode", "h100", "dc-a", 1, 16, 8),
+        _row("main_decode", "h200", "dc-b", 1, 16, 16),
+    ]
+    return _arch_plan(rows, _line("eth-10g", line_count), 40.0)
 
 
 @pytest.fixture(scope="module")
 def default():
     ctx = _ctx()
-    return ctx, optimize(ctx).dump()
+    return ctx, optimize(ctx)
 
 
 @pytest.mark.parametrize("arch", ["pdd", "cdc_pd", "idc_pd"])
@@ -128,15 +155,12 @@ def test_hashed_trace_drc_evolves_with_routing() -> None:
     d = yaml.safe_load((ROOT / "examples" / "mooncake-conversation.yaml").read_text())
     d["workload"]["trace"] = str(MOONCAKE)
     ctx = resolve(Scenario.model_validate(d), str(ROOT / "examples" / "x.yaml"))
-    plan = {
-        "instances": [
-            _row("prefill", "h100", "dc-a", 1, 16, 8),
-            _row("relay_decode", "h100", "dc-a", 1, 16, 8),
-            _row("main_decode", "h200", "dc-b", 1, 16, 16),
-        ],
-        "line": {"sku": "eth-10g", "count": 1},
-        "goodput_rps": 3.4,
-    }
+    rows = [
+        _row("prefill", "h100", "dc-a", 1, 16, 8),
+        _row("relay_decode", "h100", "dc-a", 1, 16, 8),
+        _row("main_decode", "h200", "dc-b", 1, 16, 16),
+    ]
+    plan = _arch_plan(rows, _line("eth-10g", 1), 3.4)
     res = run(ctx, plan, "cdc_pd", 3000, 0)
     s = res.summary()
     assert s["requests"] == 3000 and s["workload"].endswith("mooncake_conversation_trace.jsonl")
@@ -159,7 +183,7 @@ def test_hashed_trace_drc_evolves_with_routing() -> None:
 
 def test_verify_reports_checks_and_bottleneck(default) -> None:
     ctx, plan = default
-    v = verify(ctx, plan["plans"]["pdd"], "pdd", 3000, 0)
+    v = verify(ctx, plan.plans["pdd"], "pdd", 3000, 0)
     assert set(v["checks"]) == {"ttft_p90", "ttft_p99", "tpot_p90"}
     assert v["sla_met"] == all(c["ok"] for c in v["checks"].values())
     assert (
@@ -170,8 +194,8 @@ def test_verify_reports_checks_and_bottleneck(default) -> None:
     assert set(v["tail_breakdown_s"]) == {"prefill_wait", "prefill", "kv_transfer", "decode_wait"}
     # an overloaded line fails the SLA and is named
     ctx2 = _ctx(sla={"ttft_p90_s": 2.0, "ttft_p99_s": 3.0, "tpot_ms": 60})
-    slow = {**plan["plans"]["cdc_pd"], "line": {"sku": "eth-10g", "count": 1}}
-    v2 = verify(ctx2, slow, "cdc_pd", 3000, 0)
+    slow = {**plan.plans["cdc_pd"].model_dump(mode="json"), "line": _line("eth-10g", 1)}
+    v2 = verify(ctx2, slow, "cdc_pd", 3000, 0)  # a plain dict: the transition shim
     assert not v2["sla_met"] and v2["bottleneck"] == "line"
     assert v2["line_utilization"] > 0.9
 

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from .. import profiles
 from ..errors import InputError
+from ..schema.plan import ArchitecturePlan
 from .common import check_format, dumps, echo, guarded, write_atomic
 
 _SHOW_AFTER_S = 2.0
@@ -58,17 +59,16 @@ class LazyProgress:
 
 
 def _load(path: str, trace: str | None):
-    """(context, plan) from a plan file (optimize --out) or a scenario (optimized here)."""
+    """(context, Plan) from a plan file (optimize --out) or a scenario (optimized here)."""
     from ..resolve import resolve
     from ..schema import Scenario
     from ..schema.io import parse, read_yaml
+    from ..schema.plan import parse_plan
 
     data = read_yaml(path)
     if isinstance(data, dict) and "plans" in data and "inputs" in data:
-        if not isinstance(data["plans"], dict) or not data["plans"]:
-            raise InputError(path, "plans", "no plans in the plan file", "re-run optimize --out")
-        sc = parse(Scenario, data["inputs"], f"{path} (inputs)")
-        return resolve(sc, path), data
+        plan = parse_plan(data, path)
+        return resolve(plan.inputs, path), plan
     sc = parse(Scenario, data, path)
     if trace is not None:
         d = sc.model_dump(mode="json")
@@ -77,14 +77,12 @@ def _load(path: str, trace: str | None):
     from ..optimize import optimize
 
     ctx = resolve(sc, path)
-    return ctx, optimize(ctx).dump()
+    return ctx, optimize(ctx)
 
 
-def _fleet_rows(plan: dict) -> list[dict]:
-    return [
-        {k: i[k] for k in ("role", "gpu", "datacenter", "count", "gpus_per_instance")}
-        for i in plan.get("instances", [])
-    ]
+def _fleet_rows(plan: ArchitecturePlan) -> list[dict]:
+    keys = ("role", "gpu", "datacenter", "count", "gpus_per_instance")
+    return [g.model_dump(include=set(keys)) for g in plan.instances]
 
 
 @guarded
@@ -113,16 +111,10 @@ def simulate_cmd(
     """Replay the workload (or --trace) on a plan: TTFT/TPOT/KV-transfer percentiles, line use,
     path shares and SLA goodput, measured request by request."""
     from ..sim import run
-    from ..sim.setup import ARCHITECTURES, arch_plan
+    from ..sim.setup import spec
 
     fmt = check_format(format)
-    if architecture not in ARCHITECTURES:
-        raise InputError(
-            None,
-            "--architecture",
-            f"unknown architecture '{architecture}'",
-            f"use one of {', '.join(ARCHITECTURES)}",
-        )
+    spec(architecture)  # one-line error naming architectures.names()
     if requests is not None and requests < 1:
         raise InputError(
             None, "--requests", f"must be at least 1 (got {requests})", "give a positive count"
@@ -147,19 +139,18 @@ def simulate_cmd(
                 ) from None
     path = str(profiles.example_path()) if file is None else file
     ctx, plan = _load(path, trace)
-    arch_plan(plan, architecture)  # fail before simulating if the plan lacks it
+    p = plan.arch(architecture)  # fail before simulating if the plan lacks it
     prog = LazyProgress(enabled=fmt == "table" and sys.stderr.isatty())
     try:
-        res = run(ctx, plan, architecture, requests, seed, trace, progress=prog)
+        res = run(ctx, p, architecture, requests, seed, trace, progress=prog)
     finally:
         prog.close()
     s = res.summary()
-    p = arch_plan(plan, architecture)
     out = {
         "scenario": ctx.scenario.name,
         **s,
         "fleet": _fleet_rows(p),
-        "line": {"sku": p["line"]["sku"], "count": p["line"]["count"]} if p.get("line") else None,
+        "line": {"sku": p.line.sku, "count": p.line.count} if p.line is not None else None,
         "sla": ctx.scenario.sla.model_dump(),
     }
     if records is not None:

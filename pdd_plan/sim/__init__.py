@@ -1,12 +1,14 @@
 """Trace-driven simulator: replay a workload on a plan and measure it (DESIGN §2, issue 5).
 
 ``run(ctx, plan, architecture, n_requests, seed)`` -> :class:`SimResult`;
-``verify(ctx, plan_dict, architecture, n_requests, seed)`` -> dict with the SLA checks the
+``verify(ctx, plan, architecture, n_requests, seed)`` -> dict with the SLA checks the
 optimizer uses to tighten and re-solve.
 """
 
 from __future__ import annotations
 
-from .run import SimResult, run, simulate, verify
+from .replay import simulate
+from .result import SimResult
+from .run import run, verify
 
 __all__ = ["SimResult", "run", "simulate", "verify"]

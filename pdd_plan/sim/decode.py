@@ -30,26 +30,39 @@ import heapq
 import math
 from array import array
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from enum import IntEnum
 
 import numpy as np
 
-from .queues import P_MD, P_RLD, P_RLD_MD, Progress
+from .queues import Progress, Route, typed_array
 from .tables import ExtendTable, StepTable
 
 _TICK = 1 << 16
+INF = math.inf
+NAN = math.nan
 
 
-def _darr(x: np.ndarray) -> array:
-    a = array("d")
-    a.frombytes(np.ascontiguousarray(x, dtype=np.float64).tobytes())
-    return a
+class State(IntEnum):
+    """Where a request is in decode."""
+
+    NEW = 0  # KV not at any decode instance yet
+    QUEUED_RLD = 1  # waiting for a relay-decode batch
+    ON_RLD = 2  # decoding on relay decode
+    PAUSED = 3  # hit the relay cap before its KV crossed the line
+    DONE_RLD = 4  # finished on relay decode
+    ON_MD = 5  # handed to main decode (waiting, running or finished there)
 
 
-def _qarr(x: np.ndarray) -> array:
-    a = array("q")
-    a.frombytes(np.ascontiguousarray(x, dtype=np.int64).tobytes())
-    return a
+class Event(IntEnum):
+    """What happens to a request. Static events (known before the run) sort by (time, kind,
+    request), so their values order same-time ties; dynamic ones come from the event heap."""
+
+    KV_AT_RLD = 0  # KV arrived at relay decode over RDMA
+    KV_AT_MD = 1  # p_md: KV delivered at main decode
+    HANDOFF = 2  # p_rld_md: the KV has crossed the line
+    EXTENDED = 11  # MD finished extending the relay's tokens: join an MD batch
+    CAUGHT_UP = 12  # catch_up: MD extended the first k0 relay tokens, RLD hands over
 
 
 @dataclass(frozen=True)
@@ -59,6 +72,29 @@ class Engine:
     steps: StepTable
     bmax: int
     kv_pool_bytes: float
+
+
+@dataclass(frozen=True)
+class DecodeInputs:
+    """Everything decode replays. Per request: ``route``; ``t_md`` KV at MD (p_md, p_rld_md);
+    ``t_rld`` KV at RLD; ``output_tokens``; ``step_ctx`` its mean context in a decode step;
+    ``ext_ctx`` the context MD extends on; ``kv_md`` / ``kv_rld`` KV reserved on MD / RLD.
+    ``ids_latency_s``: one-way line latency of the handoff's token-id message (RLD -> MD)."""
+
+    route: np.ndarray
+    t_md: np.ndarray
+    t_rld: np.ndarray
+    output_tokens: np.ndarray
+    step_ctx: np.ndarray
+    ext_ctx: np.ndarray
+    kv_md: np.ndarray
+    kv_rld: np.ndarray
+    md: list[Engine]
+    rld: list[Engine] = field(default_factory=list)
+    extend: ExtendTable | None = None
+    relay_cap: int = 1
+    one_shot: bool = False
+    ids_latency_s: float = 0.0
 
 
 @dataclass
@@ -73,133 +109,129 @@ class DecodeResult:
     span_s: float
 
 
-def run_decode(
-    route: np.ndarray,
-    t_md: np.ndarray,
-    t_rld: np.ndarray,
-    output_tokens: np.ndarray,
-    step_ctx: np.ndarray,
-    ext_ctx: np.ndarray,
-    kv_md: np.ndarray,
-    kv_rld: np.ndarray,
-    md: list[Engine],
-    rld: list[Engine],
-    extend: ExtendTable | None,
-    relay_cap: int,
-    one_shot: bool,
-    progress: Progress | None = None,
-    ids_latency_s: float = 0.0,
-) -> DecodeResult:
-    """Replay decode. ``t_md``: KV at MD (routes p_md, p_rld_md); ``t_rld``: KV at RLD;
-    ``ids_latency_s``: one-way line latency of the handoff's token-id message (RLD -> MD)."""
-    n = int(len(route))
-    nan = math.nan
-    routes = bytes(np.asarray(route, dtype=np.int8).astype(np.uint8))
-    out = _qarr(output_tokens)
-    ctx = _darr(step_ctx)
-    ectx = _darr(ext_ctx)
-    kvm = _darr(kv_md)
-    kvr = _darr(kv_rld)
-    m = len(md)
-    engines = md + rld
-    K = len(engines)
-    md_set = list(range(m))
-    rld_set = list(range(m, K))
-    # instance state
-    tl = [0.0] * K
-    G = [0.0] * K
-    B = [0] * K
-    kvu = [0.0] * K
-    sc = [0.0] * K
-    area = [0.0] * K
-    fh: list[list[tuple[float, int]]] = [[] for _ in range(K)]
-    wq: list[deque[int]] = [deque() for _ in range(K)]
-    bm = [e.bmax for e in engines]
-    kc = [e.kv_pool_bytes for e in engines]
-    tabs = [e.steps for e in engines]
-    col = [t.cols[0] if len(t.cols) == 1 else None for t in tabs]
-    is_rld = [False] * m + [True] * len(rld)
-    # request state
-    status = bytearray(n)  # 0 new, 1 queued RLD, 2 on RLD, 3 paused at cap, 4 done on RLD, 5 MD
-    adm = array("d", [0.0]) * n
-    on = array("i", [-1]) * n
-    need = array("q", [0]) * n
-    held = array("d", [0.0]) * n
-    first = array("d", [nan]) * n
-    end = array("d", [nan]) * n
-    rk = array("q", [0]) * n
-    md_arr = array("d", [nan]) * n
-    md_adm = array("d", [nan]) * n
-    md_of = array("i", [-1]) * n
-    heap: list[tuple] = []
-    heappush, heappop = heapq.heappush, heapq.heappop
-    seq = 0
-    lat = float(ids_latency_s)
+class Decoder:
+    """The decode state (instances MD first, then RLD; requests by index) and one method per
+    event. Hot fields are plain lists and typed arrays: a million requests pass through here."""
 
-    stp = [0.0] * K  # step seconds at each instance's current batch (kept current)
-    INF = math.inf
-    nxt = [INF] * K  # each instance's next departure (few instances: min() beats a heap)
+    def __init__(self, inp: DecodeInputs):
+        n = int(len(inp.route))
+        self.routes = bytes(np.asarray(inp.route, dtype=np.int8).astype(np.uint8))
+        self.out = typed_array("q", inp.output_tokens)
+        self.ctx = typed_array("d", inp.step_ctx)
+        self.ectx = typed_array("d", inp.ext_ctx)
+        self.kvm = typed_array("d", inp.kv_md)
+        self.kvr = typed_array("d", inp.kv_rld)
+        m = len(inp.md)
+        engines = inp.md + inp.rld
+        K = self.K = len(engines)
+        self.md_set = list(range(m))
+        self.rld_set = list(range(m, K))
+        # instance state: last update, step counter, batch, KV used, sum of contexts, batch area
+        self.tl = [0.0] * K
+        self.G = [0.0] * K
+        self.B = [0] * K
+        self.kvu = [0.0] * K
+        self.sc = [0.0] * K
+        self.area = [0.0] * K
+        self.fh: list[list[tuple[float, int]]] = [[] for _ in range(K)]  # finish tags
+        self.wq: list[deque[int]] = [deque() for _ in range(K)]
+        self.bm = [e.bmax for e in engines]
+        self.kc = [e.kv_pool_bytes for e in engines]
+        self.tabs = [e.steps for e in engines]
+        self.col = [t.cols[0] if len(t.cols) == 1 else None for t in self.tabs]
+        self.is_rld = [False] * m + [True] * len(inp.rld)
+        self.stp = [0.0] * K  # step seconds at each instance's current batch (kept current)
+        self.nxt = [INF] * K  # each instance's next departure (few instances: min() beats a heap)
+        # request state
+        self.status = bytearray(n)  # State
+        self.adm = array("d", [0.0]) * n  # step counter at admission
+        self.on = array("i", [-1]) * n  # instance it runs on
+        self.need = array("q", [0]) * n  # tokens to make there
+        self.held = array("d", [0.0]) * n  # KV it reserves there
+        self.first = array("d", [NAN]) * n
+        self.end = array("d", [NAN]) * n
+        self.rk = array("q", [0]) * n  # tokens made on RLD
+        self.md_arr = array("d", [NAN]) * n
+        self.md_adm = array("d", [NAN]) * n
+        self.md_of = array("i", [-1]) * n
+        self.heap: list[tuple] = []  # dynamic events: (time, seq, Event, request, 0)
+        self.seq = 0
+        self.lat = float(inp.ids_latency_s)
+        self.extend = inp.extend
+        self.relay_cap = int(inp.relay_cap)
+        self.one_shot = bool(inp.one_shot)
 
-    def settle(k: int, t: float, joined: list[int]) -> None:
+    # ------------------------------------------------------------------ instance mechanics
+    def settle(self, k: int, t: float, joined: list[int]) -> None:
         """After k's batch changed at t: new step time, first tokens of those who joined,
         next departure."""
-        b = B[k]
+        b = self.B[k]
         if not b:
-            kvu[k] = sc[k] = 0.0
-        c = col[k]
-        s = stp[k] = c[b or 1] if c is not None else tabs[k](b or 1, sc[k] / b if b else ctx[0])
+            self.kvu[k] = self.sc[k] = 0.0
+        c = self.col[k]
+        s = (
+            c[b or 1]
+            if c is not None
+            else self.tabs[k](b or 1, self.sc[k] / b if b else self.ctx[0])
+        )
+        self.stp[k] = s
+        first = self.first
         for r in joined:
             if first[r] != first[r]:  # NaN: no token yet
                 first[r] = t + s
-        h = fh[k]
+        h = self.fh[k]
+        on = self.on
         while h and on[h[0][1]] != k:
-            heappop(h)  # left RLD early (handoff)
+            heapq.heappop(h)  # left RLD early (handoff)
         if h:
-            nxt[k] = t + (h[0][0] - G[k]) * s
+            self.nxt[k] = t + (h[0][0] - self.G[k]) * s
         else:
-            nxt[k] = INF
+            self.nxt[k] = INF
             if not b:
-                G[k] = 0.0  # idle: restart the step counter (precision on long runs)
+                self.G[k] = 0.0  # idle: restart the step counter (precision on long runs)
 
-    def advance(k: int, t: float) -> None:
-        b = B[k]
+    def advance(self, k: int, t: float) -> None:
+        b = self.B[k]
         if b:
-            dt = t - tl[k]
-            G[k] += dt / stp[k]
-            area[k] += b * dt
-        tl[k] = t
+            dt = t - self.tl[k]
+            self.G[k] += dt / self.stp[k]
+            self.area[k] += b * dt
+        self.tl[k] = t
 
-    def admit(k: int, r: int, t: float) -> None:
-        g = G[k]
-        heappush(fh[k], (g + need[r], r))
-        B[k] += 1
-        kvu[k] += held[r]
-        sc[k] += ctx[r]
-        adm[r] = g
-        on[r] = k
-        if is_rld[k]:
-            status[r] = 2
+    def admit(self, k: int, r: int, t: float) -> None:
+        g = self.G[k]
+        heapq.heappush(self.fh[k], (g + self.need[r], r))
+        self.B[k] += 1
+        self.kvu[k] += self.held[r]
+        self.sc[k] += self.ctx[r]
+        self.adm[r] = g
+        self.on[r] = k
+        if self.is_rld[k]:
+            self.status[r] = State.ON_RLD
         else:
-            md_adm[r] = t
-            md_of[r] = k
+            self.md_adm[r] = t
+            self.md_of[r] = k
 
-    def pump(k: int, t: float, joined: list[int]) -> None:
+    def pump(self, k: int, t: float, joined: list[int]) -> None:
         """Admit waiters FIFO while they fit."""
-        q = wq[k]
-        rl = is_rld[k]
+        q = self.wq[k]
+        rl = self.is_rld[k]
+        status, B, bm, kvu, kc, held = self.status, self.B, self.bm, self.kvu, self.kc, self.held
         while q:
             r = q[0]
-            if rl and status[r] != 1:
+            if rl and status[r] != State.QUEUED_RLD:
                 q.popleft()  # handed to MD while waiting
                 continue
             b = B[k]
             if b and (b >= bm[k] or kvu[k] + held[r] > kc[k]):
                 break
             q.popleft()
-            admit(k, r, t)
+            self.admit(k, r, t)
             joined.append(r)
 
-    def arrive(ks: list[int], r: int, t: float) -> None:
+    def arrive(self, ks: list[int], r: int, t: float) -> None:
+        """Join the least-loaded instance of `ks` (batch + queue over its cap)."""
+        B, wq, bm = self.B, self.wq, self.bm
         k = ks[0]
         if len(ks) > 1:
             best = (B[k] + len(wq[k])) / bm[k]
@@ -208,102 +240,194 @@ def run_decode(
                 if ld < best:
                     best, k = ld, j
         b = B[k]
-        if not wq[k] and (not b or (b < bm[k] and kvu[k] + held[r] <= kc[k])):
-            advance(k, t)
-            admit(k, r, t)
-            settle(k, t, [r])
+        if not wq[k] and (not b or (b < bm[k] and self.kvu[k] + self.held[r] <= self.kc[k])):
+            self.advance(k, t)
+            self.admit(k, r, t)
+            self.settle(k, t, [r])
         else:
             wq[k].append(r)
 
-    def to_md(r: int, t: float) -> None:
-        status[r] = 5
-        left = out[r] - rk[r]
-        md_arr[r] = t
-        if left <= 0:
-            end[r] = t
-            return
-        need[r] = left
-        held[r] = kvm[r]
-        arrive(md_set, r, t)
-
-    def leave_rld(r: int, t: float) -> int:
+    def leave_rld(self, r: int, t: float) -> int:
         """Take a running request off RLD now; returns the tokens it made there."""
-        k = on[r]
-        advance(k, t)
-        tok = int(G[k] - adm[r] + 1e-9)
-        if tok > need[r]:
-            tok = need[r]
-        on[r] = -1
-        B[k] -= 1
-        kvu[k] -= held[r]
-        sc[k] -= ctx[r]
-        rk[r] = tok
-        status[r] = 5
+        k = self.on[r]
+        self.advance(k, t)
+        tok = int(self.G[k] - self.adm[r] + 1e-9)
+        if tok > self.need[r]:
+            tok = self.need[r]
+        self.on[r] = -1
+        self.B[k] -= 1
+        self.kvu[k] -= self.held[r]
+        self.sc[k] -= self.ctx[r]
+        self.rk[r] = tok
+        self.status[r] = State.ON_MD
         if tok == 0:
-            first[r] = nan  # MD makes the first token
+            self.first[r] = NAN  # MD makes the first token
         joined: list[int] = []
-        pump(k, t, joined)
-        settle(k, t, joined)
+        self.pump(k, t, joined)
+        self.settle(k, t, joined)
         return tok
 
-    # static events: (time, kind, request); kind 0 KV at RLD, 1 KV at MD (p_md), 2 handoff
-    rt = np.asarray(route)
-    a_rld = np.flatnonzero((rt == P_RLD_MD) | (rt == P_RLD))
-    a_md = np.flatnonzero(rt == P_MD)
-    a_ho = np.flatnonzero(rt == P_RLD_MD)
-    times = np.concatenate(
-        [np.asarray(t_rld)[a_rld], np.asarray(t_md)[a_md], np.asarray(t_md)[a_ho]]
-    )
+    def push(self, t: float, kind: Event, r: int) -> None:
+        self.seq += 1
+        heapq.heappush(self.heap, (t, self.seq, kind, r, 0))
+
+    # ------------------------------------------------------------------ events
+    def departures(self, k: int, t: float) -> None:
+        """Instance k's next finish tag is reached at t: everyone at that tag leaves."""
+        h = self.fh[k]
+        g = h[0][0]
+        B, on = self.B, self.on
+        self.area[k] += B[k] * (t - self.tl[k])
+        self.G[k] = g
+        self.tl[k] = t
+        rl = self.is_rld[k]
+        kvu, sc, held, ctx, end = self.kvu, self.sc, self.held, self.ctx, self.end
+        while h and h[0][0] <= g + 1e-9:
+            _, r = heapq.heappop(h)
+            if on[r] != k:
+                continue
+            on[r] = -1
+            B[k] -= 1
+            kvu[k] -= held[r]
+            sc[k] -= ctx[r]
+            if rl:
+                self.finish_relay(r, t)
+            else:
+                end[r] = t
+        joined: list[int] = []
+        if self.wq[k]:
+            self.pump(k, t, joined)
+        self.settle(k, t, joined)
+
+    def finish_relay(self, r: int, t: float) -> None:
+        """A request made its relay tokens: done (p_rld, or a short p_rld_md) or paused."""
+        need = self.need[r]
+        self.rk[r] = need
+        if need >= self.out[r]:
+            self.end[r] = t
+            self.status[r] = State.DONE_RLD
+        else:
+            self.status[r] = State.PAUSED  # relay cap reached before the KV crossed the line
+
+    def kv_at_md(self, r: int, t: float) -> None:
+        """The request continues on MD (KV delivered, or extended there)."""
+        self.status[r] = State.ON_MD
+        left = self.out[r] - self.rk[r]
+        self.md_arr[r] = t
+        if left <= 0:
+            self.end[r] = t
+            return
+        self.need[r] = left
+        self.held[r] = self.kvm[r]
+        self.arrive(self.md_set, r, t)
+
+    def kv_at_rld(self, r: int, t: float) -> None:
+        if self.status[r] != State.NEW:
+            return  # the line beat RDMA: already on MD
+        out = self.out[r]
+        self.need[r] = min(out, self.relay_cap) if self.routes[r] == Route.P_RLD_MD else out
+        self.held[r] = self.kvr[r]
+        self.status[r] = State.QUEUED_RLD
+        self.arrive(self.rld_set, r, t)
+
+    def handoff(self, r: int, t: float) -> None:
+        """The KV has crossed the line: move the request to MD as its state allows."""
+        st = self.status[r]
+        if st <= State.QUEUED_RLD:  # not (yet) decoding on RLD
+            self.kv_at_md(r, t)
+        elif st == State.ON_RLD:
+            k = self.on[r]
+            self.advance(k, t)
+            k0 = int(self.G[k] - self.adm[r] + 1e-9)
+            if self.one_shot or k0 == 0:
+                tok = self.leave_rld(r, t)
+                if tok == 0:
+                    self.kv_at_md(r, t)
+                else:
+                    self.push(t + self.lat + self.extend(tok, self.ectx[r]), Event.EXTENDED, r)
+            else:
+                self.push(t + self.lat + self.extend(k0, self.ectx[r]), Event.CAUGHT_UP, r)
+        elif st == State.PAUSED:  # MD extends the whole relay
+            self.push(t + self.lat + self.extend(self.rk[r], self.ectx[r]), Event.EXTENDED, r)
+
+    def caught_up(self, r: int, t: float) -> None:
+        """catch_up: MD has extended the first tokens; RLD hands over now."""
+        st = self.status[r]
+        if st == State.ON_RLD:
+            self.leave_rld(r, t)
+            self.kv_at_md(r, t)
+        elif st == State.PAUSED:
+            self.kv_at_md(r, t)
+
+    def handlers(self) -> list:
+        """Event -> method, indexable by the event's value."""
+        by = {
+            Event.KV_AT_RLD: self.kv_at_rld,
+            Event.KV_AT_MD: self.kv_at_md,
+            Event.HANDOFF: self.handoff,
+            Event.EXTENDED: self.kv_at_md,
+            Event.CAUGHT_UP: self.caught_up,
+        }
+        return [by.get(e) for e in range(max(Event) + 1)]  # type: ignore[call-overload]
+
+    def result(self, span: float) -> DecodeResult:
+        return DecodeResult(
+            np.frombuffer(self.first, dtype=float),
+            np.frombuffer(self.end, dtype=float),
+            np.frombuffer(self.rk, dtype=np.int64).copy(),
+            np.frombuffer(self.md_arr, dtype=float),
+            np.frombuffer(self.md_adm, dtype=float),
+            np.frombuffer(self.md_of, dtype=np.int32).copy(),
+            [a / span if span > 0 else 0.0 for a in self.area],
+            span,
+        )
+
+
+def static_events(inp: DecodeInputs) -> tuple[array, bytes, array]:
+    """(times, kinds, requests) of the events known up front, sorted by (time, kind, request):
+    KV at RLD (routes through RLD), KV at MD (p_md), handoff (p_rld_md)."""
+    rt = np.asarray(inp.route)
+    a_rld = np.flatnonzero((rt == Route.P_RLD_MD) | (rt == Route.P_RLD))
+    a_md = np.flatnonzero(rt == Route.P_MD)
+    a_ho = np.flatnonzero(rt == Route.P_RLD_MD)
+    t_md, t_rld = np.asarray(inp.t_md), np.asarray(inp.t_rld)
+    times = np.concatenate([t_rld[a_rld], t_md[a_md], t_md[a_ho]])
     kinds = np.concatenate(
-        [np.zeros(len(a_rld), np.int8), np.ones(len(a_md), np.int8), np.full(len(a_ho), 2, np.int8)]
+        [
+            np.full(len(a_rld), Event.KV_AT_RLD, np.int8),
+            np.full(len(a_md), Event.KV_AT_MD, np.int8),
+            np.full(len(a_ho), Event.HANDOFF, np.int8),
+        ]
     )
     rids = np.concatenate([a_rld, a_md, a_ho])
     order = np.lexsort((rids, kinds, times))
-    s_t = _darr(times[order])
-    s_k = bytes(kinds[order].astype(np.uint8))
-    s_r = _qarr(rids[order])
+    return (
+        typed_array("d", times[order]),
+        bytes(kinds[order].astype(np.uint8)),
+        typed_array("q", rids[order]),
+    )
+
+
+def run_decode(inp: DecodeInputs, progress: Progress | None = None) -> DecodeResult:
+    """Replay decode: merge the static events, the dynamic heap and the instances' departures
+    in time order (departures first on ties, then static events, then the heap)."""
+    d = Decoder(inp)
+    on_event = d.handlers()
+    s_t, s_k, s_r = static_events(inp)
     S = len(s_t)
+    heap, nxt, K = d.heap, d.nxt, d.K
+    heappop = heapq.heappop
     t0 = s_t[0] if S else 0.0
-    for k in range(K):
-        tl[k] = t0
-    i = 0
-    events = 0
+    d.tl = [t0] * K
+    i = events = 0
     t = t0
     while True:
         ts = s_t[i] if i < S else INF
         th = heap[0][0] if heap else INF
         tn = min(nxt) if K > 1 else nxt[0]
         if tn < ts and tn <= th:
-            # an instance's next departure(s)
-            k = nxt.index(tn) if K > 1 else 0
             t = tn
-            h = fh[k]
-            g = h[0][0]
-            area[k] += B[k] * (t - tl[k])
-            G[k] = g
-            tl[k] = t
-            rl = is_rld[k]
-            while h and h[0][0] <= g + 1e-9:
-                _, r = heappop(h)
-                if on[r] != k:
-                    continue
-                on[r] = -1
-                B[k] -= 1
-                kvu[k] -= held[r]
-                sc[k] -= ctx[r]
-                if rl:
-                    rk[r] = need[r]
-                    if need[r] >= out[r]:
-                        end[r] = t
-                        status[r] = 4
-                    else:
-                        status[r] = 3  # relay cap reached before the KV crossed the line
-                else:
-                    end[r] = t
-            joined: list[int] = []
-            if wq[k]:
-                pump(k, t, joined)
-            settle(k, t, joined)
+            d.departures(nxt.index(tn) if K > 1 else 0, t)
             continue
         if ts == INF and th == INF:
             break
@@ -312,58 +436,9 @@ def run_decode(
             progress("decode", i, S)
         if ts <= th:
             t = ts
-            kind = s_k[i]
-            r = s_r[i]
+            on_event[s_k[i]](s_r[i], t)
             i += 1
-            if kind == 1:
-                to_md(r, t)
-            elif kind == 0:
-                if status[r] != 0:
-                    continue  # the line beat RDMA: already on MD
-                need[r] = min(out[r], relay_cap) if routes[r] == P_RLD_MD else out[r]
-                held[r] = kvr[r]
-                status[r] = 1
-                arrive(rld_set, r, t)
-            else:  # handoff: the KV has crossed the line
-                st = status[r]
-                if st <= 1:  # not (yet) decoding on RLD
-                    to_md(r, t)
-                elif st == 2:
-                    k = on[r]
-                    advance(k, t)
-                    k0 = int(G[k] - adm[r] + 1e-9)
-                    if one_shot or k0 == 0:
-                        tok = leave_rld(r, t)
-                        if tok == 0:
-                            to_md(r, t)
-                        else:
-                            seq += 1
-                            heappush(heap, (t + lat + extend(tok, ectx[r]), seq, 11, r, 0))
-                    else:
-                        seq += 1
-                        heappush(heap, (t + lat + extend(k0, ectx[r]), seq, 12, r, 0))
-                elif st == 3:  # paused at the cap: MD extends the whole relay
-                    seq += 1
-                    heappush(heap, (t + lat + extend(rk[r], ectx[r]), seq, 11, r, 0))
-            continue
-        t, _, kind, a, b = heappop(heap)
-        if kind == 11:
-            to_md(a, t)
-        else:  # catch-up extend done: hand over now
-            st = status[a]
-            if st == 2:
-                leave_rld(a, t)
-                to_md(a, t)
-            elif st == 3:
-                to_md(a, t)
-    span = t - t0
-    return DecodeResult(
-        np.frombuffer(first, dtype=float),
-        np.frombuffer(end, dtype=float),
-        np.frombuffer(rk, dtype=np.int64).copy(),
-        np.frombuffer(md_arr, dtype=float),
-        np.frombuffer(md_adm, dtype=float),
-        np.frombuffer(md_of, dtype=np.int32).copy(),
-        [a / span if span > 0 else 0.0 for a in area],
-        span,
-    )
+        else:
+            t, _, kind, r, _ = heappop(heap)
+            on_event[kind](r, t)
+    return d.result(t - t0)

@@ -23,6 +23,7 @@ from array import array
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import IntEnum
 
 import numpy as np
 
@@ -149,166 +150,199 @@ class DRCHook:
     held_tokens: list[float]  # out: tokens MD held (NaN: not looked up)
 
 
-P_MD, P_RLD_MD, P_RLD = 0, 1, 2
+class Route(IntEnum):
+    """A request's path (``architectures.PATHS`` in order)."""
+
+    P_MD = 0  # prefill -> line -> main decode
+    P_RLD_MD = 1  # relay decode first, then main decode
+    P_RLD = 2  # finishes on relay decode; sends nothing over the line
 
 
-def _arr(code: str, x: np.ndarray) -> array:
+P_MD, P_RLD_MD, P_RLD = Route.P_MD, Route.P_RLD_MD, Route.P_RLD
+
+
+def typed_array(code: str, x: np.ndarray) -> array:
     """A compact typed copy (8 bytes an entry, not a Python object) for scalar loops."""
     a = array(code)
     a.frombytes(np.ascontiguousarray(x, dtype=np.float64 if code == "d" else np.int64).tobytes())
     return a
 
 
-def run_line(
-    ready_s: np.ndarray,
-    rid: np.ndarray,
-    size_bytes: np.ndarray | None,
-    capacity_bytes_s: float,
-    flow_cap_bytes_s: float,
-    pool: int,
-    rtt_s: float,
-    router: Router | None = None,
-    drc: DRCHook | None = None,
-    progress: Progress | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, LineStats]:
-    """Replay transfers on the line.
+@dataclass(frozen=True)
+class LineInputs:
+    """Transfers to replay on the line. ``ready_s`` (sorted): when the KV of requests ``rid``
+    is ready; ``size_bytes[r]`` the bytes of request ``r`` (ignored when ``drc`` sizes them);
+    ``pool`` connections, each capped at ``flow_cap_bytes_s``, sharing ``capacity_bytes_s``."""
 
-    ``ready_s`` (sorted) are the times the KV of requests ``rid`` is ready; ``size_bytes[r]`` the
-    bytes of request ``r`` (ignored for requests the DRC hook sizes). Returns per request ``r``
-    (arrays indexed by ``r``, length ``max(rid) + 1``): ``start`` (got a connection), ``end``
-    (last byte sent; delivery is ``end + rtt``), ``sent`` (bytes), ``route`` (0 p_md, 1 p_rld_md,
-    2 p_rld - only with a router; p_rld requests have NaN times), and the :class:`LineStats`.
-    """
-    n_out = int(rid.max()) + 1 if len(rid) else 0
-    start = array("d", [math.nan]) * n_out
-    end = array("d", [math.nan]) * n_out
-    sent = array("d", [0.0]) * n_out
-    route = bytearray(n_out)  # P_MD = 0
-    ready = _arr("d", ready_s)
-    rids = _arr("q", rid)
-    size = _arr("d", size_bytes) if size_bytes is not None else None
-    N = len(ready)
-    C = float(capacity_bytes_s)
-    cap = float(flow_cap_bytes_s)
-    inv_c = 1.0 / C
-    inv_cap = 1.0 / cap if math.isfinite(cap) else 0.0
-    pool = int(pool)
-    INF = math.inf
+    ready_s: np.ndarray
+    rid: np.ndarray
+    size_bytes: np.ndarray | None
+    capacity_bytes_s: float
+    flow_cap_bytes_s: float
+    pool: int
+    rtt_s: float
+    router: Router | None = None
+    drc: DRCHook | None = None
+
+
+class _Admission:
+    """What a transfer does when its KV is ready: the DRC sizes it (and learns its blocks),
+    the router may send it to relay decode. Returns its bytes, or -1 when it sends nothing."""
+
+    def __init__(self, inp: LineInputs, route: bytearray):
+        self.router, self.drc, self.route = inp.router, inp.drc, route
+        self.size = typed_array("d", inp.size_bytes) if inp.size_bytes is not None else None
+        C, cap = float(inp.capacity_bytes_s), float(inp.flow_cap_bytes_s)
+        self.inv_c = 1.0 / C
+        self.inv_cap = 1.0 / cap if math.isfinite(cap) else 0.0
+        self.rtt = inp.rtt_s
+
+    def __call__(self, k: int, ta: float, backlog: float) -> float:
+        drc = self.drc
+        if drc is not None:
+            h = drc.flat[drc.offsets[k] : drc.offsets[k + 1]].tolist()
+            ht = min(drc.cache.lookup(h) * drc.cache.block_tokens, drc.input_tokens[k])
+            x = drc.full_bytes[k] - drc.per_token * ht
+        else:
+            x = self.size[k]
+        if self.router is not None and self._relays(k, ta, backlog, x):
+            if self.router.output_tokens[k] <= self.router.singular_max:
+                self.route[k] = Route.P_RLD
+                return -1.0
+            self.route[k] = Route.P_RLD_MD
+        if drc is not None:
+            drc.held_tokens[k] = ht
+            drc.cache.insert(h)
+        return x
+
+    def _relays(self, k: int, ta: float, backlog: float, x: float) -> bool:
+        """The rule: the predicted line delay breaks the remaining TTFT budget."""
+        rt = self.router
+        pred = (backlog + x) * self.inv_c
+        own = x * self.inv_cap
+        if own > pred:
+            pred = own
+        return pred + self.rtt > rt.budget_s - (ta - rt.arrival_s[k])
+
+
+def _noop(stage: str, done: int, total: int) -> None:
+    pass
+
+
+def _replay(
+    inp: LineInputs, admit: _Admission | None, out: tuple, progress: Progress
+) -> tuple[float, int, int]:
+    """The event loop: arrivals and completions in time order. Fills ``out`` = (start, end,
+    sent) per request; returns (last event time, transfers, most ever waiting)."""
+    start, end, sent = out
+    ready, rids = typed_array("d", inp.ready_s), typed_array("q", inp.rid)
+    size = admit.size if admit is not None else typed_array("d", inp.size_bytes)
+    N, C, cap, pool = (
+        len(ready),
+        float(inp.capacity_bytes_s),
+        float(inp.flow_cap_bytes_s),
+        int(inp.pool),
+    )
     heap: list[tuple[float, int]] = []
     heappush, heappop = heapq.heappush, heapq.heappop
     wq: deque[int] = deque()
-    st = LineStats()
     t_now = ready[0] if N else 0.0
-    t0 = t_now
-    V = 0.0  # attained service of every active flow since the line last emptied
-    sumtag = 0.0
-    qbytes = 0.0
-    n = 0
-    r = 0.0  # rate of each active flow
-    i = 0
-    events = 0
-    if router is not None:
-        arr, outl = router.arrival_s, router.output_tokens
-        budget, singular = router.budget_s, router.singular_max
-    if drc is not None:
-        cache, flat, off = drc.cache, drc.flat, drc.offsets
-        inp, full, ptok, held = drc.input_tokens, drc.full_bytes, drc.per_token, drc.held_tokens
-        bt = cache.block_tokens
+    V = sumtag = qbytes = r = 0.0  # attained service since the line last emptied; flow rate
+    n = i = events = transfers = most = 0
+    INF = math.inf
     while True:
         ta = ready[i] if i < N else INF
-        if n:
-            tag0 = heap[0][0]
-            tc = t_now + (tag0 - V) / r
-        else:
-            tc = INF
-        if ta < tc:
-            dt = ta - t_now
-            if n:
-                V += dt * r
-                st.busy_s += dt
-                st.conn_area += n * dt
-                if n >= pool:
-                    st.full_s += dt
+        tc = t_now + (heap[0][0] - V) / r if n else INF
+        if ta < tc:  # a KV is ready
+            V += (ta - t_now) * r if n else 0.0
             t_now = ta
             k = rids[i]
             i += 1
-            if drc is not None:
-                h = flat[off[k] : off[k + 1]].tolist()
-                hk = cache.lookup(h)
-                ht = min(hk * bt, inp[k])
-                x = full[k] - ptok * ht
-            else:
-                x = size[k]
-            if router is not None:
-                backlog = sumtag - n * V + qbytes
-                pred = (backlog + x) * inv_c
-                own = x * inv_cap
-                if own > pred:
-                    pred = own
-                if pred + rtt_s > budget - (ta - arr[k]):
-                    if outl[k] <= singular:
-                        route[k] = P_RLD
-                        continue
-                    route[k] = P_RLD_MD
-            if drc is not None:
-                held[k] = ht
-                cache.insert(h)
+            x = size[k] if admit is None else admit(k, ta, sumtag - n * V + qbytes)
+            if x < 0.0:
+                continue  # relay decode finishes it: nothing crosses the line
             sent[k] = x
-            st.transfers += 1
+            transfers += 1
             if n < pool:
                 start[k] = ta
-                tag = V + x
-                heappush(heap, (tag, k))
-                sumtag += tag
+                heappush(heap, (V + x, k))
+                sumtag += V + x
                 n += 1
-                r = C / n
-                if r > cap:
-                    r = cap
+                r = min(C / n, cap)
             else:
                 wq.append(k)
                 qbytes += x
-                if len(wq) > st.max_waiting:
-                    st.max_waiting = len(wq)
-        else:
-            if tc == INF:
-                break
-            dt = tc - t_now
-            st.busy_s += dt
-            st.conn_area += n * dt
-            if n >= pool:
-                st.full_s += dt
+                most = max(most, len(wq))
+        elif tc == INF:
+            break
+        else:  # a transfer's last byte leaves
             t_now = tc
-            V = tag0
-            tag, k = heappop(heap)
-            sumtag -= tag
+            V, k = heappop(heap)
+            sumtag -= V
             end[k] = tc
             n -= 1
-            if wq:
+            if wq:  # the freed connection goes to the first waiter
                 k2 = wq.popleft()
                 x2 = sent[k2]
                 qbytes -= x2
                 start[k2] = tc
-                tag = V + x2
-                heappush(heap, (tag, k2))
-                sumtag += tag
+                heappush(heap, (V + x2, k2))
+                sumtag += V + x2
                 n += 1
             if n == 0:  # the line emptied (so did the queue): restart the virtual clock
-                V = 0.0
-                sumtag = 0.0
-                qbytes = 0.0
+                V = sumtag = qbytes = 0.0
             else:
-                r = C / n
-                if r > cap:
-                    r = cap
+                r = min(C / n, cap)
         events += 1
-        if progress is not None and not events & (_TICK - 1):
+        if not events & (_TICK - 1):
             progress("line", i, N)
-    st.span_s = t_now - t0
-    st.bytes_sent = float(np.frombuffer(sent, dtype=float).sum())
-    return (
-        np.frombuffer(start, dtype=float),
-        np.frombuffer(end, dtype=float),
-        np.frombuffer(sent, dtype=float),
-        np.frombuffer(route, dtype=np.uint8).astype(np.int8),
-        st,
-    )
+    return t_now, transfers, most
+
+
+def _occupancy(start: np.ndarray, end: np.ndarray, pool: int) -> tuple[float, float, float]:
+    """(busy, connection-seconds, full) time integrals from the transfers' connection
+    intervals, after the run (cheaper than integrating at every event)."""
+    ok = ~np.isnan(end)
+    s, e = start[ok], end[ok]
+    if s.size == 0:
+        return 0.0, 0.0, 0.0
+    o = np.argsort(s, kind="stable")
+    s, e = s[o], e[o]
+    reach = np.maximum.accumulate(e)
+    prev = np.concatenate([[s[0]], reach[:-1]])
+    busy = float(np.clip(e - np.maximum(s, prev), 0.0, None).sum())
+    times = np.concatenate([s, e])
+    step = np.concatenate([np.ones(s.size), -np.ones(e.size)])
+    o = np.argsort(times, kind="stable")
+    n_after = np.cumsum(step[o])[:-1]
+    dt = np.diff(times[o])
+    full = float(dt[n_after >= pool].sum())
+    return busy, float((e - s).sum()), full
+
+
+def run_line(
+    inp: LineInputs, progress: Progress | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, LineStats]:
+    """Replay transfers on the line.
+
+    Returns per request ``r`` (arrays indexed by ``r``, length ``max(rid) + 1``): ``start``
+    (got a connection), ``end`` (last byte sent; delivery is ``end + rtt``), ``sent`` (bytes),
+    ``route`` (a :class:`Route`; only a router relays; p_rld requests have NaN times), and the
+    :class:`LineStats`.
+    """
+    rid = inp.rid
+    n_out = int(rid.max()) + 1 if len(rid) else 0
+    start = array("d", [math.nan]) * n_out
+    end = array("d", [math.nan]) * n_out
+    sent = array("d", [0.0]) * n_out
+    route = bytearray(n_out)  # Route.P_MD
+    special = inp.router is not None or inp.drc is not None
+    admit = _Admission(inp, route) if special else None
+    t_end, transfers, most = _replay(inp, admit, (start, end, sent), progress or _noop)
+    s = np.frombuffer(start, dtype=float)
+    e = np.frombuffer(end, dtype=float)
+    x = np.frombuffer(sent, dtype=float)
+    busy, area, full = _occupancy(s, e, int(inp.pool))
+    t0 = float(inp.ready_s[0]) if len(inp.ready_s) else 0.0
+    st = LineStats(t_end - t0, busy, area, full, float(x.sum()), transfers, most)
+    return s, e, x, np.frombuffer(route, dtype=np.uint8).astype(np.int8), st

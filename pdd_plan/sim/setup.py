@@ -7,14 +7,18 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import architectures
+from ..architectures import ROLES, Architecture
 from ..errors import InputError
 from ..network import LineConfig
 from ..perf.instance import Instance
 from ..resolve import Context
+from ..schema.io import parse
+from ..schema.plan import ArchitecturePlan, Plan, parse_plan
 from ..workload.distributions import sample, sample_requests
 from ..workload.requests import Requests
 
-ARCHITECTURES = ("pdd", "cdc_pd", "idc_pd")
+PlanLike = Plan | ArchitecturePlan | dict
 
 
 @dataclass(frozen=True)
@@ -23,114 +27,84 @@ class Fleet:
 
     architecture: str
     prefill: list[Instance]
-    relay: list[Instance]  # relay decode (pdd only; may be empty)
-    decode: list[Instance]  # main decode (pdd, cdc_pd) or decode in A (idc_pd)
-    line: LineConfig | None  # None: idc_pd (RDMA)
+    relay: list[Instance]  # relay decode (architectures that relay; may be empty)
+    decode: list[Instance]  # the architecture's decode role (main_decode, or decode in A)
+    line: LineConfig | None  # None: decode reached over RDMA
     rate_rps: float | None  # the rate the plan was sized for
 
 
-def arch_plan(plan: dict, architecture: str) -> dict:
-    """The per-architecture plan inside an optimize result (or the plan itself)."""
-    if "plans" in plan:
-        plans = plan["plans"] or {}
-        if architecture not in plans:
-            have = ", ".join(plans) or "none"
-            raise InputError(
-                None,
-                "--architecture",
-                f"the plan has no '{architecture}' architecture (it has: {have})",
-                f"use one of {have}",
-            )
-        return plans[architecture]
-    return plan
-
-
-def fleet(ctx: Context, plan: dict, architecture: str) -> Fleet:
-    """Rebuild the instances and line of one architecture's plan."""
-    if architecture not in ARCHITECTURES:
+def spec(architecture: str) -> Architecture:
+    """The architecture's spec, or a one-line error naming the known ones."""
+    try:
+        return architectures.get(architecture)
+    except KeyError:
         raise InputError(
             None,
             "--architecture",
             f"unknown architecture '{architecture}'",
-            f"use one of {', '.join(ARCHITECTURES)}",
-        )
-    p = arch_plan(plan, architecture)
-    pools: dict[str, list[Instance]] = {
-        "prefill": [],
-        "relay_decode": [],
-        "main_decode": [],
-        "decode": [],
-    }
-    for i, row in enumerate(p.get("instances") or []):
-        try:
-            role, gpu, count = row["role"], row["gpu"], int(row["count"])
-            n, tp, ep, dp = (
-                int(row["gpus_per_instance"]),
-                int(row["tp"]),
-                int(row["ep"]),
-                int(row.get("dp", 1)),
-            )
-        except (KeyError, TypeError, ValueError) as e:
-            raise InputError(
-                None,
-                f"plans.{architecture}.instances[{i}]",
-                f"malformed instance row ({e})",
-                "write plans with `pdd-plan optimize --out`",
-            ) from None
-        if role not in pools:
-            raise InputError(
-                None,
-                f"plans.{architecture}.instances[{i}].role",
-                f"unknown role '{role}'",
-                "use prefill, relay_decode, main_decode or decode",
-            )
-        if gpu not in ctx.gpus:
+            f"use one of {', '.join(architectures.names())}",
+        ) from None
+
+
+def arch_plan(plan: PlanLike, architecture: str) -> ArchitecturePlan:
+    """One architecture's typed plan from a Plan, an ArchitecturePlan, or a plain dict of
+    either. The dict forms are a transition shim for callers that still pass dicts
+    (``optimize._verified``, ``report.figures``); drop them once those pass typed plans."""
+    if isinstance(plan, dict):
+        plan = parse_plan(plan) if "plans" in plan else parse(ArchitecturePlan, plan, "plan")
+    if isinstance(plan, Plan):
+        return plan.arch(architecture)
+    return plan
+
+
+def _pools(ctx: Context, p: ArchitecturePlan, architecture: str) -> dict[str, list[Instance]]:
+    pools: dict[str, list[Instance]] = {r: [] for r in ROLES}
+    for i, g in enumerate(p.instances):
+        if g.gpu not in ctx.gpus:
             raise InputError(
                 None,
                 f"plans.{architecture}.instances[{i}].gpu",
-                f"GPU '{gpu}' is not in the scenario's datacenters",
+                f"GPU '{g.gpu}' is not in the scenario's datacenters",
                 "use the plan with the scenario it was made from",
             )
-        inst = Instance(ctx.model, ctx.gpus[gpu], n, tp=tp, ep=ep, dp=dp)
+        inst = Instance(ctx.model, ctx.gpus[g.gpu], g.gpus_per_instance, tp=g.tp, ep=g.ep, dp=g.dp)
         inst.require_fit()
-        pools[role].extend([inst] * max(count, 0))
-    decode = pools["decode"] if architecture == "idc_pd" else pools["main_decode"]
-    if not pools["prefill"]:
+        pools[g.role].extend([inst] * g.count)
+    return pools
+
+
+def _line(ctx: Context, p: ArchitecturePlan, architecture: str) -> LineConfig:
+    ln = p.line
+    if ln is None:
         raise InputError(
-            None, f"plans.{architecture}.instances", "no prefill instances", "re-run optimize"
+            None, f"plans.{architecture}.line", "no line in a cross-datacenter plan", ""
         )
-    if not decode:
-        role = "decode" if architecture == "idc_pd" else "main_decode"
+    sku = next((s for s in ctx.lines if s.name == ln.sku), None)
+    if sku is None:
+        have = ", ".join(s.name for s in ctx.lines) or "none"
         raise InputError(
-            None, f"plans.{architecture}.instances", f"no {role} instances", "re-run optimize"
+            None,
+            f"plans.{architecture}.line.sku",
+            f"line '{ln.sku}' is not among the scenario's candidates ({have})",
+            "use the plan with the scenario it was made from",
         )
-    line = None
-    if architecture != "idc_pd":
-        ln = p.get("line")
-        if not ln:
+    return LineConfig(sku, ln.count)
+
+
+def fleet(ctx: Context, arch_plan: ArchitecturePlan, architecture: str) -> Fleet:
+    """Rebuild the instances and line of one architecture's plan."""
+    a = spec(architecture)
+    pools = _pools(ctx, arch_plan, architecture)
+    decode = pools[a.decode_role]
+    for role, got in (("prefill", pools["prefill"]), (a.decode_role, decode)):
+        if not got:
             raise InputError(
-                None, f"plans.{architecture}.line", "no line in a cross-datacenter plan", ""
+                None, f"plans.{architecture}.instances", f"no {role} instances", "re-run optimize"
             )
-        sku = next((s for s in ctx.lines if s.name == ln.get("sku")), None)
-        if sku is None:
-            have = ", ".join(s.name for s in ctx.lines) or "none"
-            raise InputError(
-                None,
-                f"plans.{architecture}.line.sku",
-                f"line '{ln.get('sku')}' is not among the scenario's candidates ({have})",
-                "use the plan with the scenario it was made from",
-            )
-        line = LineConfig(sku, int(ln.get("count", 1)))
-    relay = pools["relay_decode"] if architecture == "pdd" else []
-    rate = p.get("goodput_rps")
-    return Fleet(
-        architecture,
-        pools["prefill"],
-        relay,
-        decode,
-        line,
-        float(rate) if rate else None,
-    )
+    line = _line(ctx, arch_plan, architecture) if a.crosses_line else None
+    relay = pools["relay_decode"] if a.relays else []
+    rate = arch_plan.goodput_rps
+    return Fleet(architecture, pools["prefill"], relay, decode, line, float(rate) if rate else None)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,272 @@
+"""Replay requests on a fleet, stage by stage (DESIGN §4.3-4.4, issue 5).
+
+Stages, each exact for its model unless noted (see the module docs of ``queues``/``decode``):
+
+1. **Prefill** - FIFO instances, each request to the instance that finishes it first (least
+   loaded); service = chunked prefill of the uncached suffix (``roofline`` tables).
+2. **KV out of prefill** - to the line (``p_md``, ``p_rld_md``) in order of KV readiness; to RLD
+   over RDMA (``network.rdma_transfer_s``, no contention); without a line: to decode over RDMA.
+3. **Line** - processor sharing over the pooled capacity, per-connection cap, FIFO wait for a
+   connection, RTT on delivery. The relay routing rule and the DRC (hashed traces) act here,
+   when each request's KV is ready.
+4. **Decode** - continuous batching on RLD and MD in fluid steps, the relay and the handoff.
+
+What is measured and summarized lives in ``result``; the entry points (``run``, ``verify``)
+in ``run``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import network
+from ..errors import InputError
+from ..perf import arch, roofline
+from ..perf.instance import Instance
+from ..resolve import Context
+from ..workload.cache import PrefixCache
+from . import setup
+from .decode import DecodeInputs, DecodeResult, Engine, run_decode
+from .queues import (
+    P_RLD,
+    DRCHook,
+    LineInputs,
+    LineStats,
+    Progress,
+    Router,
+    fifo_least_loaded,
+    run_line,
+)
+from .result import SimResult
+from .setup import PlanLike
+from .tables import ExtendTable, PrefillTimes, StepTable
+
+
+def _groups(insts: list[Instance]) -> tuple[list[Instance], list[int]]:
+    """Identical instances grouped (order of first appearance)."""
+    types: list[Instance] = []
+    counts: list[int] = []
+    for i in insts:
+        for j, t in enumerate(types):
+            if t == i:
+                counts[j] += 1
+                break
+        else:
+            types.append(i)
+            counts.append(1)
+    return types, counts
+
+
+def _engines(
+    insts: list[Instance], ctx_range: tuple[float, float], ref_ctx: float, tpot_s: float
+) -> tuple[list[Engine], list[int]]:
+    types, counts = _groups(insts)
+    out: list[Engine] = []
+    for inst, c in zip(types, counts):
+        b, _ = roofline.max_batch_for_tpot(inst, ref_ctx, tpot_s)
+        b = max(int(b), 1)
+        e = Engine(StepTable(inst, *ctx_range, b), b, float(inst.kv_pool_bytes))
+        out += [e] * c
+    return out, [e.bmax for e in out]
+
+
+@dataclass
+class Prefilled:
+    """Stage 1's output: per request its instance, start, service and KV-ready times, and the
+    RDMA time its KV takes out of that instance."""
+
+    server: np.ndarray
+    start: np.ndarray
+    service: np.ndarray
+    ready: np.ndarray
+    rdma: np.ndarray
+    full_kv: np.ndarray
+
+
+@dataclass
+class Moved:
+    """Stages 2-3: each request's path, when its KV is at (main) decode, and the line figures."""
+
+    route: np.ndarray
+    t_md: np.ndarray
+    hit_d: np.ndarray
+    line_bytes: np.ndarray
+    conn_start: np.ndarray | None = None
+    stats: LineStats | None = None
+    cap_bps: float | None = None
+    pool: int | None = None
+
+
+def _prefill(ctx: Context, fl: setup.Fleet, r, progress: Progress | None) -> Prefilled:
+    inp = r.input_tokens.astype(float)
+    hit_p = np.nan_to_num(r.hit_p, nan=0.0)
+    chunk = ctx.scenario.search.prefill_chunk_tokens
+    types, counts = _groups(fl.prefill)
+    cached = np.floor(inp * hit_p)
+    new = np.maximum(inp - cached, 1.0)
+    services = [PrefillTimes(t, chunk)(new, cached) for t in types]
+    start, server = fifo_least_loaded(r.arrival_s, services, counts, progress)
+    grp = np.repeat(np.arange(len(types)), counts)[server]
+    service = np.choose(grp, services) if len(types) > 1 else services[0]
+    full_kv = np.asarray(arch.kv_bytes(ctx.model, inp), dtype=float)
+    rdma_by_type = [
+        network.rdma_transfer_s(
+            full_kv,
+            t.n_gpus,
+            t.gpu.interconnect.rdma_gbps_per_gpu,
+            t.gpu.efficiency.comm_efficiency,
+        )
+        for t in types
+    ]
+    rdma = np.choose(grp, rdma_by_type) if len(types) > 1 else rdma_by_type[0]
+    return Prefilled(server, start, service, start + service, rdma, full_kv)
+
+
+def _drc_hook(ctx: Context, fl: setup.Fleet, reqs: setup.SimRequests) -> DRCHook:
+    r, n = reqs.req, len(reqs)
+    inp = r.input_tokens.astype(float)
+    md_tokens = sum(i.kv_capacity_tokens for i in fl.decode)
+    return DRCHook(
+        PrefixCache.from_tokens(int(md_tokens), reqs.block_tokens),
+        reqs.flat,
+        reqs.offsets,
+        r.input_tokens.tolist(),
+        network.line_bytes(ctx.model, inp, np.zeros(n), False).tolist(),
+        arch.kv_bytes_per_token(ctx.model),
+        [math.nan] * n,
+    )
+
+
+def _move_kv(
+    ctx: Context, fl: setup.Fleet, reqs: setup.SimRequests, pf: Prefilled, progress
+) -> Moved:
+    """KV to decode: over RDMA without a line; else over the line, routed when KV is ready."""
+    r, n = reqs.req, len(reqs)
+    pol, sla = ctx.scenario.policy, ctx.scenario.sla
+    hit_d = np.asarray(r.hit_d, dtype=float).copy()
+    ln = fl.line
+    if ln is None:
+        hit_d[:] = np.nan
+        return Moved(np.zeros(n, dtype=np.int8), pf.ready + pf.rdma, hit_d, pf.full_kv)
+    inp = r.input_tokens.astype(float)
+    router = None
+    if fl.relay:  # only architectures that relay have a relay pool
+        lim = pol.singular_max_output_tokens
+        router = Router(
+            r.arrival_s.tolist(),
+            r.output_tokens.astype(np.int64).tolist(),
+            sla.ttft_p90_s,
+            -1 if lim is None else lim,
+        )
+    hook = _drc_hook(ctx, fl, reqs) if reqs.hashes and pol.drc else None
+    sizes = None
+    if hook is None:
+        sizes = network.line_bytes(ctx.model, inp, np.nan_to_num(hit_d), pol.drc)
+    pool = ln.sku.connections * ln.count
+    order = np.argsort(pf.ready, kind="stable")
+    rtt = ln.sku.rtt_ms / 1e3
+    li = LineInputs(
+        pf.ready[order],
+        order,
+        sizes,
+        ln.capacity_bytes_s,
+        ln.flow_cap_bytes_s,
+        pool,
+        rtt,
+        router,
+        hook,
+    )
+    conn_start, end, line_bytes, route, stats = run_line(li, progress)
+    if hook is not None:
+        hit_d = np.asarray(hook.held_tokens) / np.maximum(inp, 1.0)
+    elif not pol.drc:
+        hit_d[:] = 0.0
+    p_rld = route == P_RLD
+    hit_d[p_rld] = np.nan
+    line_bytes = np.where(p_rld, 0.0, line_bytes)
+    return Moved(route, end + rtt, hit_d, line_bytes, conn_start, stats, ln.capacity_bytes_s, pool)
+
+
+def _decode(
+    ctx: Context, fl: setup.Fleet, reqs: setup.SimRequests, pf: Prefilled, mv: Moved, progress
+) -> tuple[DecodeResult, list[int]]:
+    pol = ctx.scenario.policy
+    r = reqs.req
+    inp = r.input_tokens.astype(float)
+    out = r.output_tokens.astype(np.int64)
+    tpot = ctx.scenario.sla.tpot_ms / 1e3
+    step_ctx = inp + out / 2.0
+    ctx_pts = (float(step_ctx.min()), float(step_ctx.max()))
+    ref = float(step_ctx.mean())
+    md_eng, md_b = _engines(fl.decode, ctx_pts, ref, tpot)
+    relay = fl.relay
+    rld_eng, rld_b = _engines(relay, ctx_pts, ref, tpot) if relay else ([], [])
+    cap = int(pol.relay_max_tokens)
+    ext = None
+    if relay:
+        ext = ExtendTable(fl.decode[0], cap, np.unique(np.quantile(inp, [0, 0.5, 1]).round()))
+    model = ctx.model
+    di = DecodeInputs(
+        route=mv.route,
+        t_md=mv.t_md,
+        t_rld=pf.ready + pf.rdma,
+        output_tokens=out,
+        step_ctx=step_ctx,
+        ext_ctx=inp,
+        kv_md=np.asarray(arch.kv_bytes(model, inp + out), dtype=float),
+        kv_rld=np.asarray(arch.kv_bytes(model, inp + np.minimum(out, cap)), dtype=float),
+        md=md_eng,
+        rld=rld_eng,
+        extend=ext,
+        relay_cap=cap,
+        one_shot=pol.handoff == "one_shot",
+        ids_latency_s=fl.line.sku.rtt_ms / 2e3 if fl.line is not None else 0.0,
+    )
+    return run_decode(di, progress), md_b + rld_b
+
+
+def simulate(
+    ctx: Context,
+    plan: PlanLike,
+    architecture: str,
+    reqs: setup.SimRequests,
+    seed: int = 0,
+    progress: Progress | None = None,
+) -> SimResult:
+    """Replay ``reqs`` on one architecture of ``plan`` (a Plan or one ArchitecturePlan)."""
+    fl = setup.fleet(ctx, setup.arch_plan(plan, architecture), architecture)
+    r = reqs.req
+    if len(r) == 0:
+        raise InputError(None, "--requests", "nothing to simulate", "give at least one request")
+    pf = _prefill(ctx, fl, r, progress)
+    mv = _move_kv(ctx, fl, reqs, pf, progress)
+    dec, bmax = _decode(ctx, fl, reqs, pf, mv, progress)
+    return SimResult(
+        architecture=architecture,
+        source=reqs.source,
+        seed=seed,
+        sla=ctx.scenario.sla.model_dump(),
+        arrival_s=r.arrival_s,
+        input_tokens=r.input_tokens,
+        output_tokens=r.output_tokens.astype(np.int64),
+        hit_p=np.nan_to_num(r.hit_p, nan=0.0),
+        hit_d=mv.hit_d,
+        route=mv.route.astype(np.int64),
+        prefill_instance=pf.server,
+        prefill_start_s=pf.start,
+        prefill_s=pf.service,
+        kv_ready_s=pf.ready,
+        line_bytes=mv.line_bytes,
+        kv_at_decode_s=np.where(mv.route == P_RLD, np.nan, mv.t_md),
+        dec=dec,
+        line=mv.stats,
+        line_capacity_bytes_s=mv.cap_bps,
+        pool_size=mv.pool,
+        conn_start_s=mv.conn_start,
+        prefill_count=len(fl.prefill),
+        decode_bmax=bmax,
+        relay_count=len(fl.relay),
+    )

@@ -1,0 +1,197 @@
+"""What one simulation measured: per-request arrays and the summary the CLI and verify print.
+
+Metrics (``SimResult.summary``):
+
+* ``ttft_s`` first token - arrival; ``tpot_ms`` (last - first token) / (output - 1) per request
+  (requests with one output token have none); ``e2e_s`` last token - arrival; each {p50, p90, p99}.
+* ``kv_transfer_s`` KV ready at prefill -> KV usable at decode, over requests that moved KV to
+  (main) decode: connection wait + shared transfer + RTT (RDMA time for IDC-PD).
+* ``line_utilization`` bytes sent / (line capacity x the line's active span); the pool's mean
+  occupancy, share of time full, and connection waits.
+* ``route_share`` requests per path; ``rld_token_share`` RLD's share of all output tokens.
+* ``goodput_rps`` **SLA goodput**: requests with TTFT <= ``sla.ttft_p99_s`` and TPOT <=
+  ``sla.tpot_ms`` (one-token requests: TTFT alone), divided by the arrival window (first to
+  last arrival, i.e. offered rate x ``sla_attainment``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..architectures import PATHS
+from .decode import DecodeResult
+from .queues import LineStats
+
+QS = (50, 90, 99)
+
+
+@dataclass
+class SimResult:
+    """Per-request arrays of one run plus the line and fleet figures; ``summary()`` for output."""
+
+    architecture: str
+    source: str
+    seed: int
+    sla: dict
+    arrival_s: np.ndarray
+    input_tokens: np.ndarray
+    output_tokens: np.ndarray
+    hit_p: np.ndarray
+    hit_d: np.ndarray  # MD-side held fraction (NaN: no lookup, e.g. p_rld)
+    route: np.ndarray
+    prefill_instance: np.ndarray
+    prefill_start_s: np.ndarray
+    prefill_s: np.ndarray
+    kv_ready_s: np.ndarray
+    line_bytes: np.ndarray
+    kv_at_decode_s: np.ndarray  # KV usable at (main) decode; NaN for p_rld
+    dec: DecodeResult
+    line: LineStats | None
+    line_capacity_bytes_s: float | None
+    pool_size: int | None
+    conn_start_s: np.ndarray | None
+    prefill_count: int
+    decode_bmax: list[int] = field(default_factory=list)
+    relay_count: int = 0
+
+    # ------------------------------------------------------------------ per request
+    @property
+    def ttft_s(self) -> np.ndarray:
+        return self.dec.first_s - self.arrival_s
+
+    @property
+    def tpot_s(self) -> np.ndarray:
+        k = self.output_tokens - 1
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(k > 0, (self.dec.end_s - self.dec.first_s) / np.maximum(k, 1), np.nan)
+
+    @property
+    def e2e_s(self) -> np.ndarray:
+        return self.dec.end_s - self.arrival_s
+
+    @property
+    def kv_transfer_s(self) -> np.ndarray:
+        return self.kv_at_decode_s - self.kv_ready_s
+
+    def sla_ok(self) -> np.ndarray:
+        tp = self.tpot_s
+        tpot_ok = np.isnan(tp) | (tp <= self.sla["tpot_ms"] / 1e3 + 1e-12)
+        return (self.ttft_s <= self.sla["ttft_p99_s"] + 1e-12) & tpot_ok
+
+    def records(self):
+        """One row per request (a pandas DataFrame)."""
+        import pandas as pd
+
+        d = self.dec
+        return pd.DataFrame(
+            {
+                "request": np.arange(len(self.route)),
+                "arrival_s": self.arrival_s,
+                "input_tokens": self.input_tokens,
+                "output_tokens": self.output_tokens,
+                "hit_p": self.hit_p,
+                "hit_d": self.hit_d,
+                "path": np.asarray(PATHS)[self.route],
+                "prefill_instance": self.prefill_instance,
+                "prefill_wait_s": self.prefill_start_s - self.arrival_s,
+                "prefill_s": self.prefill_s,
+                "line_bytes": self.line_bytes,
+                "conn_wait_s": (self.conn_start_s - self.kv_ready_s)
+                if self.conn_start_s is not None
+                else np.full(len(self.route), np.nan),
+                "kv_transfer_s": self.kv_transfer_s,
+                "rld_tokens": d.rld_tokens,
+                "decode_instance": d.md_instance,
+                "decode_wait_s": d.md_admit_s - d.md_arrive_s,
+                "ttft_s": self.ttft_s,
+                "tpot_ms": self.tpot_s * 1e3,
+                "e2e_s": self.e2e_s,
+                "sla_ok": self.sla_ok(),
+            }
+        )
+
+    # ------------------------------------------------------------------ summary
+    def summary(self) -> dict:
+        n = len(self.route)
+        a = self.arrival_s
+        window = float(a[-1] - a[0]) if n > 1 else 0.0
+        ok = self.sla_ok()
+        out_tok = float(self.output_tokens.sum())
+        shares = np.bincount(self.route, minlength=3) / max(n, 1)
+        moved = ~np.isnan(self.kv_at_decode_s)
+        res: dict = {
+            "architecture": self.architecture,
+            "workload": self.source,
+            "seed": int(self.seed),
+            "requests": int(n),
+            "offered_rps": sig(n / window) if window > 0 else None,
+            "window_s": sig(window),
+            "ttft_s": quantiles(self.ttft_s),
+            "tpot_ms": quantiles(self.tpot_s * 1e3),
+            "e2e_s": quantiles(self.e2e_s),
+            "kv_transfer_s": quantiles(self.kv_transfer_s[moved]),
+            "prefill_wait_s": quantiles(self.prefill_start_s - a),
+            "decode_wait_s": quantiles(self.dec.md_admit_s - self.dec.md_arrive_s),
+            "line_utilization": None,
+            "connection_pool": None,
+            "route_share": {p: sig(float(s)) for p, s in zip(PATHS, shares)},
+            "rld_token_share": sig(float(self.dec.rld_tokens.sum()) / out_tok if out_tok else 0.0),
+            "goodput_rps": sig(float(ok.sum()) / window) if window > 0 else None,
+            "sla_attainment": sig(float(ok.mean()) if n else 0.0),
+            "hit_rate": {
+                "prefill_mean": sig(float(np.nanmean(self.hit_p)) if n else 0.0),
+                "decode_mean": sig(float(np.nanmean(self.hit_d)))
+                if np.any(~np.isnan(self.hit_d))
+                else None,
+            },
+            "utilization": {
+                "prefill": sig(float(self.prefill_s.sum()) / (self.prefill_count * window))
+                if window > 0
+                else None,
+                "decode_batch": [sig(b / m) for b, m in zip(self.dec.mean_batch, self.decode_bmax)],
+            },
+        }
+        ls = self.line
+        if ls is not None and self.line_capacity_bytes_s:
+            span = ls.span_s
+            cw = self.conn_start_s - self.kv_ready_s
+            cw = cw[~np.isnan(cw)]
+            res["line_utilization"] = (
+                sig(ls.bytes_sent / (self.line_capacity_bytes_s * span)) if span > 0 else 0.0
+            )
+            res["connection_pool"] = {
+                "size": int(self.pool_size),
+                "mean_in_use": sig(ls.conn_area / span) if span > 0 else 0.0,
+                "occupancy": sig(ls.conn_area / span / self.pool_size) if span > 0 else 0.0,
+                "full_time_share": sig(ls.full_s / span) if span > 0 else 0.0,
+                "max_waiting": int(ls.max_waiting),
+                "wait_s": quantiles(cw),
+            }
+            res["line_bytes_mean"] = sig(
+                float(self.line_bytes[moved].mean()) if moved.any() else 0.0
+            )
+        return res
+
+
+def sig(x: float, digits: int = 6) -> float:
+    x = float(x)
+    if not math.isfinite(x) or x == 0.0:
+        return x if math.isfinite(x) else None  # type: ignore[return-value]
+    return float(f"{x:.{digits}g}")
+
+
+def quantiles(x: np.ndarray) -> dict:
+    x = np.asarray(x, dtype=float)
+    x = x[~np.isnan(x)]
+    if x.size == 0:
+        return {"p50": None, "p90": None, "p99": None, "mean": None}
+    p = np.percentile(x, QS)
+    return {
+        "p50": sig(p[0]),
+        "p90": sig(p[1]),
+        "p99": sig(p[2]),
+        "mean": sig(float(x.mean())),
+    }
