@@ -8,6 +8,7 @@ import numpy as np
 
 from .perf import arch
 from .queueing import ps_response_time
+from .schema.gpu import DEFAULT_RDMA_LATENCY_MS, GPUProfile
 from .schema.line import LineSKU
 from .schema.model import ModelProfile
 
@@ -59,8 +60,22 @@ def line_transfer_s(size_bytes: np.ndarray, line: LineConfig, rho: float) -> np.
 
 
 def rdma_transfer_s(
-    size_bytes: np.ndarray, gpus: int, nic_gbps: float, efficiency: float, latency_s: float = 0.005
+    size_bytes: np.ndarray,
+    gpus: int,
+    nic_gbps: float,
+    efficiency: float,
+    latency_s: float = DEFAULT_RDMA_LATENCY_MS / 1e3,
 ) -> np.ndarray:
-    """KV copy inside a datacenter: every sending GPU pushes its shard through its own NIC."""
+    """KV copy inside a datacenter: every sending GPU pushes its shard through its own NIC,
+    plus a fixed per-transfer latency (the GPU profile's ``interconnect.rdma_latency_ms``)."""
     bw = gpus * nic_gbps * 1e9 / 8 * efficiency
     return np.asarray(size_bytes, dtype=float) / bw + latency_s
+
+
+def gpu_rdma_transfer_s(size_bytes: np.ndarray, gpu: GPUProfile, gpus: int) -> np.ndarray:
+    """:func:`rdma_transfer_s` from ``gpus`` GPUs of ``gpu``, with its profile's NIC rate,
+    communication efficiency and RDMA latency."""
+    ic = gpu.interconnect
+    return rdma_transfer_s(
+        size_bytes, gpus, ic.rdma_gbps_per_gpu, gpu.efficiency.comm_efficiency, ic.rdma_latency_s
+    )

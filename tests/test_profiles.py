@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
-import pytest
+import copy
 
+import numpy as np
+import pydantic
+import pytest
+import yaml
+
+from pdd_plan.network import rdma_transfer_s
+from pdd_plan.perf import arch
 from pdd_plan.profiles import bundled_names, data_dir, load_profile
+from pdd_plan.schema import GPUProfile, ModelProfile
 
 pytestmark = pytest.mark.unit
 
@@ -68,3 +76,45 @@ def test_model_compress_ratios_cover_layers(name):
     if m.attention.kind == "compressed":
         assert len(m.attention.compress_ratios) >= m.num_layers
         assert m.page_size % 128 == 0
+
+
+def _without(d: dict, *path: str) -> dict:
+    """A deep copy of `d` with the key at `path` removed."""
+    out = copy.deepcopy(d)
+    node = out
+    for k in path[:-1]:
+        node = node[k]
+    del node[path[-1]]
+    return out
+
+
+def test_rdma_latency_is_a_profile_number_with_a_default():
+    raw = yaml.safe_load((data_dir() / "profiles" / "gpus" / "h100.yaml").read_text())
+    stated = GPUProfile.model_validate(raw).interconnect
+    assert stated.rdma_latency_ms == 5.0 and "rdma_latency_ms" in stated.source
+    old = GPUProfile.model_validate(_without(raw, "interconnect", "rdma_latency_ms"))
+    assert old.interconnect.rdma_latency_s == 0.005  # profiles written before the field
+    # callers that do not pass the latency get the profile default, exactly
+    assert rdma_transfer_s(0.0, 8, 400.0, 0.7) == old.interconnect.rdma_latency_s
+
+
+def test_compress_ratios_come_from_the_profile():
+    m = load_profile("models", "deepseek-v4-pro")
+    a = m.attention
+    assert (a.csa_compress_ratio, a.hca_compress_ratio) == (4, 128)
+    assert "csa_compress_ratio" in a.source
+    raw = m.model_dump()
+    # profiles written before the fields (e.g. by an older import-hf) keep DeepSeek-V4's values
+    old = ModelProfile.model_validate(_without(raw, "attention", "csa_compress_ratio"))
+    assert arch.kv_bytes_per_token(old) == arch.kv_bytes_per_token(m)
+    # a model with CSA over 8 tokens per row holds less KV per token than one over 4
+    raw8 = {**raw, "attention": {**raw["attention"], "csa_compress_ratio": 8}}
+    raw8["attention"]["compress_ratios"] = [8 if r == 4 else r for r in a.compress_ratios]
+    m8 = ModelProfile.model_validate(raw8)
+    assert arch.kv_bytes_per_token(m8) < arch.kv_bytes_per_token(m)
+    t = np.array([1e3, 1e5])
+    assert np.all(arch.attention_bytes_per_token(m8, t) < arch.attention_bytes_per_token(m, t))
+    with pytest.raises(pydantic.ValidationError, match="must be 0, 4 or 128"):
+        ModelProfile.model_validate(
+            {**raw, "attention": {**raw["attention"], "compress_ratios": [4, 16] * 40}}
+        )

@@ -106,7 +106,7 @@ def _attention_params_per_layer(m: ModelProfile, layer: int) -> float:
     else:
         o = a.num_heads * a.head_dim * h
     idx = 0.0
-    if a.compress_ratios[layer] == 4:  # CSA layers carry the lightning indexer
+    if a.compress_ratios[layer] == a.csa_compress_ratio:  # CSA layers carry the lightning indexer
         qsrc = a.q_lora_rank or h
         idx = qsrc * a.index_n_heads * a.index_head_dim + h * a.index_head_dim + h * a.index_n_heads
     return q + kv + o + idx
@@ -189,6 +189,11 @@ def with_kv_dtype(m: ModelProfile, kv_dtype: str | None) -> ModelProfile:
 # ---------------------------------------------------------------- KV cache
 
 
+def _fp8_with_scales(values: int) -> float:
+    """Bytes of ``values`` FP8 numbers stored with one fp32 scale per 128 of them."""
+    return values + values / 128 * 4
+
+
 def _v4_row_bytes(m: ModelProfile) -> tuple[float, float]:
     """(compressed KV row, indexer row) bytes as SGLang lays them out for DeepSeek-V4.
 
@@ -198,7 +203,7 @@ def _v4_row_bytes(m: ModelProfile) -> tuple[float, float]:
     a = m.attention
     nope = a.head_dim - a.qk_rope_head_dim
     row = nope * 1 + a.qk_rope_head_dim * 2 + 8
-    idx = a.index_head_dim * 1 + a.index_head_dim / 128 * 4
+    idx = _fp8_with_scales(a.index_head_dim)
     return float(row), float(idx)
 
 
@@ -207,11 +212,14 @@ def _mla_row_bytes(m: ModelProfile) -> float:
     if m.kv_cache.dtype == "bf16":
         return float((a.kv_lora_rank + a.qk_rope_head_dim) * 2)
     # FlashMLA FP8 layout: FP8 latent, one fp32 scale per 128, BF16 rope (656 B for V3)
-    return float(a.kv_lora_rank + a.kv_lora_rank / 128 * 4 + a.qk_rope_head_dim * 2)
+    return float(_fp8_with_scales(a.kv_lora_rank) + a.qk_rope_head_dim * 2)
 
 
-def _ratios(m: ModelProfile) -> np.ndarray:
-    return np.asarray(m.attention.compress_ratios[: m.num_layers])
+def _csa_hca_layers(m: ModelProfile) -> tuple[int, int]:
+    """How many of the main layers (MTP excluded) are CSA and how many HCA (compressed kind)."""
+    a = m.attention
+    r = np.asarray(a.compress_ratios[: m.num_layers])
+    return int(np.sum(r == a.csa_compress_ratio)), int(np.sum(r == a.hca_compress_ratio))
 
 
 def kv_bytes_per_token(m: ModelProfile) -> float:
@@ -222,12 +230,12 @@ def kv_bytes_per_token(m: ModelProfile) -> float:
     if a.kind == "mla":
         return m.num_layers * _mla_row_bytes(m)
     if a.kind == "dsa":
-        idx = a.index_head_dim + a.index_head_dim / 128 * 4
+        idx = _fp8_with_scales(a.index_head_dim)  # the indexer's FP8 keys
         return m.num_layers * (_mla_row_bytes(m) + idx)
     row, idx = _v4_row_bytes(m)
-    r = _ratios(m)
-    csa, hca = int(np.sum(r == 4)), int(np.sum(r == 128))
-    return csa * (row / 4 + idx / 4) + hca * row / 128
+    c, h = a.csa_compress_ratio, a.hca_compress_ratio
+    csa, hca = _csa_hca_layers(m)
+    return csa * (row / c + idx / c) + hca * row / h
 
 
 def kv_fixed_bytes_per_request(m: ModelProfile) -> float:
@@ -281,16 +289,14 @@ def attention_flops_per_token(m: ModelProfile, ctx: np.ndarray | float, phase: s
             return per * t * L
         main = per * np.minimum(t, a.index_topk) * L
         return main + 2.0 * a.index_n_heads * a.index_head_dim * t * L
-    r = _ratios(m)
-    csa, hca = float(np.sum(r == 4)), float(np.sum(r == 128))
+    c, h = a.csa_compress_ratio, a.hca_compress_ratio
+    csa, hca = map(float, _csa_hca_layers(m))
     win = np.minimum(t, a.sliding_window)
     per_row = 4.0 * a.num_heads * a.head_dim  # MQA: each query head scores and mixes a 512-d row
     rows = (
-        csa * (np.minimum(t / 4, a.index_topk) + win)
-        + hca * (t / 128 + win)
-        + (L - csa - hca) * win
+        csa * (np.minimum(t / c, a.index_topk) + win) + hca * (t / h + win) + (L - csa - hca) * win
     )
-    indexer = csa * 2.0 * a.index_n_heads * a.index_head_dim * (t / 4)
+    indexer = csa * 2.0 * a.index_n_heads * a.index_head_dim * (t / c)
     return per_row * rows + indexer
 
 
@@ -301,14 +307,14 @@ def attention_bytes_per_token(m: ModelProfile, ctx: np.ndarray | float) -> np.nd
     if a.kind in ("gqa", "mla"):
         return kv_bytes_per_token(m) * t
     if a.kind == "dsa":
-        idx = a.index_head_dim + a.index_head_dim / 128 * 4
+        idx = _fp8_with_scales(a.index_head_dim)  # the indexer scores every cached token
         return m.num_layers * (idx * t + _mla_row_bytes(m) * np.minimum(t, a.index_topk))
     row, idx = _v4_row_bytes(m)
-    r = _ratios(m)
-    csa, hca = float(np.sum(r == 4)), float(np.sum(r == 128))
+    c, h = a.csa_compress_ratio, a.hca_compress_ratio
+    csa, hca = map(float, _csa_hca_layers(m))
     win = np.minimum(t, a.sliding_window)
-    rows = csa * np.minimum(t / 4, a.index_topk) + hca * t / 128 + m.num_layers * win
-    return row * rows + csa * idx * t / 4
+    rows = csa * np.minimum(t / c, a.index_topk) + hca * t / h + m.num_layers * win
+    return row * rows + csa * idx * t / c
 
 
 def weight_flops_per_token(m: ModelProfile) -> float:

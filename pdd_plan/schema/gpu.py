@@ -22,11 +22,21 @@ class Memory(Strict):
     source: str
 
 
+# Fixed cost of one KV transfer over RDMA inside a datacenter, for profiles that do not state
+# it; the bundled profiles state it with its source (interconnect.source).
+DEFAULT_RDMA_LATENCY_MS = 5.0
+
+
 class Interconnect(Strict):
     scale_up_gbytes_bidir: PositiveFloat  # GB/s per GPU, both directions added (vendor figure)
     gpus_per_node: PositiveInt
     rdma_gbps_per_gpu: PositiveFloat  # Gb/s scale-out NIC per GPU
+    rdma_latency_ms: PositiveFloat = DEFAULT_RDMA_LATENCY_MS  # per KV transfer, on top of bytes/bw
     source: str
+
+    @property
+    def rdma_latency_s(self) -> float:
+        return self.rdma_latency_ms / 1e3
 
 
 class Price(Strict):

@@ -28,9 +28,12 @@ class Attention(Strict):
     index_n_heads: PositiveInt | None = None  # dsa, compressed
     index_head_dim: PositiveInt | None = None
     index_topk: PositiveInt | None = None
-    compress_ratios: list[int] | None = (
-        None  # compressed: per layer 0 (window only), 4 (CSA), 128 (HCA)
-    )
+    # compressed: per layer 0 (window only), csa_compress_ratio (CSA) or hca_compress_ratio (HCA)
+    compress_ratios: list[int] | None = None
+    # compressed: tokens per compressed KV row in CSA layers (sparse: the indexer picks
+    # index_topk rows) and in HCA layers (dense). Defaults: DeepSeek-V4's (hardware.md §4.1).
+    csa_compress_ratio: PositiveInt = 4
+    hca_compress_ratio: PositiveInt = 128
     sliding_window: PositiveInt | None = None  # compressed: uncompressed recent tokens per layer
     source: str
 
@@ -62,10 +65,13 @@ class Attention(Strict):
         missing = [f for f in need if getattr(self, f) is None]
         if missing:
             raise ValueError(f"attention kind '{self.kind}' needs {', '.join(missing)}")
+        csa, hca = self.csa_compress_ratio, self.hca_compress_ratio
+        if csa == hca:
+            raise ValueError("csa_compress_ratio and hca_compress_ratio must differ")
         if self.compress_ratios is not None and any(
-            r not in (0, 4, 128) for r in self.compress_ratios
+            r not in (0, csa, hca) for r in self.compress_ratios
         ):
-            raise ValueError("compress_ratios entries must be 0, 4 or 128")
+            raise ValueError(f"compress_ratios entries must be 0, {csa} or {hca}")
         return self
 
 
