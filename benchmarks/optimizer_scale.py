@@ -26,7 +26,14 @@ from pathlib import Path
 import yaml
 
 from pdd_plan.errors import InfeasibleError
-from pdd_plan.optimize import bruteforce, metrics, model, optimize, planner, solve_architecture
+from pdd_plan.optimize import (
+    bruteforce,
+    fixed_rate,
+    metrics,
+    model,
+    optimize,
+    solve_architecture,
+)
 from pdd_plan.optimize.planner import Caps, plan_architecture
 from pdd_plan.profiles import example_path
 from pdd_plan.resolve import Context, resolve
@@ -175,7 +182,7 @@ def _combination_rows(label: str, d: dict) -> list[str]:
     ctx = _ctx(d)
     cls = build_classes(ctx)
     rate = float(d["workload"]["rate_rps"])
-    real_solve, real_lb = model.solve, planner._decode_lb_per_rps
+    real_solve, real_lb = model.solve, fixed_rate.decode_lb_per_rps
     for a in ctx.scenario.architectures:
         seen = []
 
@@ -183,14 +190,14 @@ def _combination_rows(label: str, d: dict) -> list[str]:
             _seen.append(t)
             return real_solve(t, *args, **kw)
 
-        planner.model.solve = spy
-        planner._decode_lb_per_rps = lambda *x, **k: float("-inf")
+        model.solve = spy
+        fixed_rate.decode_lb_per_rps = lambda *x, **k: float("-inf")
         try:
             plan_architecture(ctx, a, cls, rate, Caps())
         except InfeasibleError:
             pass
         finally:
-            planner.model.solve, planner._decode_lb_per_rps = real_solve, real_lb
+            model.solve, fixed_rate.decode_lb_per_rps = real_solve, real_lb
         t0 = time.perf_counter()
         try:
             best = plan_architecture(ctx, a, cls, rate, Caps()).cost_per_hour

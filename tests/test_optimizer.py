@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 
 from pdd_plan.cli.main import app
 from pdd_plan.errors import InfeasibleError
-from pdd_plan.optimize import bruteforce, model, planner
+from pdd_plan.optimize import bruteforce, fixed_rate, model
 from pdd_plan.optimize.planner import Caps, plan_architecture
 from pdd_plan.optimize.tables import DecodeCandidate, FleetTables, PathTable, rdma_option
 from pdd_plan.resolve import resolve
@@ -165,8 +165,8 @@ def _every_combination(monkeypatch, ctx, a, cls, rate):
         return real(t, *args, **kw)
 
     with monkeypatch.context() as m:
-        m.setattr(planner.model, "solve", spy)
-        m.setattr(planner, "_decode_lb_per_rps", lambda *a, **k: float("-inf"))
+        m.setattr(model, "solve", spy)
+        m.setattr(fixed_rate, "decode_lb_per_rps", lambda *a, **k: float("-inf"))
         try:
             plan_architecture(ctx, a, cls, rate, Caps())
         except InfeasibleError:

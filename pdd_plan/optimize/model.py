@@ -28,6 +28,9 @@ import pulp
 from .tables import QUANTILES, FleetTables
 
 EPS = 1e-9
+# objective 'goodput' is rate - GOODPUT_COST_WEIGHT * cost: a tie-break on cost, and so a
+# Dinkelbach step at this lambda (free_rate.py bounds later steps from it)
+GOODPUT_COST_WEIGHT = 1e-6
 
 
 @dataclass
@@ -198,7 +201,7 @@ def define_objective(m: _Model, objective: str, lam: float) -> None:
     if objective == "cost":
         m.prob.setObjective(cost_expr(m))
     elif objective == "goodput":
-        m.prob.setObjective(m.r - 1e-6 * cost_expr(m))  # tie-break on cost
+        m.prob.setObjective(m.r - GOODPUT_COST_WEIGHT * cost_expr(m))  # tie-break on cost
     else:  # one Dinkelbach step
         m.prob.setObjective(m.r - lam * cost_expr(m))
 

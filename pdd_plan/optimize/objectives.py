@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import time
 
+from .. import architectures
 from ..errors import InputError
 from ..resolve import Context
 from ..workload.requests import RequestClasses
-from .planner import ArchPlan, Caps, plan_architecture
+from .planner import ArchPlan, Caps, FreeRateSearch, plan_architecture
 
 
 def dinkelbach(
@@ -18,13 +19,16 @@ def dinkelbach(
 
     lambda_k = r_k / c_k; solve max r - lambda_k c; stop when the optimum F(lambda) <= tol * r.
     Since F(lambda*) = 0 at the best ratio, lambda + F / c_min bounds it from above: the gap.
+    One search serves every iteration: its combinations, line options and path tables do not
+    depend on lambda, and each step's optima bound the next step's.
     """
     t0 = time.perf_counter()
-    p = plan_architecture(ctx, a, cls, None, caps, objective="goodput")
+    search = FreeRateSearch(ctx, architectures.get(a), cls, caps)
+    p = search.solve("goodput")
     lam = p.rate / p.cost_per_hour
     iters, milps = 1, p.milps
     for _ in range(max_iter):
-        q = plan_architecture(ctx, a, cls, None, caps, objective="dinkelbach", lam=lam)
+        q = search.solve("dinkelbach", lam)
         iters += 1
         milps += q.milps
         f = q.solution.objective
@@ -34,20 +38,8 @@ def dinkelbach(
             break
         lam = q.rate / q.cost_per_hour
     gap = max(f, 0.0) / (lam * p.cost_per_hour) if lam > 0 else 0.0
-    p = (
-        plan_architecture(
-            ctx,
-            a,
-            cls,
-            None,
-            caps,
-            objective="dinkelbach",
-            lam=p.rate / p.cost_per_hour,
-            duals=True,
-        )
-        if f > 0
-        else p
-    )
+    if f > 0:
+        p = search.solve("dinkelbach", p.rate / p.cost_per_hour, duals=True)
     p.solve_seconds = time.perf_counter() - t0
     p.milps = milps
     p.extra.update({"dinkelbach_iterations": iters, "optimality_gap": gap})

@@ -11,11 +11,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import network, pipeline
+from ..architectures import RELAY_PATHS, Architecture
 from ..perf import arch as perf_arch
 from ..perf import roofline
 from ..perf.instance import Instance, parallelism_candidates
 from ..resolve import Context
 from ..workload.requests import RequestClasses
+from .caps import Caps
 
 QUANTILES = (0.9, 0.99)
 
@@ -143,21 +145,46 @@ def line_options(ctx: Context, levels: list[float]) -> list[LineOption]:
     return out
 
 
+def line_options_at_load(ctx: Context, load_bytes_s: float, cap: float) -> list[LineOption]:
+    """Fixed rate: every SKU x count under `cap` at the utilization `load_bytes_s` would cause
+    (an upper bound on the load: singular requests that end on relay decode do not cross)."""
+    sc = ctx.scenario
+    out = []
+    for sku in ctx.lines:
+        for k in range(1, (sc.link.max_lines if sc.link else 0) + 1):
+            cfg = network.LineConfig(sku, k)
+            rho = load_bytes_s / cfg.capacity_bytes_s
+            if rho < cap:
+                level = min(max(rho, 1e-6) * (1 + 1e-6) + 1e-9, cap)  # slack for rounding
+                out.append(
+                    LineOption(
+                        f"{k}x{sku.name}", cfg, level, cfg.cost_per_hour, cfg.capacity_bytes_s
+                    )
+                )
+    return out
+
+
 def rdma_option() -> LineOption:
     return LineOption("rdma", None, 1.0, 0.0, float("inf"))
 
 
+def _relay_paths(spec: Architecture, rld: list[DecodeOption]) -> tuple[str, ...]:
+    """The relay paths the router may use: the spec's, when a relay pool exists."""
+    return tuple(p for p in RELAY_PATHS if p in spec.paths) if rld else ()
+
+
 def path_table(
     ctx: Context,
-    architecture: str,
+    spec: Architecture,
     cls: RequestClasses,
     pool: pipeline.PrefillPool,
     service_s: np.ndarray,
     md: list[DecodeOption],
     rld: list[DecodeOption],
     line: LineOption,
-    line_delay: float = 1.0,
+    caps: Caps,
 ) -> PathTable:
+    """Per class and path of `spec`: which requests may take it, and their TTFT miss chances."""
     sc = ctx.scenario
     md_step = max(o.cand.step_s for o in md)
     md_inst = min(md, key=lambda o: o.cand.cost_per_hour / o.cand.tokens_per_s).inst
@@ -174,15 +201,17 @@ def path_table(
         rld_inst,
         rld_step,
         sc.policy,
-        line_delay,
+        caps.line_delay,
     )
     n = len(cls)
     allowed = {"p_md": np.ones(n, bool)}
-    if architecture == "pdd" and rld:
+    relay = _relay_paths(spec, rld)
+    if relay:
         wants = pipeline.relay_wanted(times.ttft_mean_s("p_md"), pool, sc.sla.ttft_p90_s)
         lim = sc.policy.singular_max_output_tokens
-        allowed["p_rld_md"] = wants
-        allowed["p_rld"] = wants & (cls.output_tokens <= (lim if lim is not None else -1))
+        singular = cls.output_tokens <= (lim if lim is not None else -1)
+        for p in relay:
+            allowed[p] = wants & singular if p == "p_rld" else wants
     miss = {
         q: {
             p: pipeline.miss_probability(times.ttft_fixed_s[p], pool, s, times.jitter(p))

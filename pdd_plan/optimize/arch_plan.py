@@ -1,0 +1,85 @@
+"""The best plan of one architecture as the drivers return it (`ArchPlan`), built from the
+winning combination, its tables and the MILP's solution; metrics.py summarizes it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import network, pipeline
+from ..architectures import Architecture
+from ..perf.instance import Instance
+from ..resolve import Context
+from ..workload.requests import RequestClasses
+from . import model, tables
+from .enumeration import Combo
+from .tables import DecodeOption
+
+QS = (0.5, 0.9, 0.99)
+
+
+@dataclass
+class ArchPlan:
+    architecture: str
+    rate: float
+    prefill: Instance
+    prefill_count: int
+    pool: pipeline.PrefillPool
+    line: network.LineConfig | None
+    line_rho: float
+    options: list[DecodeOption]
+    solution: model.FleetSolution
+    times: pipeline.PathTimes
+    cost_per_hour: float
+    solve_seconds: float = 0.0
+    milps: int = 0
+    singular_max_output_tokens: int | None = None
+    main_dc: str = ""
+    tables: tables.FleetTables | None = None
+    extra: dict = field(default_factory=dict)
+
+
+def build(
+    ctx: Context,
+    spec: Architecture,
+    cls: RequestClasses,
+    cb: Combo,
+    t: tables.FleetTables,
+    sol: model.FleetSolution,
+) -> ArchPlan:
+    """The plan a combination's solution describes (at the rate it serves)."""
+    ln = t.lines[sol.line_index]
+    n_p = sol.prefill_count if sol.prefill_count is not None else cb.n_lo
+    pool = pipeline.PrefillPool(cb.pinst, n_p, cb.service, sol.rate_rps, cls.weight)
+    crossing = sum(sol.flows[p] for p in sol.flows if t.paths[sol.line_index].crosses_line[p])
+    rho_l = (
+        float(np.dot(crossing, t.line_bytes) / ln.capacity_bytes_s)
+        if np.isfinite(ln.capacity_bytes_s)
+        else 0.0
+    )
+    singular = ctx.scenario.policy.singular_max_output_tokens if spec.singular_on_relay else None
+    return ArchPlan(
+        architecture=spec.name,
+        rate=sol.rate_rps,
+        prefill=cb.pinst,
+        prefill_count=n_p,
+        pool=pool,
+        line=ln.config,
+        line_rho=rho_l,
+        options=cb.md + cb.rld,
+        solution=sol,
+        times=t.paths[sol.line_index].times,
+        cost_per_hour=sol.cost_per_hour,
+        singular_max_output_tokens=singular,
+        main_dc=cb.md_dc,
+        tables=t,
+        extra={"line_level": ln.level},
+    )
+
+
+def add_duals(p: ArchPlan, objective: str, lam: float, time_limit_s: float) -> None:
+    """Shadow prices of the winning MILP (its LP relaxation), re-solved once."""
+    sol = model.solve(p.tables, objective, lam, time_limit_s, duals=True)
+    if sol is not None:
+        p.solution.shadow_prices = sol.shadow_prices

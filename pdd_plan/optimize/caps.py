@@ -1,0 +1,24 @@
+"""The utilization caps one solve runs under; verification by simulation tightens them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Caps:
+    """Utilization caps; verification by simulation tightens the one that bottlenecks."""
+
+    prefill: float = 0.97  # stability margin of the pooled prefill queue
+    line: float = 0.95
+    decode: float = 0.9
+    line_delay: float = 1.0  # multiplies analytic line transfer times (the PS mean)
+
+    def tightened(self, which: str, used: float, factor: float = 0.9) -> Caps:
+        """The cap on `which` set 10% below what the plan used (or below the old cap). For the
+        line, first stretch its transfer-time estimate instead: the PS mean misses the tail, and
+        a longer estimate lets the plan relay more or buy a line rather than just cap it."""
+        if which == "line" and self.line_delay < 2.0:
+            return Caps(**{**self.__dict__, "line_delay": self.line_delay / factor**3})
+        cap = min(getattr(self, which), used) * factor
+        return Caps(**{**self.__dict__, which: cap})

@@ -1,0 +1,199 @@
+"""Why an architecture has no plan: structured reasons (`schema.plan.Reason`), each naming the
+scenario field to relax, and the InfeasibleError that carries them (the binding one first)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import network
+from ..architectures import Architecture
+from ..errors import InfeasibleError
+from ..perf import roofline
+from ..perf.instance import Instance
+from ..resolve import Context
+from ..schema.plan import REASON_ORDER, Reason
+from ..schema.scenario import SLA
+from ..workload.requests import RequestClasses
+from . import tables
+from .caps import Caps
+
+PREFIX = "no plan meets the scenario"
+
+
+def _ttft_field(q: float) -> str:
+    return f"sla.ttft_p{round(q * 100)}_s"
+
+
+def _gpus_field(ctx: Context, dc: str, gpu: str | None = None) -> str:
+    """The datacenter's GPU entry, spelled as resolve names it in its errors."""
+    i = next((i for i, d in enumerate(ctx.scenario.datacenters) if d.name == dc), 0)
+    return f"datacenters[{i}].gpus" + (f".{gpu}" if gpu else "")
+
+
+def ttft_floor_reasons(
+    sla: SLA, cls: RequestClasses, pinst: Instance, service: np.ndarray
+) -> list[tuple[float, Reason]]:
+    """An SLA no queueing can explain: prefill alone runs past the target for too many requests.
+    Each reason comes with the factor the target would have to grow by (need / target)."""
+    out = []
+    for q, s in ((0.9, sla.ttft_p90_s), (0.99, sla.ttft_p99_s)):
+        over = float(np.dot(cls.weight, service > s))
+        if over > 1 - q + 1e-9:
+            order = np.argsort(service)
+            cum = np.cumsum(cls.weight[order])
+            need = float(service[order][min(np.searchsorted(cum, q - 1e-12), len(cum) - 1)])
+            need = float(np.ceil(need * 100 - 1e-9) / 100)  # shown to 2 decimals: round up
+            msg = (
+                f"TTFT P{round(q * 100)} <= {s:g} s cannot be met: prefill alone takes up to "
+                f"{float(service.max()):.2f} s on {pinst.label} and {over * 100:.1f}% of requests "
+                f"exceed {s:g} s with no queueing at all (relax {_ttft_field(q)} to at least "
+                f"{need:.2f} s, or use faster prefill GPUs)"
+            )
+            out.append((need / s, Reason(kind="ttft_floor", message=msg, field=_ttft_field(q))))
+    return out
+
+
+def least_floor(floors: list[list[tuple[float, Reason]]]) -> list[Reason]:
+    """When every prefill option alone breaks an SLA, no hardware here helps: report the option
+    that needs the least relaxation (only its floor bounds what any prefill option could meet)."""
+    if not floors or not all(floors):
+        return []
+    return [r for _, r in min(floors, key=lambda f: max(x for x, _ in f))]
+
+
+def tpot_reason(
+    ctx: Context, spec: Architecture, prefill_gpu: str, context: float, md_dc: str
+) -> Reason:
+    """Why no decode instance qualifies: the fastest single-request step against the TPOT target."""
+    local = spec.decode_role == "decode"  # decode shares prefill's datacenter and GPU type
+    dc = ctx.prefill_dc if local else md_dc
+    gpus = [prefill_gpu] if local else [g for g, n in ctx.available(dc).items() if n > 0]
+    steps = [
+        (roofline.decode_step(i, 1, context).total_s, i.label)
+        for g in gpus
+        for i in tables.instances(ctx, g)
+        if i.n_gpus <= ctx.available(dc).get(g, 0)
+    ]
+    if not steps:
+        return Reason(
+            kind="gpu_availability",
+            message=f"GPU availability: the model fits on no instance of {', '.join(gpus)} within "
+            f"the GPUs available in {dc}",
+            field=_gpus_field(ctx, dc),
+        )
+    t, label = min(steps)
+    return Reason(
+        kind="tpot",
+        message=f"TPOT {ctx.scenario.sla.tpot_ms:g} ms is below the fastest decode step "
+        f"({t * 1e3:.1f} ms on {label} at {context:,.0f} tokens of context) (relax sla.tpot_ms "
+        f"above {t * 1e3:.1f})",
+        field="sla.tpot_ms",
+    )
+
+
+def prefill_gpus_reason(ctx: Context, pinst: Instance, n_min: int) -> Reason:
+    """A fixed rate needs more prefill instances than the prefill datacenter's GPUs hold."""
+    pg = pinst.gpu.name
+    have = ctx.available(ctx.prefill_dc).get(pg, 0)
+    return Reason(
+        kind="gpu_availability",
+        message=f"GPU availability: prefill needs {n_min} x {pinst.n_gpus} {pg} in "
+        f"{ctx.prefill_dc}, {have} available",
+        field=_gpus_field(ctx, ctx.prefill_dc, pg),
+    )
+
+
+def line_reason(ctx: Context, cls: RequestClasses, rate: float, caps: Caps) -> Reason:
+    """Why no line option qualifies at a fixed rate: the KV bytes/s against the biggest option."""
+    sc = ctx.scenario
+    xb = network.line_bytes(ctx.model, cls.input_tokens, cls.hit_d, sc.policy.drc)
+    load = rate * float(np.dot(cls.weight, xb))  # bytes/s if every request crosses
+    mx = sc.link.max_lines if sc.link else 0
+    if not ctx.lines or mx < 1:
+        return Reason(
+            kind="line_capacity",
+            message="line capacity: no line SKU to carry KV between the datacenters "
+            "(set link.candidates)",
+            field="link.candidates",
+        )
+    sku = max(ctx.lines, key=lambda s: s.bytes_per_s)
+    cap = network.LineConfig(sku, mx).capacity_bytes_s * caps.line
+    need = int(np.floor(load / (sku.bytes_per_s * caps.line))) + 1
+    r_max = rate * cap / load
+    step = 10.0 ** (np.floor(np.log10(r_max)) - 2)
+    r_ok = float(f"{np.floor(r_max * (1 - 1e-9) / step) * step:.3g}")  # under, 3 digits, down
+    return Reason(
+        kind="line_capacity",
+        message=f"line capacity: {rate:g} req/s send {load * 8 / 1e9:.3g} Gbps of KV across the "
+        f"line, but the biggest option ({mx} x {sku.name}: link.max_lines x the fastest "
+        f"candidate) carries {cap * 8 / 1e9:.3g} Gbps at the {caps.line:.0%} utilization cap "
+        f"(raise link.max_lines to {need} x {sku.name}, add a faster SKU to link.candidates, or "
+        f"lower workload.rate_rps to {r_ok:g})",
+        field="link.max_lines",
+    )
+
+
+Reach = dict  # q -> (smallest share of requests over the target any routing reached, where)
+
+
+def track_reach(reach: Reach, t: tables.FleetTables, prefill: str) -> None:
+    """Remember the smallest share of requests over each TTFT target any routing could reach.
+    `prefill` names the combination's pool ("prefill 3 x 16xh100 ...")."""
+    for o, pt in enumerate(t.paths):
+        for q in tables.QUANTILES:
+            best = np.min(
+                np.vstack([np.where(pt.allowed[p], pt.miss[q][p], 1.0) for p in pt.allowed]), axis=0
+            )
+            share = float(np.dot(t.weight, best))
+            if q not in reach or share < reach[q][0]:
+                reach[q] = (share, f"{prefill}, {t.lines[o].key}")
+
+
+def reach_reasons(reach: Reach, sla: SLA) -> list[Reason]:
+    """The TTFT targets no solved combination's routing could keep enough requests under."""
+    out = []
+    for q, (share, where) in sorted(reach.items()):
+        if share > 1 - q + 1e-9:
+            s_q = sla.ttft_p90_s if q == 0.9 else sla.ttft_p99_s
+            msg = (
+                f"TTFT P{round(q * 100)} <= {s_q:g} s is out of reach: at best {share * 100:.1f}% "
+                f"of requests would exceed it ({where}); relax {_ttft_field(q)}, allow more or "
+                f"faster lines (link.candidates, link.max_lines), or add prefill GPUs"
+            )
+            out.append(Reason(kind="ttft_out_of_reach", message=msg, field=_ttft_field(q)))
+    return out
+
+
+def pools_reason(rate_fixed: bool) -> Reason:
+    """Every combination solved infeasible for no reason named above: the decode pools."""
+    return Reason(
+        kind="gpu_availability",
+        message="GPU availability: decode and relay pools that meet the TPOT target do not fit in "
+        "the GPUs the datacenters list (add GPUs or lower workload.rate_rps)",
+        field="workload.rate_rps" if rate_fixed else "datacenters",
+    )
+
+
+def _fallback(sla: SLA) -> Reason:
+    return Reason(
+        kind="sla",
+        message=f"TTFT P90 <= {sla.ttft_p90_s} s / P99 <= {sla.ttft_p99_s} s cannot be met with "
+        f"the available GPUs and lines (relax sla.ttft_p90_s/ttft_p99_s, lower "
+        f"workload.rate_rps, or add GPUs)",
+        field="sla.ttft_p90_s",
+    )
+
+
+def ordered(reasons: list[Reason]) -> list[Reason]:
+    """Distinct reasons, binding first: SLA impossibilities (no hardware helps), then TPOT, then
+    the line (it rejects every combination when it binds), then availability. Stable."""
+    seen: dict[str, Reason] = {}
+    for r in reasons:
+        seen.setdefault(r.message, r)
+    return sorted(seen.values(), key=lambda r: REASON_ORDER[r.kind])
+
+
+def infeasible(architecture: str, reasons: list[Reason], sla: SLA) -> InfeasibleError:
+    """The error for `architecture`: its message is the binding reason's sentence."""
+    rs = ordered(reasons) or [_fallback(sla)]
+    return InfeasibleError(f"{architecture}: {PREFIX}: {rs[0].message}", reasons=rs)

@@ -1,0 +1,200 @@
+"""The rate as a variable: most goodput (optionally within a budget), or one Dinkelbach step
+(most rate - lambda * cost) toward the best goodput per dollar.
+
+A `FreeRateSearch` enumerates once per architecture: prefill pool-size ranges x utilization
+levels for each prefill choice, the line options, and (lazily) each combination's tables, none
+of which depend on the objective or lambda. Each step then visits combinations best bound
+first and stops solving once no bound beats the incumbent. Bounds: the static one (rate at most
+the pool's capacity; cost at least its prefill and cheapest decode per req/s plus the cheapest
+line), and, across steps with a growing lambda, F(lambda) <= F(lambda0) - (lambda - lambda0) *
+(the combination's least cost), since rate - lambda * cost falls at least that fast.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import pipeline
+from ..architectures import Architecture
+from ..resolve import Context
+from ..workload.requests import RequestClasses
+from . import arch_plan, diagnosis, model, tables
+from .arch_plan import ArchPlan
+from .caps import Caps
+from .enumeration import (
+    Combo,
+    Shared,
+    decode_lb_per_rps,
+    fleet_tables,
+    line_cost_lb,
+    prefill_choices,
+)
+
+TOL = 1e-9
+
+
+def buckets(max_n: int) -> list[tuple[int, int]]:
+    """Prefill pool-size ranges for a variable rate: [1], [2], [3, 4], [5, 8], ... The wait is
+    computed at the range's smallest size (Erlang C falls as servers are added at a fixed
+    utilization), so each range is conservative."""
+    out, lo = [], 1
+    while lo <= max_n:
+        hi = min(max(lo, 2 * (lo - 1)), max_n) if lo > 2 else lo
+        out.append((lo, hi))
+        lo = hi + 1
+    return out
+
+
+def upper_bound(
+    objective: str, lam: float, r_ub: float, r_lo: float, per_rps: float, fixed_lb: float
+) -> float:
+    """The best objective a combination could reach: rate at most r_ub; cost at least
+    per_rps x rate + fixed_lb (the pool's smallest size already sets r_lo's worth of prefill)."""
+    if objective == "goodput":
+        return r_ub
+    slope = 1.0 - lam * per_rps
+    r = r_ub if slope > 0 else r_lo
+    return r * slope - lam * fixed_lb
+
+
+@dataclass(frozen=True)
+class _Bound:
+    """What a combination's static bound needs (fixed per search)."""
+
+    r_ub: float  # most req/s its pool (and the budget) allows
+    r_lo: float  # req/s its smallest pool size serves at the cap
+    per_rps: float  # least $/hour per req/s: prefill share and the cheapest decode tokens
+    min_cost: float  # least $/hour of any plan in it: the smallest pool and the cheapest line
+
+
+class FreeRateSearch:
+    """One architecture with the rate free; `solve` runs one objective (or Dinkelbach step)."""
+
+    def __init__(
+        self,
+        ctx: Context,
+        spec: Architecture,
+        cls: RequestClasses,
+        caps: Caps,
+        budget: float | None = None,
+        rate_cap: float | None = None,
+    ):
+        self.ctx, self.spec, self.cls, self.caps = ctx, spec, cls, caps
+        self.budget, self.rate_cap = budget, rate_cap
+        self.reasons: list = []
+        self.combos = self._enumerate()
+        if not self.combos:
+            raise diagnosis.infeasible(spec.name, self.reasons, ctx.scenario.sla)
+        self.combos.sort(key=lambda c: c.fixed_cost)  # ties go to the cheaper pool
+        self.sh = Shared.of(ctx, spec, cls, caps)
+        levels = [x for x in ctx.scenario.search.utilization_levels if x <= caps.line]
+        self.lines = (
+            tables.line_options(ctx, levels) if spec.crosses_line else [tables.rdma_option()]
+        )
+        self.line_lb = line_cost_lb(ctx, spec)
+        self.bounds = [self._bound(cb) for cb in self.combos]
+        self._tables: dict[int, tables.FleetTables] = {}
+        self._infeasible: set[int] = set()  # the feasible set does not depend on the objective
+        self._known: dict[int, tuple[float, float]] = {}  # i -> (lambda, F_i(lambda) at most)
+        self._last_best: int | None = None
+        self.reach: diagnosis.Reach = {}
+
+    def _enumerate(self) -> list[Combo]:
+        levels = sorted(
+            {min(x, self.caps.prefill) for x in self.ctx.scenario.search.utilization_levels}
+        )
+        out = []
+        for ch in prefill_choices(self.ctx, self.spec, self.cls, self.reasons):
+            for lo, hi in buckets(ch.max_n):
+                for lv in levels:
+                    cost = lo * ch.pinst.cost_per_hour
+                    out.append(
+                        Combo(ch.md_dc, ch.pinst, ch.service, lo, hi, lv, cost, ch.md, ch.rld)
+                    )
+        return out
+
+    def _bound(self, cb: Combo) -> _Bound:
+        es = float(np.dot(self.cls.weight, cb.service))
+        r_ub = cb.rho * cb.n_hi / es
+        per_rps = es / cb.rho * cb.pinst.cost_per_hour + decode_lb_per_rps(
+            self.cls, cb.md + cb.rld, self.caps.decode
+        )
+        r_lo = min(r_ub, cb.rho * cb.n_lo / es)
+        if self.budget is not None:
+            r_ub = min(r_ub, max(self.budget - self.line_lb, 0.0) / per_rps)
+        return _Bound(r_ub, r_lo, per_rps, cb.fixed_cost + self.line_lb)
+
+    def _tables_of(self, i: int) -> tables.FleetTables:
+        if i not in self._tables:
+            cb = self.combos[i]
+            es = float(np.dot(self.cls.weight, cb.service))
+            rate = cb.rho * cb.n_lo / es
+            pool = pipeline.PrefillPool(cb.pinst, cb.n_lo, cb.service, rate, self.cls.weight)
+            self._tables[i] = fleet_tables(
+                self.sh, cb, pool, self.lines, None, self.budget, self.rate_cap
+            )
+        return self._tables[i]
+
+    def _ub(self, i: int, objective: str, lam: float, eff: float) -> float:
+        """The best objective combination i could reach at this step."""
+        b = self.bounds[i]
+        ub = upper_bound(objective, lam, b.r_ub, b.r_lo, b.per_rps, self.line_lb)
+        if i in self._known:
+            lam0, f0 = self._known[i]
+            if eff >= lam0:
+                ub = min(ub, f0 - (eff - lam0) * b.min_cost)
+        return ub
+
+    def _order(self, ubs: list[float]) -> list[int]:
+        """Best bound first; the last step's winner before all (a warm incumbent)."""
+        order = sorted(range(len(ubs)), key=lambda i: (-ubs[i], i))
+        if self._last_best is not None:
+            order.remove(self._last_best)
+            order.insert(0, self._last_best)
+        return order
+
+    def solve(self, objective: str = "goodput", lam: float = 0.0, duals: bool = False) -> ArchPlan:
+        """The best plan for `objective` ('goodput' or 'dinkelbach' at `lam`). Among plans
+        within 1e-9 of the best, the combination with the cheapest pool wins (as enumerated)."""
+        t0 = time.perf_counter()
+        limit = self.ctx.scenario.search.time_limit_s
+        eff = model.GOODPUT_COST_WEIGHT if objective == "goodput" else lam
+        ubs = [self._ub(i, objective, lam, eff) for i in range(len(self.combos))]
+        best_i, best_key, best_sol, milps = -1, -np.inf, None, 0
+        for i in self._order(ubs):
+            if i in self._infeasible or not self.lines:
+                continue
+            tie_ok = i < best_i and ubs[i] >= best_key - TOL
+            if best_sol is not None and ubs[i] <= best_key + TOL and not tie_ok:
+                self._known[i] = (eff, ubs[i])  # not solved: its bound stands for F_i
+                continue
+            t = self._tables_of(i)
+            milps += 1
+            sol = model.solve(t, objective, lam, limit)
+            if sol is None:
+                self._infeasible.add(i)
+                diagnosis.track_reach(self.reach, t, self.combos[i].label)
+                continue
+            self._known[i] = (eff, sol.objective)
+            if best_sol is None or _better(sol.objective, i, best_key, best_i):
+                best_i, best_key, best_sol = i, sol.objective, sol
+        if best_sol is None:
+            reasons = self.reasons + diagnosis.reach_reasons(self.reach, self.ctx.scenario.sla)
+            if not reasons:
+                reasons.append(diagnosis.pools_reason(False))
+            raise diagnosis.infeasible(self.spec.name, reasons, self.ctx.scenario.sla)
+        self._last_best = best_i
+        cb, t = self.combos[best_i], self._tables[best_i]
+        best = arch_plan.build(self.ctx, self.spec, self.cls, cb, t, best_sol)
+        if duals:
+            arch_plan.add_duals(best, objective, lam, limit)
+        best.solve_seconds = time.perf_counter() - t0
+        best.milps = milps
+        return best
+
+
+def _better(key: float, i: int, best_key: float, best_i: int) -> bool:
+    return key > best_key + TOL or (key >= best_key - TOL and i < best_i)
