@@ -134,9 +134,7 @@ def path_times(
     m = prefill.model
     full_kv = np.asarray(arch.kv_bytes(m, cls.input_tokens))
     g = prefill.gpu
-    rdma_full = network.rdma_transfer_s(
-        full_kv, prefill.n_gpus, g.interconnect.rdma_gbps_per_gpu, g.efficiency.comm_efficiency
-    )
+    rdma_full = network.gpu_rdma_transfer_s(full_kv, g, prefill.n_gpus)
     out = cls.output_tokens
     if line is None:  # IDC-PD: P -> D over RDMA, no DRC needed
         ttft = prefill_s + rdma_full + md_step_s

@@ -265,7 +265,7 @@ def test_infeasible_architecture_is_reported(verified) -> None:
 
 def test_existing_renderers_still_work(plan) -> None:
     buf = io.StringIO()
-    render_plan(plan, Console(file=buf, width=150))
+    render_plan(parse_plan(plan), Console(file=buf, width=150))
     assert "fleet" in buf.getvalue()
     res = {
         "points": [

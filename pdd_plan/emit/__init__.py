@@ -9,12 +9,12 @@ CRD schemas in strict mode, SGLang command lines against the flag table.
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
+from ..atomic import write_atomic
 from ..errors import InputError, PddPlanError
 from . import flags, k8s, sglang, validation
 from .plan import ARCHITECTURES, Deployment, EmitOptions, build, dns, load_plan
@@ -167,30 +167,15 @@ def prepare_dir(out: str | Path) -> Path:
     return p
 
 
-def _umask() -> int:
-    m = os.umask(0)
-    os.umask(m)
-    return m
-
-
 def write(out: Path, files: dict[str, File]) -> list[Path]:
     """Write each file atomically (temporary file + rename) into an existing folder."""
-    mask = _umask()
     written = []
     for name in sorted(files):
         f = files[name]
         dest = out / name
-        tmp = None
         try:
-            fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=str(out))
-            data = f.text.encode("utf-8") if isinstance(f.text, str) else f.text
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.chmod(tmp, (0o777 if f.executable else 0o666) & ~mask)
-            os.replace(tmp, dest)
+            write_atomic(dest, f.text, executable=f.executable)
         except OSError as e:
-            if tmp is not None and os.path.exists(tmp):
-                os.unlink(tmp)
             raise InputError(str(dest), None, f"cannot write ({e.strerror})", "") from None
         written.append(dest)
     return written
