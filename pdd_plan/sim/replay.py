@@ -154,7 +154,12 @@ def _move_kv(
     inp = r.input_tokens.astype(float)
     router = None
     if fl.relay:  # only architectures that relay have a relay pool
-        lim = pol.singular_max_output_tokens
+        # short requests finish on relay decode only where the architecture has that path
+        lim = (
+            pol.singular_max_output_tokens
+            if setup.spec(fl.architecture).singular_on_relay
+            else None
+        )
         router = Router(
             r.arrival_s.tolist(),
             r.output_tokens.astype(np.int64).tolist(),
