@@ -12,9 +12,10 @@ from rich.console import Console
 from rich.table import Table
 
 from .. import profiles
+from ..atomic import write_atomic
 from ..errors import InputError
 from ..schema.plan import ArchitecturePlan
-from .common import check_format, dumps, echo, guarded, write_atomic
+from .common import check_format, dumps, echo, guarded
 
 _SHOW_AFTER_S = 2.0
 
