@@ -47,8 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     path = profiles.example_path()
     base = yaml.safe_load(path.read_text())
     ctx0 = resolve(Scenario.model_validate(base), str(path))
-    plan = optimize(ctx0).dump()  # one fleet and line for both shapes
-    p = plan["plans"][args.architecture]
+    plan = optimize(ctx0)  # one fleet and line for both shapes
+    p = plan.arch(args.architecture)
     rows = {}
     for name, hist in SHAPES.items():
         d = {**base, "workload": {**base["workload"], "prefix_hit": {"histogram": hist}}}
@@ -66,10 +66,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    ln = p["line"]
+    ln = p.line
     print(
-        f"{args.n:,} requests at {plan['rate_rps']} req/s, {args.architecture}, "
-        f"line {ln['count']} x {ln['sku']}, same fleet for both shapes"
+        f"{args.n:,} requests at {plan.rate_rps} req/s, {args.architecture}, "
+        f"line {ln.count} x {ln.sku}, same fleet for both shapes"
     )
     hdr = (
         f"{'shape':<8}{'mean hit':>9}{'line util':>10}{'MB/req':>8}"

@@ -13,7 +13,7 @@ import yaml
 from pdd_plan.optimize import optimize
 from pdd_plan.resolve import resolve
 from pdd_plan.schema import Scenario
-from pdd_plan.schema.plan import ArchitecturePlan
+from pdd_plan.schema.plan import ArchitecturePlan, LineChoice
 from pdd_plan.sim import run, verify
 from pdd_plan.sim.queues import P_MD, P_RLD, P_RLD_MD
 
@@ -194,8 +194,8 @@ def test_verify_reports_checks_and_bottleneck(default) -> None:
     assert set(v["tail_breakdown_s"]) == {"prefill_wait", "prefill", "kv_transfer", "decode_wait"}
     # an overloaded line fails the SLA and is named
     ctx2 = _ctx(sla={"ttft_p90_s": 2.0, "ttft_p99_s": 3.0, "tpot_ms": 60})
-    slow = {**plan.plans["cdc_pd"].model_dump(mode="json"), "line": _line("eth-10g", 1)}
-    v2 = verify(ctx2, slow, "cdc_pd", 3000, 0)  # a plain dict: the transition shim
+    slow = plan.plans["cdc_pd"].model_copy(update={"line": LineChoice(**_line("eth-10g", 1))})
+    v2 = verify(ctx2, slow, "cdc_pd", 3000, 0)
     assert not v2["sla_met"] and v2["bottleneck"] == "line"
     assert v2["line_utilization"] > 0.9
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..errors import InfeasibleError
 from ..resolve import Context
-from ..schema.plan import Infeasible, Plan
+from ..schema.plan import ArchitecturePlan, Infeasible, Plan
 from ..workload.classes import build_classes
 from ..workload.requests import RequestClasses
 from . import metrics
@@ -42,7 +42,7 @@ def _verified(
             history.append({"round": i, "caps": dict(caps.__dict__), "infeasible": str(e)})
             break
         summary = metrics.summarize(raw, cls, raw.rate, ctx.prefill_dc)
-        v = verify(ctx, summary, a, n_requests, ctx.scenario.seed)
+        v = verify(ctx, ArchitecturePlan.model_validate(summary), a, n_requests, ctx.scenario.seed)
         kept = (raw, summary, v)
         history.append(
             {

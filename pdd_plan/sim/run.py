@@ -23,7 +23,7 @@ def run(
     progress: Progress | None = None,
 ) -> SimResult:
     """Build the workload for ``plan`` (its sized rate; the scenario's trace or distributions)
-    and simulate it. ``plan``: a Plan, an ArchitecturePlan, or (transition) a dict of either."""
+    and simulate it. ``plan``: a Plan or one ArchitecturePlan."""
     p = setup.arch_plan(plan, architecture)
     s = ctx.scenario.seed if seed is None else int(seed)
     reqs = setup.requests(ctx, n_requests, s, p.goodput_rps, trace)
@@ -39,8 +39,7 @@ def verify(
 ) -> dict:
     """Simulate one architecture's plan and check it against the scenario's SLA.
 
-    ``plan`` is a :class:`Plan` or one :class:`ArchitecturePlan` (or, during the transition,
-    their plain-dict forms: ``optimize`` passes its per-architecture summary dict). Returns
+    ``plan`` is a :class:`Plan` or one :class:`ArchitecturePlan`. Returns
     the :meth:`SimResult.summary` dict plus:
 
     * ``checks``: ``ttft_p90`` / ``ttft_p99`` (simulated TTFT percentile vs ``sla.ttft_p90_s``

@@ -13,12 +13,11 @@ from ..errors import InputError
 from ..network import LineConfig
 from ..perf.instance import Instance
 from ..resolve import Context
-from ..schema.io import parse
-from ..schema.plan import ArchitecturePlan, Plan, parse_plan
+from ..schema.plan import ArchitecturePlan, Plan
 from ..workload.distributions import sample, sample_requests
 from ..workload.requests import Requests
 
-PlanLike = Plan | ArchitecturePlan | dict
+PlanLike = Plan | ArchitecturePlan
 
 
 @dataclass(frozen=True)
@@ -47,11 +46,7 @@ def spec(architecture: str) -> Architecture:
 
 
 def arch_plan(plan: PlanLike, architecture: str) -> ArchitecturePlan:
-    """One architecture's typed plan from a Plan, an ArchitecturePlan, or a plain dict of
-    either. The dict forms are a transition shim for callers that still pass dicts
-    (``optimize._verified``, ``report.figures``); drop them once those pass typed plans."""
-    if isinstance(plan, dict):
-        plan = parse_plan(plan) if "plans" in plan else parse(ArchitecturePlan, plan, "plan")
+    """One architecture's typed plan from a whole Plan or one ArchitecturePlan."""
     if isinstance(plan, Plan):
         return plan.arch(architecture)
     return plan
