@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
 
     t = time.perf_counter()
     ctx = resolve(load_scenario(args.scenario), args.scenario)
-    plan = optimize(ctx).dump()
+    plan = optimize(ctx)
     print(f"optimize: {time.perf_counter() - t:.2f} s (not part of the simulation time)")
     rss0 = _maxrss_mib()
 
