@@ -67,10 +67,7 @@ def optimize(
     if fmt == "table":
         from ..report.table import render_plan
 
-        console = Console()
-        render_plan(plan, console)
-        for a, why in plan.infeasible.items():
-            console.print(f"[yellow]{a}: infeasible[/yellow]: {why.message}")
+        render_plan(plan, Console())
     else:
         echo(plan.to_text(fmt))
 

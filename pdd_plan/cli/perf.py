@@ -319,24 +319,26 @@ def calibrate(
         echo(dumps(results, fmt))
         return
     from rich.console import Console
-    from rich.table import Table
 
-    t = Table(title=f"calibration fit to {measurements}")
-    for c in ("gpu", "rows", "mfu", "mbu", "overhead ms", "chunk_half", "median |err|", "max"):
-        t.add_column(c)
+    from ..report import fit
+
+    cols = ("gpu", "rows", "mfu", "mbu", "overhead ms", "chunk_half", "median |err|", "max")
+    rows = []
     for e in results:
         f = e["factors"]
-        t.add_row(
-            e["gpu"],
-            str(len(e["rows"])),
-            f"{f['mfu']:.3f}",
-            f"{f['mbu']:.3f}",
-            f"{f['step_overhead_ms']:.2f}",
-            f"{f['chunk_half_tokens']:.0f}",
-            f"{e['median_abs_error_analytic']:.1%} -> {e['median_abs_error_calibrated']:.1%}",
-            f"{e['max_abs_error_calibrated']:.1%}",
+        rows.append(
+            [
+                e["gpu"],
+                str(len(e["rows"])),
+                f"{f['mfu']:.3f}",
+                f"{f['mbu']:.3f}",
+                f"{f['step_overhead_ms']:.2f}",
+                f"{f['chunk_half_tokens']:.0f}",
+                f"{e['median_abs_error_analytic']:.1%} -> {e['median_abs_error_calibrated']:.1%}",
+                f"{e['max_abs_error_calibrated']:.1%}",
+            ]
         )
-    Console().print(t)
+    fit.show(Console(), f"calibration fit to {measurements}", cols, rows)
     for e in results:
         if "written" in e:
             echo(f"wrote {e['written']}\n")

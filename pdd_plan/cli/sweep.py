@@ -139,8 +139,8 @@ def sweep_cmd(
     elif fmt == "csv":
         echo(sweep_csv(result))
     else:
-        # a pipe gets the whole table rather than an 80-column squeeze
-        sweep_table(result, Console() if sys.stdout.isatty() else Console(width=200))
+        # the table lays itself out to the console (a pipe: 80 columns); CSV is for machines
+        sweep_table(result, Console())
 
 
 def register(app: typer.Typer) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..errors import InfeasibleError
 from ..resolve import Context
-from ..schema.plan import ArchitecturePlan, Infeasible, Plan
+from ..schema.plan import ArchitecturePlan, Infeasible, Plan, Reason
 from ..workload.classes import build_classes
 from ..workload.requests import RequestClasses
 from . import metrics
@@ -27,7 +27,9 @@ def _verified(
 ) -> tuple[ArchPlan, dict]:
     """Solve, replay the plan in the simulator, and while the simulated SLA fails cap the
     bottleneck 10% below the utilization the plan ran it at and re-solve (at most `rounds`
-    times). If no plan fits the tighter cap, the last plan stays, marked as missing its SLA."""
+    times). A plan whose replay still misses the SLA then, or whose re-solve under the tighter
+    cap finds no plan, does not meet the scenario: InfeasibleError with a `replay_sla` reason
+    carrying the replay's figures, so no comparison or ranking can pick it."""
     from ..sim.run import verify
 
     caps = Caps(decode=ctx.scenario.search.decode_utilization)
@@ -56,12 +58,54 @@ def _verified(
             break
         caps = caps.tightened(v["bottleneck"], metrics.utilization(raw, v["bottleneck"]))
     raw, summary, v = kept
+    if not v["sla_met"]:
+        why = replay_miss(summary["cost_per_hour"], v, n_requests, history)
+        raise InfeasibleError(f"{a}: no plan meets the scenario: {why.message}", reasons=[why])
     sim = {k: v[k] for k in SIM_KEYS if k in v}
     sim.update(
         {"requests": n_requests, "sla_met": v["sla_met"], "checks": v["checks"], "rounds": history}
     )
     summary["simulated"] = sim
     return raw, summary
+
+
+# the SLA field each replay check compares against
+CHECK_FIELDS = {
+    "ttft_p90": "sla.ttft_p90_s",
+    "ttft_p99": "sla.ttft_p99_s",
+    "tpot_p90": "sla.tpot_ms",
+}
+CHECK_TEXT = {
+    "ttft_p90": ("TTFT P90", "s"),
+    "ttft_p99": ("TTFT P99", "s"),
+    "tpot_p90": ("TPOT P90", "ms"),
+}
+
+
+def replay_miss(cost: float, v: dict, n_requests: int, history: list[dict]) -> Reason:
+    """Why a verified plan is not an answer: the replay's figures against the SLA."""
+
+    def fig(k: str) -> str:
+        c = v["checks"][k]
+        name, unit = CHECK_TEXT[k]
+        sim = "-" if c["simulated"] is None else f"{c['simulated']:.3g}"
+        return f"{name} {sim} {unit} {'<=' if c['ok'] else '>'} {c['target']:g} {unit}"
+
+    failed = [k for k, c in v["checks"].items() if not c["ok"]]
+    met = [k for k in v["checks"] if k not in failed]
+    also = f" ({', '.join(fig(k) for k in met)})" if met else ""
+    fields = ", ".join(CHECK_FIELDS[k] for k in failed)
+    tries = f"{len(history) - 1} re-solve(s) with tighter caps"
+    if "infeasible" in history[-1]:
+        tries += " (the last found no plan)"
+    return Reason(
+        kind="replay_sla",
+        message=f"the simulator replay ({n_requests:,} requests) of its ${cost:,.1f}/h plan "
+        f"misses the SLA after {tries}: "
+        f"{', '.join(fig(k) for k in failed)}{also}; relax {fields}, or add capacity "
+        f"(bottleneck: {v['bottleneck'] or 'none found'})",
+        field=CHECK_FIELDS[failed[0]] if failed else None,
+    )
 
 
 def optimize(

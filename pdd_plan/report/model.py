@@ -47,6 +47,14 @@ def _f(x, nd: int = 3, scale: float = 1.0, unit: str = "") -> str:
         return str(x)
 
 
+def not_met_label(why: Infeasible) -> str:
+    """How an architecture without a plan is introduced: no plan found, or a plan whose
+    replay missed the SLA (its figures are in the message)."""
+    if why.reasons[0].kind == "replay_sla":
+        return "misses the SLA in the replay"
+    return "infeasible"
+
+
 def _pct(x, nd: int = 1) -> str:
     return "-" if x is None else f"{float(x) * 100:.{nd}f}%"
 
@@ -306,7 +314,8 @@ def _constraint_row(a: str, p: ArchitecturePlan) -> list[str]:
 def _constraints(plans: dict[str, ArchitecturePlan], infeasible: dict[str, Infeasible]) -> Section:
     rows = [_constraint_row(a, p) for a, p in plans.items()]
     for a, why in infeasible.items():
-        rows.append([a, f"infeasible: {why.message}", "-", "-", "-", "-", "-"])
+        sim_met = "NO" if why.reasons[0].kind == "replay_sla" else "-"
+        rows.append([a, f"{not_met_label(why)}: {why.message}", "-", sim_met, "-", "-", "-"])
     cols = [
         "arch",
         "binding constraints",
@@ -365,7 +374,7 @@ def build_report(plan: Plan) -> Report:
         _comparison(plan),
     ]
     for a, why in plan.infeasible.items():
-        rep.summary.append(f"{a}: infeasible: {why.message}")
+        rep.summary.append(f"{a}: {not_met_label(why)}: {why.message}")
     if plans:
         best = max(plans, key=lambda a: plans[a].bcr)
         b = plans[best]

@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.table import Table
 
+from . import fit
 from .model import Report
 
 
 def render_rich(rep: Report, console: Console) -> None:
+    """Each section as a table sized to the console: wide when it fits, else one table per
+    architecture (its first column), else one key/value table per row."""
     console.print(f"[bold]{rep.title}[/bold]: {rep.subtitle}")
     for s in rep.sections:
-        t = Table(title=s.title, title_justify="left")
-        for c in s.columns:
-            t.add_column(c)
-        for r in s.rows:
-            t.add_row(*r)
-        console.print(t)
+        fit.show(console, s.title, s.columns, s.rows)
         if s.note:
             console.print(f"[dim]{s.note}[/dim]")
     for line in rep.summary:

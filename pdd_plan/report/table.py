@@ -3,80 +3,118 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.table import Table
 
 from ..architectures import LINE_BASELINE, LOCAL_BASELINE, PATHS, RELAY_ARCH, ROLE_ORDER, get
 from ..schema.plan import ArchitecturePlan, Plan
+from . import fit
+from .model import not_met_label
 
 
 def _pct(x: float | None) -> str:
     return "-" if x is None else f"{x * 100:+.1f}%"
 
 
-def _sim(p: ArchitecturePlan) -> str:
-    """Simulated TTFT P90/P99 beside the analytic ones; '-' when the plan was not verified."""
-    s = p.simulated
-    if s is None:
-        return "-"
-    ok = "" if s.sla_met else " (miss)"
-    return f"{s.ttft_s.p90:.2f}/{s.ttft_s.p99:.2f}{ok}"
-
-
-def _fleet(plan: Plan) -> Table:
+def _fleet(plan: Plan, console: Console) -> None:
     rate = plan.rate_rps
     load = f"{rate:g} req/s" if rate else "highest goodput"
-    fleet = Table(title=f"{plan.scenario} ({plan.model}, {load}): fleet")
-    for col in ("arch", "role", "instances", "GPU", "DC", "$/h"):
-        fleet.add_column(col)
+    rows = []
     for a, p in plan.plans.items():
         for i in sorted(p.instances, key=lambda i: ROLE_ORDER.get(i.role, 9)):
             size = f"{i.count} x {i.gpus_per_instance} GPUs"
-            fleet.add_row(a, i.role, size, i.gpu, i.datacenter, f"{i.cost_per_hour:,.1f}")
+            rows.append([a, i.role, size, i.gpu, i.datacenter, f"{i.cost_per_hour:,.1f}"])
         ln = p.line
         if ln is not None:
-            fleet.add_row(
-                a,
-                "line",
-                f"{ln.count} x {ln.sku}",
-                f"{ln.utilization * 100:.0f}% used",
-                "",
-                f"{ln.cost_per_hour:,.1f}",
+            rows.append(
+                [
+                    a,
+                    "line",
+                    f"{ln.count} x {ln.sku}",
+                    f"{ln.utilization * 100:.0f}% used",
+                    "",
+                    f"{ln.cost_per_hour:,.1f}",
+                ]
             )
-    return fleet
+    cols = ("arch", "role", "instances", "GPU", "DC", "$/h")
+    title = f"{plan.scenario} ({plan.model}, {load}): fleet"
+    fit.show(console, title, cols, rows, justify=("left",) * 5 + ("right",))
+
+
+# metric x architecture: one short row per figure, so three or four architectures fit in 60
+# columns and no header needs units squeezed into it
+METRICS = (
+    "$/h",
+    "goodput req/s",
+    "BCR req/$",
+    "TTFT p50 s",
+    "TTFT p90 s",
+    "TTFT p99 s",
+    "sim TTFT p90 s",
+    "sim TTFT p99 s",
+    "TPOT p50 ms",
+    *(f"on {k}" for k in PATHS),
+    "RLD tokens",
+)
+LEGEND = (
+    "sim: the plan replayed in the simulator (- : not verified). "
+    "on <path>: share of requests routed P->MD, P->RLD->MD, P->RLD."
+)
+
+
+def _sim_cell(p: ArchitecturePlan, q: str) -> str:
+    s = p.simulated
+    if s is None:
+        return "-"
+    miss = "" if s.sla_met else " (miss)"  # v1 plans could keep a plan that missed
+    return f"{getattr(s.ttft_s, q):.2f}{miss}"
+
+
+def plan_column(p: ArchitecturePlan) -> list[str]:
+    """One architecture's figures, in METRICS order."""
+    tt, r = p.ttft_s, p.route_share
+    return [
+        f"{p.cost_per_hour:,.1f}",
+        f"{p.goodput_rps:g}",
+        f"{p.bcr:.1f}",
+        f"{tt.p50:.2f}",
+        f"{tt.p90:.2f}",
+        f"{tt.p99:.2f}",
+        _sim_cell(p, "p90"),
+        _sim_cell(p, "p99"),
+        f"{p.tpot_ms.p50:.1f}",
+        *(f"{getattr(r, k) * 100:.1f}%" for k in PATHS),
+        f"{p.rld_token_share * 100:.1f}%",
+    ]
+
+
+def _plans(plan: Plan, console: Console) -> None:
+    cols = {a: plan_column(p) for a, p in plan.plans.items()}
+    rows = [[m, *(c[i] for c in cols.values())] for i, m in enumerate(METRICS)]
+    just = ("left",) + ("right",) * len(cols)
+    t = fit.make("plans", ["", *cols], rows, just, width=console.width)
+    if t is not None:
+        console.print(t)
+        console.print(LEGEND, highlight=False)
+    else:  # many architectures on a narrow console: one small table each
+        per_arch = [[a, *c] for a, c in cols.items()]
+        fit.show(console, "plans", ["arch", *METRICS], per_arch, legend=LEGEND, stack_by=None)
 
 
 def render_plan(plan: Plan, console: Console) -> None:
-    console.print(_fleet(plan))
-    t = Table(title="plans")
-    for col in (
-        "arch",
-        "$/h",
-        "req/s",
-        "BCR req/$",
-        "TTFT p50/p90/p99 s",
-        "sim p90/p99 s",
-        "TPOT p50 ms",
-        "p_md/rld_md/rld",
-        "RLD tok",
-    ):
-        t.add_column(col)
-    for a, p in plan.plans.items():
-        tt, r = p.ttft_s, p.route_share
-        t.add_row(
-            a,
-            f"{p.cost_per_hour:,.1f}",
-            f"{p.goodput_rps:g}",
-            f"{p.bcr:.1f}",
-            f"{tt.p50:.2f}/{tt.p90:.2f}/{tt.p99:.2f}",
-            _sim(p),
-            f"{p.tpot_ms.p50:.1f}",
-            "/".join(f"{getattr(r, k):.2f}" for k in PATHS),
-            f"{p.rld_token_share * 100:.1f}%",
-        )
-    console.print(t)
+    """The fleet, the plans (metric x architecture), the comparison, and the architectures
+    that do not meet the scenario (infeasible, or missing the SLA in the replay)."""
+    _fleet(plan, console)
+    _plans(plan, console)
     c = plan.comparison
     relay, local, line = (get(x).title for x in (RELAY_ARCH, LOCAL_BASELINE, LINE_BASELINE))
+
+    def gain(x: float | None, base: str) -> str:
+        return "- (no plan)" if base not in plan.plans else _pct(x)
+
     console.print(
-        f"BCR: {relay} vs {local} {_pct(c.bcr_gain_vs_idc_pd)}, vs {line} {_pct(c.bcr_gain_vs_cdc_pd)}. "
-        f"P90 TTFT on the {relay} fleet, relay vs all P->MD: {_pct(c.p90_ttft_reduction_vs_cdc_pd)} reduction."
+        f"BCR: {relay} vs {local} {gain(c.bcr_gain_vs_idc_pd, LOCAL_BASELINE)}, "
+        f"vs {line} {gain(c.bcr_gain_vs_cdc_pd, LINE_BASELINE)}. "
+        f"P90 TTFT on the {relay} fleet, relay vs all P->MD: "
+        f"{_pct(c.p90_ttft_reduction_vs_cdc_pd)} reduction."
     )
+    for a, why in plan.infeasible.items():
+        console.print(f"[yellow]{a}: {not_met_label(why)}[/yellow]: {why.message}")

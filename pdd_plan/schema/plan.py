@@ -197,6 +197,7 @@ ReasonKind = Literal[
     "line_capacity",  # no line option carries the KV bytes
     "gpu_availability",  # the pools do not fit in the GPUs the datacenters list
     "sla",  # the SLA cannot be met for a reason not named above
+    "replay_sla",  # the plan's simulator replay still misses the SLA after verification
 ]
 REASON_ORDER: dict[str, int] = {
     "ttft_floor": 0,
@@ -205,6 +206,7 @@ REASON_ORDER: dict[str, int] = {
     "line_capacity": 2,
     "gpu_availability": 3,
     "sla": 4,
+    "replay_sla": 5,
 }
 
 
