@@ -1,4 +1,5 @@
-"""Commands `perf`, `calibrate` and `profiles import-hf` (registered on the main app)."""
+"""Commands `perf`, `calibrate` (cli/calibrate.py) and `profiles import-hf` (registered on the
+main app)."""
 
 from __future__ import annotations
 
@@ -199,7 +200,7 @@ def _render_table(res: dict) -> None:
     )
     t = Table(title=title, show_header=True)
     t.add_column("quantity")
-    t.add_column("value", justify="right")
+    t.add_column("value", justify="right", overflow="fold")
     b = res["breakdown_s"]
     tot = sum(b.values())
     for k in ("compute", "memory", "communication", "overhead"):
@@ -217,6 +218,8 @@ def _render_table(res: dict) -> None:
         t.add_row(k.replace("_", " "), f"{v:.4g}" if isinstance(v, float) else str(v))
     e = res["efficiency"]
     t.add_row("efficiency", ", ".join(f"{k} {v:g}" for k, v in e.items()))
+    if "error_band_note" in res:
+        t.add_row("error band (held-out)", res["error_band_note"])
     Console().print(t)
 
 
@@ -268,80 +271,14 @@ def perf(
         extend_tokens,
         engine,
     )
+    from ..perf.error_band import band_for_model
+
+    # how far off such predictions were on held-out measurements of the model's family
+    res["error_band"], res["error_band_note"] = band_for_model(inst.model)
     if fmt == "table":
         _render_table(res)
     else:
         echo(dumps(res, fmt))
-
-
-def calibrate(
-    measurements: str = typer.Argument(..., help="Measurements CSV (see data/calibration/)."),
-    gpu: str = typer.Option(None, "--gpu", "-g", help="Fit only this GPU (default: every one)."),
-    write: bool = typer.Option(
-        False, "--write", help="Write data/calibration/<gpu>.yaml (applied when profiles load)."
-    ),
-    out_dir: Path = typer.Option(
-        None, "--out-dir", help="Write the calibration YAML here instead of the package data."
-    ),
-    format: str = typer.Option("table", "--format", "-f", help="table | json | yaml"),
-) -> None:
-    """Fit mfu, mbu, step overhead and chunk_half_tokens of each GPU to measured throughput."""
-    from ..perf import calibration as cal
-
-    fmt = check_format(format)
-    rows = cal.read_measurements(measurements)
-    gpus = sorted({r.gpu for r in rows})
-    if gpu is not None:
-        if gpu not in gpus:
-            raise InputError(
-                measurements, "--gpu", f"no rows for GPU '{gpu}'", f"in the file: {', '.join(gpus)}"
-            )
-        gpus = [gpu]
-    results = []
-    for g in gpus:
-        res = cal.fit([r for r in rows if r.gpu == g], cal.analytic_gpu(g))
-        entry = {
-            "gpu": g,
-            "rows": res.rows,
-            "factors": res.factors,
-            "median_abs_error_analytic": res.median_before,
-            "median_abs_error_calibrated": res.median_after,
-            "max_abs_error_calibrated": max(abs(e) for e in res.errors_after),
-            "converged": res.success,
-        }
-        if write:
-            folder = out_dir if out_dir is not None else cal.calibration_dir()
-            path = Path(folder) / f"{g}.yaml"
-            write_atomic(path, cal.calibration_yaml(res, Path(measurements).name))
-            entry["written"] = str(path)
-        results.append(entry)
-    if fmt != "table":
-        echo(dumps(results, fmt))
-        return
-    from rich.console import Console
-
-    from ..report import fit
-
-    cols = ("gpu", "rows", "mfu", "mbu", "overhead ms", "chunk_half", "median |err|", "max")
-    rows = []
-    for e in results:
-        f = e["factors"]
-        rows.append(
-            [
-                e["gpu"],
-                str(len(e["rows"])),
-                f"{f['mfu']:.3f}",
-                f"{f['mbu']:.3f}",
-                f"{f['step_overhead_ms']:.2f}",
-                f"{f['chunk_half_tokens']:.0f}",
-                f"{e['median_abs_error_analytic']:.1%} -> {e['median_abs_error_calibrated']:.1%}",
-                f"{e['max_abs_error_calibrated']:.1%}",
-            ]
-        )
-    fit.show(Console(), f"calibration fit to {measurements}", cols, rows)
-    for e in results:
-        if "written" in e:
-            echo(f"wrote {e['written']}\n")
 
 
 def import_hf(
@@ -371,6 +308,8 @@ def import_hf(
 
 
 def register(app: typer.Typer, profiles_app: typer.Typer) -> None:
+    from .calibrate import calibrate
+
     app.command("perf")(guarded(perf))
     app.command("calibrate")(guarded(calibrate))
     profiles_app.command("import-hf")(guarded(import_hf))

@@ -1,0 +1,167 @@
+"""Command `calibrate`: fit each GPU's efficiency factors to measured throughput, read from the
+repository's measurements CSV or from the result files serving engines write (`--from`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from ..errors import InputError
+from .common import check_format, dumps, echo, flag_names, write_atomic
+
+# fields the domain code names -> the flags that supply them
+FLAGS = {
+    "model": "--model",
+    "gpu": "--gpu",
+    "gpus": "--gpus",
+    "tp": "--tp",
+    "ep": "--ep",
+    "dtype": "--dtype",
+    "kv_dtype": "--kv-dtype",
+    "input_tokens": "--input-tokens",
+    "output_tokens": "--output-tokens",
+}
+
+
+def _check_flags(model, gpu, gpus, tp, ep, dtype, kv_dtype, input_tokens, output_tokens) -> None:
+    from .. import profiles
+    from ..perf import arch
+
+    if model is not None:
+        profiles.model(model, "--model")
+    if gpu is not None:
+        profiles.gpu(gpu, "--gpu")
+        if gpu not in profiles.bundled_names("gpus"):
+            raise InputError(None, "--gpu", f"'{gpu}' is not a bundled GPU", "calibrate by name")
+    for v, flag in (
+        (gpus, "--gpus"),
+        (tp, "--tp"),
+        (ep, "--ep"),
+        (input_tokens, "--input-tokens"),
+        (output_tokens, "--output-tokens"),
+    ):
+        if v is not None and v < 1:
+            raise InputError(None, flag, f"must be >= 1, got {v}", "give a positive number")
+    for v, flag in ((dtype, "--dtype"), (kv_dtype, "--kv-dtype")):
+        if v is not None and v not in arch.DTYPE_BYTES:
+            raise InputError(None, flag, f"unknown dtype '{v}'", "use bf16, fp8 or fp4")
+
+
+def _fit_all(rows, gpus: list[str], write: bool, out_dir: Path | None, name: str) -> list[dict]:
+    from ..perf import calibration as cal
+
+    results = []
+    for g in gpus:
+        res = cal.fit([r for r in rows if r.gpu == g], cal.analytic_gpu(g))
+        entry = {
+            "gpu": g,
+            "rows": res.rows,
+            "factors": res.factors,
+            "median_abs_error_analytic": res.median_before,
+            "median_abs_error_calibrated": res.median_after,
+            "max_abs_error_calibrated": max(abs(e) for e in res.errors_after),
+            "converged": res.success,
+        }
+        if write:
+            folder = out_dir if out_dir is not None else cal.calibration_dir()
+            path = Path(folder) / f"{g}.yaml"
+            write_atomic(path, cal.calibration_yaml(res, name))
+            entry["written"] = str(path)
+        results.append(entry)
+    return results
+
+
+def _render(results: list[dict], name: str) -> None:
+    from rich.console import Console
+
+    from ..report import fit
+
+    cols = ("gpu", "rows", "mfu", "mbu", "overhead ms", "chunk_half", "median |err|", "max")
+    rows = []
+    for e in results:
+        f = e["factors"]
+        rows.append(
+            [
+                e["gpu"],
+                str(len(e["rows"])),
+                f"{f['mfu']:.3f}",
+                f"{f['mbu']:.3f}",
+                f"{f['step_overhead_ms']:.2f}",
+                f"{f['chunk_half_tokens']:.0f}",
+                f"{e['median_abs_error_analytic']:.1%} -> {e['median_abs_error_calibrated']:.1%}",
+                f"{e['max_abs_error_calibrated']:.1%}",
+            ]
+        )
+    fit.show(Console(), f"calibration fit to {name}", cols, rows)
+
+
+def calibrate(
+    measurements: list[str] = typer.Argument(
+        None, help="Measurements CSV (see data/calibration/) or engine result files."
+    ),
+    from_files: list[str] = typer.Option(
+        None,
+        "--from",
+        help="Engine result file (repeatable; files after it are read too): SGLang "
+        "bench_serving --output-file JSONL, vLLM bench serve --save-result JSON, "
+        "trtllm-bench throughput --report_json (or its printed report), or the CSV.",
+    ),
+    model: str = typer.Option(None, "--model", "-m", help="Model of runs whose file omits it."),
+    gpu: str = typer.Option(
+        None, "--gpu", "-g", help="GPU of runs whose file omits it; fit only this GPU."
+    ),
+    gpus: int = typer.Option(None, "--gpus", help="GPUs per instance, if the file omits it."),
+    tp: int = typer.Option(None, "--tp", help="Tensor parallel size (default: --gpus)."),
+    ep: int = typer.Option(None, "--ep", help="Expert parallel size (default: --gpus for MoE)."),
+    dp_attention: bool = typer.Option(
+        False, "--dp-attention", help="The runs used data-parallel attention."
+    ),
+    dtype: str = typer.Option(None, "--dtype", help="Weight dtype, if the file omits it."),
+    kv_dtype: str = typer.Option(None, "--kv-dtype", help="KV dtype, if the file omits it."),
+    input_tokens: int = typer.Option(
+        None, "--input-tokens", "-L", help="Mean prompt length, if the file omits it."
+    ),
+    output_tokens: int = typer.Option(
+        None, "--output-tokens", "-O", help="Mean output length, if the file omits it."
+    ),
+    write: bool = typer.Option(
+        False, "--write", help="Write data/calibration/<gpu>.yaml (applied when profiles load)."
+    ),
+    out_dir: Path = typer.Option(
+        None, "--out-dir", help="Write the calibration YAML here instead of the package data."
+    ),
+    format: str = typer.Option("table", "--format", "-f", help="table | json | yaml"),
+) -> None:
+    """Fit mfu, mbu, step overhead and chunk_half_tokens of each GPU to measured throughput."""
+    from ..perf import engine_results as er
+
+    fmt = check_format(format)
+    files = [str(f) for f in (measurements or [])] + [str(f) for f in (from_files or [])]
+    if not files:
+        raise InputError(None, "--from", "no measurements given", "give a CSV or --from FILE")
+    _check_flags(model, gpu, gpus, tp, ep, dtype, kv_dtype, input_tokens, output_tokens)
+    defaults = er.Defaults(
+        model, gpu, gpus, tp, ep, dp_attention, dtype, kv_dtype, input_tokens, output_tokens
+    )
+    with flag_names(**FLAGS):
+        rows, notes = er.read_results(files, defaults)
+    name = ", ".join(Path(f).name for f in files)
+    found = sorted({r.gpu for r in rows})
+    if gpu is not None and gpu not in found:
+        raise InputError(
+            ", ".join(files),
+            "--gpu",
+            f"no rows for GPU '{gpu}'",
+            f"in the files: {', '.join(found)}",
+        )
+    results = _fit_all(rows, [gpu] if gpu else found, write, out_dir, name)
+    for n in notes:  # runs left out: on stderr, so that stdout stays the fit
+        typer.echo(f"note: {n}", err=True)
+    if fmt != "table":
+        echo(dumps(results, fmt))
+        return
+    _render(results, name)
+    for e in results:
+        if "written" in e:
+            echo(f"wrote {e['written']}\n")
