@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -12,7 +14,10 @@ from typing import Any
 import typer
 import yaml
 
-from ..atomic import write_atomic  # noqa: F401  (the commands write their files with it)
+from ..atomic import (
+    forget_inputs,
+    write_atomic,  # noqa: F401  (the commands write their files with it)
+)
 from ..errors import InputError, PddPlanError
 
 DEBUG = {"on": False}
@@ -25,24 +30,77 @@ def guarded(fn: Callable) -> Callable:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return fn(*args, **kwargs)
+            forget_inputs()  # inputs are per command (tests run many in one process)
+            out = fn(*args, **kwargs)
+            _flush_stdout()  # a full disk shows here, not as a warning at interpreter exit
+            return out
         except typer.Exit:
             raise
         except PddPlanError as e:
-            if DEBUG["on"]:
-                raise
-            typer.echo(f"error: {e}", err=True)
-            raise typer.Exit(e.exit_code) from None
+            _fail(e, e.exit_code)
         except KeyboardInterrupt:
             typer.echo("error: interrupted", err=True)
             raise typer.Exit(130) from None
         except Exception as e:  # an unexpected failure still gets one line, not a traceback
+            if isinstance(e, OSError) and _stdout_failed(e):  # e.g. rich printing to /dev/full
+                _fail(stdout_error(e), 2)
             if DEBUG["on"]:
                 raise
             typer.echo(f"error: internal: {type(e).__name__}: {e} (rerun with --debug)", err=True)
             raise typer.Exit(3) from None
 
     return wrapper
+
+
+def _fail(e: Exception, code: int) -> None:
+    if DEBUG["on"]:
+        raise e
+    with contextlib.suppress(OSError):  # stderr may be gone too: the exit code still says it
+        typer.echo(f"error: {e}", err=True)
+    raise typer.Exit(code) from None
+
+
+def stdout_error(e: OSError) -> InputError:
+    """A failed write to standard output (disk full, closed pipe) as a one-line error. What is
+    still buffered is sent to /dev/null, else the interpreter fails again flushing it at exit."""
+    with contextlib.suppress(OSError, ValueError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    return InputError(
+        "standard output",
+        None,
+        f"cannot write ({e.strerror or e})",
+        "free disk space, or send the output somewhere that takes it",
+    )
+
+
+# errors only a write gives; files are written through pdd_plan.atomic, which names them, so
+# one of these reaching `guarded` came from printing (rich's console writes sys.stdout itself)
+_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EPIPE, errno.EFBIG}
+
+
+def _stdout_failed(e: OSError) -> bool:
+    """Whether an OSError is standard output failing (disk full, closed pipe), as opposed to
+    some file: a write-only errno, or stdout still unable to take what is buffered for it."""
+    if e.errno in _WRITE_ERRNOS:
+        return True
+    try:
+        sys.stdout.flush()
+    except OSError:
+        return True
+    except ValueError:  # closed
+        return False
+    return False
+
+
+def _flush_stdout() -> None:
+    try:
+        sys.stdout.flush()
+    except OSError as e:
+        raise stdout_error(e) from None
+    except ValueError:  # already closed: nothing buffered to lose
+        pass
 
 
 @contextlib.contextmanager
@@ -75,5 +133,9 @@ def dumps(data: Any, fmt: str) -> str:
 
 
 def echo(text: str) -> None:
-    sys.stdout.write(text)
-    sys.stdout.flush()
+    """Write to standard output now; a full disk or closed pipe is a one-line error."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except OSError as e:
+        raise stdout_error(e) from None

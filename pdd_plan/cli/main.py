@@ -8,6 +8,7 @@ import typer
 from rich.console import Console
 
 from .. import profiles
+from ..atomic import check_output
 from ..errors import InputError
 from .common import DEBUG, check_format, dumps, echo, guarded, write_atomic
 
@@ -54,6 +55,8 @@ def optimize(
     fmt = check_format(format)
     path = _scenario_path(scenario)
     sc = load_scenario(path)
+    if out is not None:
+        check_output(out, "--out")  # not over the scenario, a folder or a device: before work
     if sim_requests < 100:
         raise InputError(
             None,

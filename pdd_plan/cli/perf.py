@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 
+from ..atomic import note_input
 from ..errors import InputError
 from .common import check_format, dumps, echo, flag_names, guarded, write_atomic
 
@@ -294,6 +295,7 @@ def import_hf(
     p = Path(config)
     if not p.is_file():
         raise InputError(config, None, "file not found", "give the path of a config.json")
+    note_input(p)  # --out must not replace it
     try:
         cfg = json.loads(p.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:

@@ -12,8 +12,9 @@ from rich.console import Console
 from rich.table import Table
 
 from .. import profiles
-from ..atomic import write_atomic
+from ..atomic import check_output, note_input, write_atomic
 from ..errors import InputError
+from ..plan_sites import check_sites
 from ..schema.plan import ArchitecturePlan
 from .common import check_format, dumps, echo, guarded
 
@@ -141,6 +142,10 @@ def simulate_cmd(
     path = str(profiles.example_path()) if file is None else file
     ctx, plan = _load(path, trace)
     p = plan.arch(architecture)  # fail before simulating if the plan lacks it
+    check_sites(plan, ctx, architecture, path)  # ... or is not the scenario's
+    note_input(trace)  # --records must not replace the trace, checked before the replay
+    if records is not None:
+        check_output(records, "--records")
     prog = LazyProgress(enabled=fmt == "table" and sys.stderr.isatty())
     try:
         res = run(ctx, p, architecture, requests, seed, trace, progress=prog)

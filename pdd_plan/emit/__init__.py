@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from ..atomic import write_atomic
+from ..atomic import check_outputs, write_atomic
 from ..errors import InputError, PddPlanError
 from . import flags, k8s, sglang, validation
 from .plan import ARCHITECTURES, Deployment, EmitOptions, build, dns, load_plan
@@ -81,17 +81,34 @@ def render(dep: Deployment, target: str) -> dict[str, File]:
 
 
 # ------------------------------------------------------------------ checks
-def _containers(node: object):
-    """Every container dict under any PodSpec in a document."""
+def _containers(node: object, size: int = 1):
+    """(container, pods per instance) of every container under any PodSpec in a document; the
+    pods per instance is the nearest enclosing leader-worker ``size`` (LWS, RBG), else 1."""
     if isinstance(node, dict):
+        if type(node.get("size")) is int:
+            size = node["size"]
         for key in ("containers", "initContainers"):
             if isinstance(node.get(key), list):
-                yield from (c for c in node[key] if isinstance(c, dict))
+                yield from ((c, size) for c in node[key] if isinstance(c, dict))
         for v in node.values():
-            yield from _containers(v)
+            yield from _containers(v, size)
     elif isinstance(node, list):
         for v in node:
-            yield from _containers(v)
+            yield from _containers(v, size)
+
+
+def _pod_gpus(c: dict) -> int | None:
+    """GPUs one pod of the container asks for (``resources.limits`` ``*/gpu``), if any."""
+    limits = (c.get("resources") or {}).get("limits") or {}
+    n = (
+        [v for k, v in limits.items() if str(k).endswith("/gpu")]
+        if isinstance(limits, dict)
+        else []
+    )
+    try:
+        return int(n[0]) if n else None
+    except (TypeError, ValueError):
+        return None
 
 
 def check_yaml(name: str, text: str) -> tuple[int, int, list[str]]:
@@ -107,21 +124,26 @@ def check_yaml(name: str, text: str) -> tuple[int, int, list[str]]:
         if isinstance(d, dict):
             what += f" ({d.get('kind')} {(d.get('metadata') or {}).get('name')})"
         problems += [f"{what}: {p}" for p in validation.validate(d)]
-        for c in _containers(d):
+        for c, size in _containers(d):
             argv = [str(x) for x in (c.get("command") or []) + (c.get("args") or [])]
             if flags.program_of(argv):
                 n_cmd += 1
-                problems += [
-                    f"{what}: container {c.get('name')}: {p}" for p in flags.check_argv(argv)
-                ]
+                found = flags.check_argv(argv)
+                per_pod = _pod_gpus(c)
+                if per_pod is not None:
+                    found += flags.check_gpus(argv, per_pod, size)
+                problems += [f"{what}: container {c.get('name')}: {p}" for p in found]
     return len(docs), n_cmd, problems
 
 
 def check_script(name: str, text: str) -> tuple[int, list[str]]:
-    cmds = sglang.commands_in_script(text)
+    cmds = sglang.commands_with_gpus(text)
     problems = []
-    for argv in cmds:
-        problems += [f"{name}: {p}" for p in flags.check_argv(argv)]
+    for argv, gpus in cmds:
+        found = flags.check_argv(argv)
+        if gpus is not None:
+            found += flags.check_gpus(argv, gpus, 1, per_instance=True)
+        problems += [f"{name}: {p}" for p in found]
     if not cmds:
         problems.append(f"{name}: no command lines")
     return len(cmds), problems
@@ -168,14 +190,14 @@ def prepare_dir(out: str | Path) -> Path:
 
 
 def write(out: Path, files: dict[str, File]) -> list[Path]:
-    """Write each file atomically (temporary file + rename) into an existing folder."""
+    """Write each file atomically (temporary file + rename) into an existing folder. Every
+    target is checked first (not an input, not a folder or device), so a refused one leaves
+    no half-emitted folder behind."""
+    names = sorted(files)
+    check_outputs(out / n for n in names)
     written = []
-    for name in sorted(files):
+    for name in names:
         f = files[name]
-        dest = out / name
-        try:
-            write_atomic(dest, f.text, executable=f.executable)
-        except OSError as e:
-            raise InputError(str(dest), None, f"cannot write ({e.strerror})", "") from None
-        written.append(dest)
+        write_atomic(out / name, f.text, executable=f.executable)
+        written.append(out / name)
     return written

@@ -198,3 +198,39 @@ def _missing_flags(prog: str, required: list[str], seen: dict[str, int]) -> list
             if need not in seen and "--service-discovery" not in seen:
                 out.append(f"--pd-disaggregation without {need}")
     return out
+
+
+def _int_flag(argv: list[str], canon: str, alias: dict[str, str]) -> int | None:
+    """The integer value of a one-value flag (last one wins), None if absent or not a literal
+    integer (a variable such as ``$(LWS_GROUP_SIZE)``)."""
+    val = None
+    for i, tok in enumerate(argv):
+        name, eq, inline = tok.partition("=")
+        if alias.get(name) != canon:
+            continue
+        val = inline if eq else (argv[i + 1] if i + 1 < len(argv) else None)
+    try:
+        return int(val) if val is not None else None
+    except ValueError:
+        return None
+
+
+def check_gpus(argv: list[str], gpus: int, pods: int, per_instance: bool = False) -> list[str]:
+    """A server's tensor x pipeline parallel size must use exactly the instance's GPUs: ``gpus``
+    per pod times its nodes (``--nnodes``, else ``pods``), or ``gpus`` for the whole instance
+    when ``per_instance``. SGLang's world size is tp x pp over all nodes (runtime.md §1)."""
+    prog = program_of(argv)
+    if prog != "sglang.launch_server":
+        return []
+    alias = table()[prog]["alias"]
+    tp = _int_flag(argv, "--tp-size", alias) or 1
+    pp = _int_flag(argv, "--pp-size", alias) or 1
+    if per_instance:
+        total, how = gpus, ""
+    else:
+        nodes = _int_flag(argv, "--nnodes", alias) or pods
+        total, how = gpus * nodes, f"{nodes} node(s) x {gpus} = "
+    if tp * pp == total:
+        return []
+    what = f"--tp-size {tp}" + (f" x --pp-size {pp}" if pp != 1 else "")
+    return [f"{prog}: {what} does not match the instance's GPUs ({how}{total} GPUs)"]

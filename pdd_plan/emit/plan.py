@@ -168,6 +168,22 @@ def arch_plan(plan: Plan, architecture: str, file: str | None = None) -> Archite
     return plan.arch(architecture, file)
 
 
+def distinct_labels(datacenters: list[str], file: str | None) -> None:
+    """File, object and host names carry ``dns(datacenter)``: two datacenters that share it
+    (``dc-a``, ``DC_A``) would write one set of files over the other."""
+    seen: dict[str, str] = {}
+    for dc in datacenters:
+        other = seen.setdefault(dns(dc), dc)
+        if other != dc:
+            raise InputError(
+                file,
+                "inputs.datacenters",
+                f"datacenters '{other}' and '{dc}' both become '{dns(dc)}' in file, object and "
+                "host names",
+                "rename one of them in the scenario (letters, digits and '-') and re-run optimize",
+            )
+
+
 def nodes_for(n_gpus: int, gpus_per_node: int) -> int:
     """Hosts per instance: the fewest that hold it with the same GPU count on each."""
     k = max(1, math.ceil(n_gpus / max(gpus_per_node, 1)))
@@ -260,6 +276,7 @@ def build(
         )
     prefill_dc = next(g.datacenter for g in groups if g.role == "prefill")
     dcs = [prefill_dc] + sorted({g.datacenter for g in groups} - {prefill_dc})
+    distinct_labels(dcs, file)
     tps = {g.tp for g in groups}
     return Deployment(
         scenario=plan.scenario or inputs.name,

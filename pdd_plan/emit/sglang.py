@@ -7,6 +7,7 @@ separate items for multi-value ones (``--prefill URL PORT``), as runtime.md's ex
 
 from __future__ import annotations
 
+import re
 import shlex
 
 from .plan import DOMAIN, Deployment, Group
@@ -189,4 +190,25 @@ def commands_in_script(text: str) -> list[list[str]]:
         s = line.strip()
         if s.startswith("exec "):
             out.append(shlex.split(s)[1:])
+    return out
+
+
+# the comment above each server command of a launch script: "... instance 0 of 5, 16 x h100"
+_INSTANCE_GPUS = re.compile(r"# pdd\.role=\S+ .*instance \d+ of \d+, (\d+) x ")
+
+
+def commands_with_gpus(text: str) -> list[tuple[list[str], int | None]]:
+    """(argv, GPUs of the instance) of every `exec ...` line of an emitted launch script; the
+    GPUs come from the comment of its `case` branch (None when it has none, e.g. the router)."""
+    out: list[tuple[list[str], int | None]] = []
+    gpus: int | None = None
+    for line in text.splitlines():
+        s = line.strip()
+        if s.endswith(")") and not s.startswith("#"):  # a new case branch
+            gpus = None
+        m = _INSTANCE_GPUS.match(s)
+        if m:
+            gpus = int(m.group(1))
+        if s.startswith("exec "):
+            out.append((shlex.split(s)[1:], gpus))
     return out

@@ -24,6 +24,7 @@ import numpy as np
 import yaml
 
 from .. import profiles
+from ..atomic import note_input
 from ..errors import InputError
 from ..schema.gpu import GPUProfile
 from ..schema.io import load
@@ -103,6 +104,7 @@ def read_measurements(path: str | Path) -> list[Measurement]:
     f = str(p)
     if not p.is_file():
         raise InputError(f, None, "file not found", "give the measurements CSV path")
+    note_input(p)  # no output of this command may overwrite it
     with p.open(newline="", encoding="utf-8") as fh:
         reader = csv.DictReader(fh)
         need = {"source", "hardware", "n_gpus", "model", "precision", "parallelism"}

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from ..atomic import note_input
 from ..errors import InputError
 
 M = TypeVar("M", bound=BaseModel)
@@ -21,6 +22,7 @@ def read_yaml(path: str | Path) -> Any:
         raise InputError(str(p), None, "file not found", "check the path")
     if p.is_dir():
         raise InputError(str(p), None, "is a directory, not a YAML file", "give a file path")
+    note_input(p)  # no output of this command may overwrite it
     try:
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Protocol
 
+from pdd_plan.atomic import note_input
 from pdd_plan.errors import InputError
 from pdd_plan.workload.trace_azure import AZURE_KEYS, AzureRows
 from pdd_plan.workload.trace_generic import GENERIC_KEYS, GenericCsvRows, GenericJsonlRows
@@ -143,6 +144,7 @@ class TraceReader:
         chunk_rows: int = DEFAULT_CHUNK_ROWS,
     ):
         self.path = Path(path)
+        note_input(self.path)  # no output of this command may overwrite it
         if fmt is None:
             fmt = detect_format(self.path)
         elif fmt not in FORMATS:
