@@ -47,8 +47,8 @@ LIMITS: dict[str, Limit] = {
             "REQUESTS",
             10_000_000,
             "requests",
-            "workload.samples, optimize/sweep --sim-requests, simulate --requests",
-            "the simulator holds ~1 kB per request (10M: ~10 GB, minutes of replay)",
+            "workload.samples, --sim-requests (optimize, sweep, report), simulate --requests",
+            "memory and replay time grow with it (samples: 2e9 used 23 GB before it was killed)",
         ),
         Limit(
             "TOKENS",
@@ -83,7 +83,7 @@ LIMITS: dict[str, Limit] = {
             16,
             "lines",
             "link.max_lines",
-            "one line option per count x SKU x utilization level, each a block of the MILP",
+            "line options = count x SKU x utilization level (rate free: 4 lines 9 s, 32 lines 137 s)",
         ),
         Limit(
             "LINE_CANDIDATES",
@@ -103,7 +103,7 @@ LIMITS: dict[str, Limit] = {
             "GPUS",
             10_000_000,
             "GPUs",
-            "datacenters[].gpus.<gpu>",
+            "datacenters[].gpus (each GPU type)",
             "pool-size ranges are enumerated up to the GPUs available",
         ),
         Limit(
