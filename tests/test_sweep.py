@@ -78,7 +78,7 @@ def test_parse_vary_good(spec, values):
         ("sla.ttft_p90_s=1:2", ["--vary sla.ttft_p90_s", "START:STOP:STEP"]),
         ("sla.ttft_p90_s", ["--vary", "KEY=START:STOP:STEP"]),
         ("sla..x=1:2:1", ["--vary sla..x", "dotted key path"]),
-        ("x=0:1e9:1", ["--vary x", "at most"]),
+        ("x=0:1e9:1", ["--vary x", "over the limit", "PDD_PLAN_MAX_SWEEP_POINTS"]),
     ],
 )
 def test_parse_vary_bad(spec, words):
@@ -95,9 +95,9 @@ def test_grid_and_set_key():
         check_grid([a, a])
     with pytest.raises(ValueError):  # the domain refuses what the command line would have
         grid([a, a])
-    check_grid([parse_vary("x=0:99:1"), parse_vary("y=0:99:1")])  # 10,000 points: the cap
-    with pytest.raises(InputError, match=r"--vary x, y.*10,100 points"):
-        check_grid([parse_vary("x=0:100:1"), parse_vary("y=0:99:1")])
+    assert check_grid([parse_vary("x=0:39:1"), parse_vary("y=0:49:1")]) == 2000  # the cap
+    with pytest.raises(InputError, match=r"--vary x, y.*2,050 points.*limit of 2,000"):
+        check_grid([parse_vary("x=0:40:1"), parse_vary("y=0:49:1")])
     data = {"sla": {"ttft_p90_s": 10}, "datacenters": [{"name": "a", "gpus": {"h100": 8}}]}
     out = set_key(data, "policy.drc", False)
     assert out["policy"] == {"drc": False} and "policy" not in data  # deep copy, dict created

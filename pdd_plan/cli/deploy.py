@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from .. import limits
 from ..errors import InputError
 from .common import check_format, dumps, echo, guarded
 
@@ -119,6 +120,7 @@ def report_cmd(
         raise InputError(
             None, "--sim-requests", f"must be >= 100 (got {sim_requests})", "use a few thousand"
         )
+    limits.check("REQUESTS", sim_requests, None, "--sim-requests")
     if html is not None:
         _writable_parent(html, "--html")
     if plots is not None and plots.exists() and not plots.is_dir():

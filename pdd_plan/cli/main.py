@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from .. import profiles
+from .. import limits, profiles
 from ..atomic import check_output
 from ..errors import InputError
 from .common import DEBUG, check_format, dumps, echo, guarded, write_atomic
@@ -64,6 +64,7 @@ def optimize(
             f"must be >= 100 (got {sim_requests})",
             "use a few thousand or more",
         )
+    limits.check("REQUESTS", sim_requests, None, "--sim-requests")
     plan = run(resolve(sc, path), verify=not no_verify, sim_requests=sim_requests, timings=timings)
     if out is not None:
         write_atomic(out, plan.to_text("yaml"))

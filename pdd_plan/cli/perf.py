@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 
+from .. import limits
 from ..atomic import note_input
 from ..errors import InputError
 from .common import check_format, dumps, echo, flag_names, guarded, write_atomic
@@ -66,7 +67,7 @@ def perf_result(
     engine: str = "sglang",
 ) -> dict:
     """The numbers `pdd-plan perf` prints, as a plain dict."""
-    from ..perf import arch, roofline
+    from ..perf import roofline
     from ..perf.offline import ENGINES, offline_throughput
 
     if phase not in PHASES:
@@ -80,6 +81,7 @@ def perf_result(
         )
     if batch is not None and batch < 1:
         raise InputError(None, "--batch", "must be >= 1", "give the concurrent requests")
+    _check_sizes(inst, phase, L, C, out_n, batch, chunk, extend_tokens)
     out: dict = {"phase": phase, "instance": _describe(inst)}
     kv_tokens = inst.kv_capacity_tokens
     if phase == "offline":
@@ -133,17 +135,7 @@ def perf_result(
             t = roofline.mixed_pass(inst, prefill_seqs=b, prefill_new=k, prefill_cached=L)
             lat = t.total_s
             thr = b * k / lat
-        cap = inst.max_batch(ctx)
-        if b > cap:
-            per = float(arch.kv_bytes(inst.model, ctx)) * inst.kv_replication / 1e9
-            raise InputError(
-                None,
-                "--batch",
-                f"{b} requests at {ctx:,.0f} tokens need {b * per:,.1f} GB of KV, the pool holds "
-                f"{inst.kv_pool_bytes / 1e9:,.1f} GB ({cap} requests)",
-                f"use --batch <= {cap} or more GPUs",
-            )
-        out["max_batch_at_context"] = cap
+        out["max_batch_at_context"] = inst.max_batch(ctx)  # checked by _check_sizes
     out.update(
         {
             "latency_s": lat,
@@ -172,6 +164,45 @@ def perf_result(
         }
     )
     return out
+
+
+def _context(phase: str, L: float, out_n: int | None, extend_tokens: int) -> float:
+    """Tokens of context each request holds in the pass `perf` evaluates."""
+    if phase == "decode":
+        return L + (out_n or 0) / 2.0
+    if phase == "extend":
+        return L + float(extend_tokens)
+    return L
+
+
+def _check_sizes(
+    inst, phase: str, L: float, C: float, out_n, batch, chunk: int, extend_tokens: int
+) -> None:
+    """Every size bounded before any work: the work (and memory) grows with the batch (one
+    context per request in a decode step) and with the prefill passes (one per chunk)."""
+    from ..perf import arch
+
+    limits.check("TOKENS", L, None, "--input-tokens")
+    limits.check("TOKENS", out_n or 0, None, "--output-tokens")
+    limits.check("BATCH", batch or 1, None, "--batch")
+    if phase == "prefill" and L - C >= chunk:
+        need = int(-(-(L - C) // limits.value("PREFILL_PASSES")))
+        passes = limits.prefill_passes(L - C, chunk)
+        limits.check("PREFILL_PASSES", passes, None, "--chunk", f"use --chunk >= {need:,}")
+    if phase == "offline":
+        return  # --batch is a cap there, not a demand
+    batch = int(batch or 1)
+    ctx = _context(phase, L, out_n, extend_tokens)
+    cap = inst.max_batch(ctx)
+    if batch > cap:
+        per = float(arch.kv_bytes(inst.model, ctx)) * inst.kv_replication / 1e9
+        raise InputError(
+            None,
+            "--batch",
+            f"{batch} requests at {ctx:,.0f} tokens need {batch * per:,.1f} GB of KV, the pool "
+            f"holds {inst.kv_pool_bytes / 1e9:,.1f} GB ({cap} requests)",
+            f"use --batch <= {cap} or more GPUs",
+        )
 
 
 def _describe(inst) -> dict:

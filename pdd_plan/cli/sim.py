@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .. import profiles
+from .. import limits, profiles
 from ..atomic import check_output, note_input, write_atomic
 from ..errors import InputError
 from ..plan_sites import check_sites
@@ -121,6 +121,8 @@ def simulate_cmd(
         raise InputError(
             None, "--requests", f"must be at least 1 (got {requests})", "give a positive count"
         )
+    if requests is not None:
+        limits.check("REQUESTS", requests, None, "--requests")
     if trace is not None and not Path(trace).is_file():
         raise InputError(trace, None, "trace file not found", "check the --trace path")
     parquet = records is not None and records.suffix.lower() == ".parquet"

@@ -8,23 +8,30 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from .. import profiles
+from .. import limits, profiles
 from ..errors import InputError
 from .common import check_format, dumps, echo, guarded, write_atomic
 
 SWEEP_FORMATS = ("table", "json", "csv")
+_SAY_POINTS = 20  # grids from this size say so off a terminal (they run for minutes)
 
 
 class _Progress:
-    """A transient rich bar on stderr, only on a terminal."""
+    """A transient rich bar on stderr on a terminal; elsewhere, for a grid of 20 points or
+    more, one line with its size once the first point is done (every point is validated
+    before, so no bad-key error follows it): a large grid is never silent for its whole run."""
 
     def __init__(self, enabled: bool):
         self.bar = None
         self.task = None
         self.enabled = enabled
+        self.said = False
 
     def __call__(self, done: int, total: int) -> None:
         if not self.enabled:
+            if not self.said and total >= _SAY_POINTS:
+                print(f"sweep: {done:,} of {total:,} points done", file=sys.stderr, flush=True)
+                self.said = True
             return
         if self.bar is None:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -109,6 +116,7 @@ def sweep_cmd(
     varies = [parse_vary(v) for v in vary]
     check_grid(varies)
     check_executor(executor)
+    limits.check("REQUESTS", sim_requests, None, "--sim-requests")
     if plot is not None:
         if plot.suffix.lower() != ".png":
             raise InputError(str(plot), "--plot", "not a .png file name", "use FILE.png")

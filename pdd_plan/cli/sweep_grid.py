@@ -12,10 +12,11 @@ import math
 import re
 from collections.abc import Sequence
 
+from .. import limits
 from ..errors import InputError
 from ..optimize.sweep_points import Vary
 
-MAX_POINTS = 10_000  # a grid beyond this is almost surely a typo in STEP
+MAX_POINTS = limits.LIMITS["SWEEP_POINTS"].default  # in force: limits.value("SWEEP_POINTS")
 _TOL = 1e-9
 _FIX = "write KEY=START:STOP:STEP, e.g. workload.rate_rps=20:60:20"
 _KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*(\.[A-Za-z0-9_\-]+)*$")
@@ -78,13 +79,10 @@ def parse_vary(spec: str) -> Vary:
     q = (stop - start) / step
     on_grid = abs(q - round(q)) <= _TOL * max(1.0, abs(q))
     n = round(q) if on_grid else math.floor(q)
-    if n + 1 > MAX_POINTS:
-        raise InputError(
-            None,
-            f"--vary {key}",
-            f"{n + 1:,} values (at most {MAX_POINTS:,})",
-            "use a larger STEP or a narrower range",
-        )
+    # before the values are built: 1:1e12:1 must not allocate a list of a trillion
+    limits.check(
+        "SWEEP_POINTS", n + 1, None, f"--vary {key}", "use a larger STEP or a narrower range"
+    )
     # integers as written stay integers (link.max_lines=1:4:1 must not become 1.0)
     integral = all(_INT_RE.match(p) for p in parts)
     vals: list[float] = []
@@ -96,8 +94,8 @@ def parse_vary(spec: str) -> Vary:
     return Vary(key, start, stop, step, tuple(vals))
 
 
-def check_grid(varies: Sequence[Vary]) -> None:
-    """Each key once, and a grid small enough to run."""
+def check_grid(varies: Sequence[Vary]) -> int:
+    """Each key once, and a grid small enough to run; the number of points."""
     keys = [v.key for v in varies]
     dup = sorted({k for k in keys if keys.count(k) > 1})
     if dup:
@@ -105,13 +103,10 @@ def check_grid(varies: Sequence[Vary]) -> None:
             None, f"--vary {dup[0]}", "given more than once", "give each key once per sweep"
         )
     n = math.prod(len(v.values) for v in varies)
-    if n > MAX_POINTS:
-        raise InputError(
-            None,
-            "--vary " + ", ".join(keys),
-            f"{n:,} points (at most {MAX_POINTS:,})",
-            "use larger steps or fewer --vary",
-        )
+    limits.check(
+        "SWEEP_POINTS", n, None, "--vary " + ", ".join(keys), "use larger steps or fewer --vary"
+    )
+    return n
 
 
 __all__ = ["MAX_POINTS", "parse_vary", "check_grid"]

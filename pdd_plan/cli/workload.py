@@ -8,7 +8,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .. import profiles
+from .. import limits, profiles
 from ..errors import InputError
 from .common import check_format, dumps, echo, guarded, write_atomic
 
@@ -92,7 +92,7 @@ def bathtub_cmd(
 ) -> None:
     """Per-instance miss/hit token throughput and revenue against prefix hit rate; the valley."""
     from ..perf.instance import parallelism_candidates
-    from ..workload.bathtub import bathtub
+    from ..workload.bathtub import bathtub, prefill_passes
 
     fmt = check_format(format)
     if input_tokens < 1:
@@ -110,6 +110,11 @@ def bathtub_cmd(
             f"must be in [0, 1] (got {hit_price_ratio})",
             "cached tokens are billed at 0.1-0.25 of uncached ones",
         )
+    limits.check("TOKENS", input_tokens, None, "--input-tokens")
+    passes = prefill_passes(input_tokens, chunk)
+    # passes scale as 1 / chunk: the chunk that brings them under the limit, rounded up
+    need = -(-chunk * passes // limits.value("PREFILL_PASSES"))
+    limits.check("PREFILL_PASSES", passes, None, "--chunk", f"use --chunk >= {need:,}")
     m, g = profiles.model(model, "--model"), profiles.gpu(gpu, "--gpu")
     cands = [
         i

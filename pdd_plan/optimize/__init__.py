@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .. import limits
 from ..errors import InfeasibleError
 from ..resolve import Context
 from ..schema.plan import ArchitecturePlan, Infeasible, Plan, Reason
@@ -129,14 +130,17 @@ def optimize(
     raw: dict[str, ArchPlan] = {}
     infeasible: dict[str, Infeasible] = {}
     for a in sc.architectures:
+        # search.time_limit_s holds for one architecture's planning, verification rounds included
+        deadline = limits.deadline(sc.search.time_limit_s, ctx.file, f"planning {a}")
         try:
-            if verify:
-                raw[a], plans[a] = _verified(ctx, a, cls, fixed_rate, sim_requests, max_rounds)
-                continue
-            raw[a] = solve_architecture(
-                ctx, a, cls, fixed_rate, Caps(decode=sc.search.decode_utilization)
-            )
-            plans[a] = metrics.summarize(raw[a], cls, raw[a].rate, ctx.prefill_dc)
+            with deadline:
+                if verify:
+                    raw[a], plans[a] = _verified(ctx, a, cls, fixed_rate, sim_requests, max_rounds)
+                    continue
+                raw[a] = solve_architecture(
+                    ctx, a, cls, fixed_rate, Caps(decode=sc.search.decode_utilization)
+                )
+                plans[a] = metrics.summarize(raw[a], cls, raw[a].rate, ctx.prefill_dc)
         except InfeasibleError as e:
             # a baseline that cannot meet the SLA is an answer too (e.g. CDC-PD's P99 over a
             # narrow line); only when no architecture can is the scenario itself infeasible

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import network, pipeline
+from .. import limits, network, pipeline
 from ..architectures import Architecture
 from ..perf.instance import Instance
 from ..resolve import Context
@@ -165,10 +165,12 @@ def fleet_tables(
     """The MILP of one combination: `rate` None makes the rate (and the prefill pool size within
     the combination's range) variables."""
     ctx, cls = sh.ctx, sh.cls
-    paths = [
-        tables.path_table(ctx, sh.spec, cls, pool, cb.service, cb.md, cb.rld, ln, sh.caps)
-        for ln in lines
-    ]
+    paths = []
+    for ln in lines:  # one TTFT table per line option: the search's deadline holds between them
+        limits.check_deadline()
+        paths.append(
+            tables.path_table(ctx, sh.spec, cls, pool, cb.service, cb.md, cb.rld, ln, sh.caps)
+        )
     left = gpus_left(ctx)
     pg = cb.pinst.gpu.name
     variable = rate is None

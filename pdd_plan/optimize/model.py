@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pulp
 
+from .. import limits
 from .tables import QUANTILES, FleetTables
 
 EPS = 1e-9
@@ -229,10 +230,12 @@ def solve(
     duals: bool = False,
 ) -> FleetSolution | None:
     t0 = time.perf_counter()
+    limits.check_deadline()
     m = build(t, objective, lam)
     with warnings.catch_warnings(), _quiet_stdout():
         warnings.simplefilter("ignore", DeprecationWarning)
         m.prob.solve(_solver(time_limit_s))
+    limits.check_deadline()  # a MILP cut off by the search's deadline is no answer (nor infeasible)
     if pulp.LpStatus[m.prob.status] != "Optimal":
         return None
     sol = _extract(m, time.perf_counter() - t0)
@@ -323,6 +326,7 @@ def _quiet_stdout():
 
 def _solver(time_limit_s: float):
     """HiGHS through highspy; CBC only when highspy is missing."""
+    time_limit_s = limits.solver_seconds(time_limit_s)  # no further than the search's deadline
     # gapRel 0: the incumbent is proven optimal, not within HiGHS's default 1e-4
     highs = pulp.HiGHS(msg=False, timeLimit=time_limit_s, gapRel=0.0)
     if highs.available():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from .. import architectures
+from .. import architectures, limits
 from ..errors import InputError
 from ..resolve import Context
 from ..workload.requests import RequestClasses
@@ -47,6 +47,16 @@ def dinkelbach(
 
 
 def solve_architecture(
+    ctx: Context, a: str, cls: RequestClasses, rate: float | None, caps: Caps
+) -> ArchPlan:
+    """The plan of `a` for the scenario's objective, within search.time_limit_s (wall clock,
+    every MILP and Dinkelbach step together; an enclosing deadline, as optimize() sets per
+    architecture, takes precedence). Past it: InputError naming search.time_limit_s."""
+    with limits.deadline(ctx.scenario.search.time_limit_s, ctx.file, f"the {a} search"):
+        return _solve_architecture(ctx, a, cls, rate, caps)
+
+
+def _solve_architecture(
     ctx: Context, a: str, cls: RequestClasses, rate: float | None, caps: Caps
 ) -> ArchPlan:
     sc = ctx.scenario

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from typing import Any
@@ -41,9 +42,95 @@ def check_executor(spec: str) -> str:
     )
 
 
+CONNECT_TIMEOUT_S = 10.0  # the whole connect: probe, handshake and Client start-up
+_HANDSHAKE_MAX_BYTES = 1 << 20  # a Dask handshake is a small dict (under a kilobyte)
+_DASK_PORT = 8786
+
+
+def _no_scheduler(addr: str, problem: str) -> InputError:
+    return InputError(
+        None,
+        "--executor",
+        f"{addr}: {problem}",
+        "start one (dask scheduler; dask worker HOST:PORT) or check the address",
+    )
+
+
+def _host_port(addr: str) -> tuple[str, int]:
+    rest = addr[len("tcp://") :].rstrip("/")
+    host, sep, port = rest.rpartition(":")
+    if not sep or "]" in port:  # no port (or only an IPv6 literal): Dask's default
+        host, port = rest, str(_DASK_PORT)
+    try:
+        return host.strip("[]"), int(port)
+    except ValueError:
+        raise _no_scheduler(addr, f"port '{port}' is not a number") from None
+
+
+def probe_dask(addr: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """Check that a Dask scheduler answers at tcp:// `addr` before distributed connects.
+
+    A Dask listener speaks first: its handshake, framed by an 8-byte length (distributed
+    comm/tcp.py, TCP.read). distributed trusts that length and allocates it, and waits for a
+    handshake without end, so a server that answers garbage (an HTTP or SSH server) or
+    nothing made it hang (> 600 s) or die allocating exabytes. Here a silent server fails
+    after `timeout_s` and an implausible length at once, both as one-line errors."""
+    import socket
+    import struct
+
+    host, port = _host_port(addr)
+    end = time.monotonic() + timeout_s
+    head = b""
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s) as sock:
+            while len(head) < 8:
+                sock.settimeout(max(end - time.monotonic(), 1e-3))
+                chunk = sock.recv(8 - len(head))
+                if not chunk:
+                    raise _no_scheduler(addr, "closed the connection without a Dask handshake")
+                head += chunk
+    except TimeoutError:
+        raise _no_scheduler(addr, f"no Dask handshake within {timeout_s:g} s") from None
+    except OSError as e:
+        raise _no_scheduler(addr, f"cannot connect: {type(e).__name__}: {e}") from None
+    (n,) = struct.unpack("Q", head)  # native order, as distributed packs it
+    if not 0 < n <= _HANDSHAKE_MAX_BYTES:
+        raise _no_scheduler(
+            addr, f"answers, but not as a Dask scheduler (its first message claims {n:,} bytes)"
+        )
+
+
+def _client_within(addr: str, timeout_s: float) -> Any:
+    """distributed.Client(addr), or an InputError once `timeout_s` has passed: the start-up
+    runs in a daemon thread, so a scheduler that stalls mid-handshake cannot hold the run."""
+    import threading
+
+    from distributed import Client
+
+    box: dict[str, Any] = {}
+
+    def connect() -> None:
+        try:
+            box["client"] = Client(addr, timeout=f"{timeout_s:g}s", set_as_default=False)
+        except BaseException as e:  # handed to the caller's thread
+            box["error"] = e
+
+    t = threading.Thread(target=connect, name="pdd-plan-dask-connect", daemon=True)
+    t.start()
+    t.join(timeout_s + 2.0)  # Client's own timeout first; this bounds what it does not cover
+    if "client" in box:
+        return box["client"]
+    e = box.get("error")
+    if e is None:
+        raise _no_scheduler(addr, f"no Dask scheduler answered within {timeout_s:g} s")
+    if isinstance(e, OSError | TimeoutError | ValueError | MemoryError):
+        raise _no_scheduler(addr, f"cannot reach it: {type(e).__name__}: {e}".rstrip(": "))
+    raise e
+
+
 def _dask_executor(spec: str) -> tuple[Any, Executor]:
     try:
-        from distributed import Client
+        import distributed  # noqa: F401
     except ImportError:
         raise InputError(
             None,
@@ -52,15 +139,9 @@ def _dask_executor(spec: str) -> tuple[Any, Executor]:
             "pip install 'pdd-plan[dask]' (or pip install 'dask[distributed]')",
         ) from None
     addr = dask_address(spec)
-    try:
-        client = Client(addr, timeout="10s", set_as_default=False)
-    except (OSError, TimeoutError, ValueError) as e:
-        raise InputError(
-            None,
-            "--executor",
-            f"cannot reach the Dask scheduler at {addr}: {type(e).__name__}: {e}".rstrip(": "),
-            "start one (dask scheduler; dask worker HOST:PORT) or check the address",
-        ) from None
+    if addr.startswith("tcp://"):
+        probe_dask(addr)
+    client = _client_within(addr, CONNECT_TIMEOUT_S)
     return client, client.get_executor(pure=False)
 
 

@@ -14,14 +14,15 @@ from typing import Any, ClassVar, Literal
 import yaml
 from pydantic import Field, NonNegativeFloat, NonNegativeInt, model_serializer, model_validator
 
-from .. import architectures
+from .. import architectures, limits
 from ..errors import InputError
 from .common import Strict
 from .scenario import SLA, Scenario
 
 SCHEMA_VERSION = 2
 # a plan is a fleet somebody could buy: bounds that catch hand edits (1e9 instances) before
-# any command allocates per instance
+# any command allocates per instance; the total per architecture is limits "PLAN_INSTANCES"
+# (simulate keeps state and emit writes files per instance: 2 x 100,000 took 80 s each)
 MAX_INSTANCES_PER_GROUP = 100_000
 MAX_GPUS_PER_INSTANCE = 4_096
 MAX_COST_PER_HOUR = 1e15  # $/hour; finite and far above any fleet
@@ -181,6 +182,15 @@ class ArchitecturePlan(_Out):
     shadow_prices: dict[str, float]
     solver: Solver
     simulated: Simulated | None = None
+
+    @model_validator(mode="after")
+    def _fleet_size(self) -> ArchitecturePlan:
+        total = sum(g.count for g in self.instances)
+        if total > limits.value("PLAN_INSTANCES"):
+            raise ValueError(f"instances sum to {limits.exceeded('PLAN_INSTANCES', total)}")
+        if self.line is not None and self.line.count > limits.value("LINES"):
+            raise ValueError(f"line.count: {limits.exceeded('LINES', self.line.count)}")
+        return self
 
     def groups(self, role: str) -> list[InstanceGroup]:
         return [g for g in self.instances if g.role == role and g.count > 0]

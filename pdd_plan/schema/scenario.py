@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_validator
 
-from .. import architectures
+from .. import architectures, limits
 from .common import Strict
 from .line import LineSKU
 
@@ -52,7 +52,13 @@ class Distribution(Strict):
         return self
 
 
-MAX_TOKENS = 10_000_000  # beyond any model's context window; keeps prefill chunk loops bounded
+MAX_TOKENS = limits.LIMITS["TOKENS"].default  # the default; limits.value("TOKENS") is in force
+
+
+def _under(name: str, got: float) -> None:
+    """ValueError (the schema's one-line error) when `got` is over limit `name`."""
+    if not got <= limits.value(name):
+        raise ValueError(limits.exceeded(name, got))
 
 
 class Workload(Strict):
@@ -74,8 +80,19 @@ class Workload(Strict):
             hi = max(b[1] for b in v.histogram)
         if v.lognormal is not None:
             hi = v.lognormal.max
-        if hi > MAX_TOKENS:
-            raise ValueError(f"token counts above {MAX_TOKENS:,} are not supported (got {hi:g})")
+        _under("TOKENS", hi)
+        return v
+
+    @field_validator("samples")
+    @classmethod
+    def _samples(cls, v: int) -> int:
+        _under("REQUESTS", v)
+        return v
+
+    @field_validator("classes")
+    @classmethod
+    def _classes(cls, v: int) -> int:
+        _under("CLASSES", v)
         return v
 
     @field_validator("prefix_hit")
@@ -107,6 +124,7 @@ class Datacenter(Strict):
         for k, n in v.items():
             if n < 0:
                 raise ValueError(f"gpus.{k} must be >= 0")
+            _under("GPUS", n)
         return v
 
 
@@ -124,6 +142,18 @@ class Link(Strict):
     candidates: list[str | CustomLine] = Field(min_length=1)  # SKU names or inline lines
     max_lines: PositiveInt = 4
     rtt_ms: float | None = Field(default=None, ge=0)  # overrides every candidate's RTT
+
+    @field_validator("max_lines")
+    @classmethod
+    def _max_lines(cls, v: int) -> int:
+        _under("LINES", v)  # line options (and MILP size) grow with it
+        return v
+
+    @field_validator("candidates")
+    @classmethod
+    def _candidates(cls, v: list) -> list:
+        _under("LINE_CANDIDATES", len(v))
+        return v
 
 
 class Placement(Strict):
@@ -170,7 +200,14 @@ class Search(Strict):
     def _levels(cls, v: list[float]) -> list[float]:
         if not v or any(not (0 < x < 1) for x in v):
             raise ValueError("utilization_levels must be fractions in (0, 1)")
+        _under("SEARCH_STEPS", len(v))
         return sorted(set(v))
+
+    @field_validator("max_prefill_extra")
+    @classmethod
+    def _extra(cls, v: int) -> int:
+        _under("SEARCH_STEPS", v)
+        return v
 
 
 class Scenario(Strict):

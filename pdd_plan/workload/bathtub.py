@@ -16,14 +16,25 @@ from ..perf import roofline
 from ..perf.instance import Instance
 
 
+def hit_rates(step: float = 0.01) -> np.ndarray:
+    """The hit rates the curve is evaluated at: 0, step, ... below 1."""
+    return np.round(np.arange(0.0, 1.0 - 1e-9, step), 6)
+
+
+def prefill_passes(input_tokens: int, chunk: int, step: float = 0.01) -> int:
+    """Chunked-prefill passes the whole curve evaluates (each one is a roofline evaluation):
+    the work `bathtub` does, known before doing it."""
+    new = input_tokens - np.floor(hit_rates(step) * input_tokens)
+    return int(np.sum(np.maximum(np.ceil(new / chunk), 1)))
+
+
 def bathtub(
     inst: Instance, input_tokens: int, chunk: int, hit_price_ratio: float, step: float = 0.01
 ) -> dict:
     """Points over hit rates 0..(1 - step) and the valley: the deepest revenue drop below the
     revenue at hit rate 0 that lies between two higher points."""
-    xs = np.round(np.arange(0.0, 1.0 - 1e-9, step), 6)
     pts = []
-    for x in xs:
+    for x in hit_rates(step):
         cached = float(np.floor(x * input_tokens))
         new = float(input_tokens) - cached
         t = roofline.prefill_time(inst, new, cached, chunk).total_s

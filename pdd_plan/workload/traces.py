@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 
 import numpy as np
 
+from pdd_plan import limits
 from pdd_plan.errors import InputError
 from pdd_plan.workload.cache import CacheSpec, EndsOnMd
 from pdd_plan.workload.requests import Requests
@@ -87,6 +88,9 @@ def _read_columns(reader: TraceReader, hits: TraceHits) -> _Columns:
     """One pass over the file; ``hits`` sees every chunk."""
     cols = _Columns([], [], [])
     for ch in reader:
+        limits.check_trace_tokens(
+            ch.input_tokens, ch.output_tokens, str(reader.path), ch.first_line
+        )
         cols.add(ch)
         hits.add(ch, cols.in_order)
     if reader.rows == 0:
