@@ -28,91 +28,53 @@ from __future__ import annotations
 
 import heapq
 import math
-from array import array
 from collections import deque
-from dataclasses import dataclass, field
 
 import numpy as np
 
-from .queues import Progress, Route, typed_array
+from .decode_io import DecodeInputs, DecodeResult, Engine
+from .queues import Progress, Route
 from .states import Event, State
-from .tables import ExtendTable, StepTable
+from .tables import StepTable
 
 _TICK = 1 << 16
 INF = math.inf
 NAN = math.nan
+__all__ = ["DecodeInputs", "DecodeResult", "Decoder", "Engine", "run_decode", "static_events"]
 
 
-@dataclass(frozen=True)
-class Engine:
-    """One decode instance: step table, batch cap and KV pool (bytes)."""
-
-    steps: StepTable
-    bmax: int
-    kv_pool_bytes: float
+# The states as plain ints: the hot loops compare them a few million times, and comparing two
+# ints is cheaper than an IntEnum member lookup and comparison (same values, see states.py).
+NEW, QUEUED_RLD, ON_RLD, PAUSED, DONE_RLD, ON_MD = (int(s) for s in State)
+_P_RLD_MD = int(Route.P_RLD_MD)
 
 
-@dataclass(frozen=True)
-class DecodeInputs:
-    """Everything decode replays. Per request: ``route``; ``t_md`` KV at MD (p_md, p_rld_md);
-    ``t_rld`` KV at RLD; ``output_tokens``; ``step_ctx`` its mean context in a decode step;
-    ``ext_ctx`` the context MD extends on; ``kv_md`` / ``kv_rld`` KV reserved on MD / RLD.
-    ``ids_latency_s``: one-way line latency of the handoff's token-id message (RLD -> MD)."""
-
-    route: np.ndarray
-    t_md: np.ndarray
-    t_rld: np.ndarray
-    output_tokens: np.ndarray
-    step_ctx: np.ndarray
-    ext_ctx: np.ndarray
-    kv_md: np.ndarray
-    kv_rld: np.ndarray
-    md: list[Engine]
-    rld: list[Engine] = field(default_factory=list)
-    extend: ExtendTable | None = None
-    relay_cap: int = 1
-    one_shot: bool = False
-    ids_latency_s: float = 0.0
-
-
-@dataclass
-class DecodeResult:
-    first_s: np.ndarray  # first output token
-    end_s: np.ndarray  # last output token
-    rld_tokens: np.ndarray  # tokens decoded on relay decode
-    md_arrive_s: np.ndarray  # request reached MD (KV delivered, or extend done)
-    md_admit_s: np.ndarray  # joined an MD batch
-    md_instance: np.ndarray  # -1: never on MD
-    mean_batch: list[float]  # per instance (MD first, then RLD), time-average batch
-    span_s: float
-
-
-def _interp_step(grid: tuple, batch: int, mean_ctx: float) -> float:
-    """``StepTable.__call__`` for a table of several context columns, same arithmetic."""
-    cols, c0, inv_dc, bmax, last = grid
-    b = batch if batch <= bmax else bmax
-    x = (mean_ctx - c0) * inv_dc
-    if x <= 0.0:
-        return cols[0][b]
-    j = int(x)
-    if j >= last:
-        return cols[-1][b]
-    f = x - j
-    return cols[j][b] * (1.0 - f) + cols[j + 1][b] * f
+def _steps(tab: object) -> tuple:
+    """An instance's step lookup, unpacked for :meth:`Decoder.settle`: ``(column, None)`` for a
+    single-context table, ``(None, grid)`` for a ``StepTable`` of several context columns
+    (``StepTable.__call__``'s arithmetic inlined there), ``(None, None)`` to call the table."""
+    cols = tab.cols  # type: ignore[attr-defined]
+    if len(cols) == 1:
+        return cols[0], None
+    if isinstance(tab, StepTable):
+        return None, (cols, tab.c0, tab.inv_dc, tab.bmax, len(cols) - 1)
+    return None, None
 
 
 class Decoder:
     """The decode state (instances MD first, then RLD; requests by index) and one method per
-    event. Hot fields are plain lists and typed arrays: a million requests pass through here."""
+    event. Every hot field is a plain Python list (of floats or ints): a million requests pass
+    through here, and list indexing is the cheapest subscript CPython has (typed arrays and
+    numpy box a new object on every read)."""
 
     def __init__(self, inp: DecodeInputs):
         n = int(len(inp.route))
-        self.routes = bytes(np.asarray(inp.route, dtype=np.int8).astype(np.uint8))
-        self.out = typed_array("q", inp.output_tokens)
-        self.ctx = typed_array("d", inp.step_ctx)
-        self.ectx = typed_array("d", inp.ext_ctx)
-        self.kvm = typed_array("d", inp.kv_md)
-        self.kvr = typed_array("d", inp.kv_rld)
+        self.routes = np.asarray(inp.route, dtype=np.int64).tolist()
+        self.out = np.asarray(inp.output_tokens, dtype=np.int64).tolist()
+        self.ctx = np.asarray(inp.step_ctx, dtype=float).tolist()
+        self.ectx = np.asarray(inp.ext_ctx, dtype=float).tolist()
+        self.kvm = np.asarray(inp.kv_md, dtype=float).tolist()
+        self.kvr = np.asarray(inp.kv_rld, dtype=float).tolist()
         m = len(inp.md)
         engines = inp.md + inp.rld
         K = self.K = len(engines)
@@ -130,29 +92,22 @@ class Decoder:
         self.bm = [e.bmax for e in engines]
         self.kc = [e.kv_pool_bytes for e in engines]
         self.tabs = [e.steps for e in engines]
-        self.col = [t.cols[0] if len(t.cols) == 1 else None for t in self.tabs]
-        # StepTable's lookup without its method call (the profile's top line at 1M requests)
-        self.grid = [
-            (t.cols, t.c0, t.inv_dc, t.bmax, len(t.cols) - 1)
-            if isinstance(t, StepTable) and len(t.cols) > 1
-            else None
-            for t in self.tabs
-        ]
+        self.col, self.grid = (list(x) for x in zip(*map(_steps, self.tabs))) if K else ([], [])
         self.is_rld = [False] * m + [True] * len(inp.rld)
         self.stp = [0.0] * K  # step seconds at each instance's current batch (kept current)
         self.nxt = [INF] * K  # each instance's next departure (few instances: min() beats a heap)
         # request state
-        self.status = bytearray(n)  # State
-        self.adm = array("d", [0.0]) * n  # step counter at admission
-        self.on = array("i", [-1]) * n  # instance it runs on
-        self.need = array("q", [0]) * n  # tokens to make there
-        self.held = array("d", [0.0]) * n  # KV it reserves there
-        self.first = array("d", [NAN]) * n
-        self.end = array("d", [NAN]) * n
-        self.rk = array("q", [0]) * n  # tokens made on RLD
-        self.md_arr = array("d", [NAN]) * n
-        self.md_adm = array("d", [NAN]) * n
-        self.md_of = array("i", [-1]) * n
+        self.status = [NEW] * n  # State
+        self.adm = [0.0] * n  # step counter at admission
+        self.on = [-1] * n  # instance it runs on
+        self.need = [0] * n  # tokens to make there
+        self.held = [0.0] * n  # KV it reserves there
+        self.first = [NAN] * n
+        self.end = [NAN] * n
+        self.rk = [0] * n  # tokens made on RLD
+        self.md_arr = [NAN] * n
+        self.md_adm = [NAN] * n
+        self.md_of = [-1] * n
         self.heap: list[tuple] = []  # dynamic events: (time, seq, Event, request, 0)
         self.seq = 0
         self.lat = float(inp.ids_latency_s)
@@ -167,13 +122,28 @@ class Decoder:
         b = self.B[k]
         if not b:
             self.kvu[k] = self.sc[k] = 0.0
+        # the step at the new batch (StepTable.__call__ inlined, same arithmetic): two
+        # lookups a request, the hottest lines of the replay
         c = self.col[k]
+        bb = b or 1
         if c is not None:
-            s = c[b or 1]
-        elif self.grid[k] is not None:
-            s = _interp_step(self.grid[k], b or 1, self.sc[k] / b if b else self.ctx[0])
+            s = c[bb]
         else:
-            s = self.tabs[k](b or 1, self.sc[k] / b if b else self.ctx[0])
+            m = self.sc[k] / b if b else self.ctx[0]
+            grid = self.grid[k]
+            if grid is None:
+                s = self.tabs[k](bb, m)
+            else:
+                cols, c0, inv_dc, bmax, last = grid
+                if bb > bmax:
+                    bb = bmax
+                x = (m - c0) * inv_dc
+                j = int(x) if x > 0.0 else 0
+                if x <= 0.0 or j >= last:
+                    s = cols[0 if x <= 0.0 else -1][bb]
+                else:
+                    f = x - j
+                    s = cols[j][bb] * (1.0 - f) + cols[j + 1][bb] * f
         self.stp[k] = s
         first = self.first
         for r in joined:
@@ -207,7 +177,7 @@ class Decoder:
         self.adm[r] = g
         self.on[r] = k
         if self.is_rld[k]:
-            self.status[r] = State.ON_RLD
+            self.status[r] = ON_RLD
         else:
             self.md_adm[r] = t
             self.md_of[r] = k
@@ -219,7 +189,7 @@ class Decoder:
         status, B, bm, kvu, kc, held = self.status, self.B, self.bm, self.kvu, self.kc, self.held
         while q:
             r = q[0]
-            if rl and status[r] != State.QUEUED_RLD:
+            if rl and status[r] != QUEUED_RLD:
                 q.popleft()  # handed to MD while waiting
                 continue
             b = B[k]
@@ -230,7 +200,8 @@ class Decoder:
             joined.append(r)
 
     def arrive(self, ks: list[int], r: int, t: float) -> None:
-        """Join the least-loaded instance of `ks` (batch + queue over its cap)."""
+        """Join the least-loaded instance of `ks` (batch + queue over its cap), at once when
+        it has room (the hot path: advance, admit and settle inlined), else FIFO."""
         B, wq, bm = self.B, self.wq, self.bm
         k = ks[0]
         if len(ks) > 1:
@@ -240,12 +211,27 @@ class Decoder:
                 if ld < best:
                     best, k = ld, j
         b = B[k]
-        if not wq[k] and (not b or (b < bm[k] and self.kvu[k] + self.held[r] <= self.kc[k])):
-            self.advance(k, t)
-            self.admit(k, r, t)
-            self.settle(k, t, [r])
-        else:
+        if wq[k] or (b and (b >= bm[k] or self.kvu[k] + self.held[r] > self.kc[k])):
             wq[k].append(r)
+            return
+        if b:  # advance(k, t)
+            dt = t - self.tl[k]
+            self.G[k] += dt / self.stp[k]
+            self.area[k] += b * dt
+        self.tl[k] = t
+        g = self.G[k]  # admit(k, r, t), inlined
+        heapq.heappush(self.fh[k], (g + self.need[r], r))
+        B[k] = b + 1
+        self.kvu[k] += self.held[r]
+        self.sc[k] += self.ctx[r]
+        self.adm[r] = g
+        self.on[r] = k
+        if self.is_rld[k]:
+            self.status[r] = ON_RLD
+        else:
+            self.md_adm[r] = t
+            self.md_of[r] = k
+        self.settle(k, t, [r])
 
     def leave_rld(self, r: int, t: float) -> int:
         """Take a running request off RLD now; returns the tokens it made there."""
@@ -259,7 +245,7 @@ class Decoder:
         self.kvu[k] -= self.held[r]
         self.sc[k] -= self.ctx[r]
         self.rk[r] = tok
-        self.status[r] = State.ON_MD
+        self.status[r] = ON_MD
         if tok == 0:
             self.first[r] = NAN  # MD makes the first token
         joined: list[int] = []
@@ -282,8 +268,10 @@ class Decoder:
         self.tl[k] = t
         rl = self.is_rld[k]
         kvu, sc, held, ctx, end = self.kvu, self.sc, self.held, self.ctx, self.end
-        while h and h[0][0] <= g + 1e-9:
-            _, r = heapq.heappop(h)
+        heappop = heapq.heappop
+        lim = g + 1e-9
+        while h and h[0][0] <= lim:
+            r = heappop(h)[1]
             if on[r] != k:
                 continue
             on[r] = -1
@@ -305,13 +293,13 @@ class Decoder:
         self.rk[r] = need
         if need >= self.out[r]:
             self.end[r] = t
-            self.status[r] = State.DONE_RLD
+            self.status[r] = DONE_RLD
         else:
-            self.status[r] = State.PAUSED  # relay cap reached before the KV crossed the line
+            self.status[r] = PAUSED  # relay cap reached before the KV crossed the line
 
     def kv_at_md(self, r: int, t: float) -> None:
         """The request continues on MD (KV delivered, or extended there)."""
-        self.status[r] = State.ON_MD
+        self.status[r] = ON_MD
         left = self.out[r] - self.rk[r]
         self.md_arr[r] = t
         if left <= 0:
@@ -322,20 +310,20 @@ class Decoder:
         self.arrive(self.md_set, r, t)
 
     def kv_at_rld(self, r: int, t: float) -> None:
-        if self.status[r] != State.NEW:
+        if self.status[r] != NEW:
             return  # the line beat RDMA: already on MD
         out = self.out[r]
-        self.need[r] = min(out, self.relay_cap) if self.routes[r] == Route.P_RLD_MD else out
+        self.need[r] = min(out, self.relay_cap) if self.routes[r] == _P_RLD_MD else out
         self.held[r] = self.kvr[r]
-        self.status[r] = State.QUEUED_RLD
+        self.status[r] = QUEUED_RLD
         self.arrive(self.rld_set, r, t)
 
     def handoff(self, r: int, t: float) -> None:
         """The KV has crossed the line: move the request to MD as its state allows."""
         st = self.status[r]
-        if st <= State.QUEUED_RLD:  # not (yet) decoding on RLD
+        if st <= QUEUED_RLD:  # not (yet) decoding on RLD
             self.kv_at_md(r, t)
-        elif st == State.ON_RLD:
+        elif st == ON_RLD:
             k = self.on[r]
             self.advance(k, t)
             k0 = int(self.G[k] - self.adm[r] + 1e-9)
@@ -347,16 +335,16 @@ class Decoder:
                     self.push(t + self.lat + self.extend(tok, self.ectx[r]), Event.EXTENDED, r)
             else:
                 self.push(t + self.lat + self.extend(k0, self.ectx[r]), Event.CAUGHT_UP, r)
-        elif st == State.PAUSED:  # MD extends the whole relay
+        elif st == PAUSED:  # MD extends the whole relay
             self.push(t + self.lat + self.extend(self.rk[r], self.ectx[r]), Event.EXTENDED, r)
 
     def caught_up(self, r: int, t: float) -> None:
         """catch_up: MD has extended the first tokens; RLD hands over now."""
         st = self.status[r]
-        if st == State.ON_RLD:
+        if st == ON_RLD:
             self.leave_rld(r, t)
             self.kv_at_md(r, t)
-        elif st == State.PAUSED:
+        elif st == PAUSED:
             self.kv_at_md(r, t)
 
     def handlers(self) -> list:
@@ -372,25 +360,25 @@ class Decoder:
 
     def result(self, span: float) -> DecodeResult:
         return DecodeResult(
-            np.frombuffer(self.first, dtype=float),
-            np.frombuffer(self.end, dtype=float),
-            np.frombuffer(self.rk, dtype=np.int64).copy(),
-            np.frombuffer(self.md_arr, dtype=float),
-            np.frombuffer(self.md_adm, dtype=float),
-            np.frombuffer(self.md_of, dtype=np.int32).copy(),
+            np.array(self.first, dtype=float),
+            np.array(self.end, dtype=float),
+            np.array(self.rk, dtype=np.int64),
+            np.array(self.md_arr, dtype=float),
+            np.array(self.md_adm, dtype=float),
+            np.array(self.md_of, dtype=np.int32),
             [a / span if span > 0 else 0.0 for a in self.area],
             span,
         )
 
 
-def static_events(inp: DecodeInputs) -> tuple[array, bytes, array]:
+def static_events(inp: DecodeInputs) -> tuple[list[float], list[int], list[int]]:
     """(times, kinds, requests) of the events known up front, sorted by (time, kind, request):
     KV at RLD (routes through RLD), KV at MD (p_md), handoff (p_rld_md)."""
     rt = np.asarray(inp.route)
     a_rld = np.flatnonzero((rt == Route.P_RLD_MD) | (rt == Route.P_RLD))
     a_md = np.flatnonzero(rt == Route.P_MD)
     a_ho = np.flatnonzero(rt == Route.P_RLD_MD)
-    t_md, t_rld = np.asarray(inp.t_md), np.asarray(inp.t_rld)
+    t_md, t_rld = np.asarray(inp.t_md, dtype=float), np.asarray(inp.t_rld, dtype=float)
     times = np.concatenate([t_rld[a_rld], t_md[a_md], t_md[a_ho]])
     kinds = np.concatenate(
         [
@@ -401,11 +389,7 @@ def static_events(inp: DecodeInputs) -> tuple[array, bytes, array]:
     )
     rids = np.concatenate([a_rld, a_md, a_ho])
     order = np.lexsort((rids, kinds, times))
-    return (
-        typed_array("d", times[order]),
-        bytes(kinds[order].astype(np.uint8)),
-        typed_array("q", rids[order]),
-    )
+    return times[order].tolist(), kinds[order].tolist(), rids[order].tolist()
 
 
 def run_decode(inp: DecodeInputs, progress: Progress | None = None) -> DecodeResult:
@@ -415,19 +399,21 @@ def run_decode(inp: DecodeInputs, progress: Progress | None = None) -> DecodeRes
     on_event = d.handlers()
     s_t, s_k, s_r = static_events(inp)
     S = len(s_t)
+    s_t.append(INF)  # a sentinel: no bounds check per event
     heap, nxt, K = d.heap, d.nxt, d.K
     heappop = heapq.heappop
+    departures = d.departures
     t0 = s_t[0] if S else 0.0
     d.tl = [t0] * K
     i = events = 0
     t = t0
     while True:
-        ts = s_t[i] if i < S else INF
+        ts = s_t[i]
         th = heap[0][0] if heap else INF
         tn = min(nxt) if K > 1 else nxt[0]
         if tn < ts and tn <= th:
             t = tn
-            d.departures(nxt.index(tn) if K > 1 else 0, t)
+            departures(nxt.index(tn) if K > 1 else 0, t)
             continue
         if ts == INF and th == INF:
             break

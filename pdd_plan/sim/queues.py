@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import heapq
 import math
-from array import array
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -161,13 +160,6 @@ class Route(IntEnum):
 P_MD, P_RLD_MD, P_RLD = Route.P_MD, Route.P_RLD_MD, Route.P_RLD
 
 
-def typed_array(code: str, x: np.ndarray) -> array:
-    """A compact typed copy (8 bytes an entry, not a Python object) for scalar loops."""
-    a = array(code)
-    a.frombytes(np.ascontiguousarray(x, dtype=np.float64 if code == "d" else np.int64).tobytes())
-    return a
-
-
 @dataclass(frozen=True)
 class LineInputs:
     """Transfers to replay on the line. ``ready_s`` (sorted): when the KV of requests ``rid``
@@ -191,7 +183,9 @@ class _Admission:
 
     def __init__(self, inp: LineInputs, route: bytearray):
         self.router, self.drc, self.route = inp.router, inp.drc, route
-        self.size = typed_array("d", inp.size_bytes) if inp.size_bytes is not None else None
+        sz = inp.size_bytes
+        self.size = np.asarray(sz, dtype=float).tolist() if sz is not None else None
+        self.off = inp.drc.offsets.tolist() if inp.drc is not None else None
         C, cap = float(inp.capacity_bytes_s), float(inp.flow_cap_bytes_s)
         self.inv_c = 1.0 / C
         self.inv_cap = 1.0 / cap if math.isfinite(cap) else 0.0
@@ -200,7 +194,7 @@ class _Admission:
     def __call__(self, k: int, ta: float, backlog: float) -> float:
         drc = self.drc
         if drc is not None:
-            h = drc.flat[drc.offsets[k] : drc.offsets[k + 1]].tolist()
+            h = drc.flat[self.off[k] : self.off[k + 1]].tolist()
             ht = min(drc.cache.lookup(h) * drc.cache.block_tokens, drc.input_tokens[k])
             x = drc.full_bytes[k] - drc.per_token * ht
         else:
@@ -233,16 +227,20 @@ def _replay(
     inp: LineInputs, admit: _Admission | None, out: tuple, progress: Progress
 ) -> tuple[float, int, int]:
     """The event loop: arrivals and completions in time order. Fills ``out`` = (start, end,
-    sent) per request; returns (last event time, transfers, most ever waiting)."""
+    sent) per request (lists); returns (last event time, transfers, most ever waiting).
+
+    Every per-event value is a Python float or int from a plain list (no numpy scalars, no
+    typed-array boxing), and ``min(C / n, cap)`` is spelled out: a million transfers pass."""
     start, end, sent = out
-    ready, rids = typed_array("d", inp.ready_s), typed_array("q", inp.rid)
-    size = admit.size if admit is not None else typed_array("d", inp.size_bytes)
+    ready, rids = inp.ready_s.tolist(), inp.rid.tolist()
+    size = np.asarray(inp.size_bytes, dtype=float).tolist() if admit is None else []
     N, C, cap, pool = (
         len(ready),
         float(inp.capacity_bytes_s),
         float(inp.flow_cap_bytes_s),
         int(inp.pool),
     )
+    ready.append(math.inf)  # a sentinel: no bounds check per event
     heap: list[tuple[float, int]] = []
     heappush, heappop = heapq.heappush, heapq.heappop
     wq: deque[int] = deque()
@@ -251,10 +249,11 @@ def _replay(
     n = i = events = transfers = most = 0
     INF = math.inf
     while True:
-        ta = ready[i] if i < N else INF
+        ta = ready[i]
         tc = t_now + (heap[0][0] - V) / r if n else INF
         if ta < tc:  # a KV is ready
-            V += (ta - t_now) * r if n else 0.0
+            if n:
+                V += (ta - t_now) * r
             t_now = ta
             k = rids[i]
             i += 1
@@ -268,11 +267,12 @@ def _replay(
                 heappush(heap, (V + x, k))
                 sumtag += V + x
                 n += 1
-                r = min(C / n, cap)
+                r = C / n if C / n < cap else cap
             else:
                 wq.append(k)
                 qbytes += x
-                most = max(most, len(wq))
+                if len(wq) > most:
+                    most = len(wq)
         elif tc == INF:
             break
         else:  # a transfer's last byte leaves
@@ -292,7 +292,7 @@ def _replay(
             if n == 0:  # the line emptied (so did the queue): restart the virtual clock
                 V = sumtag = qbytes = 0.0
             else:
-                r = min(C / n, cap)
+                r = C / n if C / n < cap else cap
         events += 1
         if not events & (_TICK - 1):
             progress("line", i, N)
@@ -332,16 +332,16 @@ def run_line(
     """
     rid = inp.rid
     n_out = int(rid.max()) + 1 if len(rid) else 0
-    start = array("d", [math.nan]) * n_out
-    end = array("d", [math.nan]) * n_out
-    sent = array("d", [0.0]) * n_out
+    start = [math.nan] * n_out
+    end = [math.nan] * n_out
+    sent = [0.0] * n_out
     route = bytearray(n_out)  # Route.P_MD
     special = inp.router is not None or inp.drc is not None
     admit = _Admission(inp, route) if special else None
     t_end, transfers, most = _replay(inp, admit, (start, end, sent), progress or _noop)
-    s = np.frombuffer(start, dtype=float)
-    e = np.frombuffer(end, dtype=float)
-    x = np.frombuffer(sent, dtype=float)
+    s = np.array(start, dtype=float)
+    e = np.array(end, dtype=float)
+    x = np.array(sent, dtype=float)
     busy, area, full = _occupancy(s, e, int(inp.pool))
     t0 = float(inp.ready_s[0]) if len(inp.ready_s) else 0.0
     st = LineStats(t_end - t0, busy, area, full, float(x.sum()), transfers, most)
