@@ -57,15 +57,49 @@ class PrefillPool:
     def wait_quantile(self, q: float) -> float:
         return mg1_wait_quantile(q, self.wait_probability, self.mean_wait_s)
 
+    @classmethod
+    def of(
+        cls_, inst: Instance, count: int, cls: RequestClasses, chunk: int, rate_rps: float
+    ) -> PrefillPool:
+        """The pool over the classes' strata: its wait depends on E[S] and E[S^2] of the real
+        mixture, which the class means alone understate."""
+        return cls_(
+            inst, count, prefill_strata_service_s(inst, cls, chunk), rate_rps, cls.fine.weight
+        )
 
-def prefill_service_s(inst: Instance, cls: RequestClasses, chunk: int) -> np.ndarray:
-    """Seconds one prefill instance spends on a request of each class (cached part skipped)."""
+
+def _service_s(inst: Instance, cls: RequestClasses, chunk: int) -> np.ndarray:
     out = np.empty(len(cls))
     for i in range(len(cls)):
         cached = float(np.floor(cls.input_tokens[i] * cls.hit_p[i]))
         new = max(float(cls.input_tokens[i]) - cached, 1.0)
         out[i] = roofline.prefill_time(inst, new, cached, chunk).total_s
     return out
+
+
+_SERVICE_CACHE: dict[tuple, tuple[Instance, RequestClasses, np.ndarray]] = {}
+
+
+def prefill_strata_service_s(inst: Instance, cls: RequestClasses, chunk: int) -> np.ndarray:
+    """Seconds one prefill instance spends on each stratum of `cls` (`cls.fine`), memoized: the
+    optimizer asks for the same instance shape for every architecture, pool size and line."""
+    fine = cls.fine
+    shape = (inst.n_gpus, inst.tp, inst.ep, inst.dp, inst.dtype)
+    key = (id(inst.model), id(inst.gpu), shape, id(fine), int(chunk))
+    hit = _SERVICE_CACHE.get(key)
+    same = hit is not None and hit[0].model is inst.model and hit[0].gpu is inst.gpu
+    if not same or hit[1] is not fine:  # entries keep model, GPU and strata alive
+        if len(_SERVICE_CACHE) > 4096:
+            _SERVICE_CACHE.clear()
+        hit = (inst, fine, _service_s(inst, fine, chunk))
+        _SERVICE_CACHE[key] = hit
+    return hit[2]
+
+
+def prefill_service_s(inst: Instance, cls: RequestClasses, chunk: int) -> np.ndarray:
+    """Seconds one prefill instance spends on a request of each class (cached part skipped):
+    the mean over the class's strata, not the time of its mean request."""
+    return cls.class_mean(prefill_strata_service_s(inst, cls, chunk))
 
 
 _EXTEND_CACHE: dict[tuple[int, int, int], tuple[Instance, float]] = {}
@@ -111,6 +145,27 @@ class PathTimes:
     def ttft_mean_s(self, path: str) -> np.ndarray:
         """Fixed part plus the mean line queueing (the prefill wait excluded)."""
         return self.ttft_fixed_s[path] + self.jitter(path)
+
+    def class_mean(self, cls: RequestClasses) -> PathTimes:
+        """Times of `cls.fine` (the strata) averaged over each class of `cls`."""
+        if cls.nodes is None:
+            return self
+
+        def per(d: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+            return {k: cls.class_mean(v) for k, v in d.items()}
+
+        j = self.ttft_jitter_s
+        return PathTimes(
+            per(self.ttft_fixed_s),
+            per(self.md_tokens),
+            per(self.rld_tokens),
+            per(self.rld_hold_s),
+            cls.class_mean(self.line_bytes),
+            cls.class_mean(self.line_s),
+            per(self.tpot_s),
+            cls.class_mean(self.handoff_stall_s),
+            per(j) if j is not None else None,
+        )
 
 
 def path_times(

@@ -49,7 +49,9 @@ def test_ttft_floor_names_the_target_to_relax():
 
 def test_ttft_out_of_reach():
     err = _reasons(lambda d: None, architecture="cdc_pd")  # the tiny case's CDC-PD misses its P90
-    assert _kinds(err) == [("ttft_out_of_reach", "sla.ttft_p90_s")]
+    # P90 first; with TTFT misses averaged over class strata its slow tail misses P99 too
+    assert _kinds(err)[0] == ("ttft_out_of_reach", "sla.ttft_p90_s")
+    assert {k for k, _ in _kinds(err)} == {"ttft_out_of_reach"}
     assert "out of reach" in err.reasons[0].message
 
 

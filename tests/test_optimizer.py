@@ -241,7 +241,11 @@ def test_bound_counts_relay_decode_as_the_cheaper_decoder(monkeypatch):
     (best, costs) = _check_against_every_combination(
         monkeypatch, _cheap_relay_scenario(), brute=False
     )["pdd"]
-    assert best.cost_per_hour < costs[0] - 1.0  # the first (cheapest prefill) one is not best
+    # (_check_against_every_combination asserts the bounded search equals the minimum over every
+    # combination.) Since TTFT misses are averaged over class strata the cheapest prefill pool no
+    # longer meets P99 here and the optimum is the first feasible one; what the regression needs
+    # stays: the optimum decodes much on relay decode, which the bound must price as such
+    assert best.cost_per_hour == pytest.approx(min(c for c in costs if c is not None))
     flows = best.solution.flows
     assert flows["p_rld"].sum() > 0.2 * 60
 

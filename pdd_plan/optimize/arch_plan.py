@@ -51,7 +51,8 @@ def build(
     """The plan a combination's solution describes (at the rate it serves)."""
     ln = t.lines[sol.line_index]
     n_p = sol.prefill_count if sol.prefill_count is not None else cb.n_lo
-    pool = pipeline.PrefillPool(cb.pinst, n_p, cb.service, sol.rate_rps, cls.weight)
+    chunk = ctx.scenario.search.prefill_chunk_tokens
+    pool = pipeline.PrefillPool.of(cb.pinst, n_p, cls, chunk, sol.rate_rps)
     crossing = sum(sol.flows[p] for p in sol.flows if t.paths[sol.line_index].crosses_line[p])
     rho_l = (
         float(np.dot(crossing, t.line_bytes) / ln.capacity_bytes_s)
@@ -76,6 +77,12 @@ def build(
         tables=t,
         extra={"line_level": ln.level},
     )
+
+
+def one_datacenter(ctx: Context, cb: Combo) -> bool:
+    """Prefill and main decode in one datacenter (relay decode sits by prefill): the KV moves
+    over RDMA, so the plan leases no line."""
+    return cb.md_dc == ctx.prefill_dc
 
 
 def add_duals(p: ArchPlan, objective: str, lam: float, time_limit_s: float) -> None:

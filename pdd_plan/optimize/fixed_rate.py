@@ -70,7 +70,7 @@ def plan(
         raise diagnosis.infeasible(spec.name, reasons, sc.sla)
     sh = Shared.of(ctx, spec, cls, caps)
     lines = _lines(sh, rate)
-    if not lines:
+    if not lines and not any(arch_plan.one_datacenter(ctx, cb) for cb in combos):
         # no line option carries the bytes under its cap (the same for every combination): say
         # so rather than fall through to a GPU-availability guess
         reasons.append(diagnosis.line_reason(ctx, cls, rate, caps))
@@ -81,13 +81,20 @@ def plan(
     milps = 0
     reach: diagnosis.Reach = {}
     for cb in combos:
+        local = arch_plan.one_datacenter(ctx, cb)
+        cb_lines = [tables.rdma_option()] if local else lines
+        if not cb_lines:
+            continue
         lb_cost = (
-            cb.fixed_cost + line_lb + rate * decode_lb_per_rps(cls, cb.md + cb.rld, caps.decode)
+            cb.fixed_cost
+            + (0.0 if local else line_lb)
+            + rate * decode_lb_per_rps(cls, cb.md + cb.rld, caps.decode)
         )
         if best is not None and lb_cost >= best.cost_per_hour * (1 - 1e-9):
             continue  # bound: cannot beat the incumbent
-        pool = pipeline.PrefillPool(cb.pinst, cb.n_lo, cb.service, rate, cls.weight)
-        t = fleet_tables(sh, cb, pool, lines, rate)
+        chunk = sc.search.prefill_chunk_tokens
+        pool = pipeline.PrefillPool.of(cb.pinst, cb.n_lo, cls, chunk, rate)
+        t = fleet_tables(sh, cb, pool, cb_lines, rate)
         milps += 1
         sol = model.solve(t, "cost", 0.0, sc.search.time_limit_s)
         if sol is None:

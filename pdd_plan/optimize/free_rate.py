@@ -116,7 +116,11 @@ class FreeRateSearch:
                     )
         return out
 
+    def _line_lb(self, cb: Combo) -> float:
+        return 0.0 if arch_plan.one_datacenter(self.ctx, cb) else self.line_lb
+
     def _bound(self, cb: Combo) -> _Bound:
+        line_lb = self._line_lb(cb)
         es = float(np.dot(self.cls.weight, cb.service))
         r_ub = cb.rho * cb.n_hi / es
         per_rps = es / cb.rho * cb.pinst.cost_per_hour + decode_lb_per_rps(
@@ -124,24 +128,27 @@ class FreeRateSearch:
         )
         r_lo = min(r_ub, cb.rho * cb.n_lo / es)
         if self.budget is not None:
-            r_ub = min(r_ub, max(self.budget - self.line_lb, 0.0) / per_rps)
-        return _Bound(r_ub, r_lo, per_rps, cb.fixed_cost + self.line_lb)
+            r_ub = min(r_ub, max(self.budget - line_lb, 0.0) / per_rps)
+        return _Bound(r_ub, r_lo, per_rps, cb.fixed_cost + line_lb)
 
     def _tables_of(self, i: int) -> tables.FleetTables:
         if i not in self._tables:
             cb = self.combos[i]
             es = float(np.dot(self.cls.weight, cb.service))
             rate = cb.rho * cb.n_lo / es
-            pool = pipeline.PrefillPool(cb.pinst, cb.n_lo, cb.service, rate, self.cls.weight)
+            chunk = self.ctx.scenario.search.prefill_chunk_tokens
+            pool = pipeline.PrefillPool.of(cb.pinst, cb.n_lo, self.cls, chunk, rate)
+            local = arch_plan.one_datacenter(self.ctx, cb)
+            lines = [tables.rdma_option()] if local else self.lines
             self._tables[i] = fleet_tables(
-                self.sh, cb, pool, self.lines, None, self.budget, self.rate_cap
+                self.sh, cb, pool, lines, None, self.budget, self.rate_cap
             )
         return self._tables[i]
 
     def _ub(self, i: int, objective: str, lam: float, eff: float) -> float:
         """The best objective combination i could reach at this step."""
         b = self.bounds[i]
-        ub = upper_bound(objective, lam, b.r_ub, b.r_lo, b.per_rps, self.line_lb)
+        ub = upper_bound(objective, lam, b.r_ub, b.r_lo, b.per_rps, self._line_lb(self.combos[i]))
         if i in self._known:
             lam0, f0 = self._known[i]
             if eff >= lam0:
@@ -165,7 +172,8 @@ class FreeRateSearch:
         ubs = [self._ub(i, objective, lam, eff) for i in range(len(self.combos))]
         best_i, best_key, best_sol, milps = -1, -np.inf, None, 0
         for i in self._order(ubs):
-            if i in self._infeasible or not self.lines:
+            local = arch_plan.one_datacenter(self.ctx, self.combos[i])
+            if i in self._infeasible or not (self.lines or local):
                 continue
             tie_ok = i < best_i and ubs[i] >= best_key - TOL
             if best_sol is not None and ubs[i] <= best_key + TOL and not tie_ok:

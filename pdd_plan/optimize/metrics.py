@@ -43,6 +43,24 @@ def _shares(p: ArchPlan, rate: float) -> dict[str, np.ndarray]:
     return {k: v / rate for k, v in p.solution.flows.items()}
 
 
+def _fine(p: ArchPlan) -> pipeline.PathTimes | None:
+    """The plan's path times per stratum of its classes (None: the classes have no strata)."""
+    return p.tables.paths[p.solution.line_index].fine if p.tables is not None else None
+
+
+def _mixture(
+    p: ArchPlan, cls: RequestClasses, shares: dict[str, np.ndarray]
+) -> tuple[pipeline.PathTimes, dict[str, np.ndarray]]:
+    """Times and request shares per stratum where the classes have strata (percentiles of the
+    real mixture, not of class means), else per class."""
+    fine = _fine(p)
+    if fine is None or cls.nodes is None or cls.node_class is None:
+        return p.times, shares
+    nc = cls.node_class
+    scale = cls.nodes.weight / cls.weight[nc]
+    return fine, {k: v[nc] * scale for k, v in shares.items()}
+
+
 def _operating_step(p: ArchPlan, role: str, tokens_per_s: float, mean_ctx: float) -> float:
     """Decode step time at the batch the plan actually runs (utilization x full batch)."""
     opts = [
@@ -62,11 +80,12 @@ def _operating_step(p: ArchPlan, role: str, tokens_per_s: float, mean_ctx: float
 def summarize(p: ArchPlan, cls: RequestClasses, rate: float, prefill_dc: str) -> dict:
     shares = _shares(p, rate)
     t = p.times
-    fixed = np.concatenate([t.ttft_fixed_s[k] for k in shares])
-    share = np.concatenate([shares[k] for k in shares])
-    jitter = np.concatenate([t.jitter(k) for k in shares])
+    ft, fshares = _mixture(p, cls, shares)
+    fixed = np.concatenate([ft.ttft_fixed_s[k] for k in fshares])
+    share = np.concatenate([fshares[k] for k in fshares])
+    jitter = np.concatenate([ft.jitter(k) for k in fshares])
     ttft = pipeline.ttft_quantiles(fixed, share, p.pool, QS, jitter)
-    tpot = np.concatenate([t.tpot_s[k] for k in shares])
+    tpot = np.concatenate([ft.tpot_s[k] for k in fshares])
     # the tables size decode at its TPOT-target batch; report the step at the batch the plan
     # actually runs (utilization x that batch), which is what users see
     md_role = architectures.get(p.architecture).decode_role
@@ -143,8 +162,9 @@ def utilization(p: ArchPlan, resource: str) -> float:
 
 def p90_on_fleet_all_direct(p: ArchPlan) -> float:
     """P90 TTFT of the same fleet and line with every request sent P -> MD (CDC-PD routing)."""
-    fixed = p.times.ttft_fixed_s["p_md"]
-    jitter = p.times.jitter("p_md")
+    t = _fine(p) or p.times  # the pool's weights are per stratum when the classes have strata
+    fixed = t.ttft_fixed_s["p_md"]
+    jitter = t.jitter("p_md")
     return pipeline.ttft_quantiles(fixed, p.pool.weight.copy(), p.pool, (0.9,), jitter)[0]
 
 

@@ -62,7 +62,8 @@ class PathTable:
     md_tokens: dict[str, np.ndarray]
     rld_tokens: dict[str, np.ndarray]
     crosses_line: dict[str, bool]
-    times: pipeline.PathTimes
+    times: pipeline.PathTimes  # per class: the means of `fine` over each class's strata
+    fine: pipeline.PathTimes | None = None  # per stratum of the classes (None: no strata)
 
 
 @dataclass
@@ -184,14 +185,23 @@ def path_table(
     line: LineOption,
     caps: Caps,
 ) -> PathTable:
-    """Per class and path of `spec`: which requests may take it, and their TTFT miss chances."""
+    """Per class and path of `spec`: which requests may take it, and their TTFT miss chances.
+
+    Times and misses are computed on the classes' strata and averaged over each class: a class
+    misses its TTFT target for the share of its requests that do, not all or nothing at its mean
+    request (a rare long class would otherwise push every plan onto faster GPUs)."""
     sc = ctx.scenario
     md_step = max(o.cand.step_s for o in md)
     md_inst = min(md, key=lambda o: o.cand.cost_per_hour / o.cand.tokens_per_s).inst
     rld_inst = rld[0].inst if rld else None
     rld_step = max((o.cand.step_s for o in rld), default=0.0)
-    times = pipeline.path_times(
-        cls,
+    fine = cls.fine
+    if fine is not cls:
+        service_s = pipeline.prefill_strata_service_s(
+            pool.inst, cls, sc.search.prefill_chunk_tokens
+        )
+    ft = pipeline.path_times(
+        fine,
         service_s,
         pool.inst,
         md_inst,
@@ -203,9 +213,11 @@ def path_table(
         sc.policy,
         caps.line_delay,
     )
+    times = ft.class_mean(cls)
     n = len(cls)
     allowed = {"p_md": np.ones(n, bool)}
-    relay = _relay_paths(spec, rld)
+    # no line (every role in one datacenter): nothing to relay around
+    relay = _relay_paths(spec, rld) if line.config is not None else ()
     if relay:
         wants = pipeline.relay_wanted(times.ttft_mean_s("p_md"), pool, sc.sla.ttft_p90_s)
         lim = sc.policy.singular_max_output_tokens
@@ -214,7 +226,7 @@ def path_table(
             allowed[p] = wants & singular if p == "p_rld" else wants
     miss = {
         q: {
-            p: pipeline.miss_probability(times.ttft_fixed_s[p], pool, s, times.jitter(p))
+            p: cls.class_mean(pipeline.miss_probability(ft.ttft_fixed_s[p], pool, s, ft.jitter(p)))
             for p in allowed
         }
         for q, s in zip(QUANTILES, (sc.sla.ttft_p90_s, sc.sla.ttft_p99_s))
@@ -226,6 +238,7 @@ def path_table(
         rld_tokens={p: times.rld_tokens[p] for p in allowed},
         crosses_line={"p_md": True, "p_rld_md": True, "p_rld": False},
         times=times,
+        fine=ft if fine is not cls else None,
     )
 
 

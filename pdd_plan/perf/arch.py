@@ -112,7 +112,22 @@ def _attention_params_per_layer(m: ModelProfile, layer: int) -> float:
     return q + kv + o + idx
 
 
+_PARAM_CACHE: dict[int, tuple[ModelProfile, ParamCounts]] = {}
+
+
 def param_counts(m: ModelProfile) -> ParamCounts:
+    """The model's parameter counts, memoized per profile object: every prefill chunk and decode
+    step asks, and summing the layers each time was most of the optimizer's time."""
+    hit = _PARAM_CACHE.get(id(m))
+    if hit is None or hit[0] is not m:  # the entry keeps the profile alive: ids are not reused
+        if len(_PARAM_CACHE) > 256:
+            _PARAM_CACHE.clear()
+        hit = (m, _param_counts(m))
+        _PARAM_CACHE[id(m)] = hit
+    return hit[1]
+
+
+def _param_counts(m: ModelProfile) -> ParamCounts:
     h, L, f = m.hidden_size, m.num_layers, m.ffn
     attn = sum(_attention_params_per_layer(m, i) for i in range(L))
     if f.moe is None:

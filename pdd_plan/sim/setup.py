@@ -96,7 +96,9 @@ def fleet(ctx: Context, arch_plan: ArchitecturePlan, architecture: str) -> Fleet
             raise InputError(
                 None, f"plans.{architecture}.instances", f"no {role} instances", "re-run optimize"
             )
-    line = _line(ctx, arch_plan, architecture) if a.crosses_line else None
+    # every role in one datacenter: the KV moves over RDMA and the plan leases no line
+    one_dc = len({g.datacenter for g in arch_plan.instances}) == 1
+    line = _line(ctx, arch_plan, architecture) if a.crosses_line and not one_dc else None
     relay = pools["relay_decode"] if a.relays else []
     rate = arch_plan.goodput_rps
     return Fleet(architecture, pools["prefill"], relay, decode, line, float(rate) if rate else None)

@@ -60,6 +60,17 @@ def build_classes(ctx: Context) -> RequestClasses:
     cls = classes_from_requests(req, buckets)
     if sc.policy.drc:
         return cls
+    nd = cls.fine
+    nodes = RequestClasses(
+        nd.input_tokens, nd.output_tokens, nd.hit_p, np.zeros(len(nd)), nd.weight
+    )
     return RequestClasses(
-        cls.input_tokens, cls.output_tokens, cls.hit_p, np.zeros(len(cls)), cls.weight, cls.rate_rps
+        cls.input_tokens,
+        cls.output_tokens,
+        cls.hit_p,
+        np.zeros(len(cls)),
+        cls.weight,
+        cls.rate_rps,
+        nodes if cls.nodes is not None else None,
+        cls.node_class,
     )

@@ -35,6 +35,25 @@ class RequestClasses:
     hit_d: np.ndarray  # MD-side hit fraction (DRC); 0 without DRC
     weight: np.ndarray  # request share, sums to 1
     rate_rps: float | None = None  # the source trace's mean arrival rate, if any
+    # finer strata of the same requests (weights sum to 1 over all of them) and each one's
+    # class: figures that are not linear in a request's tokens (prefill time, TTFT misses)
+    # are averaged over a class's strata, not taken at its mean request (Jensen's gap)
+    nodes: RequestClasses | None = None
+    node_class: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.weight.shape[0])
+
+    @property
+    def fine(self) -> RequestClasses:
+        """The strata (or the classes themselves when they have none)."""
+        return self.nodes if self.nodes is not None else self
+
+    def class_mean(self, x: np.ndarray) -> np.ndarray:
+        """A per-stratum figure averaged, weighted, over each class's strata."""
+        x = np.asarray(x, dtype=np.float64)
+        if self.nodes is None or self.node_class is None:
+            return x
+        n = len(self)
+        w = self.nodes.weight
+        return np.bincount(self.node_class, w * x, n) / np.bincount(self.node_class, w, n)
