@@ -181,3 +181,8 @@ _register_deploy(app)
 from .sweep import register as _register_sweep  # noqa: E402
 
 _register_sweep(app)
+
+
+from .line import register as _register_line  # noqa: E402
+
+_register_line(app)
