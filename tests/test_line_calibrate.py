@@ -6,7 +6,6 @@ fresh run of the installed iperf3 read back."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import socket
 import subprocess
