@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Protocol
@@ -82,7 +83,7 @@ def _first_line(p: Path) -> tuple[int, bytes]:
             line_no, first = next(
                 ((k, raw) for k, raw in enumerate(f, start=1) if raw.strip()), (0, b"")
             )
-    except (OSError, EOFError) as e:
+    except (OSError, EOFError, zlib.error) as e:
         raise InputError(str(p), None, f"cannot read trace: {e}", "check the file") from None
     if not first:
         raise InputError(str(p), None, "trace file is empty", "give a file with requests")
@@ -178,9 +179,14 @@ class TraceReader:
             chunks = self._jsonl_chunks(_JSONL_PARSERS[self.format]())
         else:
             chunks = self._csv_chunks(_CSV_PARSERS[self.format])
-        for chunk in chunks:
-            self.rows += len(chunk)
-            yield chunk
+        try:
+            for chunk in chunks:
+                self.rows += len(chunk)
+                yield chunk
+        except (OSError, EOFError, zlib.error) as e:  # a truncated or corrupt .gz, a read error
+            raise InputError(
+                str(self.path), None, f"cannot read trace: {e}", "check the file (re-download it)"
+            ) from None
 
     def _bad(self, line_no: int, err: BadRow) -> None:
         """Fail on a bad row, or (skip_bad_rows) count it and keep its line number."""
