@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -54,6 +55,13 @@ def write_trace(path: Path, n: int, seed: int = 0) -> None:
             f.write(json.dumps(rec) + "\n")
 
 
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of finished child processes: steadier than wall time on
+    a shared machine."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=1_000_000, help="requests (default 1,000,000)")
@@ -80,14 +88,17 @@ def main(argv: list[str] | None = None) -> int:
         ]
         for _ in range(args.repeat):
             t0 = time.perf_counter()
+            cpu0 = _children_cpu()
             r = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ))
             wall = time.perf_counter() - t0
+            cpu = _children_cpu() - cpu0
             if r.returncode != 0:
                 print(r.stderr, file=sys.stderr)
                 return r.returncode
             s = json.loads(r.stdout)
             print(
-                f"trace stats         {wall:6.2f} s wall (process start included); "
+                f"trace stats         {wall:6.2f} s wall, {cpu:6.2f} s CPU (process start "
+                "included); "
                 f"{s['requests']:,} requests, token-weighted hit {s['token_weighted_hit_rate']}"
             )
     return 0

@@ -286,3 +286,65 @@ def test_scenario_without_bool_fields_unchanged():
     d = copy.deepcopy(tiny())
     r = _runner().invoke(app, ["validate", str(TINY)])
     assert r.exit_code == 0 and d == tiny(), r.output
+
+
+# ---------------------------------------------------------------- large traces, same answers
+
+
+def _mooncake_lines(rng: np.random.Generator, n: int) -> list[dict]:
+    recs, t = [], 0
+    for _ in range(n):
+        t += int(rng.integers(0, 50))
+        k = int(rng.integers(0, 6))
+        ids = [int(x) for x in rng.integers(0, 40, k)]  # repeats within a row and across rows
+        recs.append({"timestamp": t, "input_length": int(rng.integers(1, 4000)),
+                     "output_length": int(rng.integers(0, 300)), "hash_ids": ids})  # fmt: skip
+    return recs
+
+
+def test_fast_mooncake_reading_equals_the_simulator(tmp_path):
+    """The chunked numpy reader and vectorized infinite caches give the LRU simulator's
+    hits exactly, across chunk boundaries, for canonical and non-canonical layouts."""
+    from pdd_plan.workload.cache import simulate_hits
+    from pdd_plan.workload.traces import read_trace
+
+    recs = _mooncake_lines(np.random.default_rng(1), 3000)
+    want_p, want_d = simulate_hits([r["hash_ids"] for r in recs], [r["input_length"] for r in recs])
+    canonical = tmp_path / "a.jsonl"
+    canonical.write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8")
+    spaced = tmp_path / "b.jsonl"  # another spacing: the json.loads path
+    spaced.write_text("".join(json.dumps(r, indent=None, separators=(",", ":")) + "\n"
+                              for r in recs), encoding="utf-8")  # fmt: skip
+    for f in (canonical, spaced):
+        reqs, info = read_trace(f, chunk_rows=700)
+        np.testing.assert_array_equal(reqs.hit_p, want_p)
+        np.testing.assert_array_equal(reqs.hit_d, want_d)
+        assert info.rows == 3000 and info.has_hashes
+        assert info.prefill_blocks_held == len({x for r in recs for x in r["hash_ids"]})
+
+
+@pytest.mark.parametrize(
+    ("bad", "needle"),
+    [
+        ('{"timestamp": 1, "input_length": true, "output_length": 1, "hash_ids": []}',
+         "input_length"),
+        ('{"timestamp": 1, "input_length": 0, "output_length": 1, "hash_ids": [1]}',
+         "input_length"),
+        ('{"timestamp": 1, "input_length": 5, "output_length": 1, "hash_ids": [1.5]}',
+         "hash_ids"),
+        ('{"timestamp": 1, "input_length": 5, "output_length": 1}', "hash_ids"),
+    ],
+)  # fmt: skip
+def test_fast_mooncake_reading_still_names_the_bad_line(tmp_path, bad, needle):
+    from pdd_plan.workload.traces import read_trace
+
+    recs = _mooncake_lines(np.random.default_rng(2), 50)
+    lines = [json.dumps(r) for r in recs]
+    lines[30] = bad
+    f = tmp_path / "t.jsonl"
+    f.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match=needle) as e:
+        read_trace(f)
+    assert f"{f}:31" in str(e.value)
+    reqs, info = read_trace(f, skip_bad_rows=True)
+    assert info.rows == 49 and info.bad_lines == (31,)

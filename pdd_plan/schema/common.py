@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
 # Upper bounds on money and line rates: far above any real price, low enough that costs
 # (count x GPUs x price) stay finite; the MILP solver refuses NaN/inf coefficients.
-MAX_USD_PER_GPU_HOUR = 1e6
+MAX_USD_PER_GPU_HOUR = 1e9  # $/GPU-hour
 MAX_LINE_USD_PER_MONTH = 1e12
 MAX_LINE_GBPS = 1e7  # 10 Pb/s
 MAX_BUDGET_PER_HOUR = 1e15

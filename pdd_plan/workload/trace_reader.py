@@ -17,6 +17,7 @@ import json
 import os
 import zlib
 from collections.abc import Callable, Iterator
+from itertools import islice
 from pathlib import Path
 from typing import Protocol
 
@@ -198,9 +199,23 @@ class TraceReader:
 
     def _jsonl_chunks(self, parser: RowParser) -> Iterator[TraceChunk]:
         self._parser = parser
+        batch = getattr(parser, "parse_batch", None)
         with open_binary(self.path) as f:
-            lines = ((k, raw) for k, raw in enumerate(f, start=1) if raw.strip())
-            yield from self._chunks(lines, parser)
+            if batch is None:
+                lines = ((k, raw) for k, raw in enumerate(f, start=1) if raw.strip())
+                yield from self._chunks(lines, parser)
+                return
+            # whole chunks at library speed; a chunk with anything unusual (a blank line, a
+            # bad row) is read line by line, which names or skips its bad rows exactly
+            first = 1
+            while block := list(islice(f, self.chunk_rows)):
+                fast = batch(block, first) if all(map(bytes.strip, block)) else None
+                if fast is not None:
+                    yield fast
+                else:
+                    numbered = enumerate(block, start=first)
+                    yield from self._chunks(((k, r) for k, r in numbered if r.strip()), parser)
+                first += len(block)
 
     def _csv_chunks(self, make_parser: Callable[[list[str]], RowParser]) -> Iterator[TraceChunk]:
         with open_binary(self.path) as f:
