@@ -35,19 +35,34 @@ def _load_cached(kind: str, path: str) -> BaseModel:
     return obj
 
 
+def _is_file(p: Path) -> bool:
+    try:
+        return p.is_file()
+    except OSError:  # a name longer than the file system allows is no file either
+        return False
+
+
+def _shown(name: str, n: int = 80) -> str:
+    return name if len(name) <= n else f"{name[: n // 2]}...{name[-n // 4 :]} ({len(name)} chars)"
+
+
 def load_profile(kind: str, name_or_path: str, field: str | None = None, file: str | None = None):
     """A bundled profile by name, or a YAML file by path; unknown names get the closest match."""
+    what = {"gpus": "GPU", "models": "model", "lines": "line SKU"}[kind]
     p = Path(name_or_path)
     if p.suffix in (".yaml", ".yml"):
+        if not _is_file(p):
+            raise InputError(
+                file, field, f"no {what} profile file '{_shown(name_or_path)}'", "check the path"
+            )
         return _load_cached(kind, str(p))
     bundled = data_dir() / "profiles" / kind / f"{name_or_path}.yaml"
-    if bundled.exists():
+    if _is_file(bundled):
         return _load_cached(kind, str(bundled))
     names = bundled_names(kind)
     close = difflib.get_close_matches(name_or_path, names, n=1, cutoff=0.4)
     fix = f"did you mean '{close[0]}'?" if close else f"known: {', '.join(names)}"
-    what = {"gpus": "GPU", "models": "model", "lines": "line SKU"}[kind]
-    raise InputError(file, field, f"unknown {what} '{name_or_path}'", fix)
+    raise InputError(file, field, f"unknown {what} '{_shown(name_or_path)}'", fix)
 
 
 def gpu(name: str, field: str | None = None, file: str | None = None) -> GPUProfile:

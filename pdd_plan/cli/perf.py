@@ -45,14 +45,24 @@ def _instance(model: str, gpu: str, gpus, tp, ep, dp, dp_attention, dtype, kv_dt
         ep = n if (moe is not None and moe.num_experts % n == 0) else 1
     if dp is None:
         dp = tp if dp_attention else 1
-    inst = Instance(m, g, n, tp=tp, ep=int(ep), dp=int(dp), dtype=dtype)
-    inst.require_fit()
+    with flag_names(tp="--tp", dp="--dp", ep="--ep", parallelism="--gpus", gpus="--gpus"):
+        inst = Instance(m, g, n, tp=tp, ep=int(ep), dp=int(dp), dtype=dtype)
+        inst.require_fit()
     return inst
 
 
 def _need_positive(value, flag: str) -> None:
     if value is not None and value < 0:
         raise InputError(None, flag, f"must be >= 0, got {value}", "give a non-negative count")
+
+
+def _check_lengths(phase: str, L: float, out_n: int | None, extend_tokens: int) -> None:
+    if out_n is not None and out_n < 1:
+        raise InputError(None, "--output-tokens", f"must be >= 1, got {out_n}", "e.g. 512")
+    if phase == "extend" and extend_tokens > L:
+        raise InputError(
+            None, "--extend-tokens", f"{extend_tokens} recomputed of {L:g} tokens", "use k <= L"
+        )
 
 
 def perf_result(
@@ -79,6 +89,7 @@ def perf_result(
         raise InputError(
             None, "--cached-tokens", f"{C:g} cached of {L:g} input tokens", "use 0 <= C <= L"
         )
+    _check_lengths(phase, L, out_n, extend_tokens)
     if batch is not None and batch < 1:
         raise InputError(None, "--batch", "must be >= 1", "give the concurrent requests")
     _check_sizes(inst, phase, L, C, out_n, batch, chunk, extend_tokens)
@@ -291,6 +302,8 @@ def perf(
             raise InputError(None, flag, f"must be >= 1, got {v}", "give a positive size")
     if chunk < 1:
         raise InputError(None, "--chunk", "must be >= 1", "e.g. 8192")
+    if dp is not None and not dp_attention:  # --dp alone would be silently ignored
+        raise InputError(None, "--dp", "needs --dp-attention", "add --dp-attention or drop --dp")
     inst = _instance(model, gpu, gpus, tp, ep, dp, dp_attention, dtype, kv_dtype)
     res = perf_result(
         inst,

@@ -123,6 +123,8 @@ def simulate_cmd(
         )
     if requests is not None:
         limits.check("REQUESTS", requests, None, "--requests")
+    if seed is not None and not 0 <= seed < 2**64:  # numpy's generators take these only
+        raise InputError(None, "--seed", f"must be in [0, 2**64) (got {seed})", "e.g. --seed 0")
     if trace is not None and not Path(trace).is_file():
         raise InputError(trace, None, "trace file not found", "check the --trace path")
     parquet = records is not None and records.suffix.lower() == ".parquet"

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import datetime as _dt
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,57 +97,85 @@ def _lookup(table: dict[str, object], text: str, file: str, field: str, row: int
     )
 
 
+NEED_COLUMNS = ("source", "hardware", "n_gpus", "model", "precision", "parallelism")
+NEED_COLUMNS += ("workload", "metric", "value")
+
+
+def _number(text: str, file: str, field: str, row: int, integer: bool = False) -> float:
+    """A finite, positive number from a CSV cell (a whole one with `integer`)."""
+    try:
+        x = float(text)
+    except ValueError:
+        x = float("nan")
+    if not (math.isfinite(x) and x > 0) or (integer and x != int(x)):
+        what = "a whole number >= 1" if integer else "a finite number > 0"
+        raise InputError(file, f"row {row} {field}", f"must be {what} (got {text!r})", "")
+    return x
+
+
+def _measurement(r: dict, i: int, f: str) -> Measurement:
+    short = [c for c in NEED_COLUMNS if r.get(c) is None]
+    if short or None in r:  # DictReader: None for missing cells, a None key for extra ones
+        header = [k for k in r if k is not None]
+        n = sum(r[k] is not None for k in header) + len(r.get(None) or [])
+        raise InputError(f, f"row {i}", f"has {n} cells, the header {len(header)}", "fix the row")
+    gpu = _lookup(HARDWARE, r["hardware"], f, "hardware", i)
+    model = _lookup(MODELS, r["model"], f, "model", i)
+    dtype, kv = _lookup(PRECISIONS, r["precision"], f, "precision", i)
+    m = re.search(r"ISL/OSL\s*=\s*(\d+)\s*/\s*(\d+)", r["workload"])
+    if not m or int(m.group(1)) < 1 or int(m.group(2)) < 1:
+        raise InputError(f, f"row {i} workload", "no 'ISL/OSL = a/b' (a, b >= 1) in it", "")
+    tp_m = re.search(r"TP(\d+)", r["parallelism"])
+    if "output throughput" not in r["metric"].lower():
+        raise InputError(
+            f, f"row {i} metric", f"unsupported metric '{r['metric']}'", "use output tok/s"
+        )
+    n = int(_number(r["n_gpus"], f, "n_gpus", i, integer=True))
+    engine = next((e for k, e in ENGINE_OF_SOURCE.items() if k in r["source"]), None)
+    return Measurement(
+        row=i,
+        source=r["source"],
+        gpu=gpu,
+        n_gpus=n,
+        tp=int(tp_m.group(1)) if tp_m else n,
+        model=model,
+        dtype=dtype,
+        kv_dtype=kv,
+        isl=int(m.group(1)),
+        osl=int(m.group(2)),
+        value=_number(r["value"], f, "value", i),
+        engine=engine or ENGINES["sglang"],
+    )
+
+
 def read_measurements(path: str | Path) -> list[Measurement]:
     """Parse a measurements CSV (columns: source, hardware, n_gpus, model, precision,
     parallelism, workload, metric, value, unit, notes). Rows whose metric is not output
-    throughput are refused with the row number."""
+    throughput, short rows and values that are not positive numbers are refused with the
+    row number; a file with no rows is refused too."""
     p = Path(path)
     f = str(p)
     if not p.is_file():
         raise InputError(f, None, "file not found", "give the measurements CSV path")
     note_input(p)  # no output of this command may overwrite it
-    with p.open(newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        need = {"source", "hardware", "n_gpus", "model", "precision", "parallelism"}
-        need |= {"workload", "metric", "value"}
-        missing = need - set(reader.fieldnames or [])
-        if missing:
-            raise InputError(
-                f, None, f"missing columns: {', '.join(sorted(missing))}", "use the CSV layout"
-            )
-        out = []
-        for i, r in enumerate(reader, start=1):
-            gpu = _lookup(HARDWARE, r["hardware"], f, "hardware", i)
-            model = _lookup(MODELS, r["model"], f, "model", i)
-            dtype, kv = _lookup(PRECISIONS, r["precision"], f, "precision", i)
-            m = re.search(r"ISL/OSL\s*=\s*(\d+)\s*/\s*(\d+)", r["workload"])
-            if not m:
-                raise InputError(f, f"row {i} workload", "no 'ISL/OSL = a/b' in it", "")
-            tp_m = re.search(r"TP(\d+)", r["parallelism"])
-            if "output throughput" not in r["metric"].lower():
+    try:
+        with p.open(newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            missing = set(NEED_COLUMNS) - set(reader.fieldnames or [])
+            if missing:
                 raise InputError(
-                    f, f"row {i} metric", f"unsupported metric '{r['metric']}'", "use output tok/s"
+                    f,
+                    None,
+                    f"missing columns: {', '.join(sorted(missing))}",
+                    "use the CSV layout",
                 )
-            n = int(float(r["n_gpus"]))
-            engine = next((e for k, e in ENGINE_OF_SOURCE.items() if k in r["source"]), None)
-            if engine is None:
-                engine = ENGINES["sglang"]
-            out.append(
-                Measurement(
-                    row=i,
-                    source=r["source"],
-                    gpu=gpu,
-                    n_gpus=n,
-                    tp=int(tp_m.group(1)) if tp_m else n,
-                    model=model,
-                    dtype=dtype,
-                    kv_dtype=kv,
-                    isl=int(m.group(1)),
-                    osl=int(m.group(2)),
-                    value=float(r["value"]),
-                    engine=engine,
-                )
-            )
+            out = [_measurement(r, i, f) for i, r in enumerate(reader, start=1)]
+    except (UnicodeDecodeError, csv.Error) as e:
+        raise InputError(
+            f, None, f"not a UTF-8 CSV file ({type(e).__name__})", "give the measurements CSV"
+        ) from None
+    if not out:
+        raise InputError(f, None, "no measurement rows (only a header)", "add measured rows")
     return out
 
 

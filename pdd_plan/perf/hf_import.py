@@ -25,6 +25,28 @@ def _need(cfg: dict, key: str, file: str) -> Any:
     return cfg[key]
 
 
+def _count(cfg: dict, key: str, file: str, default: int | None = None, minimum: int = 1) -> int:
+    """A whole number >= `minimum` from the config (`default` when the key is absent): a 0,
+    a negative, a fraction or a boolean is named here rather than dividing by zero later."""
+    v = cfg.get(key)
+    if v is None and default is not None:
+        return default
+    v = _need(cfg, key, file)
+    ok = isinstance(v, int | float) and not isinstance(v, bool) and float(v).is_integer()
+    if not ok or v < minimum:
+        raise InputError(
+            file, key, f"must be a whole number >= {minimum} (got {v!r})", "fix config.json"
+        )
+    return int(v)
+
+
+def _ratios(cfg: dict, file: str) -> list[int]:
+    r = _need(cfg, "compress_ratios", file)
+    if not isinstance(r, list) or not all(type(x) is int and x >= 0 for x in r):
+        raise InputError(file, "compress_ratios", "must be a list of whole numbers >= 0", "")
+    return r
+
+
 def _weights(cfg: dict, file: str) -> dict:
     q = cfg.get("quantization_config") or {}
     method = str(q.get("quant_method", "")).lower()
@@ -55,10 +77,10 @@ def _weights(cfg: dict, file: str) -> dict:
 
 def _moe(cfg: dict, file: str, experts_key: str, shared_key: str | None) -> dict:
     moe = {
-        "num_experts": int(_need(cfg, experts_key, file)),
-        "num_shared_experts": int(cfg.get(shared_key) or 0) if shared_key else 0,
-        "experts_per_token": int(_need(cfg, "num_experts_per_tok", file)),
-        "moe_intermediate_size": int(_need(cfg, "moe_intermediate_size", file)),
+        "num_experts": _count(cfg, experts_key, file),
+        "num_shared_experts": _count(cfg, shared_key, file, 0, 0) if shared_key else 0,
+        "experts_per_token": _count(cfg, "num_experts_per_tok", file),
+        "moe_intermediate_size": _count(cfg, "moe_intermediate_size", file),
     }
     return moe
 
@@ -76,14 +98,18 @@ def profile_from_hf(cfg: dict, name: str, file: str = "config.json") -> ModelPro
             f"unsupported architecture '{arch}'",
             f"supported: {', '.join(SUPPORTED)}; write the profile by hand for others",
         )
-    layers = int(_need(cfg, "num_hidden_layers", file))
-    hidden = int(_need(cfg, "hidden_size", file))
-    heads = int(_need(cfg, "num_attention_heads", file))
+    layers = _count(cfg, "num_hidden_layers", file)
+    hidden = _count(cfg, "hidden_size", file)
+    heads = _count(cfg, "num_attention_heads", file)
     attn: dict[str, Any]
     ffn: dict[str, Any]
     if arch in GQA_ARCHS:
-        kv_heads = int(cfg.get("num_key_value_heads") or heads)
-        head_dim = cfg.get("head_dim") or hidden // heads
+        kv_heads = _count(cfg, "num_key_value_heads", file, default=heads)
+        if cfg.get("head_dim") is None and hidden < heads:
+            raise InputError(
+                file, "hidden_size", f"{hidden} is below num_attention_heads {heads}", ""
+            )
+        head_dim = _count(cfg, "head_dim", file, default=hidden // heads)
         hd_src = "head_dim" if cfg.get("head_dim") else f"hidden_size / heads = {head_dim}"
         attn = {
             "kind": "gqa",
@@ -94,7 +120,9 @@ def profile_from_hf(cfg: dict, name: str, file: str = "config.json") -> ModelPro
             f"{hd_src}.",
         }
         if arch == "Qwen3MoeForCausalLM":
-            if int(cfg.get("decoder_sparse_step", 1)) != 1 or cfg.get("mlp_only_layers"):
+            if _count(cfg, "decoder_sparse_step", file, default=1) != 1 or cfg.get(
+                "mlp_only_layers"
+            ):
                 raise InputError(
                     file,
                     "mlp_only_layers",
@@ -111,7 +139,7 @@ def profile_from_hf(cfg: dict, name: str, file: str = "config.json") -> ModelPro
                 f"{moe['moe_intermediate_size']}, no shared expert.",
             }
         else:
-            inter = int(_need(cfg, "intermediate_size", file))
+            inter = _count(cfg, "intermediate_size", file)
             ffn = {
                 "intermediate_size": inter,
                 "source": f"{file}: dense SwiGLU FFN, intermediate_size {inter}.",
@@ -119,10 +147,10 @@ def profile_from_hf(cfg: dict, name: str, file: str = "config.json") -> ModelPro
         kv_dtype, kv_src = "bf16", "assumption: BF16 KV, the engine default for this checkpoint."
         page = 1
     else:
-        if int(cfg.get("moe_layer_freq", 1)) != 1:
+        if _count(cfg, "moe_layer_freq", file, default=1) != 1:
             raise InputError(file, "moe_layer_freq", "must be 1", "write the profile by hand")
         moe = _moe(cfg, file, "n_routed_experts", "n_shared_experts")
-        first_dense = int(cfg.get("first_k_dense_replace") or 0)
+        first_dense = _count(cfg, "first_k_dense_replace", file, default=0, minimum=0)
         ffn = {
             "first_dense_layers": first_dense,
             "moe": moe,
@@ -132,24 +160,24 @@ def profile_from_hf(cfg: dict, name: str, file: str = "config.json") -> ModelPro
             f"{moe['moe_intermediate_size']}.",
         }
         if first_dense:
-            ffn["intermediate_size"] = int(_need(cfg, "intermediate_size", file))
+            ffn["intermediate_size"] = _count(cfg, "intermediate_size", file)
             ffn["source"] += f" Dense layers: intermediate_size {ffn['intermediate_size']}."
         q_lora = cfg.get("q_lora_rank")
         if arch == "DeepseekV4ForCausalLM":
-            ratios = [int(r) for r in _need(cfg, "compress_ratios", file)]
+            ratios = _ratios(cfg, file)
             attn = {
                 "kind": "compressed",
                 "num_heads": heads,
-                "num_kv_heads": int(_need(cfg, "num_key_value_heads", file)),
-                "head_dim": int(_need(cfg, "head_dim", file)),
-                "qk_rope_head_dim": int(_need(cfg, "qk_rope_head_dim", file)),
+                "num_kv_heads": _count(cfg, "num_key_value_heads", file),
+                "head_dim": _count(cfg, "head_dim", file),
+                "qk_rope_head_dim": _count(cfg, "qk_rope_head_dim", file),
                 "q_lora_rank": q_lora,
                 "o_groups": cfg.get("o_groups"),
                 "o_lora_rank": cfg.get("o_lora_rank"),
-                "index_n_heads": int(_need(cfg, "index_n_heads", file)),
-                "index_head_dim": int(_need(cfg, "index_head_dim", file)),
-                "index_topk": int(_need(cfg, "index_topk", file)),
-                "sliding_window": int(_need(cfg, "sliding_window", file)),
+                "index_n_heads": _count(cfg, "index_n_heads", file),
+                "index_head_dim": _count(cfg, "index_head_dim", file),
+                "index_topk": _count(cfg, "index_topk", file),
+                "sliding_window": _count(cfg, "sliding_window", file),
                 "compress_ratios": ratios,
                 "source": f"{file}: compressed attention (num_key_value_heads, head_dim, "
                 "qk_rope_head_dim, q_lora_rank, o_groups, o_lora_rank, index_n_heads, "
@@ -167,10 +195,10 @@ def profile_from_hf(cfg: dict, name: str, file: str = "config.json") -> ModelPro
                 "kind": "dsa" if arch == "DeepseekV32ForCausalLM" else "mla",
                 "num_heads": heads,
                 "q_lora_rank": q_lora,
-                "kv_lora_rank": int(_need(cfg, "kv_lora_rank", file)),
-                "qk_nope_head_dim": int(_need(cfg, "qk_nope_head_dim", file)),
-                "qk_rope_head_dim": int(_need(cfg, "qk_rope_head_dim", file)),
-                "v_head_dim": int(_need(cfg, "v_head_dim", file)),
+                "kv_lora_rank": _count(cfg, "kv_lora_rank", file),
+                "qk_nope_head_dim": _count(cfg, "qk_nope_head_dim", file),
+                "qk_rope_head_dim": _count(cfg, "qk_rope_head_dim", file),
+                "v_head_dim": _count(cfg, "v_head_dim", file),
                 "source": f"{file}: MLA with num_attention_heads {heads}, q_lora_rank {q_lora}, "
                 f"kv_lora_rank {cfg.get('kv_lora_rank')}, qk_nope_head_dim "
                 f"{cfg.get('qk_nope_head_dim')}, qk_rope_head_dim {cfg.get('qk_rope_head_dim')}, "
@@ -178,7 +206,7 @@ def profile_from_hf(cfg: dict, name: str, file: str = "config.json") -> ModelPro
             }
             if attn["kind"] == "dsa":
                 for k in ("index_n_heads", "index_head_dim", "index_topk"):
-                    attn[k] = int(_need(cfg, k, file))
+                    attn[k] = _count(cfg, k, file)
                 attn["source"] += (
                     " DSA lightning indexer: index_n_heads, index_head_dim, index_topk."
                 )
@@ -197,7 +225,7 @@ def profile_from_hf(cfg: dict, name: str, file: str = "config.json") -> ModelPro
         "display_name": name,
         "num_layers": layers,
         "hidden_size": hidden,
-        "vocab_size": int(_need(cfg, "vocab_size", file)),
+        "vocab_size": _count(cfg, "vocab_size", file),
         "tie_word_embeddings": bool(cfg.get("tie_word_embeddings", False)),
         "attention": attn,
         "ffn": ffn,

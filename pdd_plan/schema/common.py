@@ -1,9 +1,53 @@
-"""Shared pydantic base: unknown keys are errors, numbers are finite, fields are validated once."""
+"""Shared pydantic base: unknown keys are errors, numbers are finite and never booleans, fields
+are validated once."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+import typing
+from functools import cache
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
+
+# Upper bounds on money and line rates: far above any real price, low enough that costs
+# (count x GPUs x price) stay finite; the MILP solver refuses NaN/inf coefficients.
+MAX_USD_PER_GPU_HOUR = 1e9  # $/GPU-hour
+MAX_LINE_USD_PER_MONTH = 1e12
+MAX_LINE_GBPS = 1e7  # 10 Pb/s
+MAX_BUDGET_PER_HOUR = 1e15
+
+
+@cache
+def _admits_bool(annotation: Any) -> bool:
+    """Whether a field's type takes a bool anywhere (`drc: bool`, `ok: bool | None`) or holds
+    sub-models, which check their own fields."""
+    if annotation is bool or annotation is Any:
+        return True
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return True
+    return any(_admits_bool(a) for a in typing.get_args(annotation) if not isinstance(a, str))
+
+
+def _find_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return True
+    if isinstance(value, dict):
+        return any(_find_bool(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(_find_bool(v) for v in value)
+    return False
 
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_numbers(cls, v: Any, info: ValidationInfo) -> Any:
+        # pydantic's lax mode reads `rate_rps: true` as 1 and `gpus: {h100: yes}` as 1 GPU:
+        # a YAML boolean where a number belongs is a mistake, not a count
+        if isinstance(v, bool | dict | list | tuple) and info.field_name is not None:
+            field = cls.model_fields.get(info.field_name)
+            if field is not None and not _admits_bool(field.annotation) and _find_bool(v):
+                raise ValueError("a boolean (true/false) where a number belongs")
+        return v

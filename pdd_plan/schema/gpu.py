@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, PositiveFloat, PositiveInt
 
-from .common import Strict
+from .common import MAX_USD_PER_GPU_HOUR, Strict
 
 
 class Compute(Strict):
@@ -40,7 +40,7 @@ class Interconnect(Strict):
 
 
 class Price(Strict):
-    usd_per_gpu_hour: PositiveFloat
+    usd_per_gpu_hour: float = Field(gt=0, le=MAX_USD_PER_GPU_HOUR)
     source: str
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import difflib
+import math
+import os
 import typing
 from pathlib import Path
 from typing import Any, TypeVar
@@ -16,28 +18,107 @@ from ..errors import InputError
 M = TypeVar("M", bound=BaseModel)
 
 
-def read_yaml(path: str | Path) -> Any:
-    p = Path(path)
+# Scenario, plan and profile files are kilobytes; a cap keeps a stray multi-GB file from
+# being read and parsed at all (a 52 MB scenario took minutes and GBs). Raise it with the
+# environment variable.
+MAX_YAML_MB_ENV = "PDD_PLAN_MAX_YAML_MB"
+DEFAULT_MAX_YAML_MB = 8.0
+
+
+def max_yaml_bytes() -> int:
+    raw = os.environ.get(MAX_YAML_MB_ENV, "").strip()
+    try:
+        mb = float(raw) if raw else DEFAULT_MAX_YAML_MB
+    except ValueError:
+        mb = float("nan")
+    if not (mb > 0 and math.isfinite(mb)):
+        raise InputError(
+            None, MAX_YAML_MB_ENV, f"must be a positive number of MB (got {raw!r})", "e.g. 64"
+        )
+    return int(mb * 1e6)
+
+
+# libyaml's C parser when PyYAML was built with it (~10x faster, far less memory on big files)
+_SAFE_LOADER: type = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
+
+
+class DuplicateKeyError(yaml.YAMLError):
+    def __init__(self, key: Any, first: int, mark: Any):
+        self.problem = f"key '{key}' given twice (first on line {first})"
+        self.problem_mark = mark
+        super().__init__(self.problem)
+
+
+class UniqueKeyLoader(_SAFE_LOADER):  # type: ignore[misc, valid-type]
+    """The safe loader, refusing a key given twice in one mapping (PyYAML keeps the last
+    one silently, so a typo'd second `rate_rps:` would win unnoticed)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # `<<: *anchor` merges are meant to be overridden
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                if key in seen:
+                    raise DuplicateKeyError(key, seen[key], key_node.start_mark)
+                seen[key] = key_node.start_mark.line + 1
+            except TypeError:  # unhashable key: the base constructor says so
+                pass
+        return super().construct_mapping(node, deep=deep)
+
+
+def _read_text(p: Path) -> str:
     if not p.exists():
         raise InputError(str(p), None, "file not found", "check the path")
     if p.is_dir():
         raise InputError(str(p), None, "is a directory, not a YAML file", "give a file path")
+    if not p.is_file():  # /dev/zero, a FIFO: reading would never end
+        raise InputError(str(p), None, "is not a regular file", "give a YAML file path")
     note_input(p)  # no output of this command may overwrite it
-    try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
+    cap = max_yaml_bytes()
+    size = p.stat().st_size
+    if size > cap:
         raise InputError(
-            str(p), None, f"cannot read: {e}", "give a readable UTF-8 YAML file"
-        ) from None
+            str(p),
+            None,
+            f"is {size / 1e6:,.1f} MB, above the {cap / 1e6:g} MB limit for YAML inputs",
+            f"set {MAX_YAML_MB_ENV} to more MB to read it anyway",
+        )
+    return p.read_text(encoding="utf-8")
+
+
+def read_yaml(path: str | Path) -> Any:
+    p = Path(path)
     try:
-        return yaml.safe_load(text)
+        text = _read_text(p)
+    except (OSError, UnicodeDecodeError) as e:  # e.g. a name longer than the OS allows
+        why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise InputError(
+            _short(str(p)), None, f"cannot read: {why}", "give a readable UTF-8 YAML file"
+        ) from None
+    return parse_yaml_text(text, str(p))
+
+
+def parse_yaml_text(text: str, file: str) -> Any:
+    """Parse YAML with the unique-key safe loader; every failure is a one-line InputError."""
+    try:
+        return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 (a SafeLoader subclass)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
         raise InputError(
-            str(p), None, f"YAML syntax error at {where}{problem}", "fix the YAML syntax"
+            file, None, f"YAML syntax error at {where}{problem}", "fix the YAML syntax"
         ) from None
+    except RecursionError:
+        raise InputError(
+            file, None, "YAML nested too deeply to read", "flatten the lists and mappings"
+        ) from None
+
+
+def _short(s: str, n: int = 120) -> str:
+    return s if len(s) <= n else s[: n // 2] + "..." + s[-n // 2 :]
 
 
 def _submodels(annotation: Any) -> list[type[BaseModel]]:
@@ -88,7 +169,7 @@ def validation_to_input_error(
     errs.sort(key=lambda x: (x["type"] != "extra_forbidden", -len(x["loc"])))
     err = errs[0]
     loc = tuple(err["loc"])
-    field = _format_loc(loc)
+    field = _format_loc(loc) if loc else None  # cross-field checks name their fields
     if err["type"] == "extra_forbidden":
         key = str(loc[-1])
         valid = _fields_at(model, loc[:-1])

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from pydantic import Field, PositiveFloat, PositiveInt
 
-from .common import Strict
+from .common import MAX_LINE_GBPS, MAX_LINE_USD_PER_MONTH, Strict
 
 
 class LineSKU(Strict):
     name: str
-    gbps: PositiveFloat  # line rate, Gb/s
-    cost_per_month: PositiveFloat  # USD per month
+    gbps: float = Field(gt=0, le=MAX_LINE_GBPS)  # line rate, Gb/s
+    cost_per_month: float = Field(gt=0, le=MAX_LINE_USD_PER_MONTH)  # USD per month
     rtt_ms: float = Field(default=10.0, ge=0)
     tcp_efficiency: float = Field(default=0.9, gt=0, le=1)  # goodput / line rate (headers, acks)
     connections: PositiveInt = 16  # transfer connection-pool size

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_validator
 
 from .. import architectures, limits
-from .common import Strict
+from .common import (
+    MAX_BUDGET_PER_HOUR,
+    MAX_LINE_GBPS,
+    MAX_LINE_USD_PER_MONTH,
+    MAX_USD_PER_GPU_HOUR,
+    Strict,
+)
 from .line import LineSKU
 
 ARCHITECTURES: tuple[str, ...] = architectures.names()  # the built-in ones (the spec has all)
@@ -80,11 +86,18 @@ class Workload(Strict):
     def _token_range(cls, v: Distribution | None) -> Distribution | None:
         if v is None:
             return v
-        hi = v.fixed
+        lo = hi = v.fixed
         if v.histogram is not None:
+            lo = min(b[0] for b in v.histogram if b[2] > 0)
             hi = max(b[1] for b in v.histogram)
         if v.lognormal is not None:
-            hi = v.lognormal.max
+            lo, hi = v.lognormal.min, v.lognormal.max
+        # a request has at least one token, and a fixed count is a whole number (the sampler
+        # would otherwise silently round 0 up to 1 and 100.5 to 100)
+        if lo < 1:
+            raise ValueError(f"token counts must be >= 1 (got {lo:g})")
+        if v.fixed is not None and v.fixed != int(v.fixed):
+            raise ValueError(f"a fixed token count is a whole number (got {v.fixed:g})")
         _under("TOKENS", hi)
         return v
 
@@ -134,8 +147,8 @@ class Datacenter(Strict):
 
 
 class CustomLine(Strict):
-    gbps: PositiveFloat
-    cost_per_month: PositiveFloat
+    gbps: float = Field(gt=0, le=MAX_LINE_GBPS)
+    cost_per_month: float = Field(gt=0, le=MAX_LINE_USD_PER_MONTH)
     rtt_ms: float = Field(default=10.0, ge=0)
     name: str | None = None
     tcp_efficiency: float = Field(default=0.9, gt=0, le=1)
@@ -223,11 +236,11 @@ class Scenario(Strict):
     link: Link | None = None
     placement: Placement = Placement()
     sla: SLA
-    prices: dict[str, PositiveFloat] = {}
+    prices: dict[str, Annotated[float, Field(gt=0, le=MAX_USD_PER_GPU_HOUR)]] = {}
     policy: Policy = Policy()
     architectures: list[str] = list(ARCHITECTURES)
     objective: Literal["bcr", "cost", "goodput"] = "bcr"
-    budget_per_hour: PositiveFloat | None = None
+    budget_per_hour: float | None = Field(default=None, gt=0, le=MAX_BUDGET_PER_HOUR)
     search: Search = Search()
     seed: int = Field(default=0, ge=0)  # numpy's generator takes non-negative seeds
 
@@ -252,6 +265,10 @@ class Scenario(Strict):
             raise ValueError(f"{who} need a second datacenter for main decode")
         if crossing and self.link is None:
             raise ValueError(f"{who} need a link between the datacenters")
+        if self.objective == "goodput" and self.budget_per_hour is None:
+            raise ValueError("objective 'goodput' needs budget_per_hour ($/hour)")
+        if self.objective == "cost" and self.workload.rate_rps is None and not self.workload.trace:
+            raise ValueError("objective 'cost' needs workload.rate_rps (or a trace)")
         if not self.architectures:
             raise ValueError(f"architectures must list at least one of {', '.join(known)}")
         return self

@@ -12,6 +12,7 @@ formats) or NaN as ``hit_p``.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from itertools import chain
 
 import numpy as np
@@ -21,6 +22,68 @@ from pdd_plan.workload.cache import CacheSimulator, CacheSpec, EndsOnMd
 from pdd_plan.workload.trace_rows import TraceChunk
 
 
+class InfiniteHits:
+    """Hits with infinite caches (`trace stats`' default), vectorized over a chunk.
+
+    With no capacity there is no eviction, so LRU order does not matter: a block is cached
+    at request r exactly when an earlier request had it. A request's hit is its leading run
+    of such blocks; the same for the DRC when every request ends on MD, so hit_d = hit_p.
+    Equal to `CacheSimulator` with an infinite `CacheSpec` (tested), chunk by chunk.
+    """
+
+    def __init__(self, spec: CacheSpec):
+        self.block_tokens = spec.block_tokens
+        self.drc = spec.drc
+        self.seen = np.empty(0, dtype=np.int64)  # sorted ids of every block so far
+
+    def __len__(self) -> int:
+        return int(self.seen.shape[0])
+
+    def process(
+        self, flat: np.ndarray, counts: np.ndarray, inp: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        n = counts.shape[0]
+        start = np.zeros(n, dtype=np.int64)
+        np.cumsum(counts[:-1], out=start[1:])
+        row = np.repeat(np.arange(n), counts)
+        pos = np.arange(flat.shape[0]) - start[row]  # position of each id in its request
+        uniq, first, inverse = _unique_first(flat)
+        before = _member(uniq, self.seen)
+        cached = before[inverse] | (row[first][inverse] < row)  # earlier chunk or request
+        # leading cached run = position of the first uncached id (or all of them)
+        miss_pos = np.where(cached, np.iinfo(np.int64).max, pos)
+        lead = counts.copy()
+        has = counts > 0
+        if flat.shape[0]:
+            lead[has] = np.minimum(np.minimum.reduceat(miss_pos, start[has]), counts[has])
+        hit_tok = np.minimum(lead * self.block_tokens, inp).astype(np.float64)
+        new = uniq[~before]
+        self.seen = np.insert(self.seen, np.searchsorted(self.seen, new), new)
+        hit_p = hit_tok / np.maximum(inp, 1)
+        return hit_p, hit_p.copy() if self.drc else np.zeros(n)
+
+
+def _unique_first(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """np.unique(x, return_index, return_inverse) by one stable sort (several times faster
+    than numpy's hashing unique on tens of millions of ids)."""
+    order = np.argsort(x, kind="stable")
+    xs = x[order]
+    starts = np.ones(x.shape[0], dtype=bool)
+    starts[1:] = xs[1:] != xs[:-1]
+    group = np.cumsum(starts) - 1
+    inverse = np.empty(x.shape[0], dtype=np.int64)
+    inverse[order] = group
+    return xs[starts], order[starts], inverse
+
+
+def _member(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
+    """values in sorted_set (both sorted, unique)."""
+    if sorted_set.shape[0] == 0:
+        return np.zeros(values.shape[0], dtype=bool)
+    k = np.minimum(np.searchsorted(sorted_set, values), sorted_set.shape[0] - 1)
+    return sorted_set[k] == values
+
+
 class TraceHits:
     """Collects the hits of a trace's chunks as they are read, in file order."""
 
@@ -28,6 +91,8 @@ class TraceHits:
         self.spec = spec
         self.ends_on_md = ends_on_md
         self.sim = CacheSimulator(spec, ends_on_md)
+        infinite = spec.prefill_blocks is None and spec.drc_blocks is None
+        self.fast = InfiniteHits(spec) if infinite and ends_on_md is None else None
         self._hit_p: list[np.ndarray] = []
         self._hit_d: list[np.ndarray] = []
         self._stated: list[np.ndarray] = []  # hit_rate columns of the generic formats
@@ -36,10 +101,30 @@ class TraceHits:
         """The next chunk of the file; ``in_order``: the file is sorted up to this chunk."""
         if chunk.hit_rate is not None:
             self._stated.append(chunk.hit_rate)
-        if chunk.hash_ids is not None and in_order:  # past a disorder the file is replayed
-            hp, hd = self.sim.process(chunk.hash_ids, chunk.input_tokens, chunk.output_tokens)
+        if chunk.has_hashes and in_order:  # past a disorder the file is replayed
+            hp, hd = self._process(chunk)
             self._hit_p.append(hp)
             self._hit_d.append(hd)
+
+    def _process(self, chunk: TraceChunk) -> tuple[np.ndarray, np.ndarray]:
+        if self.fast is not None and chunk.hash_flat is None:
+            flat, counts = _flat_ids(chunk.hash_ids or [])
+            if flat is None:  # an id beyond int64: carry on with the exact simulator
+                self._to_simulator()
+            else:
+                chunk = replace(chunk, hash_flat=flat, hash_counts=counts)
+        if self.fast is not None:
+            return self.fast.process(chunk.hash_flat, chunk.hash_counts, chunk.input_tokens)
+        return self.sim.process(chunk.hash_ids, chunk.input_tokens, chunk.output_tokens)
+
+    def _to_simulator(self) -> None:
+        """Hand the blocks seen so far to the simulator (order is moot without eviction)."""
+        assert self.fast is not None
+        seen = self.fast.seen.tolist()
+        self.sim.prefill.insert(seen)
+        if self.spec.drc:
+            self.sim.drc.insert(seen)
+        self.fast = None
 
     def hits(
         self,
@@ -62,12 +147,21 @@ class TraceHits:
         if in_order:
             return np.concatenate(self._hit_p), np.concatenate(self._hit_d)
         self.sim = CacheSimulator(self.spec, self.ends_on_md)  # start again, in arrival order
+        self.fast = None
         return replay_in_arrival_order(reread, order, self.sim, step, path)
 
     @property
     def prefill_blocks_held(self) -> int:
         """Blocks in the prefill cache at the end of the trace."""
-        return len(self.sim.prefill)
+        return len(self.fast) if self.fast is not None else len(self.sim.prefill)
+
+
+def _flat_ids(hash_ids: list[list[int]]) -> tuple[np.ndarray | None, np.ndarray]:
+    counts = np.fromiter(map(len, hash_ids), np.int64, len(hash_ids))
+    try:
+        return np.array(list(chain.from_iterable(hash_ids)), dtype=np.int64), counts
+    except OverflowError:
+        return None, counts
 
 
 def _hash_columns(
@@ -79,6 +173,13 @@ def _hash_columns(
     inp_all: list[np.ndarray] = []
     out_all: list[np.ndarray] = []
     for ch in chunks:
+        assert ch.has_hashes
+        if ch.hash_flat is not None and ch.hash_counts is not None:
+            counts.append(ch.hash_counts)
+            flats.append(ch.hash_flat)
+            inp_all.append(ch.input_tokens)
+            out_all.append(ch.output_tokens)
+            continue
         assert ch.hash_ids is not None
         counts.append(np.fromiter((len(h) for h in ch.hash_ids), np.int64, len(ch)))
         flat = list(chain.from_iterable(ch.hash_ids))

@@ -15,7 +15,9 @@ from __future__ import annotations
 import csv
 import json
 import os
+import zlib
 from collections.abc import Callable, Iterator
+from itertools import islice
 from pathlib import Path
 from typing import Protocol
 
@@ -83,7 +85,7 @@ def _first_line(p: Path) -> tuple[int, bytes]:
             line_no, first = next(
                 ((k, raw) for k, raw in enumerate(f, start=1) if raw.strip()), (0, b"")
             )
-    except (OSError, EOFError) as e:
+    except (OSError, EOFError, zlib.error) as e:
         raise InputError(str(p), None, f"cannot read trace: {e}", "check the file") from None
     if not first:
         raise InputError(str(p), None, "trace file is empty", "give a file with requests")
@@ -180,9 +182,14 @@ class TraceReader:
             chunks = self._jsonl_chunks(_JSONL_PARSERS[self.format]())
         else:
             chunks = self._csv_chunks(_CSV_PARSERS[self.format])
-        for chunk in chunks:
-            self.rows += len(chunk)
-            yield chunk
+        try:
+            for chunk in chunks:
+                self.rows += len(chunk)
+                yield chunk
+        except (OSError, EOFError, zlib.error) as e:  # a truncated or corrupt .gz, a read error
+            raise InputError(
+                str(self.path), None, f"cannot read trace: {e}", "check the file (re-download it)"
+            ) from None
 
     def _bad(self, line_no: int, err: BadRow) -> None:
         """Fail on a bad row, or (skip_bad_rows) count it and keep its line number."""
@@ -194,9 +201,23 @@ class TraceReader:
 
     def _jsonl_chunks(self, parser: RowParser) -> Iterator[TraceChunk]:
         self._parser = parser
+        batch = getattr(parser, "parse_batch", None)
         with open_binary(self.path) as f:
-            lines = ((k, raw) for k, raw in enumerate(f, start=1) if raw.strip())
-            yield from self._chunks(lines, parser)
+            if batch is None:
+                lines = ((k, raw) for k, raw in enumerate(f, start=1) if raw.strip())
+                yield from self._chunks(lines, parser)
+                return
+            # whole chunks at library speed; a chunk with anything unusual (a blank line, a
+            # bad row) is read line by line, which names or skips its bad rows exactly
+            first = 1
+            while block := list(islice(f, self.chunk_rows)):
+                fast = batch(block, first) if all(map(bytes.strip, block)) else None
+                if fast is not None:
+                    yield fast
+                else:
+                    numbered = enumerate(block, start=first)
+                    yield from self._chunks(((k, r) for k, r in numbered if r.strip()), parser)
+                first += len(block)
 
     def _csv_chunks(self, make_parser: Callable[[list[str]], RowParser]) -> Iterator[TraceChunk]:
         with open_binary(self.path) as f:

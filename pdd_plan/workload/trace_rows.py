@@ -161,10 +161,27 @@ class TraceChunk:
     input_tokens: np.ndarray  # int64
     output_tokens: np.ndarray  # int64
     hit_rate: np.ndarray | None  # float64 (NaN = unknown); generic formats only
-    hash_ids: list[list[int]] | None  # Mooncake with hashes only
+    hash_lists: list[list[int]] | None  # Mooncake with hashes, read line by line
+    # Mooncake with hashes read a chunk at a time: all ids as one int64 array, ids per row
+    hash_flat: np.ndarray | None = None
+    hash_counts: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.input_tokens.shape[0])
+
+    @property
+    def has_hashes(self) -> bool:
+        return self.hash_lists is not None or self.hash_flat is not None
+
+    @property
+    def hash_ids(self) -> list[list[int]] | None:
+        """Each row's prefix-block ids as a list (built from the arrays when needed)."""
+        if self.hash_lists is not None or self.hash_flat is None:
+            return self.hash_lists
+        assert self.hash_counts is not None
+        ids = self.hash_flat.tolist()
+        ends = np.cumsum(self.hash_counts).tolist()
+        return [ids[e - c : e] for e, c in zip(ends, self.hash_counts.tolist())]
 
 
 class ChunkBuilder:
@@ -207,7 +224,7 @@ class ChunkBuilder:
             input_tokens=np.asarray(self.inputs, dtype=np.int64),
             output_tokens=np.asarray(self.outputs, dtype=np.int64),
             hit_rate=np.asarray(self.hits, dtype=np.float64) if self.with_hit_rate else None,
-            hash_ids=self.hashes if self.hashes else None,  # formats without hashes add none
+            hash_lists=self.hashes if self.hashes else None,  # formats without hashes add none
         )
         self._clear()
         return chunk
