@@ -17,7 +17,7 @@ from __future__ import annotations
 import csv
 import datetime as _dt
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -27,13 +27,14 @@ from .. import profiles
 from ..errors import InputError
 from ..schema.gpu import GPUProfile
 from ..schema.io import load
-from . import arch
+from . import arch, roofline
 
 # Reading and applying calibration files is calibrated.py's; the file format and folder are
 # re-exported here for the `calibrate` command, which writes them.
 from .calibrated import CalibrationFile, calibration_dir, with_efficiency  # noqa: F401
 from .instance import Instance
 from .offline import ENGINES, TRTLLM_BENCH, Engine, offline_throughput
+from .readings import Reading, Readings, document_of, load_readings
 
 FACTORS = ("mfu", "mbu", "step_overhead_ms", "chunk_half_tokens")
 # Physical bounds of the fit: fractions of peak, milliseconds per pass, tokens.
@@ -49,7 +50,13 @@ PRIOR_WEIGHT = 0.1
 PRIOR_SCALE = {"step_overhead_ms": 2.0}  # ms; the others are pulled in log space
 
 # How the CSV's free-text columns map to profile names (the CSV keeps its own wording).
-HARDWARE = {"H100 SXM 80GB": "h100", "H200 SXM 141GB": "h200"}
+HARDWARE = {
+    "H100 SXM 80GB": "h100",
+    "H200 SXM 141GB": "h200",
+    "H800": "h800",
+    "A100 SXM 80GB": "a100-80g",
+    "GB200": "gb200",
+}
 MODELS = {
     "Llama-3.1-8B": "llama-3.1-8b",
     # Llama-3.3-70B has Llama-3.1-70B's architecture (same config.json shapes)
@@ -75,12 +82,43 @@ class Measurement:
     kv_dtype: str | None
     isl: int
     osl: int
-    value: float  # measured output tokens/s, whole instance
+    value: float  # measured tokens/s over `value_gpus` GPUs
     engine: Engine
+    phase: str = "offline"  # offline | prefill | decode
+    ep: int = 1
+    dp: int = 1
+    batch: int | None = None  # requests on the instance (None: engine/KV limits)
+    chunk: int = 8192  # prefill tokens per pass and DP group
+    value_gpus: float | None = None  # GPUs the figure covers (None: the instance's)
+    expert_dtype: str | None = None
+    redundant_experts: int = 0
+    two_batch_overlap: bool | None = None
+    expert_load: float | None = None
+    document: str = ""  # leave-one-source-out group
+    reading: str = ""
 
     @property
     def label(self) -> str:
-        return f"{self.gpu} {self.model} tp{self.tp} {self.dtype} {self.isl}/{self.osl}"
+        par = f"tp{self.tp}" + (f" ep{self.ep}" if self.ep > 1 else "")
+        return f"{self.gpu} {self.model} {par} {self.dtype} {self.phase} {self.isl}/{self.osl}"
+
+    @property
+    def family(self) -> str:
+        """dense | moe: the model family the error band is reported for."""
+        return "moe" if profiles.model(self.model).ffn.moe is not None else "dense"
+
+
+@dataclass(frozen=True)
+class SetAside:
+    """A CSV row the perf model does not predict, and why."""
+
+    row: int
+    source: str
+    document: str
+    use: str  # simulate | out
+    reading: str
+    metric: str
+    value: float
 
 
 def _lookup(table: dict[str, object], text: str, file: str, field: str, row: int):
@@ -96,10 +134,90 @@ def _lookup(table: dict[str, object], text: str, file: str, field: str, row: int
 
 
 def read_measurements(path: str | Path) -> list[Measurement]:
-    """Parse a measurements CSV (columns: source, hardware, n_gpus, model, precision,
-    parallelism, workload, metric, value, unit, notes). Rows whose metric is not output
-    throughput are refused with the row number."""
-    p = Path(path)
+    """The rows of a measurements CSV the perf model predicts (see `read_rows`)."""
+    return read_rows(path)[0]
+
+
+def _engine(r: Reading, base: Engine) -> Engine:
+    if r.engine is None:
+        return base
+    e = r.engine
+    return Engine(
+        name=f"{base.name} (row limits)",
+        limits="fixed",
+        max_batch=e.max_batch,
+        max_num_tokens=e.max_num_tokens,
+        kv_free_fraction=e.kv_free_fraction,
+        source="data/calibration/readings.yaml (the measurement's stated engine limits)",
+    )
+
+
+def _from_reading(i: int, r: dict, rd: Reading, base: Engine, doc: str) -> Measurement:
+    n = rd.n_gpus or 1
+    return Measurement(
+        row=i,
+        source=r["source"],
+        gpu=rd.gpu,
+        n_gpus=n,
+        tp=rd.tp or n,
+        model=rd.model,
+        dtype=rd.dtype,
+        kv_dtype=rd.kv_dtype,
+        isl=rd.isl or 0,
+        osl=rd.osl,
+        value=float(r["value"]),
+        engine=_engine(rd, base),
+        phase=rd.phase,
+        ep=rd.ep,
+        dp=rd.dp,
+        batch=rd.batch,
+        chunk=rd.chunk,
+        value_gpus=rd.value_gpus,
+        expert_dtype=rd.expert_dtype,
+        redundant_experts=rd.redundant_experts,
+        two_batch_overlap=rd.two_batch_overlap,
+        expert_load=rd.expert_load,
+        document=doc,
+        reading=rd.reading,
+    )
+
+
+def _from_text(i: int, r: dict, f: str, engine: Engine, doc: str) -> Measurement:
+    gpu = _lookup(HARDWARE, r["hardware"], f, "hardware", i)
+    model = _lookup(MODELS, r["model"], f, "model", i)
+    dtype, kv = _lookup(PRECISIONS, r["precision"], f, "precision", i)
+    m = re.search(r"ISL/OSL\s*=\s*(\d+)\s*/\s*(\d+)", r["workload"])
+    if not m:
+        raise InputError(f, f"row {i} workload", "no 'ISL/OSL = a/b' in it", "")
+    tp_m = re.search(r"TP(\d+)", r["parallelism"])
+    if "output throughput" not in r["metric"].lower():
+        raise InputError(
+            f, f"row {i} metric", f"unsupported metric '{r['metric']}'", "use output tok/s"
+        )
+    try:
+        n = int(float(r["n_gpus"]))
+    except ValueError:
+        raise InputError(
+            f, f"row {i} n_gpus", "missing or not a number", "give the GPU count"
+        ) from None
+    return Measurement(
+        row=i,
+        source=r["source"],
+        gpu=gpu,
+        n_gpus=n,
+        tp=int(tp_m.group(1)) if tp_m else n,
+        model=model,
+        dtype=dtype,
+        kv_dtype=kv,
+        isl=int(m.group(1)),
+        osl=int(m.group(2)),
+        value=float(r["value"]),
+        engine=engine,
+        document=doc,
+    )
+
+
+def _csv_rows(p: Path) -> list[dict]:
     f = str(p)
     if not p.is_file():
         raise InputError(f, None, "file not found", "give the measurements CSV path")
@@ -112,50 +230,78 @@ def read_measurements(path: str | Path) -> list[Measurement]:
             raise InputError(
                 f, None, f"missing columns: {', '.join(sorted(missing))}", "use the CSV layout"
             )
-        out = []
-        for i, r in enumerate(reader, start=1):
-            gpu = _lookup(HARDWARE, r["hardware"], f, "hardware", i)
-            model = _lookup(MODELS, r["model"], f, "model", i)
-            dtype, kv = _lookup(PRECISIONS, r["precision"], f, "precision", i)
-            m = re.search(r"ISL/OSL\s*=\s*(\d+)\s*/\s*(\d+)", r["workload"])
-            if not m:
-                raise InputError(f, f"row {i} workload", "no 'ISL/OSL = a/b' in it", "")
-            tp_m = re.search(r"TP(\d+)", r["parallelism"])
-            if "output throughput" not in r["metric"].lower():
-                raise InputError(
-                    f, f"row {i} metric", f"unsupported metric '{r['metric']}'", "use output tok/s"
-                )
-            n = int(float(r["n_gpus"]))
-            engine = next((e for k, e in ENGINE_OF_SOURCE.items() if k in r["source"]), None)
-            if engine is None:
-                engine = ENGINES["sglang"]
-            out.append(
-                Measurement(
-                    row=i,
-                    source=r["source"],
-                    gpu=gpu,
-                    n_gpus=n,
-                    tp=int(tp_m.group(1)) if tp_m else n,
-                    model=model,
-                    dtype=dtype,
-                    kv_dtype=kv,
-                    isl=int(m.group(1)),
-                    osl=int(m.group(2)),
-                    value=float(r["value"]),
-                    engine=engine,
-                )
+        return list(reader)
+
+
+def read_rows(path: str | Path) -> tuple[list[Measurement], list[SetAside]]:
+    """Parse a measurements CSV (columns: source, hardware, n_gpus, model, precision,
+    parallelism, workload, metric, value, unit, notes) with the readings beside it, if any:
+    (rows to predict, rows set aside with the reason). Without readings, a row whose metric
+    is not output throughput is refused with its row number."""
+    p = Path(path)
+    f = str(p)
+    rows = _csv_rows(p)
+    readings: Readings | None = load_readings(p)
+    out, aside = [], []
+    for i, r in enumerate(rows, start=1):
+        engine = next((e for k, e in ENGINE_OF_SOURCE.items() if k in r["source"]), None)
+        engine = engine or ENGINES["sglang"]
+        doc = document_of(r["source"], readings)
+        rd = readings.rows.get(i) if readings is not None else None
+        if rd is not None and rd.use != "predict":
+            aside.append(
+                SetAside(i, r["source"], doc, rd.use, rd.reading, r["metric"], float(r["value"]))
             )
-    return out
+        elif rd is not None and rd.explicit:
+            out.append(_from_reading(i, r, rd, engine, doc))
+        else:
+            m = _from_text(i, r, f, engine, doc)
+            out.append(m if rd is None else replace(m, reading=rd.reading))
+    return out, aside
 
 
-def predict(meas: Measurement, gpu: GPUProfile, model=None) -> float:
-    """Predicted output tokens/s for one measurement on `gpu` (with its efficiency factors)."""
+def instance_of(meas: Measurement, gpu: GPUProfile, model=None) -> Instance:
+    """The instance a measurement ran on."""
     if model is None:
         model = profiles.model(meas.model)
     model = arch.with_kv_dtype(model, meas.kv_dtype)
-    inst = Instance(model, gpu, meas.n_gpus, tp=meas.tp, ep=1, dtype=meas.dtype)
-    inst.require_fit()
-    return offline_throughput(inst, meas.isl, meas.osl, meas.engine).output_tokens_per_s
+    if meas.expert_dtype is not None:
+        w = model.weights.model_copy(update={"expert_dtype": meas.expert_dtype})
+        model = model.model_copy(update={"weights": w})
+    return Instance(
+        model,
+        gpu,
+        meas.n_gpus,
+        tp=meas.tp,
+        ep=meas.ep,
+        dp=meas.dp,
+        dtype=None if meas.expert_dtype else meas.dtype,
+        redundant_experts=meas.redundant_experts,
+        two_batch_overlap=meas.two_batch_overlap,
+        expert_load=meas.expert_load,
+    )
+
+
+def predict(meas: Measurement, gpu: GPUProfile, model=None) -> float:
+    """Predicted figure for one measurement on `gpu` (with its efficiency factors): the
+    instance's tokens/s (offline: output; prefill: prompt tokens; decode: output) scaled to the
+    GPUs the published figure covers."""
+    inst = instance_of(meas, gpu, model)
+    if meas.phase == "prefill":
+        b = meas.batch or 1
+        t = roofline.batch_prefill_time(inst, b, meas.isl, 0.0, meas.chunk).total_s
+        tps = b * meas.isl / t
+    elif meas.phase == "decode":
+        ctx = meas.isl + meas.osl / 2.0
+        b = meas.batch or inst.max_batch(ctx)
+        if b < 1:
+            inst.require_fit()
+            raise InputError(None, f"row {meas.row}", "no request fits the KV pool", "")
+        tps = b / roofline.decode_step(inst, b, ctx).total_s
+    else:
+        inst.require_fit()
+        tps = offline_throughput(inst, meas.isl, meas.osl, meas.engine).output_tokens_per_s
+    return tps * (meas.value_gpus or meas.n_gpus) / meas.n_gpus
 
 
 @dataclass(frozen=True)
