@@ -60,6 +60,19 @@ def test_tbo_default_and_off_switch():
     assert a.communication_s == pytest.approx(b.communication_s)
 
 
+def test_tbo_auto_takes_the_faster_per_pass():
+    # decode on one node: tiny all-to-all, a second weight read would cost more than it hides
+    g = profiles.gpu("h200")
+    kw = dict(tp=8, ep=8, dp=8)
+    auto = Instance(v3(), g, 8, **kw)
+    on = Instance(v3(), g, 8, two_batch_overlap=True, **kw)
+    off = Instance(v3(), g, 8, two_batch_overlap=False, **kw)
+    for batch in (64, 1024):
+        t = {k: roofline.decode_step(i, batch, 4000).total_s for k, i in
+             (("auto", auto), ("on", on), ("off", off))}  # fmt: skip
+        assert t["auto"] == pytest.approx(min(t["on"], t["off"]))
+
+
 # ------------------------------------------------------------------ all-to-all bytes
 
 

@@ -195,7 +195,10 @@ def _describe(inst) -> dict:
         "kv_pool_gb": inst.kv_pool_bytes / 1e9,
         "label": inst.label,
         "redundant_experts": inst.redundant_experts,
-        "two_batch_overlap": inst.tbo,
+        # true/false as set; "auto": the engine default, used on the passes it speeds up
+        "two_batch_overlap": inst.two_batch_overlap
+        if inst.two_batch_overlap is not None
+        else ("auto" if inst.tbo else False),
         "expert_imbalance": inst.expert_imbalance,
     }
 

@@ -396,7 +396,7 @@ def calibration_yaml(res: FitResult, csv_name: str, date: str | None = None) -> 
     rows = ", ".join(str(r) for r in res.rows)
     f = res.factors
     src = (
-        f"fitted by pdd-plan calibrate to {csv_name} rows {rows} ({res.gpu}, offline output "
+        f"fitted by pdd-plan calibrate to {csv_name} rows {rows} ({res.gpu}, "
         f"throughput measured by: {'; '.join(res.sources)}), {date}; scipy least_squares on log errors within bounds "
         f"{', '.join(f'{k} {BOUNDS[k]}' for k in FACTORS)}, weak prior towards the analytic "
         f"defaults; median |error| {res.median_before:.1%} analytic -> {res.median_after:.1%}"

@@ -155,7 +155,7 @@ def _weight_bytes_read(inst: Instance, tokens: float) -> float:
 
 def _token_work(inst: Instance, tokens: float) -> Work:
     """GEMM FLOPs of `tokens` tokens, split into routed experts and the rest."""
-    per = arch.weight_flops_per_token(inst.model)
+    per = 2.0 * inst.params.active  # = arch.weight_flops_per_token, cached on the instance
     routed = 2.0 * inst.params.routed_active
     return Work(tokens, routed * tokens, (per - routed) * tokens)
 
@@ -200,19 +200,28 @@ def _kernels(inst: Instance, w: Work) -> tuple[float, float, float, float]:
 
 def _pass(inst: Instance, w: Work, phase: str) -> PassTime:
     """Seconds of one pass: kernels, communication (hidden in part by two-batch overlap) and
-    the step overhead."""
+    the step overhead.
+
+    Two-batch overlap runs two micro-batches of half the work: the split's efficiency loss
+    (smaller GEMMs, weights streamed twice) stays in the kernel time, and part of the
+    all-to-all hides (comm.exposed). Left to the engine default (`two_batch_overlap` None on an
+    instance where the default allows it), a pass overlaps only when that is faster, as a
+    deployment turns the flag on where the all-to-all matters (large EP) and not where the
+    second weight read costs more than it hides.
+    """
     e = inst.gpu.efficiency
     a2a = comm.a2a_seconds(inst, w.tokens, phase)
     ar = comm.allreduce_seconds(inst, w.tokens)
-    if inst.tbo and a2a > 0:
-        # two micro-batches of half the work: the split's efficiency loss (smaller GEMMs,
-        # weights streamed twice) stays in the kernel time
-        c, mem, cb, mb = (2.0 * x for x in _kernels(inst, w.half()))
-        hidden = a2a - comm.exposed(a2a, cb + mb, phase)
-    else:
-        c, mem, cb, mb = _kernels(inst, w)
-        hidden = 0.0
-    return PassTime(c, mem, a2a + ar, e.step_overhead_ms / 1e3, e.mode, cb, mb, hidden)
+    c, mem, cb, mb = _kernels(inst, w)
+    plain = PassTime(c, mem, a2a + ar, e.step_overhead_ms / 1e3, e.mode, cb, mb, 0.0)
+    if not (inst.tbo and a2a > 0):
+        return plain
+    c, mem, cb, mb = (2.0 * x for x in _kernels(inst, w.half()))
+    hidden = a2a - comm.exposed(a2a, cb + mb, phase)
+    tbo = PassTime(c, mem, a2a + ar, e.step_overhead_ms / 1e3, e.mode, cb, mb, hidden)
+    if inst.two_batch_overlap is None and plain.total_s <= tbo.total_s:
+        return plain
+    return tbo
 
 
 def _prefill_work(inst: Instance, seqs: float, new_tokens: float, before: float) -> Work:
