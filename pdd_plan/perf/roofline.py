@@ -8,7 +8,8 @@ after the other, and each kernel class is bound by its own roofline:
     attn = max(attn FLOPs / (peak(KV dtype) * mfu), KV bytes / (bw * mbu))
     time(pass) = gemm + attn + exposed TP/EP communication + step overhead
 
-m is the rows one GEMM sees (tokens per DP group; tokens per expert copy for routed experts);
+m is the rows one GEMM sees (tokens per DP group; tokens per touched expert copy for routed
+experts);
 m/(m + m_half) is the small-GEMM efficiency curve (the short tail chunk of a prefill, or a MoE
 layer whose experts each see few tokens, runs its GEMMs badly). A decode step's GEMMs can be
 compute-bound while its attention streams KV: the two do not overlap, which a single
@@ -165,7 +166,7 @@ def _kernels(inst: Instance, w: Work) -> tuple[float, float, float, float]:
 
     Each GEMM class and the attention take max(FLOPs / (peak * mfu * m/(m + m_half)), bytes /
     (bw * mbu)). m is the rows one GEMM sees: tokens per DP group for the dense GEMMs, tokens
-    routed to one expert copy (tokens * k / expert slots) for the expert GEMMs, which the
+    routed to one touched expert copy (tokens * k / experts touched) for the expert GEMMs, which the
     busiest EP rank runs `expert_imbalance` times the mean of. Attention runs on the tensor
     cores of its KV dtype (BF16 KV: BF16 attention, as FlashAttention/FlashMLA) at mfu.
     """
@@ -176,7 +177,10 @@ def _kernels(inst: Instance, w: Work) -> tuple[float, float, float, float]:
     half = e.chunk_half_tokens
     m_other = w.tokens / inst.dp
     moe = inst.model.ffn.moe
-    m_routed = w.tokens * moe.experts_per_token / inst.expert_slots if moe else 1.0
+    m_routed = 1.0
+    if moe is not None and w.tokens > 0:  # rows each touched expert copy multiplies
+        touched = expected_experts_touched(w.tokens, inst.expert_slots, moe.experts_per_token)
+        m_routed = w.tokens * moe.experts_per_token / touched
     routed = w.gemm_routed * inst.expert_imbalance
     cg = 0.0
     if w.gemm_other > 0:
