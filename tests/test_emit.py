@@ -129,8 +129,10 @@ def test_relay_plan_validates_and_labels_relay(relay_plan, target) -> None:
     router = next(d for d in docs if d["kind"] == "Deployment")
     args = router["spec"]["template"]["spec"]["containers"][0]["args"]
     assert not any("relay-decode" in a for a in args)
-    assert sum(a == "--prefill" for a in args) == 5
-    assert sum(a == "--decode" for a in args) == 2  # h200 + mi300x main decode
+    rows = relay_plan["plans"]["pdd"]["instances"]
+    n = {r: sum(x["count"] for x in rows if x["role"] == r) for r in ("prefill", "main_decode")}
+    assert sum(a == "--prefill" for a in args) == n["prefill"]  # one per instance
+    assert sum(a == "--decode" for a in args) == n["main_decode"]  # h200 + mi300x main decode
     if target == "disaggregatedset":  # both datacenters have two roles here
         ds = {d["metadata"]["name"]: d for d in docs if d["kind"] == "DisaggregatedSet"}
         assert [r["name"] for r in ds["pdd-dc-a"]["spec"]["roles"]] == ["prefill", "relay-decode"]

@@ -183,7 +183,7 @@ def test_pipeline_parallel_runs_are_refused(tmp_path):
         ("deepseek-ai/DeepSeek-R1-0528", "deepseek-v3"),
         ("Qwen/Qwen3-235B-A22B-FP8", "qwen3-235b-a22b"),
         ("Qwen/Qwen3-32B", "qwen3-32b"),
-        ("meta-llama/Llama-2-70b-chat-hf", None),
+        ("meta-llama/Llama-2-70b-chat-hf", "llama-2-70b"),  # profile added for MLPerf rows
         ("meta-llama/Llama-3.1-80B", None),
     ],
 )
@@ -325,8 +325,11 @@ def test_calibrate_csv_and_engine_files_together():
     r = invoke("calibrate", CSV, "--from", TRT, "--gpu", "h100", "-f", "json")
     assert r.exit_code == 0, r.output
     (res,) = json.loads(r.stdout)
-    # six H100 rows of the CSV, and the report, numbered in reading order
-    assert len(res["rows"]) == 7 and res["rows"][-1] == 11
+    # the CSV's predicted H100 rows, then the report, numbered in reading order
+    csv_rows = calibration.read_measurements(CSV)
+    h100 = [m.row for m in csv_rows if m.gpu == "h100"]
+    assert len(res["rows"]) == len(h100) + 1
+    assert res["rows"] == sorted(res["rows"]) and res["rows"][-1] == len(csv_rows) + 1
 
 
 @pytest.mark.integration

@@ -248,7 +248,10 @@ def test_cached_prefix_costs_attention_reads_not_weight_flops():
     g = inst.gpu
     flops_s = g.peak_flops(inst.compute_dtype) * g.efficiency.mfu * inst.n_gpus
     eff = 2000 / (2000 + g.efficiency.chunk_half_tokens)
-    assert warm.compute_s == pytest.approx((w + attn) * 2000 / (flops_s * eff), rel=1e-9)
+    # GEMMs pay the small-GEMM curve; attention runs at its KV dtype's peak (BF16 here) x mfu
+    attn_s = g.peak_flops(inst.model.kv_cache.dtype) * g.efficiency.mfu * inst.n_gpus
+    expect = w * 2000 / (flops_s * eff) + attn * 2000 / attn_s
+    assert warm.compute_s == pytest.approx(expect, rel=1e-9)
 
 
 @pytest.mark.unit
@@ -256,8 +259,9 @@ def test_cached_prefix_costs_attention_reads_not_weight_flops():
 def test_extend_of_small_k_is_memory_bound(inst):
     t = roofline.extend_time(inst, 16, 16_384)
     assert t.bound == "memory"
-    # about one decode step, far below a prefill of the whole context
-    assert t.total_s < 2.5 * roofline.decode_step(inst, 1, 16_384).total_s
+    # about one decode step of as many tokens (a MoE's 16 tokens touch ~16x the experts of
+    # one), far below a prefill of the whole context
+    assert t.total_s < 2.5 * roofline.decode_step(inst, 16, 16_384).total_s
     assert t.total_s < 0.2 * roofline.prefill_time(inst, 16_384, 0.0).total_s
 
 
@@ -328,8 +332,8 @@ def test_offline_batch_cap_and_more_memory():
 
 @pytest.mark.unit
 def test_measurements_csv_parses():
-    rows = calibration.read_measurements(CSV)
-    assert len(rows) == 10
+    rows = calibration.read_measurements(CSV)[:10]  # the TensorRT-LLM overview rows
+    assert len(calibration.read_measurements(CSV)) == 20  # of 28: readings.yaml sets 8 aside
     assert {r.gpu for r in rows} == {"h100", "h200"}
     assert {r.model for r in rows} == {"llama-3.1-8b", "llama-3.1-70b"}
     assert all(r.dtype == "fp8" and r.kv_dtype == "fp8" for r in rows)
@@ -429,7 +433,7 @@ def test_perf_command_json(phase):
         assert k in d
     assert d["mode"] == "calibrated" and d["bound"] in ("compute", "memory", "communication")
     assert d["latency_s"] > 0 and d["throughput_tokens_per_s"] > 0
-    assert set(d["breakdown_s"]) == {"compute", "memory", "communication", "overhead"}
+    assert set(d["breakdown_s"]) == {"compute", "memory", "exposed_communication", "overhead"}
     if phase != "offline":  # the breakdown adds up to the pass time
         assert sum(d["breakdown_s"].values()) == pytest.approx(d["latency_s"])
 

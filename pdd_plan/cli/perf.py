@@ -16,7 +16,7 @@ from .common import check_format, dumps, echo, flag_names, guarded, write_atomic
 PHASES = ("prefill", "decode", "extend", "offline")
 
 
-def _instance(model: str, gpu: str, gpus, tp, ep, dp, dp_attention, dtype, kv_dtype):
+def _instance(model: str, gpu: str, gpus, tp, ep, dp, dp_attention, dtype, kv_dtype, moe_opts=None):
     from .. import profiles
     from ..perf import arch
     from ..perf.instance import Instance, parallelism_candidates
@@ -41,12 +41,21 @@ def _instance(model: str, gpu: str, gpus, tp, ep, dp, dp_attention, dtype, kv_dt
     n = int(gpus if gpus is not None else tp)
     tp = n if tp is None else int(tp)
     moe = m.ffn.moe
+    opts = dict(moe_opts or {})
+    slots = (moe.num_experts + opts.get("redundant_experts", 0)) if moe is not None else 0
     if ep is None:
-        ep = n if (moe is not None and moe.num_experts % n == 0) else 1
+        ep = n if (moe is not None and slots % n == 0) else 1
     if dp is None:
         dp = tp if dp_attention else 1
-    with flag_names(tp="--tp", dp="--dp", ep="--ep", parallelism="--gpus", gpus="--gpus"):
-        inst = Instance(m, g, n, tp=tp, ep=int(ep), dp=int(dp), dtype=dtype)
+    with flag_names(
+        tp="--tp",
+        dp="--dp",
+        ep="--ep",
+        parallelism="--gpus",
+        gpus="--gpus",
+        redundant_experts="--redundant-experts",
+    ):
+        inst = Instance(m, g, n, tp=tp, ep=int(ep), dp=int(dp), dtype=dtype, **opts)
         inst.require_fit()
     return inst
 
@@ -158,13 +167,19 @@ def perf_result(
             "bound": t.bound,
             "kv_capacity_tokens": kv_tokens,
             "mode": inst.mode,
-            # time of compute-bound kernels, memory-bound kernels, communication and per-pass
-            # overhead: they add up to the pass(es) (offline: the mean iteration)
+            # time of compute-bound kernels, memory-bound kernels, the communication left on
+            # the critical path and per-pass overhead: they add up to the pass(es) (offline:
+            # the mean iteration)
             "breakdown_s": {
                 "compute": t.as_dict()["compute_bound_s"],
                 "memory": t.as_dict()["memory_bound_s"],
-                "communication": t.communication_s,
+                "exposed_communication": t.exposed_communication_s,
                 "overhead": t.overhead_s,
+            },
+            # link time of all-to-all and all-reduces, and the part two-batch overlap hides
+            "communication_s": {
+                "total": t.communication_s,
+                "hidden_by_overlap": t.hidden_communication_s,
             },
             # all FLOPs at the achieved FLOP rate, all HBM bytes at the achieved bandwidth
             "roofline_s": {"flops": t.compute_s, "bytes": t.memory_s},
@@ -229,6 +244,12 @@ def _describe(inst) -> dict:
         "weights_per_gpu_gb": inst.weight_bytes_per_gpu / 1e9,
         "kv_pool_gb": inst.kv_pool_bytes / 1e9,
         "label": inst.label,
+        "redundant_experts": inst.redundant_experts,
+        # true/false as set; "auto": the engine default, used on the passes it speeds up
+        "two_batch_overlap": inst.two_batch_overlap
+        if inst.two_batch_overlap is not None
+        else ("auto" if inst.tbo else False),
+        "expert_imbalance": inst.expert_imbalance,
     }
 
 
@@ -246,9 +267,15 @@ def _render_table(res: dict) -> None:
     t.add_column("value", justify="right", overflow="fold")
     b = res["breakdown_s"]
     tot = sum(b.values())
-    for k in ("compute", "memory", "communication", "overhead"):
+    for k in ("compute", "memory", "exposed_communication", "overhead"):
         share = f" ({b[k] / tot:.0%})" if tot > 0 else ""
-        t.add_row(f"{k} s", f"{b[k]:.4g}{share}")
+        t.add_row(f"{k.replace('_', ' ')} s", f"{b[k]:.4g}{share}")
+    c = res["communication_s"]
+    if c["total"] > 0:
+        t.add_row(
+            "communication s (link time)",
+            f"{c['total']:.4g} ({c['hidden_by_overlap']:.4g} hidden by two-batch overlap)",
+        )
     t.add_row("bound", res["bound"])
     t.add_row("latency s", f"{res['latency_s']:.4g}")
     t.add_row(f"throughput ({res['throughput_unit']})", f"{res['throughput_tokens_per_s']:,.0f}")
@@ -276,6 +303,18 @@ def perf(
         False, "--dp-attention", help="Data-parallel attention (SGLang --enable-dp-attention)."
     ),
     dp: int = typer.Option(None, "--dp", help="DP-attention groups (default with it: --tp)."),
+    redundant_experts: int = typer.Option(
+        0,
+        "--redundant-experts",
+        help="Extra expert slots for EPLB (SGLang --ep-num-redundant-experts); EP must divide "
+        "experts + N.",
+    ),
+    two_batch_overlap: bool = typer.Option(
+        None,
+        "--two-batch-overlap/--no-two-batch-overlap",
+        help="Overlap all-to-all with compute over two micro-batches (default: on for EP with "
+        "DP attention, as SGLang's large-EP recipe).",
+    ),
     dtype: str = typer.Option(None, "--dtype", help="Weight dtype: bf16 | fp8 | fp4."),
     kv_dtype: str = typer.Option(None, "--kv-dtype", help="KV-cache dtype: bf16 | fp8."),
     phase: str = typer.Option(..., "--phase", help="prefill | decode | extend | offline"),
@@ -304,7 +343,9 @@ def perf(
         raise InputError(None, "--chunk", "must be >= 1", "e.g. 8192")
     if dp is not None and not dp_attention:  # --dp alone would be silently ignored
         raise InputError(None, "--dp", "needs --dp-attention", "add --dp-attention or drop --dp")
-    inst = _instance(model, gpu, gpus, tp, ep, dp, dp_attention, dtype, kv_dtype)
+    _need_positive(redundant_experts, "--redundant-experts")
+    moe_opts = {"redundant_experts": redundant_experts, "two_batch_overlap": two_batch_overlap}
+    inst = _instance(model, gpu, gpus, tp, ep, dp, dp_attention, dtype, kv_dtype, moe_opts)
     res = perf_result(
         inst,
         phase,

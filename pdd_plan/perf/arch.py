@@ -134,7 +134,8 @@ def _param_counts(m: ModelProfile) -> ParamCounts:
         dense_layers, moe_layers = L, 0
     else:
         dense_layers, moe_layers = f.first_dense_layers, L - f.first_dense_layers
-    dense_ffn = dense_layers * 3 * h * (f.intermediate_size or 0)  # gate, up, down
+    mats = 3 if f.gated else 2  # gate, up, down (SwiGLU) or up, down (GELU)
+    dense_ffn = dense_layers * mats * h * (f.intermediate_size or 0)
     expert = 0.0
     routed = routed_active = shared = router = 0.0
     if f.moe is not None:
@@ -330,6 +331,37 @@ def attention_bytes_per_token(m: ModelProfile, ctx: np.ndarray | float) -> np.nd
     win = np.minimum(t, a.sliding_window)
     rows = csa * np.minimum(t / c, a.index_topk) + hca * t / h + m.num_layers * win
     return row * rows + csa * idx * t / c
+
+
+def prefill_attention_flops(m: ModelProfile, new: float, cached: float) -> tuple[float, float]:
+    """(attention FLOPs, extra GEMM FLOPs) of one sequence prefilling `new` tokens on top of
+    `cached` ones.
+
+    The attention itself is `new` queries at mean context cached + new/2 (causal). MLA has two
+    ways to attend over a cached prefix, and the engine takes the cheaper (SGLang switches
+    between MHA-with-expansion and absorbed MLA by the extend/prefix lengths): expand the
+    cached latent to per-head K and V (a GEMM of 2 * kv_lora_rank * heads * (qk_nope + v)
+    FLOPs per cached token and layer) and attend in the non-absorbed form, or attend in the
+    weight-absorbed form (decode's per-token cost) with no expansion. Approximation: both forms
+    run the new tokens' own attention non-absorbed. DSA (V3.2) attends sparsely in the absorbed
+    form and its indexer scans every cached token (already O(context) per query in
+    `attention_flops_per_token`); DeepSeek-V4 attends over compressed rows without expansion.
+    """
+    if new <= 0:
+        return 0.0, 0.0
+    mid = cached + new / 2.0
+    base = float(attention_flops_per_token(m, mid, "prefill")) * new
+    a = m.attention
+    if a.kind != "mla" or cached <= 0:
+        return base, 0.0
+    expand = 2.0 * a.kv_lora_rank * a.num_heads * (a.qk_nope_head_dim + a.v_head_dim)
+    expand *= cached * m.num_layers
+    # absorbed over the cached part, non-absorbed over the new tokens' own causal part
+    own = float(attention_flops_per_token(m, new / 2.0, "prefill")) * new
+    absorbed = float(attention_flops_per_token(m, cached, "decode")) * new + own
+    if base + expand <= absorbed:
+        return base, expand
+    return absorbed, 0.0
 
 
 def weight_flops_per_token(m: ModelProfile) -> float:

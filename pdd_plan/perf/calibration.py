@@ -14,28 +14,32 @@ the profile's analytic efficiency (`pdd_plan.perf.calibrated.apply_calibration`)
 
 from __future__ import annotations
 
-import csv
 import datetime as _dt
-import math
-import re
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import yaml
 
 from .. import profiles
-from ..atomic import note_input
 from ..errors import InputError
 from ..schema.gpu import GPUProfile
 from ..schema.io import load
-from . import arch
+from . import arch, roofline
 
 # Reading and applying calibration files is calibrated.py's; the file format and folder are
 # re-exported here for the `calibrate` command, which writes them.
 from .calibrated import CalibrationFile, calibration_dir, with_efficiency  # noqa: F401
 from .instance import Instance
-from .offline import ENGINES, TRTLLM_BENCH, Engine, offline_throughput
+from .measurements import (  # noqa: F401  (the CSV rows' parsing lives there; re-exported)
+    HARDWARE,
+    MODELS,
+    PRECISIONS,
+    Measurement,
+    SetAside,
+    read_measurements,
+    read_rows,
+)
+from .offline import offline_throughput
 
 FACTORS = ("mfu", "mbu", "step_overhead_ms", "chunk_half_tokens")
 # Physical bounds of the fit: fractions of peak, milliseconds per pass, tokens.
@@ -50,143 +54,49 @@ BOUNDS = {
 PRIOR_WEIGHT = 0.1
 PRIOR_SCALE = {"step_overhead_ms": 2.0}  # ms; the others are pulled in log space
 
-# How the CSV's free-text columns map to profile names (the CSV keeps its own wording).
-HARDWARE = {"H100 SXM 80GB": "h100", "H200 SXM 141GB": "h200"}
-MODELS = {
-    "Llama-3.1-8B": "llama-3.1-8b",
-    # Llama-3.3-70B has Llama-3.1-70B's architecture (same config.json shapes)
-    "Llama-3.3-70B": "llama-3.1-70b",
-    "Llama-3.1-70B": "llama-3.1-70b",
-}
-# precision column -> (weight dtype, KV-cache dtype). ModelOpt FP8 checkpoints are run by
-# TensorRT-LLM with an FP8 KV cache; assumption, supported by the data: with BF16 KV the
-# H200 Llama-70B 2048/2048 row would need more than the GPU's HBM bandwidth.
-PRECISIONS = {"FP8 (ModelOpt)": ("fp8", "fp8"), "FP8": ("fp8", "fp8"), "BF16": ("bf16", None)}
-ENGINE_OF_SOURCE = {"TensorRT-LLM": TRTLLM_BENCH}
 
-
-@dataclass(frozen=True)
-class Measurement:
-    row: int  # 1-based data row in the CSV (header excluded)
-    source: str
-    gpu: str
-    n_gpus: int
-    tp: int
-    model: str
-    dtype: str
-    kv_dtype: str | None
-    isl: int
-    osl: int
-    value: float  # measured output tokens/s, whole instance
-    engine: Engine
-
-    @property
-    def label(self) -> str:
-        return f"{self.gpu} {self.model} tp{self.tp} {self.dtype} {self.isl}/{self.osl}"
-
-
-def _lookup(table: dict[str, object], text: str, file: str, field: str, row: int):
-    for key, val in table.items():
-        if text.startswith(key) or key in text:
-            return val
-    raise InputError(
-        file,
-        f"row {row} {field}",
-        f"unknown {field} '{text}'",
-        f"known: {', '.join(table)}",
-    )
-
-
-NEED_COLUMNS = ("source", "hardware", "n_gpus", "model", "precision", "parallelism")
-NEED_COLUMNS += ("workload", "metric", "value")
-
-
-def _number(text: str, file: str, field: str, row: int, integer: bool = False) -> float:
-    """A finite, positive number from a CSV cell (a whole one with `integer`)."""
-    try:
-        x = float(text)
-    except ValueError:
-        x = float("nan")
-    if not (math.isfinite(x) and x > 0) or (integer and x != int(x)):
-        what = "a whole number >= 1" if integer else "a finite number > 0"
-        raise InputError(file, f"row {row} {field}", f"must be {what} (got {text!r})", "")
-    return x
-
-
-def _measurement(r: dict, i: int, f: str) -> Measurement:
-    short = [c for c in NEED_COLUMNS if r.get(c) is None]
-    if short or None in r:  # DictReader: None for missing cells, a None key for extra ones
-        header = [k for k in r if k is not None]
-        n = sum(r[k] is not None for k in header) + len(r.get(None) or [])
-        raise InputError(f, f"row {i}", f"has {n} cells, the header {len(header)}", "fix the row")
-    gpu = _lookup(HARDWARE, r["hardware"], f, "hardware", i)
-    model = _lookup(MODELS, r["model"], f, "model", i)
-    dtype, kv = _lookup(PRECISIONS, r["precision"], f, "precision", i)
-    m = re.search(r"ISL/OSL\s*=\s*(\d+)\s*/\s*(\d+)", r["workload"])
-    if not m or int(m.group(1)) < 1 or int(m.group(2)) < 1:
-        raise InputError(f, f"row {i} workload", "no 'ISL/OSL = a/b' (a, b >= 1) in it", "")
-    tp_m = re.search(r"TP(\d+)", r["parallelism"])
-    if "output throughput" not in r["metric"].lower():
-        raise InputError(
-            f, f"row {i} metric", f"unsupported metric '{r['metric']}'", "use output tok/s"
-        )
-    n = int(_number(r["n_gpus"], f, "n_gpus", i, integer=True))
-    engine = next((e for k, e in ENGINE_OF_SOURCE.items() if k in r["source"]), None)
-    return Measurement(
-        row=i,
-        source=r["source"],
-        gpu=gpu,
-        n_gpus=n,
-        tp=int(tp_m.group(1)) if tp_m else n,
-        model=model,
-        dtype=dtype,
-        kv_dtype=kv,
-        isl=int(m.group(1)),
-        osl=int(m.group(2)),
-        value=_number(r["value"], f, "value", i),
-        engine=engine or ENGINES["sglang"],
-    )
-
-
-def read_measurements(path: str | Path) -> list[Measurement]:
-    """Parse a measurements CSV (columns: source, hardware, n_gpus, model, precision,
-    parallelism, workload, metric, value, unit, notes). Rows whose metric is not output
-    throughput, short rows and values that are not positive numbers are refused with the
-    row number; a file with no rows is refused too."""
-    p = Path(path)
-    f = str(p)
-    if not p.is_file():
-        raise InputError(f, None, "file not found", "give the measurements CSV path")
-    note_input(p)  # no output of this command may overwrite it
-    try:
-        with p.open(newline="", encoding="utf-8") as fh:
-            reader = csv.DictReader(fh)
-            missing = set(NEED_COLUMNS) - set(reader.fieldnames or [])
-            if missing:
-                raise InputError(
-                    f,
-                    None,
-                    f"missing columns: {', '.join(sorted(missing))}",
-                    "use the CSV layout",
-                )
-            out = [_measurement(r, i, f) for i, r in enumerate(reader, start=1)]
-    except (UnicodeDecodeError, csv.Error) as e:
-        raise InputError(
-            f, None, f"not a UTF-8 CSV file ({type(e).__name__})", "give the measurements CSV"
-        ) from None
-    if not out:
-        raise InputError(f, None, "no measurement rows (only a header)", "add measured rows")
-    return out
-
-
-def predict(meas: Measurement, gpu: GPUProfile, model=None) -> float:
-    """Predicted output tokens/s for one measurement on `gpu` (with its efficiency factors)."""
+def instance_of(meas: Measurement, gpu: GPUProfile, model=None) -> Instance:
+    """The instance a measurement ran on."""
     if model is None:
         model = profiles.model(meas.model)
     model = arch.with_kv_dtype(model, meas.kv_dtype)
-    inst = Instance(model, gpu, meas.n_gpus, tp=meas.tp, ep=1, dtype=meas.dtype)
-    inst.require_fit()
-    return offline_throughput(inst, meas.isl, meas.osl, meas.engine).output_tokens_per_s
+    if meas.expert_dtype is not None:
+        w = model.weights.model_copy(update={"expert_dtype": meas.expert_dtype})
+        model = model.model_copy(update={"weights": w})
+    return Instance(
+        model,
+        gpu,
+        meas.n_gpus,
+        tp=meas.tp,
+        ep=meas.ep,
+        dp=meas.dp,
+        dtype=None if meas.expert_dtype else meas.dtype,
+        redundant_experts=meas.redundant_experts,
+        two_batch_overlap=meas.two_batch_overlap,
+        expert_load=meas.expert_load,
+    )
+
+
+def predict(meas: Measurement, gpu: GPUProfile, model=None) -> float:
+    """Predicted figure for one measurement on `gpu` (with its efficiency factors): the
+    instance's tokens/s (offline: output; prefill: prompt tokens; decode: output) scaled to the
+    GPUs the published figure covers."""
+    inst = instance_of(meas, gpu, model)
+    if meas.phase == "prefill":
+        b = meas.batch or 1
+        t = roofline.batch_prefill_time(inst, b, meas.isl, 0.0, meas.chunk).total_s
+        tps = b * meas.isl / t
+    elif meas.phase == "decode":
+        ctx = meas.isl + meas.osl / 2.0
+        b = meas.batch or inst.max_batch(ctx)
+        if b < 1:
+            inst.require_fit()
+            raise InputError(None, f"row {meas.row}", "no request fits the KV pool", "")
+        tps = b / roofline.decode_step(inst, b, ctx).total_s
+    else:
+        inst.require_fit()
+        tps = offline_throughput(inst, meas.isl, meas.osl, meas.engine).output_tokens_per_s
+    return tps * (meas.value_gpus or meas.n_gpus) / meas.n_gpus
 
 
 @dataclass(frozen=True)
@@ -281,7 +191,7 @@ def calibration_yaml(res: FitResult, csv_name: str, date: str | None = None) -> 
     rows = ", ".join(str(r) for r in res.rows)
     f = res.factors
     src = (
-        f"fitted by pdd-plan calibrate to {csv_name} rows {rows} ({res.gpu}, offline output "
+        f"fitted by pdd-plan calibrate to {csv_name} rows {rows} ({res.gpu}, "
         f"throughput measured by: {'; '.join(res.sources)}), {date}; scipy least_squares on log errors within bounds "
         f"{', '.join(f'{k} {BOUNDS[k]}' for k in FACTORS)}, weak prior towards the analytic "
         f"defaults; median |error| {res.median_before:.1%} analytic -> {res.median_after:.1%}"

@@ -22,6 +22,12 @@ class Instance:
     ep: int  # expert parallel degree (1 for dense models)
     dp: int = 1  # attention data-parallel groups (SGLang --dp-size); attention TP = tp / dp
     dtype: str | None = None  # overrides the checkpoint's linear-layer dtype
+    # extra physical expert slots (SGLang --ep-num-redundant-experts): EPLB copies hot experts
+    redundant_experts: int = 0
+    # two micro-batches overlapping all-to-all and compute; None: the engine default
+    two_batch_overlap: bool | None = None
+    # busiest EP rank's MoE load over the mean; None: moe-serving.yaml's figure (EPLB or not)
+    expert_load: float | None = None
 
     def __post_init__(self) -> None:
         m, n = self.model, self.n_gpus
@@ -48,13 +54,7 @@ class Instance:
             )
         if m.ffn.moe is None and self.ep != 1:
             raise InputError(None, "ep", f"{m.name} is dense: ep must be 1", "drop --ep")
-        if m.ffn.moe is not None and m.ffn.moe.num_experts % self.ep:
-            raise InputError(
-                None,
-                "ep",
-                f"{where}: ep={self.ep} does not divide {m.ffn.moe.num_experts} experts",
-                "pick ep dividing the expert count",
-            )
+        self._check_experts(where)
         if self.dp < 1 or self.tp % self.dp:
             raise InputError(
                 None,
@@ -78,6 +78,59 @@ class Instance:
                 "pick tp (or tp/dp) dividing the head count",
             )
 
+    def _check_experts(self, where: str) -> None:
+        moe = self.model.ffn.moe
+        if self.redundant_experts < 0:
+            raise InputError(None, "redundant_experts", "must be >= 0", "give a count >= 0")
+        if moe is None:
+            if self.redundant_experts:
+                raise InputError(
+                    None, "redundant_experts", f"{self.model.name} is dense", "drop it"
+                )
+            return
+        slots = moe.num_experts + self.redundant_experts
+        if slots % self.ep:
+            extra = f" + {self.redundant_experts} redundant" if self.redundant_experts else ""
+            raise InputError(
+                None,
+                "ep",
+                f"{where}: ep={self.ep} does not divide {moe.num_experts}{extra} experts",
+                "pick ep dividing the expert slots, or add redundant experts (EPLB) so that "
+                "it does",
+            )
+        if self.expert_load is not None and self.expert_load < 1:
+            raise InputError(None, "expert_load", "must be >= 1 (max over mean)", "e.g. 1.0")
+
+    @property
+    def expert_slots(self) -> int:
+        """Physical routed-expert copies per MoE layer (logical experts + redundant ones)."""
+        moe = self.model.ffn.moe
+        return 0 if moe is None else moe.num_experts + self.redundant_experts
+
+    @property
+    def expert_imbalance(self) -> float:
+        """Busiest EP rank's tokens over the mean (1 without EP); with EPLB when redundant
+        experts are configured (data/profiles/runtime/moe-serving.yaml)."""
+        if self.expert_load is not None:
+            return float(self.expert_load)
+        if self.model.ffn.moe is None or self.ep <= 1:
+            return 1.0
+        from .comm import serving
+
+        load = serving().expert_load
+        return load.imbalance_with_eplb if self.redundant_experts else load.imbalance_without_eplb
+
+    @property
+    def tbo(self) -> bool:
+        """Whether passes run as two overlapped micro-batches (default: EP with DP attention,
+        SGLang's large-EP recipe)."""
+        if self.two_batch_overlap is not None:
+            return bool(self.two_batch_overlap) and self.ep > 1
+        from .comm import serving
+
+        default = serving().two_batch_overlap.default_with_dp_attention
+        return default and self.ep > 1 and self.dp_attention
+
     @property
     def dp_attention(self) -> bool:
         return self.dp > 1
@@ -90,7 +143,8 @@ class Instance:
     @property
     def label(self) -> str:
         dp = f" dp{self.dp}" if self.dp_attention else ""
-        return f"{self.n_gpus}x{self.gpu.name} tp{self.tp}{dp} ep{self.ep}"
+        red = f"+{self.redundant_experts}" if self.redundant_experts else ""
+        return f"{self.n_gpus}x{self.gpu.name} tp{self.tp}{dp} ep{self.ep}{red}"
 
     @property
     def compute_dtype(self) -> str:
@@ -107,11 +161,15 @@ class Instance:
     @cached_property
     def weight_bytes_per_gpu(self) -> float:
         """Per-GPU weight shard: attention by attention-TP (replicated across DP-attention groups),
-        other dense layers by TP, routed experts over all GPUs (EP ranks x expert-TP = tp)."""
+        other dense layers by TP, routed experts over all GPUs (EP ranks x expert-TP = tp),
+        redundant expert copies included."""
         w, p = self.weights, self.params
         attn = p.attention * arch.DTYPE_BYTES[self.compute_dtype]
         rest_dense = w["dense"] - attn
-        return attn / self.attn_tp + rest_dense / self.tp + w["experts"] / self.tp
+        experts = w["experts"]
+        if self.redundant_experts:
+            experts *= self.expert_slots / self.model.ffn.moe.num_experts
+        return attn / self.attn_tp + rest_dense / self.tp + experts / self.tp
 
     @cached_property
     def kv_replication(self) -> float:

@@ -3,14 +3,18 @@
 A pass runs its GEMMs (weights x tokens) and its attention kernels (queries x cached KV) one
 after the other, and each kernel class is bound by its own roofline:
 
-    gemm = max(gemm FLOPs / (peak * mfu * m/(m + m_half)), weight bytes / (bw * mbu))
-    attn = max(attn FLOPs / (peak * mfu * m/(m + m_half)), KV bytes / (bw * mbu))
-    time(pass) = gemm + attn + TP/EP communication + step overhead
+    gemm = max(sum over GEMM classes of FLOPs / (peak * mfu * m/(m + m_half)),
+               weight bytes / (bw * mbu))
+    attn = max(attn FLOPs / (peak(KV dtype) * mfu), KV bytes / (bw * mbu))
+    time(pass) = gemm + attn + exposed TP/EP communication + step overhead
 
-m is the number of tokens in the pass; m/(m + m_half) is the small-chunk efficiency curve (the
-short tail chunk of a prefill runs its GEMMs badly). A decode step's GEMMs can be compute-bound
-while its attention streams KV: the two do not overlap, which a single max(FLOPs, bytes) over
-the whole pass would pretend.
+m is the rows one GEMM sees (tokens per DP group; tokens per touched expert copy for routed
+experts);
+m/(m + m_half) is the small-GEMM efficiency curve (the short tail chunk of a prefill, or a MoE
+layer whose experts each see few tokens, runs its GEMMs badly). A decode step's GEMMs can be
+compute-bound while its attention streams KV: the two do not overlap, which a single
+max(FLOPs, bytes) over the whole pass would pretend. Communication comes from comm.py, which
+also says how much of it two-batch overlap hides.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from . import arch
+from . import arch, comm
 from .instance import Instance
 
 
@@ -29,10 +33,13 @@ class PassTime:
 
     compute_s / memory_s: all FLOPs at the achieved FLOP rate and all HBM bytes at the achieved
     bandwidth; compute_bound_s / memory_bound_s: the time of the kernels that are compute-bound
-    and of those that are memory-bound (they add up, with communication and overhead, to the
-    total). `mode` says whether the efficiency factors behind it are the GPU profile's analytic
-    defaults or fitted by `pdd-plan calibrate`. Built from the first four numbers only, the total
-    is max(compute, memory) + communication + overhead.
+    and of those that are memory-bound. communication_s is the link time of the pass's
+    all-to-all and all-reduces; hidden_communication_s the part of it that two-batch overlap
+    hides behind the other micro-batch's kernels (comm.py). compute-bound + memory-bound +
+    exposed communication + overhead is the total. `mode` says whether the efficiency factors
+    behind it are the GPU profile's analytic defaults or fitted by `pdd-plan calibrate`.
+    Built from the first four numbers only, the total is max(compute, memory) + communication
+    + overhead.
     """
 
     compute_s: float
@@ -42,6 +49,7 @@ class PassTime:
     mode: str = "analytic"
     compute_bound_s: float | None = None
     memory_bound_s: float | None = None
+    hidden_communication_s: float = 0.0
 
     def _bound_split(self) -> tuple[float, float]:
         if self.compute_bound_s is not None and self.memory_bound_s is not None:
@@ -51,15 +59,20 @@ class PassTime:
         return 0.0, self.memory_s
 
     @property
+    def exposed_communication_s(self) -> float:
+        """Communication on the critical path (all of it without two-batch overlap)."""
+        return self.communication_s - self.hidden_communication_s
+
+    @property
     def total_s(self) -> float:
         cb, mb = self._bound_split()
-        return cb + mb + self.communication_s + self.overhead_s
+        return cb + mb + self.exposed_communication_s + self.overhead_s
 
     @property
     def bound(self) -> str:
         """compute | memory | communication: the resource that takes most of the pass."""
         cb, mb = self._bound_split()
-        parts = {"compute": cb, "memory": mb, "communication": self.communication_s}
+        parts = {"compute": cb, "memory": mb, "communication": self.exposed_communication_s}
         return max(parts, key=parts.get)
 
     def __add__(self, other: PassTime) -> PassTime:
@@ -72,6 +85,7 @@ class PassTime:
             self.mode,
             a[0] + b[0],
             a[1] + b[1],
+            self.hidden_communication_s + other.hidden_communication_s,
         )
 
     def scaled(self, k: float) -> PassTime:
@@ -85,12 +99,39 @@ class PassTime:
             self.mode,
             cb * k,
             mb * k,
+            self.hidden_communication_s * k,
         )
 
     def as_dict(self) -> dict[str, float | str]:
         cb, mb = self._bound_split()
         d = {**asdict(self), "compute_bound_s": cb, "memory_bound_s": mb}
+        d["exposed_communication_s"] = self.exposed_communication_s
         return {**d, "total_s": self.total_s, "bound": self.bound}
+
+
+@dataclass(frozen=True)
+class Work:
+    """What one pass computes and streams, before the roofline turns it into seconds."""
+
+    tokens: float  # tokens the pass carries (all GPUs)
+    gemm_routed: float = 0.0  # FLOPs of routed-expert GEMMs
+    gemm_other: float = 0.0  # FLOPs of every other GEMM (attention projections, dense FFN, head)
+    attn: float = 0.0  # attention-kernel FLOPs
+    kv: float = 0.0  # KV bytes read and written
+
+    def __add__(self, o: Work) -> Work:
+        return Work(
+            self.tokens + o.tokens,
+            self.gemm_routed + o.gemm_routed,
+            self.gemm_other + o.gemm_other,
+            self.attn + o.attn,
+            self.kv + o.kv,
+        )
+
+    def half(self) -> Work:
+        return Work(
+            self.tokens / 2, self.gemm_routed / 2, self.gemm_other / 2, self.attn / 2, self.kv / 2
+        )
 
 
 def expected_experts_touched(tokens: float, num_experts: int, k: int) -> float:
@@ -109,90 +150,101 @@ def _weight_bytes_read(inst: Instance, tokens: float) -> float:
     if m.ffn.moe is None:
         return dense
     moe = m.ffn.moe
-    touched = expected_experts_touched(tokens, moe.num_experts, moe.experts_per_token)
+    touched = expected_experts_touched(tokens, inst.expert_slots, moe.experts_per_token)
     return dense + inst.params.moe_layers * touched * w["expert_bytes"]
 
 
-def _comm_s(inst: Instance, tokens: float) -> float:
-    """TP all-reduce and EP all-to-all traffic for one pass, over NVLink and (across nodes) RDMA."""
-    m, g = inst.model, inst.gpu
-    eff = g.efficiency.comm_efficiency
-    per_node = g.interconnect.gpus_per_node
-    nvlink = g.interconnect.scale_up_gbytes_bidir / 2 * 1e9 * eff  # one direction, bytes/s
-    rdma = g.interconnect.rdma_gbps_per_gpu / 8 * 1e9 * eff
-    h, L = m.hidden_size, m.num_layers
-    t = 0.0
-    tp = inst.attn_tp
-    if tp > 1:
-        # two all-reduces per layer of the group's tokens*h bf16 values (tokens split evenly over
-        # DP groups); a ring moves 2(tp-1)/tp of it per GPU
-        per_gpu = 2 * L * (tokens / inst.dp) * h * 2 * 2 * (tp - 1) / tp
-        link = nvlink if tp <= per_node else min(nvlink, rdma)
-        t += per_gpu / link
-    if m.ffn.moe is not None and inst.ep > 1:
-        k = m.ffn.moe.experts_per_token
-        # dispatch FP8 + combine BF16 of k copies of each token's hidden state, spread over EP ranks
-        per_gpu = (
-            inst.params.moe_layers * tokens / inst.n_gpus * k * h * 3 * (inst.ep - 1) / inst.ep
-        )
-        remote = max(0.0, 1.0 - per_node / inst.ep)
-        t += per_gpu * (1 - remote) / nvlink + per_gpu * remote / rdma
-    return t
+def _token_work(inst: Instance, tokens: float) -> Work:
+    """GEMM FLOPs of `tokens` tokens, split into routed experts and the rest."""
+    per = 2.0 * inst.params.active  # = arch.weight_flops_per_token, cached on the instance
+    routed = 2.0 * inst.params.routed_active
+    return Work(tokens, routed * tokens, (per - routed) * tokens)
 
 
-def _pass(
-    inst: Instance,
-    tokens: float,
-    gemm_flops: float,
-    attn_flops: float,
-    kv_bytes: float,
-) -> PassTime:
-    g = inst.gpu
-    e = g.efficiency
-    n = inst.n_gpus
-    m_eff = tokens / (tokens + e.chunk_half_tokens)  # small batches/chunks run GEMMs badly
-    ideal_rate = n * g.peak_flops(inst.compute_dtype) * e.mfu
+def _kernels(inst: Instance, w: Work) -> tuple[float, float, float, float]:
+    """(compute s, memory s, compute-bound s, memory-bound s) of one pass's kernels.
+
+    Each GEMM class and the attention take max(FLOPs / (peak * mfu * m/(m + m_half)), bytes /
+    (bw * mbu)). m is the rows one GEMM sees: tokens per DP group for the dense GEMMs, tokens
+    routed to one touched expert copy (tokens * k / experts touched) for the expert GEMMs, which the
+    busiest EP rank runs `expert_imbalance` times the mean of. Attention runs on the tensor
+    cores of its KV dtype (BF16 KV: BF16 attention, as FlashAttention/FlashMLA) at mfu.
+    """
+    g, e, n = inst.gpu, inst.gpu.efficiency, inst.n_gpus
+    rate = n * g.peak_flops(inst.compute_dtype) * e.mfu
+    attn_rate = n * g.peak_flops(inst.model.kv_cache.dtype) * e.mfu
     bw = n * g.memory.hbm_tbps * 1e12 * e.mbu
-    cg, ca = gemm_flops / (ideal_rate * m_eff), attn_flops / (ideal_rate * m_eff)
-    mg, ma = _weight_bytes_read(inst, tokens) / bw, kv_bytes / bw
-    # Each kernel class takes max(compute, memory). Its time counts as compute-bound when its
-    # arithmetic intensity is above the ridge (ideal FLOP time >= byte time); a small chunk that
-    # is slow only because m/(m + m_half) starves the tensor cores is still memory-bound.
-    compute_bound = memory_bound = 0.0
-    for c, mem, flops in ((cg, mg, gemm_flops), (ca, ma, attn_flops)):
+    half = e.chunk_half_tokens
+    m_other = w.tokens / inst.dp
+    moe = inst.model.ffn.moe
+    m_routed = 1.0
+    if moe is not None and w.tokens > 0:  # rows each touched expert copy multiplies
+        touched = expected_experts_touched(w.tokens, inst.expert_slots, moe.experts_per_token)
+        m_routed = w.tokens * moe.experts_per_token / touched
+    routed = w.gemm_routed * inst.expert_imbalance
+    cg = 0.0
+    if w.gemm_other > 0:
+        cg += w.gemm_other / (rate * m_other / (m_other + half))
+    if routed > 0:
+        cg += routed / (rate * m_routed / (m_routed + half))
+    ca = w.attn / attn_rate
+    mg, ma = _weight_bytes_read(inst, w.tokens) / bw, w.kv / bw
+    # A kernel class counts as compute-bound when its arithmetic intensity is above the ridge
+    # (ideal FLOP time >= byte time); a small chunk that is slow only because m/(m + m_half)
+    # starves the tensor cores is still memory-bound.
+    cb = mb = 0.0
+    for c, mem, ideal in ((cg, mg, (w.gemm_other + routed) / rate), (ca, ma, w.attn / attn_rate)):
         t = max(c, mem)
-        if flops / ideal_rate >= mem and flops > 0:
-            compute_bound += t
+        if ideal >= mem and ideal > 0:
+            cb += t
         else:
-            memory_bound += t
-    return PassTime(
-        cg + ca,
-        mg + ma,
-        _comm_s(inst, tokens),
-        e.step_overhead_ms / 1e3,
-        e.mode,
-        compute_bound,
-        memory_bound,
-    )
+            mb += t
+    return cg + ca, mg + ma, cb, mb
 
 
-def _prefill_work(
-    inst: Instance, seqs: float, new_tokens: float, before: float
-) -> tuple[float, float, float]:
-    """(GEMM FLOPs, attention FLOPs, KV bytes moved) of `seqs` sequences each prefilling
-    `new_tokens` tokens on top of `before` cached ones."""
+def _pass(inst: Instance, w: Work, phase: str) -> PassTime:
+    """Seconds of one pass: kernels, communication (hidden in part by two-batch overlap) and
+    the step overhead.
+
+    Two-batch overlap runs two micro-batches of half the work: the split's efficiency loss
+    (smaller GEMMs, weights streamed twice) stays in the kernel time, and part of the
+    all-to-all hides (comm.exposed). Left to the engine default (`two_batch_overlap` None on an
+    instance where the default allows it), a pass overlaps only when that is faster, as a
+    deployment turns the flag on where the all-to-all matters (large EP) and not where the
+    second weight read costs more than it hides.
+    """
+    e = inst.gpu.efficiency
+    a2a = comm.a2a_seconds(inst, w.tokens, phase)
+    ar = comm.allreduce_seconds(inst, w.tokens)
+    c, mem, cb, mb = _kernels(inst, w)
+    plain = PassTime(c, mem, a2a + ar, e.step_overhead_ms / 1e3, e.mode, cb, mb, 0.0)
+    if not (inst.tbo and a2a > 0):
+        return plain
+    c, mem, cb, mb = (2.0 * x for x in _kernels(inst, w.half()))
+    hidden = a2a - comm.exposed(a2a, cb + mb, phase)
+    tbo = PassTime(c, mem, a2a + ar, e.step_overhead_ms / 1e3, e.mode, cb, mb, hidden)
+    if inst.two_batch_overlap is None and plain.total_s <= tbo.total_s:
+        return plain
+    return tbo
+
+
+def _prefill_work(inst: Instance, seqs: float, new_tokens: float, before: float) -> Work:
+    """Work of `seqs` sequences each prefilling `new_tokens` tokens on top of `before` cached."""
     m = inst.model
     if seqs <= 0 or new_tokens <= 0:
-        return 0.0, 0.0, 0.0
-    mid = before + new_tokens / 2.0  # causal: the average query sees half the chunk
-    n = seqs * new_tokens
-    gemm = arch.weight_flops_per_token(m) * n
-    attn = float(arch.attention_flops_per_token(m, mid, "prefill")) * n
+        return Work(0.0)
+    w = _token_work(inst, seqs * new_tokens)
+    attn, expand = arch.prefill_attention_flops(m, new_tokens, before)
     # cached KV is read once per pass (x replication when every TP rank holds the latent);
     # the new tokens' KV is written
     kv_read = float(arch.kv_bytes(m, before))
     kv_write = float(arch.kv_bytes(m, before + new_tokens)) - kv_read
-    return gemm, attn, seqs * (kv_read + kv_write) * inst.kv_replication
+    kv = seqs * (kv_read + kv_write) * inst.kv_replication
+    return w + Work(0.0, 0.0, seqs * expand, seqs * attn, kv)
+
+
+def _decode_work(inst: Instance, batch: float, attn: float, kv: float) -> Work:
+    return _token_work(inst, batch) + Work(0.0, 0.0, 0.0, attn, kv * inst.kv_replication)
 
 
 def mixed_pass(
@@ -205,18 +257,16 @@ def mixed_pass(
 ) -> PassTime:
     """One forward pass that carries `decode_batch` decode tokens (each at `decode_context`) and
     `prefill_seqs` prefill chunks of `prefill_new` tokens on `prefill_cached` cached ones
-    (continuous batching with chunked prefill: weights are streamed once for all of them)."""
+    (continuous batching with chunked prefill: weights are streamed once for all of them).
+    A pass with decode tokens uses the low-latency all-to-all kernels, a pure prefill pass the
+    normal ones."""
     m = inst.model
-    gemm, attn, kv = _prefill_work(inst, prefill_seqs, prefill_new, prefill_cached)
+    w = _prefill_work(inst, prefill_seqs, prefill_new, prefill_cached)
     if decode_batch > 0:
-        gemm += arch.weight_flops_per_token(m) * decode_batch
-        attn += float(arch.attention_flops_per_token(m, decode_context, "decode")) * decode_batch
-        kv += (
-            float(arch.attention_bytes_per_token(m, decode_context))
-            * decode_batch
-            * inst.kv_replication
-        )
-    return _pass(inst, decode_batch + prefill_seqs * prefill_new, gemm, attn, kv)
+        attn = float(arch.attention_flops_per_token(m, decode_context, "decode")) * decode_batch
+        kv = float(arch.attention_bytes_per_token(m, decode_context)) * decode_batch
+        w = w + _decode_work(inst, decode_batch, attn, kv)
+    return _pass(inst, w, "decode" if decode_batch > 0 else "prefill")
 
 
 def chunk_time(inst: Instance, new_tokens: float, context_before: float) -> PassTime:
@@ -242,9 +292,12 @@ def batch_prefill_time(
     inst: Instance, batch: int, new_tokens: float, cached_tokens: float = 0.0, chunk: int = 8192
 ) -> PassTime:
     """`batch` requests, each `new_tokens` long after `cached_tokens` cached, prefilled together
-    with a `chunk`-token budget per pass: short prompts share a pass, long ones are chunked."""
+    with a `chunk`-token budget per pass and DP-attention group (each group schedules its own
+    chunk, SGLang's per-rank --chunked-prefill-size): short prompts share a pass, long ones
+    are chunked."""
     batch = max(int(batch), 1)
     new_tokens = float(new_tokens)
+    chunk = chunk * inst.dp
     if new_tokens >= chunk:
         return prefill_time(inst, new_tokens, cached_tokens, chunk).scaled(batch)
     per_pass = max(1, int(chunk // max(new_tokens, 1.0)))
@@ -276,10 +329,9 @@ def decode_step(inst: Instance, batch: float, context: float | np.ndarray) -> Pa
     )
     b = float(batch) if np.ndim(context) == 0 else float(len(ctx))
     scale = b / len(ctx)
-    gemm = arch.weight_flops_per_token(m) * b
     attn = float(np.sum(arch.attention_flops_per_token(m, ctx, "decode"))) * scale
-    kv_read = float(np.sum(arch.attention_bytes_per_token(m, ctx))) * scale * inst.kv_replication
-    return _pass(inst, b, gemm, attn, kv_read)
+    kv_read = float(np.sum(arch.attention_bytes_per_token(m, ctx))) * scale
+    return _pass(inst, _decode_work(inst, b, attn, kv_read), "decode")
 
 
 def decode_throughput(inst: Instance, batch: float, context: float) -> float:

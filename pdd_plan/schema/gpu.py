@@ -32,7 +32,14 @@ class Interconnect(Strict):
     gpus_per_node: PositiveInt
     rdma_gbps_per_gpu: PositiveFloat  # Gb/s scale-out NIC per GPU
     rdma_latency_ms: PositiveFloat = DEFAULT_RDMA_LATENCY_MS  # per KV transfer, on top of bytes/bw
+    # GPUs sharing one NVLink domain (GB200 NVL72: 72); default: one node
+    scale_up_domain_gpus: PositiveInt | None = None
     source: str
+
+    @property
+    def domain_gpus(self) -> int:
+        """GPUs reachable over NVLink (scale-up) rather than RDMA."""
+        return self.scale_up_domain_gpus or self.gpus_per_node
 
     @property
     def rdma_latency_s(self) -> float:

@@ -84,6 +84,8 @@ class MoE(Strict):
 
 class FFN(Strict):
     intermediate_size: PositiveInt | None = None  # dense layers' FFN width
+    # gated FFN (SwiGLU: gate, up, down = 3 matrices) or plain (GELU: up, down = 2; GPT-J)
+    gated: bool = True
     first_dense_layers: int = Field(default=0, ge=0)  # MoE models: leading dense layers
     moe: MoE | None = None
     source: str

@@ -1,0 +1,154 @@
+"""Communication of one forward pass, from the link that carries it, and how much of it hides.
+
+Expert all-to-all (DeepEP dispatch + combine), per MoE layer and GPU, with t = tokens per GPU,
+k experts per token, h hidden size, ep EP ranks, D = min(ep, GPUs per NVLink domain) ranks in
+one's own scale-up domain and n = ep / D domains (nodes):
+
+    normal kernels (prefill):  NVLink copies = k (D - 1) / ep + k (ep - D) / ep     (local + forwarded)
+                               RDMA copies   = (n - 1) (1 - (1 - 1/n)^k)            (once per remote node)
+    low-latency (decode):      NVLink copies = k (D - 1) / ep,  RDMA copies = k (ep - D) / ep
+    bytes(copies) = t * copies * h * (dispatch bytes + combine bytes)   FP8 dispatch (1 B), BF16 combine (2 B)
+    seconds = imbalance * max(NVLink bytes / NVLink bw, RDMA bytes / RDMA bw)   (the two links run at once)
+
+with each link's bandwidth the one-way peak times DeepEP's achieved fraction
+(data/profiles/runtime/moe-serving.yaml). The RDMA copies of the normal kernels assume uniform
+routing over the nodes (DeepSeek-V3's group-limited routing caps a token at 4 nodes, which only
+binds beyond 4 nodes; not modeled). The low-latency kernels have no fixed per-call latency here:
+a tiny decode batch gets almost free communication (approximation).
+
+Two-batch overlap (SGLang --enable-two-batch-overlap, vLLM DBO): the batch runs as two
+micro-batches, one's all-to-all under the other's attention and GEMMs. With C the pass's compute
+(both micro-batches, each evaluated at half the tokens: the split's efficiency loss stays in C),
+M the all-to-all time and s the share of SMs the communication kernels take from the compute
+while they run:
+
+    step = max(C + s M, M)        exposed communication = step - C = max(s M, M - C), in [0, M]
+
+plus the TP all-reduces, which are not overlapped.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from pydantic import Field
+
+from ..schema.common import Strict
+from ..schema.io import load
+
+
+class DeepEP(Strict):
+    normal_nvlink_fraction: float = Field(gt=0, le=1.2)
+    normal_rdma_fraction: float = Field(gt=0, le=1.2)
+    low_latency_nvlink_fraction: float = Field(gt=0, le=1.2)
+    low_latency_rdma_fraction: float = Field(gt=0, le=1.2)
+    normal_sm_fraction: float = Field(ge=0, lt=1)
+    low_latency_sm_fraction: float = Field(ge=0, lt=1)
+    source: str
+
+
+class TwoBatchOverlap(Strict):
+    default_with_dp_attention: bool
+    source: str
+
+
+class ExpertLoad(Strict):
+    imbalance_without_eplb: float = Field(ge=1)
+    imbalance_with_eplb: float = Field(ge=1)
+    source: str
+
+
+class MoEServing(Strict):
+    name: str
+    deepep: DeepEP
+    two_batch_overlap: TwoBatchOverlap
+    expert_load: ExpertLoad
+
+
+@lru_cache(maxsize=1)
+def serving() -> MoEServing:
+    """The bundled engine constants (data/profiles/runtime/moe-serving.yaml)."""
+    from ..profiles import data_dir
+
+    return load(MoEServing, str(data_dir() / "profiles" / "runtime" / "moe-serving.yaml"))
+
+
+def _expected_remote_nodes(nodes: int, k: int) -> float:
+    """Remote nodes a token routed to k uniformly drawn experts reaches (once each)."""
+    if nodes <= 1:
+        return 0.0
+    return (nodes - 1) * (1.0 - (1.0 - 1.0 / nodes) ** k)
+
+
+def a2a_copies(ep: int, domain: int, k: int, phase: str) -> tuple[float, float]:
+    """(NVLink, RDMA) hidden-state copies per token and MoE layer that leave/enter one GPU."""
+    d = max(1, min(ep, domain))
+    nodes = -(-ep // d)
+    if phase == "prefill":  # normal kernels: RDMA once per node, then NVLink forwarding
+        nvl = k * (d - 1) / ep + k * (ep - d) / ep
+        return nvl, _expected_remote_nodes(nodes, k)
+    return k * (d - 1) / ep, k * (ep - d) / ep
+
+
+def a2a_bytes(inst, tokens: float, phase: str) -> tuple[float, float]:
+    """(NVLink, RDMA) bytes of one pass's dispatch + combine, per GPU, all MoE layers."""
+    m = inst.model
+    if m.ffn.moe is None or inst.ep <= 1:
+        return 0.0, 0.0
+    per_gpu = tokens / inst.n_gpus
+    dispatch = 1.0 if inst.compute_dtype in ("fp8", "fp4") else 2.0  # FP8 dispatch needs FP8 GEMMs
+    elem = m.hidden_size * (dispatch + 2.0)  # combine in BF16
+    nvl, rdma = a2a_copies(
+        inst.ep, inst.gpu.interconnect.domain_gpus, m.ffn.moe.experts_per_token, phase
+    )
+    layers = inst.params.moe_layers
+    return layers * per_gpu * nvl * elem, layers * per_gpu * rdma * elem
+
+
+def a2a_seconds(inst, tokens: float, phase: str) -> float:
+    """Seconds of one pass's expert all-to-all on the busiest GPU (see module docstring)."""
+    nvl_b, rdma_b = a2a_bytes(inst, tokens, phase)
+    if nvl_b == 0.0 and rdma_b == 0.0:
+        return 0.0
+    d, ic = serving().deepep, inst.gpu.interconnect
+    low = phase != "prefill"
+    nvl_bw = (
+        ic.scale_up_gbytes_bidir
+        / 2
+        * 1e9
+        * (d.low_latency_nvlink_fraction if low else d.normal_nvlink_fraction)
+    )
+    rdma_bw = (
+        ic.rdma_gbps_per_gpu
+        / 8
+        * 1e9
+        * (d.low_latency_rdma_fraction if low else d.normal_rdma_fraction)
+    )
+    return inst.expert_imbalance * max(nvl_b / nvl_bw, rdma_b / rdma_bw)
+
+
+def allreduce_seconds(inst, tokens: float) -> float:
+    """Two ring all-reduces per layer of the attention-TP group's tokens x h BF16 values."""
+    tp = inst.attn_tp
+    if tp <= 1:
+        return 0.0
+    m, g = inst.model, inst.gpu
+    eff = g.efficiency.comm_efficiency
+    nvlink = g.interconnect.scale_up_gbytes_bidir / 2 * 1e9 * eff  # one direction, bytes/s
+    rdma = g.interconnect.rdma_gbps_per_gpu / 8 * 1e9 * eff
+    per_gpu = 2 * m.num_layers * (tokens / inst.dp) * m.hidden_size * 2 * 2 * (tp - 1) / tp
+    link = nvlink if tp <= g.interconnect.domain_gpus else min(nvlink, rdma)
+    return per_gpu / link
+
+
+def sm_fraction(phase: str) -> float:
+    """Share of SMs the all-to-all kernels of this phase occupy while they run."""
+    d = serving().deepep
+    return d.normal_sm_fraction if phase == "prefill" else d.low_latency_sm_fraction
+
+
+def exposed(comm_s: float, compute_s: float, phase: str) -> float:
+    """Communication left on the critical path when it overlaps `compute_s` (module docstring)."""
+    if comm_s <= 0.0:
+        return 0.0
+    return max(sm_fraction(phase) * comm_s, comm_s - compute_s)
