@@ -8,6 +8,7 @@ from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_v
 
 from .. import architectures
 from .common import Strict
+from .fleet import Fleet
 from .line import LineSKU
 
 ARCHITECTURES: tuple[str, ...] = architectures.names()  # the built-in ones (the spec has all)
@@ -188,6 +189,8 @@ class Scenario(Strict):
     budget_per_hour: PositiveFloat | None = None
     search: Search = Search()
     seed: int = Field(default=0, ge=0)  # numpy's generator takes non-negative seeds
+    # an existing fleet for `pdd-plan evaluate`; left out of dumps when absent (plans stay as they were)
+    fleet: Fleet | None = Field(default=None, exclude_if=lambda v: v is None)
 
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:
