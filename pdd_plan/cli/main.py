@@ -178,6 +178,11 @@ from .deploy import register as _register_deploy  # noqa: E402
 _register_deploy(app)
 
 
+from .evaluate import register as _register_evaluate  # noqa: E402
+
+_register_evaluate(app)
+
+
 from .sweep import register as _register_sweep  # noqa: E402
 
 _register_sweep(app)

@@ -14,6 +14,7 @@ from .common import (
     MAX_USD_PER_GPU_HOUR,
     Strict,
 )
+from .fleet import Fleet
 from .line import LineSKU
 
 ARCHITECTURES: tuple[str, ...] = architectures.names()  # the built-in ones (the spec has all)
@@ -243,6 +244,8 @@ class Scenario(Strict):
     budget_per_hour: float | None = Field(default=None, gt=0, le=MAX_BUDGET_PER_HOUR)
     search: Search = Search()
     seed: int = Field(default=0, ge=0)  # numpy's generator takes non-negative seeds
+    # an existing fleet for `pdd-plan evaluate`; left out of dumps when absent (plans stay as they were)
+    fleet: Fleet | None = Field(default=None, exclude_if=lambda v: v is None)
 
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:

@@ -1,0 +1,117 @@
+"""`pdd-plan evaluate FILE`: the SLA goodput of a fleet that already exists, per architecture."""
+
+from __future__ import annotations
+
+import typer
+from rich.console import Console
+
+from ..errors import InputError
+from .common import check_format, dumps, echo, guarded
+
+
+def _load(path: str):
+    """(context, fleets) from a plan (`optimize --out`) or a scenario with a `fleet:` section."""
+    from ..evaluate import fleet
+    from ..resolve import resolve
+    from ..schema import Scenario
+    from ..schema.io import parse, read_yaml
+    from ..schema.plan import parse_plan
+
+    data = read_yaml(path)
+    if isinstance(data, dict) and "plans" in data and "inputs" in data:
+        plan = parse_plan(data, path)
+        ctx = resolve(plan.inputs, path)
+        return ctx, fleet.from_plan(ctx, plan, path)
+    ctx = resolve(parse(Scenario, data, path), path)
+    return fleet.from_scenario(ctx)
+
+
+@guarded
+def evaluate_cmd(
+    file: str = typer.Argument(
+        ...,
+        help="A plan from `pdd-plan optimize --out` (possibly edited), or a scenario with a "
+        "`fleet:` section.",
+    ),
+    format: str = typer.Option("table", "--format", "-f", help="table | json | yaml"),
+    requests: int = typer.Option(
+        5000, "--requests", "-n", help="Requests per simulator replay (>= 100)."
+    ),
+    step: float = typer.Option(
+        0.02, "--step", help="One rate step, as a fraction of the rate (0.001-0.5)."
+    ),
+    no_simulate: bool = typer.Option(
+        False, "--no-simulate", help="Analytic search only (no simulator confirmation)."
+    ),
+) -> None:
+    """The highest request rate each architecture's fleet serves within the scenario's P90/P99
+    TTFT and TPOT SLAs: analytic bisection, confirmed by the simulator at that rate and one step
+    above. Cost, BCR, percentiles, path shares, and what gives out first."""
+    from ..evaluate import Options, evaluate
+
+    fmt = check_format(format)
+    if requests < 100:
+        raise InputError(None, "--requests", f"must be >= 100 (got {requests})", "use 2000+")
+    if not (0.001 <= step <= 0.5):
+        raise InputError(None, "--step", f"must be in [0.001, 0.5] (got {step:g})", "use 0.02")
+    ctx, fleets = _load(file)
+    out = evaluate(ctx, fleets, Options(not no_simulate, requests, step))
+    if fmt == "table":
+        render(out, Console())
+    else:
+        echo(dumps(out, fmt))
+    if not out["architectures"]:
+        raise typer.Exit(1)  # no architecture's fleet meets the SLA at any rate
+
+
+def _f(x, nd: int = 2, scale: float = 1.0) -> str:
+    return "-" if x is None else f"{x * scale:.{nd}f}"
+
+
+ROWS = (
+    ("SLA goodput req/s", lambda r: _f(r["goodput_rps"])),
+    ("analytic req/s", lambda r: _f(r["analytic"]["goodput_rps"])),
+    ("cost $/h", lambda r: _f(r["cost_per_hour"], 1)),
+    ("BCR req/$", lambda r: _f(r["bcr"], 1)),
+    ("TTFT p50 s", lambda r: _f(r["ttft_s"]["p50"])),
+    ("TTFT p90 s", lambda r: _f(r["ttft_s"]["p90"])),
+    ("TTFT p99 s", lambda r: _f(r["ttft_s"]["p99"])),
+    ("TPOT p50 ms", lambda r: _f(r["tpot_ms"]["p50"], 1)),
+    ("TPOT p90 ms", lambda r: _f(r["tpot_ms"]["p90"], 1)),
+    ("p_md %", lambda r: _f(r["route_share"]["p_md"], 1, 100)),
+    ("p_rld_md %", lambda r: _f(r["route_share"]["p_rld_md"], 1, 100)),
+    ("p_rld %", lambda r: _f(r["route_share"]["p_rld"], 1, 100)),
+    ("RLD tokens %", lambda r: _f(r["rld_token_share"], 1, 100)),
+    ("gives out first", lambda r: r["gives_out_first"]["resource"]),
+)
+
+
+def render(out: dict, console: Console) -> None:
+    from ..report import fit
+
+    archs = out["architectures"]
+    sla = out["sla"]
+    title = (
+        f"evaluate {out['scenario']}: SLA goodput (TTFT P90 <= {sla['ttft_p90_s']:g} s, "
+        f"P99 <= {sla['ttft_p99_s']:g} s, TPOT <= {sla['tpot_ms']:g} ms)"
+    )
+    if archs:
+        cols = ["metric", *archs]
+        rows = [[name, *(get(r) for r in archs.values())] for name, get in ROWS]
+        legend = (
+            "percentiles and path shares: "
+            + (
+                f"simulated ({out['sim_requests']:,} requests) at the goodput"
+                if out["sim_requests"]
+                else "analytic at the goodput"
+            )
+            + f"; one step = {out['step'] * 100:g}% of the rate; BCR = goodput x 3600 / cost"
+        )
+        fit.show(console, title, cols, rows, ["left"] + ["right"] * len(archs), legend, None)
+    for a, inf in out["infeasible"].items():
+        r = inf["reasons"][0]
+        console.print(f"{a}: infeasible ({r['kind']}): {r['message']}", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("evaluate")(evaluate_cmd)

@@ -1,0 +1,9 @@
+"""`pdd-plan evaluate`: the SLA goodput of a fleet that already exists (DESIGN §5: fleet in,
+the highest rate that meets the SLA out; bisection on the analytic law, confirmed by the
+simulator). `fleet` reads the fleet, `analytic` searches, `confirm` replays, `run` reports."""
+
+from __future__ import annotations
+
+from .run import Options, evaluate
+
+__all__ = ["Options", "evaluate"]

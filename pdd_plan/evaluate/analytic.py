@@ -1,0 +1,300 @@
+"""A fixed fleet at a given rate, by the planner's analytic models, and the highest rate at
+which it still meets the SLA (bisection).
+
+At a rate r the fleet is checked exactly as the optimizer checks the fleet it buys: the
+prefill pool as one M/G/c queue (its utilization under the prefill cap), the line's KV bytes
+under its cap, and the MILP of optimize/model.py over the fleet's own decode groups (each
+group's instance count bounded by what the fleet has), whose flows are the routing and whose
+rows are decode tokens/s at the TPOT target, KV memory, and the P90/P99 TTFT miss shares.
+Feasible means some routing meets every row. Which resource gives out is read off the same
+quantities (`limits`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import architectures, network, pipeline
+from ..architectures import Architecture
+from ..optimize import metrics, tables
+from ..optimize import model as milp
+from ..optimize.arch_plan import ArchPlan
+from ..optimize.caps import Caps
+from ..optimize.enumeration import Shared, mean_context
+from ..perf import roofline
+from ..perf.instance import Instance
+from ..resolve import Context
+from ..schema.plan import ArchitecturePlan
+from ..workload.requests import RequestClasses
+from .fleet import FleetSpec, instance
+
+# the resources a fleet can run out of, in the order a tie is reported
+RESOURCES = ("prefill_queue", "ttft", "decode_tpot", "kv_memory", "line", "relay")
+
+
+@dataclass
+class FleetModel:
+    """The rate-independent part of one architecture's fleet: instances, service times,
+    decode candidates (one per group) and the line."""
+
+    ctx: Context
+    spec: Architecture
+    fleet: FleetSpec
+    cls: RequestClasses
+    shared: Shared
+    caps: Caps
+    pinst: Instance  # a prefill instance (the first group's: its GPU sets the RDMA time)
+    n_prefill: int
+    service: np.ndarray  # per class, seconds of the pooled prefill (capacity-equivalent)
+    md: list[tables.DecodeOption]
+    rld: list[tables.DecodeOption]
+    counts: dict[str, int]  # decode candidate key -> instances in the fleet
+    line: network.LineConfig | None
+    slow: list[str] = field(default_factory=list)  # decode groups whose batch of 1 breaks TPOT
+
+    @property
+    def mean_service_s(self) -> float:
+        return float(np.dot(self.cls.weight, self.service))
+
+
+def _prefill(fm_ctx: Context, fs: FleetSpec, cls: RequestClasses):
+    chunk = fm_ctx.scenario.search.prefill_chunk_tokens
+    groups = [(i, g) for i, g in enumerate(fs.instances) if g.role == "prefill" and g.count > 0]
+    if not groups:
+        return None, 0, np.zeros(len(cls))
+    rate = np.zeros(len(cls))  # requests/s per class the pool serves when busy
+    first = None
+    n = 0
+    for i, g in groups:
+        inst = instance(fm_ctx, g, f"{fs.where}.instances[{i}]")
+        first = first or inst
+        rate += g.count / pipeline.prefill_service_s(inst, cls, chunk)
+        n += g.count
+    # mixed groups act as n identical servers of the same total capacity (exact for one type)
+    return first, n, n / rate
+
+
+def _decode(ctx: Context, fs: FleetSpec, role: str, mean_ctx: float, fm_slow: list[str]):
+    tpot = ctx.scenario.sla.tpot_ms / 1e3
+    opts, counts = [], {}
+    for i, g in enumerate(fs.instances):
+        if g.role != role or g.count <= 0:
+            continue
+        where = f"{fs.where}.instances[{i}]"
+        inst = instance(ctx, g, where)
+        b, step = roofline.max_batch_for_tpot(inst, mean_ctx, tpot)
+        if b < 1:
+            fm_slow.append(where)
+            continue
+        # a datacenter label of its own per group: the MILP's GPU rows then cap each group's
+        # count at the fleet's (two groups of one GPU type cannot trade instances)
+        key = f"{role}:{i}"
+        cand = tables.DecodeCandidate(
+            key,
+            role,
+            f"{g.datacenter}#{i}",
+            g.gpu,
+            inst.n_gpus,
+            inst.cost_per_hour,
+            b / step,
+            inst.kv_pool_bytes,
+            step,
+        )
+        opts.append(tables.DecodeOption(cand, inst))
+        counts[key] = g.count
+    return opts, counts
+
+
+def fleet_model(ctx: Context, fs: FleetSpec, cls: RequestClasses, caps: Caps) -> FleetModel:
+    spec = architectures.get(fs.architecture)
+    mean_ctx = mean_context(cls)
+    slow: list[str] = []
+    pinst, n_p, service = _prefill(ctx, fs, cls)
+    md, c_md = _decode(ctx, fs, spec.decode_role, mean_ctx, slow)
+    rld, c_rld = _decode(ctx, fs, "relay_decode", mean_ctx, slow) if spec.relays else ([], {})
+    line = None
+    if spec.crosses_line and fs.line is not None:
+        sku = next(s for s in ctx.lines if s.name == fs.line.sku)
+        line = network.LineConfig(sku, fs.line.count)
+    return FleetModel(
+        ctx,
+        spec,
+        fs,
+        cls,
+        Shared.of(ctx, spec, cls, caps),
+        caps,
+        pinst,
+        n_p,
+        service,
+        md,
+        rld,
+        {**c_md, **c_rld},
+        line,
+        slow,
+    )
+
+
+def rate_bound(fm: FleetModel, caps: Caps | None = None) -> float:
+    """A rate no routing can exceed: prefill, line and decode (main plus relay) at their caps
+    (`caps` of 1: the stability limit, beyond which no queue has a steady state)."""
+    w, c = fm.cls.weight, caps or fm.caps
+    bounds = [c.prefill * fm.n_prefill / fm.mean_service_s]
+    if fm.line is not None:
+        per_req = float(np.dot(w, fm.shared.line_bytes))
+        if per_req > 0:
+            # singular requests finishing on relay decode do not cross: bound by those that may
+            bounds.append(c.line * fm.line.capacity_bytes_s / per_req / _crossing_floor(fm))
+    cap = sum(fm.counts[o.cand.key] * c.decode * o.cand.tokens_per_s for o in fm.md + fm.rld)
+    bounds.append(cap / max(float(np.dot(w, fm.cls.output_tokens)), 1e-9))
+    return max(min(bounds), 0.0)
+
+
+def stability_bound(fm: FleetModel) -> float:
+    """The rate at which prefill, the line or decode reaches 100% utilization."""
+    return rate_bound(fm, Caps(prefill=1.0, line=1.0, decode=1.0))
+
+
+def _crossing_floor(fm: FleetModel) -> float:
+    """Least share of requests that must cross the line (all but singular ones on relay)."""
+    lim = fm.ctx.scenario.policy.singular_max_output_tokens
+    if not (fm.rld and fm.spec.singular_on_relay and lim is not None):
+        return 1.0
+    return max(float(np.dot(fm.cls.weight, fm.cls.output_tokens > lim)), 1e-3)
+
+
+@dataclass
+class AtRate:
+    """The fleet at one rate: feasible or not, each resource's use / cap, and (feasible) the
+    plan the MILP's routing describes."""
+
+    rate: float
+    ok: bool
+    limits: dict[str, float]
+    plan: ArchitecturePlan | None = None
+
+    @property
+    def first_limit(self) -> str:
+        """The resource closest to (or furthest past) its cap."""
+        return max(RESOURCES, key=lambda k: (self.limits.get(k, 0.0), -RESOURCES.index(k)))
+
+
+def _line_level(fm: FleetModel, rate: float) -> tuple[tables.LineOption, float]:
+    if fm.line is None:
+        return tables.rdma_option(), 0.0
+    load = rate * float(np.dot(fm.cls.weight, fm.shared.line_bytes))
+    rho = load / fm.line.capacity_bytes_s
+    level = min(max(rho, 1e-6) * (1 + 1e-6) + 1e-9, fm.caps.line)
+    key = f"{fm.line.count}x{fm.line.sku.name}"
+    opt = tables.LineOption(key, fm.line, level, fm.line.cost_per_hour, fm.line.capacity_bytes_s)
+    return opt, rho
+
+
+def _limits(fm: FleetModel, rate: float, rho_p: float, rho_l: float, pt) -> dict[str, float]:
+    """Each resource's load over its cap at `rate` (>= 1: out of it). Decode and relay take
+    the routing that spares them most; TTFT the best path per class."""
+    w, c, cls = fm.cls.weight, fm.caps, fm.cls
+    out = {"prefill_queue": rho_p / c.prefill, "line": rho_l / c.line if fm.line else 0.0}
+
+    def cap(opts, attr: str) -> float:
+        return sum(fm.counts[o.cand.key] * c.decode * getattr(o.cand, attr) for o in opts)
+
+    tok = rate * float(np.dot(w, cls.output_tokens))
+    out["decode_tpot"] = tok / max(cap(fm.md + fm.rld, "tokens_per_s"), 1e-9)
+    step = max((o.cand.step_s for o in fm.md), default=0.0)
+    held = rate * float(np.dot(w, cls.output_tokens * step * fm.shared.kv_bytes))
+    out["kv_memory"] = held / max(cap(fm.md, "kv_pool_bytes"), 1e-9)
+    if pt is None:
+        return out
+    miss = []
+    for q, m in pt.miss.items():
+        best = np.min(np.vstack([np.where(pt.allowed[p], m[p], 1.0) for p in m]), axis=0)
+        miss.append(float(np.dot(w, best)) / (1.0 - q))
+    out["ttft"] = max(miss)
+    if fm.rld:
+        wants = pt.allowed.get("p_rld_md", np.zeros(len(w), bool))
+        need = rate * float(np.dot(w * wants, pt.rld_tokens["p_rld_md"]))
+        out["relay"] = need / max(cap(fm.rld, "tokens_per_s"), 1e-9)
+    return out
+
+
+def at_rate(fm: FleetModel, rate: float) -> AtRate:
+    """Whether the fleet meets the SLA at `rate` by the analytic models (and how hard it runs)."""
+    rho_p = rate * fm.mean_service_s / fm.n_prefill
+    line_opt, rho_l = _line_level(fm, rate)
+    if rho_p >= fm.caps.prefill or rho_l >= fm.caps.line:
+        return AtRate(rate, False, _limits(fm, rate, rho_p, rho_l, None))
+    pool = pipeline.PrefillPool(fm.pinst, fm.n_prefill, fm.service, rate, fm.cls.weight)
+    ctx, spec, caps = fm.ctx, fm.spec, fm.caps
+    pt = tables.path_table(ctx, spec, fm.cls, pool, fm.service, fm.md, fm.rld, line_opt, caps)
+    lim = _limits(fm, rate, rho_p, rho_l, pt)
+    gpus = {
+        (o.cand.datacenter, o.cand.gpu): fm.counts[o.cand.key] * o.cand.gpus for o in fm.md + fm.rld
+    }
+    t = tables.FleetTables(
+        weight=fm.cls.weight,
+        line_bytes=fm.shared.line_bytes,
+        kv_bytes=fm.shared.kv_bytes,
+        md=[o.cand for o in fm.md],
+        rld=[o.cand for o in fm.rld],
+        lines=[line_opt],
+        paths=[pt],
+        gpus_left=gpus,
+        decode_cap=caps.decode,
+        rate_rps=rate,
+    )
+    sol = milp.solve(t, "cost", 0.0, ctx.scenario.search.time_limit_s)
+    if sol is None:
+        return AtRate(rate, False, lim)
+    return AtRate(rate, True, lim, _plan(fm, rate, pool, line_opt, rho_l, sol, pt))
+
+
+def _plan(fm: FleetModel, rate, pool, line_opt, rho_l, sol, pt) -> ArchitecturePlan:
+    """The fleet at `rate` as a typed plan: the MILP's routing, the fleet's real counts."""
+    sol.counts = dict(fm.counts)  # every instance runs (the MILP needed only some)
+    pol = fm.ctx.scenario.policy
+    ap = ArchPlan(
+        architecture=fm.spec.name,
+        rate=rate,
+        prefill=fm.pinst,
+        prefill_count=fm.n_prefill,
+        pool=pool,
+        line=line_opt.config,
+        line_rho=rho_l,
+        options=fm.md + fm.rld,
+        solution=sol,
+        times=pt.times,
+        cost_per_hour=fm.fleet.cost_per_hour,
+        milps=1,
+        singular_max_output_tokens=pol.singular_max_output_tokens
+        if fm.spec.singular_on_relay and fm.rld
+        else None,
+    )
+    d = metrics.summarize(ap, fm.cls, rate, fm.ctx.prefill_dc)
+    d["instances"] = [g.model_dump() for g in fm.fleet.instances]
+    if fm.fleet.line is not None and d["line"] is not None:
+        d["line"]["cost_per_hour"] = fm.fleet.line.cost_per_hour
+    return ArchitecturePlan.model_validate(d)
+
+
+def search(fm: FleetModel, rel_tol: float = 0.002, max_iter: int = 40) -> tuple[AtRate, AtRate]:
+    """(highest feasible rate found, the infeasible rate just above it) by bisection between
+    a thousandth of the rate bound and the bound. The first is infeasible (rate = that
+    thousandth) when the fleet meets the SLA at no rate worth serving."""
+    hi_r = rate_bound(fm)
+    lo = at_rate(fm, max(hi_r * 1e-3, 1e-6))
+    if not lo.ok:
+        return lo, lo
+    hi = at_rate(fm, hi_r)
+    if hi.ok:  # bounds are caps, so this is rare: the bound itself is served
+        return hi, at_rate(fm, hi_r * (1 + rel_tol))
+    for _ in range(max_iter):
+        if hi.rate - lo.rate <= rel_tol * lo.rate:
+            break
+        mid = at_rate(fm, 0.5 * (lo.rate + hi.rate))
+        if mid.ok:
+            lo = mid
+        else:
+            hi = mid
+    return lo, hi

@@ -1,0 +1,214 @@
+"""A fleet to evaluate, as the typed groups the simulator replays: from a plan's architectures
+or from a scenario's `fleet:` section, checked against the scenario (one-line errors).
+
+Both sources end as `FleetSpec` (schema.plan `InstanceGroup`s and a `LineChoice`), so the
+analytic search and the simulator read one thing, by one code path (sim/setup.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from dataclasses import dataclass
+
+from .. import architectures, profiles
+from ..errors import InputError
+from ..network import LineConfig
+from ..perf.instance import Instance, _default_parallelism
+from ..plan_sites import allowed_sites, check_sites
+from ..resolve import Context
+from ..schema.fleet import ArchitectureFleet, FleetGroup, fleet_of
+from ..schema.plan import InstanceGroup, LineChoice, Plan
+
+FLEET_FIX = "see the `fleet:` format in README.md (pdd-plan evaluate)"
+
+
+@dataclass(frozen=True)
+class FleetSpec:
+    """One architecture's fleet: the groups it runs, the line, and groups it leaves idle."""
+
+    architecture: str
+    instances: list[InstanceGroup]
+    line: LineChoice | None
+    unused: list[InstanceGroup]  # groups of roles this architecture does not have
+    where: str  # the field the fleet came from (errors and output name it)
+
+    @property
+    def cost_per_hour(self) -> float:
+        """$/hour of what the architecture runs: its instances and its line."""
+        line = self.line.cost_per_hour if self.line is not None else 0.0
+        return sum(g.cost_per_hour for g in self.instances) + line
+
+
+def instance(ctx: Context, g: InstanceGroup | FleetGroup, field: str) -> Instance:
+    """The instance one group describes. Every fleet instance is built here (one place to
+    scale a deployment's speed later); a bad size is a one-line error naming `field`."""
+    gpu = ctx.gpus.get(g.gpu)
+    if gpu is None:
+        raise InputError(
+            ctx.file,
+            f"{field}.gpu",
+            f"GPU '{g.gpu}' is not in the scenario's datacenters ({', '.join(ctx.gpus)})",
+            "list it under datacenters[].gpus",
+        )
+    n = g.gpus_per_instance
+    try:
+        if g.tp is None and g.dp is None and g.ep is None:
+            # the optimizer's recipe for this size (MoE: EP over all GPUs, best DP-attention)
+            inst = _default_parallelism(ctx.model, gpu, n)
+            if inst is None:
+                inst = Instance(ctx.model, gpu, n, tp=n, ep=1)  # raises why it is not a size
+        else:
+            ep = g.ep or (n if ctx.model.ffn.moe is not None else 1)
+            inst = Instance(ctx.model, gpu, n, tp=g.tp or n, ep=ep, dp=g.dp or 1)
+        inst.require_fit()
+    except InputError as e:
+        sub = e.field if e.field in ("tp", "ep", "dp") else "gpus_per_instance"
+        raise InputError(ctx.file, f"{field}.{sub}", e.problem, e.fix) from None
+    return inst
+
+
+def _group(ctx: Context, g: FleetGroup, field: str) -> InstanceGroup:
+    inst = instance(ctx, g, field)
+    return InstanceGroup(
+        role=g.role,
+        gpu=g.gpu,
+        datacenter=g.datacenter,
+        count=g.count,
+        gpus_per_instance=inst.n_gpus,
+        tp=inst.tp,
+        dp=inst.dp,
+        ep=inst.ep,
+        cost_per_hour=round(g.count * inst.cost_per_hour, 2),
+    )
+
+
+def _check_site(ctx: Context, g: FleetGroup, sites: dict[str, list[str]], field: str) -> None:
+    dcs = {d.name: d.gpus for d in ctx.scenario.datacenters}
+    if g.datacenter not in dcs:
+        raise InputError(
+            ctx.file,
+            f"{field}.datacenter",
+            f"unknown datacenter '{g.datacenter}' (have {', '.join(dcs)})",
+            "use a name from datacenters[]",
+        )
+    if dcs[g.datacenter].get(g.gpu, 0) <= 0:
+        listed = ", ".join(k for k, n in dcs[g.datacenter].items() if n > 0) or "none"
+        raise InputError(
+            ctx.file,
+            f"{field}.gpu",
+            f"datacenter '{g.datacenter}' lists no '{g.gpu}' GPUs ({listed})",
+            f"add {g.gpu} to that datacenter's gpus",
+        )
+    if g.datacenter not in sites[g.role]:
+        raise InputError(
+            ctx.file,
+            f"{field}.datacenter",
+            f"the scenario places {g.role} in {' or '.join(sites[g.role])}, not '{g.datacenter}'",
+            "move the group or set placement",
+        )
+
+
+def _line(ctx: Context, f: ArchitectureFleet, field: str) -> tuple[Context, LineChoice | None]:
+    """The fleet's line (any bundled or link-candidate SKU: it is added to the context)."""
+    if f.line is None:
+        return ctx, None
+    sku = next((s for s in ctx.lines if s.name == f.line.sku), None)
+    if sku is None:
+        sku = profiles.line(f.line.sku, f"{field}.line.sku", ctx.file)
+        ctx = dataclasses.replace(ctx, lines=[*ctx.lines, sku])
+    cfg = LineConfig(sku, f.line.count)
+    choice = LineChoice(
+        sku=sku.name,
+        gbps=sku.gbps,
+        count=f.line.count,
+        cost_per_hour=round(cfg.cost_per_hour, 2),
+        utilization=0.0,
+        rtt_ms=sku.rtt_ms,
+    )
+    return ctx, choice
+
+
+def _gpu_totals(ctx: Context, groups: list[tuple[str, InstanceGroup]]) -> None:
+    have = {d.name: d.gpus for d in ctx.scenario.datacenters}
+    used: dict[tuple[str, str], int] = defaultdict(int)
+    where: dict[tuple[str, str], str] = {}
+    for field, g in groups:
+        used[(g.datacenter, g.gpu)] += g.count * g.gpus_per_instance
+        where.setdefault((g.datacenter, g.gpu), field)
+    for (dc, gpu), n in sorted(used.items()):
+        if n > have[dc][gpu]:
+            raise InputError(
+                ctx.file,
+                where[(dc, gpu)],
+                f"the fleet uses {n} {gpu} GPUs in datacenter '{dc}', which lists {have[dc][gpu]}",
+                f"raise datacenters[].gpus.{gpu} or shrink the fleet",
+            )
+
+
+def from_scenario(ctx: Context) -> tuple[Context, dict[str, FleetSpec]]:
+    """Each listed architecture's fleet from the scenario's `fleet:` (own entry, else `all`)."""
+    sc = ctx.scenario
+    if sc.fleet is None:
+        raise InputError(
+            ctx.file,
+            "fleet",
+            "no fleet to evaluate",
+            "add a fleet: section, or give a plan from `pdd-plan optimize --out`",
+        )
+    out: dict[str, FleetSpec] = {}
+    for a in sc.architectures:
+        hit = fleet_of(sc.fleet, a)
+        if hit is None:
+            continue
+        key, f = hit
+        spec = architectures.get(a)
+        sites = allowed_sites(ctx, a)
+        mine, idle, checked = [], [], []
+        for i, g in enumerate(f.instances):
+            field = f"fleet.{key}.instances[{i}]"
+            ig = _group(ctx, g, field)
+            if g.role in spec.roles:
+                _check_site(ctx, g, sites, field)
+                (mine if g.count > 0 else idle).append(ig)
+            else:
+                idle.append(ig)
+            checked.append((field, ig))
+        _gpu_totals(ctx, checked)
+        ctx, line = _line(ctx, f, f"fleet.{key}")
+        if spec.crosses_line and line is None:
+            raise InputError(
+                ctx.file,
+                f"fleet.{key}.line",
+                f"{a} sends KV across the line, and the fleet has none",
+                "add line: {sku: ..., count: ...}",
+            )
+        out[a] = FleetSpec(a, mine, line if spec.crosses_line else None, idle, f"fleet.{key}")
+    if not out:
+        raise InputError(
+            ctx.file,
+            "fleet",
+            f"no fleet for any listed architecture ({', '.join(sc.architectures)})",
+            "add fleet.all or an entry per architecture",
+        )
+    return ctx, out
+
+
+def from_plan(ctx: Context, plan: Plan, file: str) -> dict[str, FleetSpec]:
+    """Each planned architecture's fleet and line, as the plan (possibly edited) has them."""
+    out: dict[str, FleetSpec] = {}
+    for a, p in plan.plans.items():
+        check_sites(plan, ctx, a, file)  # sites and GPU counts the scenario allows
+        for i, g in enumerate(p.instances):
+            instance(ctx, g, f"plans.{a}.instances[{i}]")  # fits the model
+        spec = architectures.get(a)
+        used = [g for g in p.instances if g.count > 0]
+        if p.line is not None and not any(s.name == p.line.sku for s in ctx.lines):
+            raise InputError(
+                file,
+                f"plans.{a}.line.sku",
+                f"line '{p.line.sku}' is not among the scenario's link candidates",
+                "use the plan with the scenario it was made from",
+            )
+        out[a] = FleetSpec(a, used, p.line if spec.crosses_line else None, [], f"plans.{a}")
+    return out

@@ -1,0 +1,223 @@
+"""SLA goodput of an existing fleet, per architecture: the analytic search, the simulator's
+confirmation, and the figures at the goodput (cost, BCR, percentiles, path shares, and what
+gives out first one step above). Returns plain dicts (the report); the CLI renders them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import architectures
+from ..optimize.caps import Caps
+from ..resolve import Context
+from ..workload.classes import build_classes
+from . import analytic, confirm
+from .fleet import FleetSpec
+
+# the simulator's bottleneck names as resources (analytic.RESOURCES)
+SIM_RESOURCE = {"prefill": "prefill_queue", "line": "line", "decode": "decode_tpot"}
+LIMIT_TEXT = {
+    "prefill_queue": "prefill queue (utilization at its cap)",
+    "ttft": "TTFT percentiles (prefill wait and KV transfer)",
+    "decode_tpot": "decode tokens/s at the TPOT target",
+    "kv_memory": "decode KV memory",
+    "line": "line utilization",
+    "relay": "relay decode",
+}
+LIMIT_FIELD = {
+    "prefill_queue": "prefill",
+    "ttft": "sla.ttft_p90_s",
+    "decode_tpot": "sla.tpot_ms",
+    "kv_memory": "main_decode",
+    "line": "line",
+    "relay": "relay_decode",
+}
+
+
+@dataclass(frozen=True)
+class Options:
+    simulate: bool = True
+    sim_requests: int = 5000
+    step: float = 0.02  # one step: this fraction of the rate
+    max_replays: int = 8
+
+
+class Infeasible(Exception):
+    """An architecture's fleet meets the SLA at no rate: structured reasons."""
+
+    def __init__(self, reasons: list[dict]):
+        super().__init__(reasons[0]["message"])
+        self.reasons = reasons
+
+
+def reason(kind: str, message: str, field: str | None = None) -> dict:
+    out = {"kind": kind, "message": message}
+    if field is not None:
+        out["field"] = field
+    return out
+
+
+def _require_roles(fs: FleetSpec, fm: analytic.FleetModel) -> None:
+    spec = fm.spec
+    if fm.n_prefill == 0:
+        msg = f"the {spec.title} fleet has no prefill instances"
+        raise Infeasible([reason("missing_role", msg, f"{fs.where}.instances")])
+    role = spec.decode_role
+    if not fm.md:
+        if fm.slow:
+            tpot = fm.ctx.scenario.sla.tpot_ms
+            msg = f"no {role} group meets TPOT {tpot:g} ms even at batch 1 ({', '.join(fm.slow)})"
+            raise Infeasible([reason("tpot", msg, "sla.tpot_ms")])
+        msg = f"the {spec.title} fleet has no {role} instances"
+        raise Infeasible([reason("missing_role", msg, f"{fs.where}.instances")])
+
+
+def _never(fs: FleetSpec, at: analytic.AtRate) -> Infeasible:
+    k = at.first_limit
+    lim = at.limits[k]
+    field = LIMIT_FIELD[k]
+    field = field if field.startswith("sla.") else f"{fs.where}.{field}"
+    msg = (
+        f"no rate meets the SLA: at {at.rate:.3g} req/s already {LIMIT_TEXT[k]} runs at "
+        f"{lim:.2f}x its limit"
+    )
+    return Infeasible([reason(k, msg, field)])
+
+
+def _quantiles(q: dict, keys: tuple[str, ...]) -> dict:
+    return {k: q.get(k) for k in keys}
+
+
+def _simulated(c: confirm.Confirmed, n: int) -> dict:
+    s = c.passed.summary
+    above = c.failed
+    return {
+        "requests": n,
+        "goodput_rps": round(c.passed.rate, 4),
+        "ttft_s": _quantiles(s["ttft_s"], ("p50", "p90", "p99")),
+        "tpot_ms": _quantiles(s["tpot_ms"], ("p50", "p90")),
+        "route_share": s["route_share"],
+        "rld_token_share": s["rld_token_share"],
+        "line_utilization": s.get("line_utilization"),
+        "sla_attainment": s.get("sla_attainment"),
+        "one_step_above": None
+        if above is None
+        else {
+            "rate_rps": round(above.rate, 4),
+            "failed_checks": above.failed_checks,
+            "bottleneck": above.bottleneck,
+        },
+        "replays": [r.row() for r in c.runs],
+    }
+
+
+def _analytic(lo: analytic.AtRate, hi: analytic.AtRate) -> dict:
+    p = lo.plan
+    return {
+        "goodput_rps": round(lo.rate, 4),
+        "ttft_s": p.ttft_s.model_dump(),
+        "tpot_ms": p.tpot_ms.model_dump(),
+        "route_share": p.route_share.model_dump(),
+        "rld_token_share": p.rld_token_share,
+        "prefill_utilization": p.prefill_utilization,
+        "line_utilization": p.line.utilization if p.line is not None else None,
+        "one_step_above": {
+            "rate_rps": round(hi.rate, 4),
+            "limits": {k: round(v, 4) for k, v in hi.limits.items()},
+            "first_limit": hi.first_limit,
+        },
+    }
+
+
+def _gives_out(a: dict, sim: dict | None) -> dict:
+    above = a["one_step_above"]
+    if sim is not None and sim["one_step_above"] and sim["one_step_above"]["bottleneck"]:
+        b = sim["one_step_above"]
+        res = SIM_RESOURCE.get(b["bottleneck"], b["bottleneck"])
+        lim = above["limits"]
+        if res == "decode_tpot" and lim.get("kv_memory", 0) > lim.get("decode_tpot", 0):
+            res = "kv_memory"
+        return {"resource": res, "at_rps": b["rate_rps"], "by": "simulator"}
+    return {"resource": above["first_limit"], "at_rps": above["rate_rps"], "by": "analytic"}
+
+
+def evaluate_one(ctx: Context, fs: FleetSpec, cls, opt: Options) -> dict:
+    """One architecture's SLA goodput on its fleet; Infeasible with reasons when none."""
+    spec = architectures.get(fs.architecture)
+    caps = Caps(decode=ctx.scenario.search.decode_utilization)
+    fm = analytic.fleet_model(ctx, fs, cls, caps)
+    _require_roles(fs, fm)
+    lo, hi = analytic.search(fm)
+    if not lo.ok:
+        raise _never(fs, lo)
+    an = _analytic(lo, hi)
+    sim = None
+    goodput = lo.rate
+    if opt.simulate:
+        stable = analytic.stability_bound(fm)
+        at = analytic.at_rate(fm, stable)
+        rep = confirm.replayer(
+            ctx, lo.plan, fs.architecture, opt.sim_requests, stable, at.first_limit
+        )
+        c = confirm.confirm(rep, lo.rate, opt.step, opt.max_replays)
+        if c.passed is None:
+            last = c.runs[-1]
+            msg = (
+                f"the simulator replay misses the SLA at every rate tried, down to "
+                f"{last.rate:.3g} req/s (analytic goodput {lo.rate:.3g} req/s; bottleneck: "
+                f"{last.bottleneck})"
+            )
+            raise Infeasible([reason("replay_sla", msg, "sla.ttft_p99_s")])
+        sim = _simulated(c, opt.sim_requests)
+        goodput = c.passed.rate
+    cost = fs.cost_per_hour
+    head = sim or an
+    return {
+        "title": spec.title,
+        "goodput_rps": round(goodput, 4),
+        "cost_per_hour": round(cost, 2),
+        # the optimizer's BCR: requests served per dollar (goodput x 3600 / $ per hour)
+        "bcr": round(goodput * 3600.0 / cost, 4) if cost > 0 else None,
+        "ttft_s": head["ttft_s"],
+        "tpot_ms": head["tpot_ms"],
+        "route_share": head["route_share"],
+        "rld_token_share": head["rld_token_share"],
+        "gives_out_first": _gives_out(an, sim),
+        "fleet": {
+            "from": fs.where,
+            "instances": [g.model_dump() for g in fs.instances],
+            "line": None
+            if fs.line is None
+            else {
+                "sku": fs.line.sku,
+                "count": fs.line.count,
+                "cost_per_hour": fs.line.cost_per_hour,
+            },
+            "unused": [g.model_dump() for g in fs.unused],
+        },
+        "analytic": an,
+        "simulated": sim,
+    }
+
+
+def evaluate(ctx: Context, fleets: dict[str, FleetSpec], opt: Options | None = None) -> dict:
+    """Every architecture's SLA goodput on its fleet (see the module doc)."""
+    opt = opt or Options()
+    cls = build_classes(ctx)
+    sc = ctx.scenario
+    done: dict[str, dict] = {}
+    infeasible: dict[str, dict] = {}
+    for a, fs in fleets.items():
+        try:
+            done[a] = evaluate_one(ctx, fs, cls, opt)
+        except Infeasible as e:
+            infeasible[a] = {"reasons": e.reasons}
+    return {
+        "scenario": sc.name,
+        "model": ctx.model.name,
+        "sla": sc.sla.model_dump(),
+        "step": opt.step,
+        "sim_requests": opt.sim_requests if opt.simulate else None,
+        "seed": sc.seed,
+        "architectures": done,
+        "infeasible": infeasible,
+    }

@@ -1,0 +1,85 @@
+"""A fleet that already exists: the `fleet:` section of a scenario, which `pdd-plan evaluate`
+measures (the highest request rate it serves within the SLA) instead of sizing one.
+
+```yaml
+fleet:
+  all:                 # or per architecture (pdd, cdc_pd, idc_pd); an entry there wins
+    instances:
+      - {role: prefill, gpu: h100, datacenter: dc-a, count: 5, gpus_per_instance: 16}
+      - {role: main_decode, gpu: h200, datacenter: dc-b, count: 1, gpus_per_instance: 16}
+    line: {sku: eth-10g, count: 2}
+```
+
+Each architecture runs the groups of its own roles (`all` may hold every role; CDC-PD on PDD's
+fleet is PDD's fleet with every request sent P -> MD). `tp`/`dp`/`ep` default to the recipe the
+optimizer uses for that instance size. Bounds match a plan's (schema/plan.py), checked before
+anything is allocated per instance.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field
+
+from .. import architectures
+from .common import Strict
+
+# the same bounds as a plan's (schema/plan.py imports the scenario, so they are restated here;
+# tests/test_evaluate.py keeps them equal)
+MAX_INSTANCES_PER_GROUP = 100_000
+MAX_GPUS_PER_INSTANCE = 4_096
+
+ALL = "all"  # the fleet key every architecture without its own entry uses
+MAX_GROUPS = 256  # instance groups per fleet: a hand-written file, not a generated one
+
+
+class FleetGroup(Strict):
+    """`count` identical instances of one role, GPU type and size in one datacenter."""
+
+    role: Literal["prefill", "relay_decode", "main_decode", "decode"]
+    gpu: str
+    datacenter: str
+    count: int = Field(ge=0, le=MAX_INSTANCES_PER_GROUP)
+    gpus_per_instance: int = Field(ge=1, le=MAX_GPUS_PER_INSTANCE)
+    tp: int | None = Field(default=None, ge=1, le=MAX_GPUS_PER_INSTANCE)  # None: = GPUs
+    dp: int | None = Field(default=None, ge=1, le=MAX_GPUS_PER_INSTANCE)  # None: the recipe's
+    ep: int | None = Field(default=None, ge=1, le=MAX_GPUS_PER_INSTANCE)  # None: the recipe's
+
+
+class FleetLine(Strict):
+    """The leased line(s) between the datacenters: a line SKU and how many."""
+
+    sku: str
+    count: int = Field(default=1, ge=1, le=MAX_INSTANCES_PER_GROUP)
+
+
+class ArchitectureFleet(Strict):
+    instances: list[FleetGroup] = Field(min_length=1, max_length=MAX_GROUPS)
+    line: FleetLine | None = None
+
+
+def _known_keys(v: dict[str, ArchitectureFleet]) -> dict[str, ArchitectureFleet]:
+    known = (ALL, *architectures.names())
+    for k in v:
+        if k not in known:
+            raise ValueError(
+                f"fleet key '{k}' is not '{ALL}' or an architecture ({', '.join(known)})"
+            )
+    if not v:
+        raise ValueError(f"fleet needs '{ALL}' or at least one architecture")
+    return v
+
+
+# architecture name (or `all`) -> its fleet
+Fleet = Annotated[dict[str, ArchitectureFleet], AfterValidator(_known_keys)]
+
+
+def fleet_of(
+    fleet: dict[str, ArchitectureFleet], architecture: str
+) -> tuple[str, ArchitectureFleet] | None:
+    """(key, fleet) an architecture runs on: its own entry, else `all`; None without either."""
+    for key in (architecture, ALL):
+        if key in fleet:
+            return key, fleet[key]
+    return None
