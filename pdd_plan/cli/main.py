@@ -180,3 +180,8 @@ _register_deploy(app)
 from .sweep import register as _register_sweep  # noqa: E402
 
 _register_sweep(app)
+
+
+from .regimes import register as _register_regimes  # noqa: E402
+
+_register_regimes(app)
