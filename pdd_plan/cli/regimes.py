@@ -20,8 +20,8 @@ from ..errors import InputError
 from .common import check_format, dumps, echo, flag_names, guarded, write_atomic
 
 REGIME_FORMATS = ("table", "json", "csv")
-DEFAULT_X = "line_gbps=2:20:2"
-DEFAULT_Y = "rate_rps=4:40:4"
+DEFAULT_X = "line_gbps=1:10:1"
+DEFAULT_Y = "rate_rps=2:20:2"
 _NUM_RE = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 _INT_RE = re.compile(r"^[+-]?\d+$")
 

@@ -112,7 +112,25 @@ def _attention_params_per_layer(m: ModelProfile, layer: int) -> float:
     return q + kv + o + idx
 
 
+# param_counts memo, keyed by the profile object: profiles are frozen, and the optimizer asks
+# for the counts of every instance candidate it builds (thousands per regime map)
+_COUNTS: dict[int, tuple[ModelProfile, ParamCounts]] = {}
+_COUNTS_MAX = 64
+
+
 def param_counts(m: ModelProfile) -> ParamCounts:
+    """Parameter counts by kind (memoized per profile object; the result is frozen)."""
+    hit = _COUNTS.get(id(m))
+    if hit is not None and hit[0] is m:  # `is`: an id may be reused once `m` is gone
+        return hit[1]
+    counts = _param_counts(m)
+    if len(_COUNTS) >= _COUNTS_MAX:
+        _COUNTS.clear()
+    _COUNTS[id(m)] = (m, counts)
+    return counts
+
+
+def _param_counts(m: ModelProfile) -> ParamCounts:
     h, L, f = m.hidden_size, m.num_layers, m.ffn
     attn = sum(_attention_params_per_layer(m, i) for i in range(L))
     if f.moe is None:

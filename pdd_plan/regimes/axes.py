@@ -182,6 +182,9 @@ NAMED: dict[str, AxisKind] = {
 }
 
 
+_POSITIVE = ("line_gbps", "line_price", "rate_rps")
+
+
 @dataclass(frozen=True)
 class RegimeAxis:
     """One axis of the map: a named axis or a dotted scenario key, and its values in order."""
@@ -199,6 +202,19 @@ class RegimeAxis:
 
     def as_dict(self) -> dict:
         return {"name": self.name, "label": self.label, "values": list(self.values)}
+
+    def check(self, file: str | None = None) -> None:
+        """Named numeric axes take numbers (positive where a price or a capacity); the schema
+        checks the rest when each cell is validated."""
+        if not self.values:
+            raise InputError(file, _field(self.name), "no values", "give at least one")
+        if self.name not in NAMED or self.name == "model":
+            return
+        for v in self.values:
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v:
+                raise InputError(file, _field(self.name), f"'{v}' is not a number", "use numbers")
+            if self.name in _POSITIVE and v <= 0:
+                raise InputError(file, _field(self.name), f"{v} must be > 0", "use values > 0")
 
 
 def apply_axes(

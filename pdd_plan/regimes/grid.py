@@ -61,8 +61,8 @@ def run_cell(data: dict, file: str, verify: bool = False, sim_requests: int = 20
         return {"error": str(e), "exit_code": e.exit_code}
 
 
-def _check_cell(data: dict, file: str, at: str) -> None:
-    """Validate and resolve one cell; a failure names the axes and their values."""
+def _check_cell(data: dict, file: str, at: str, field: str = "axes") -> None:
+    """Validate and resolve one cell; a failure names the axes (`field`) and their values."""
     from pydantic import ValidationError
 
     from ..resolve import resolve
@@ -77,7 +77,7 @@ def _check_cell(data: dict, file: str, at: str) -> None:
         resolve(sc, file)
     except InputError as inner:
         where = f"{inner.field}: " if inner.field else ""
-        raise InputError(None, "axes", f"{at}: {where}{inner.problem}", inner.fix) from None
+        raise InputError(None, field, f"{at}: {where}{inner.problem}", inner.fix) from None
 
 
 def build_cells(data: dict, file: str, x: RegimeAxis, y: RegimeAxis) -> list[dict]:
@@ -88,13 +88,21 @@ def build_cells(data: dict, file: str, x: RegimeAxis, y: RegimeAxis) -> list[dic
 
     if x.name == y.name:
         raise InputError(None, f"axis {y.name}", "both axes are the same", "vary two things")
+    x.check()
+    y.check()
     resolve(parse(Scenario, data, file), file)  # the base scenario's own errors name the file
     base = {**data, "architectures": list(ARCHS)}  # the map compares all three
     out = []
     for yv in y.values:
         for xv in x.values:
             cell = apply_axes(base, (x, y), (xv, yv), file)
-            _check_cell(cell, file, f"{x.name}={xv}, {y.name}={yv}")
+            try:
+                _check_cell(cell, file, f"{x.name}={xv}, {y.name}={yv}")
+            except InputError:  # name the one axis at fault when one alone is
+                for ax, v in ((x, xv), (y, yv)):
+                    one = apply_axes(base, (ax,), (v,), file)
+                    _check_cell(one, file, f"{ax.name}={v}", f"axis {ax.name}")
+                raise
             out.append(cell)
     return out
 
