@@ -133,6 +133,7 @@ def regimes_cmd(
     json_out: Path = typer.Option(None, "--json", help="Also write the map as JSON here."),
     csv_out: Path = typer.Option(None, "--csv", help="Also write one CSV row per cell here."),
     png: Path = typer.Option(None, "--png", help="Also write the heatmap (PNG) here."),
+    dpi: int = typer.Option(100, "--dpi", help="The heatmap's resolution (dots per inch)."),
     executor: str = typer.Option(
         "process", "--executor", help="process (default) | thread | serial | dask://HOST:PORT."
     ),
@@ -168,6 +169,8 @@ def regimes_cmd(
             None, "--sim-requests", f"must be >= 100 (got {sim_requests})", "use a few thousand"
         )
     _outputs(json_out, csv_out, png)
+    if not 20 <= dpi <= 600:
+        raise InputError(None, "--dpi", f"must be 20 to 600 (got {dpi})", "e.g. 100")
     path = str(profiles.example_path()) if scenario is None else scenario
     data = read_yaml(path)
     progress = _Progress(sys.stderr.isatty())
@@ -194,7 +197,7 @@ def regimes_cmd(
     if png is not None:
         from ..regimes.plot import regime_png
 
-        write_atomic(png, regime_png(result))
+        write_atomic(png, regime_png(result, dpi))
     if fmt == "json":
         echo(dumps(result, "json"))
     elif fmt == "csv":

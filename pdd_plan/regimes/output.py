@@ -73,8 +73,8 @@ def table_text(result: dict) -> str:
         lines.append(f"{_fmt(ys[iy]).rjust(lw)}  " + " ".join(marks))
     counts = result["counts"]
     lines += [
-        "=: same BCR (PDD routes every request P->MD); +N%: relay decode pays; only: CDC-PD has "
-        "no plan, PDD has; x: PDD has no plan",
+        "=: same BCR (PDD's plan sends every request P->MD); +N%: relay decode pays;",
+        "only: CDC-PD has no plan, PDD has; x: PDD has no plan",
         "cells: " + ", ".join(f"{k} {n}" for k, n in counts.items() if n),
         "analytic (not replayed in the simulator)" if not result["verify"] else "verified",
     ]

@@ -33,7 +33,8 @@ def _gain_text(cell: dict, key: str, base: str) -> str:
         return f"no {get(RELAY_ARCH).title}"
     if not _ok(cell, base):
         return f"{get(RELAY_ARCH).title}\nonly"
-    return f"{cell[key] * 100:+.0f}%"
+    g = round(cell[key] * 100)
+    return f"{g:+d}%" if g else "0%"
 
 
 def _gain_value(cell: dict, key: str, base: str, lim: float) -> float | None:
@@ -68,8 +69,10 @@ def _panel(ax, result: dict, values: list[list], texts: list[list], cmap: str, v
         for ix in range(nx):
             t = texts[iy][ix]
             v = values[iy][ix]
-            if v is None:  # no figure here: hatched, with why
+            if v is None:  # no figure here: hatched, with why (the hatch alone on big maps)
                 ax.add_patch(_rect(ix, iy))
+                if small:
+                    continue
             dark = v is not None and _dark(v, vlim, cmap)
             ax.text(
                 ix,
@@ -77,7 +80,7 @@ def _panel(ax, result: dict, values: list[list], texts: list[list], cmap: str, v
                 t,
                 ha="center",
                 va="center",
-                fontsize=6 if small else 7.5,
+                fontsize=7 if small else 8,
                 color="white" if dark else "black",
             )
     ax.set_xticks(range(nx), [_fmt(v) for v in result["x"]["values"]], fontsize=7)
@@ -128,8 +131,8 @@ def regime_png(result: dict, dpi: int = 100) -> bytes:
         lambda c: (c["relay_request_share"] or 0.0) * 100 if _ok(c, RELAY_ARCH) else None,
     )
     nx, ny = len(result["x"]["values"]), len(result["y"]["values"])
-    w = max(3.6, 0.5 * nx + 1.4)
-    fig, axes = plt.subplots(1, 3, figsize=(3 * w, max(3.2, 0.42 * ny + 1.6)))
+    w = max(3.6, 0.62 * nx + 1.4)
+    fig, axes = plt.subplots(1, 3, figsize=(3 * w, max(3.2, 0.5 * ny + 1.6)))
     pdd, cdc, idc = (get(a).title for a in (RELAY_ARCH, LINE_BASELINE, LOCAL_BASELINE))
     panels = [
         (
