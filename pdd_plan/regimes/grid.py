@@ -189,13 +189,4 @@ def regime_map(
     }
 
 
-def gains_of(result: dict, key: str = GAIN_LINE) -> list[list[float | None]]:
-    """The map's `key` figure as rows (y) of columns (x), None where it has no value."""
-    nx = len(result["x"]["values"])
-    cells = result["cells"]
-    return [
-        [c[key] for c in cells[r * nx : (r + 1) * nx]] for r in range(len(result["y"]["values"]))
-    ]
-
-
 __all__ = ["ARCHS", "GAIN_LINE", "GAIN_LOCAL", "REGIMES", "build_cells", "regime_map", "run_cell"]
