@@ -108,6 +108,12 @@ def report_cmd(
     sim_requests: int = typer.Option(
         3000, "--sim-requests", help="Requests per architecture replayed for the plots."
     ),
+    regimes: bool = typer.Option(
+        True,
+        "--regimes/--no-regimes",
+        help="With --html/--plots: add a 5x5 regime map (where PDD pays) around the plan's "
+        "point, 25 cells optimized without verification (seconds).",
+    ),
 ) -> None:
     """Inputs recap, the plan per architecture, costs, analytic and simulated percentiles,
     binding constraints; --html adds plots (TTFT CDF, prefix hits, bathtub, costs, line use)."""
@@ -132,7 +138,7 @@ def report_cmd(
         from ..report.figures import build_figures
 
         ctx = context(data, plan)
-        figures = build_figures(data, ctx, sim_requests)
+        figures = build_figures(data, ctx, sim_requests, regimes=regimes)
     if plots is not None:
         folder = em.prepare_dir(plots)
         em.write(folder, {f"{f.key}.png": em.File(f.png) for f in figures})

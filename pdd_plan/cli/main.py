@@ -191,3 +191,6 @@ _register_sweep(app)
 from .line import register as _register_line  # noqa: E402
 
 _register_line(app)
+from .regimes import register as _register_regimes  # noqa: E402
+
+_register_regimes(app)

@@ -12,6 +12,8 @@
 * Line utilization: analytic (plan) vs simulated (the plan's verification replay when it has
   one, else the replay above), per architecture.
 * TTFT percentiles: analytic vs simulated (same simulated source as line utilization).
+* Where PDD pays: a 5 x 5 regime map (``regimes.grid.regime_map``, without verification)
+  around the plan's own line capacity and rate (``regimes.around``).
 """
 
 from __future__ import annotations
@@ -55,7 +57,37 @@ def replays(plan: Plan, ctx, n_requests: int, seed: int | None = None) -> dict:
     return {a: run(ctx, plan, a, n_requests, seed) for a in plan.plans}
 
 
-def build_figures(plan: Plan, ctx, n_requests: int = 3000, seed: int | None = None) -> list[Figure]:
+def regime_figure(plan: Plan, ctx, executor: str = "process") -> Figure | None:
+    """The 5 x 5 map around the plan's point (None when the scenario has no line to vary)."""
+    from ..regimes.around import axes_around, centre
+    from ..regimes.grid import regime_map
+    from ..regimes.plot import regime_png
+
+    sc = ctx.scenario
+    at = centre(plan, [ln.gbps for ln in ctx.lines], sc.link.max_lines if sc.link else 1)
+    if at is None:
+        return None
+    x, y = axes_around(*at)
+    data = sc.model_dump(mode="json")
+    res = regime_map(data, ctx.file, x, y, verify=False, executor=executor)
+    c = res["counts"]
+    return Figure(
+        "regimes",
+        "Where PDD pays: a small regime map",
+        f"A 5x5 map around this scenario's own point ({at[0]:g} Gb/s of line, {at[1]:g} req/s), "
+        "each cell optimized for all three architectures without verification (analytic, as "
+        "`pdd-plan regimes --no-verify`; not replayed in the simulator). The line axis is one "
+        "line of that capacity priced by interpolating the bundled line prices, so the centre "
+        "cell need not equal the plan above. Hatched: PDD has no plan. Cells: "
+        f"{c['relay_pays']} relay pays, {c['pdd_only']} only PDD has a plan, {c['same']} same "
+        f"BCR as CDC-PD, {c['no_pdd']} no PDD plan. `pdd-plan regimes` draws larger maps.",
+        regime_png(res, dpi=80),
+    )
+
+
+def build_figures(
+    plan: Plan, ctx, n_requests: int = 3000, seed: int | None = None, regimes: bool = True
+) -> list[Figure]:
     plans = plan.plans
     sla = plan.sla.model_dump()
     sims = replays(plan, ctx, n_requests, seed)
@@ -159,4 +191,7 @@ def build_figures(plan: Plan, ctx, n_requests: int = 3000, seed: int | None = No
             plots.ttft_percentiles_png(pct, sla),
         )
     )
+    fig = regime_figure(plan, ctx) if regimes else None
+    if fig is not None:
+        figs.append(fig)
     return figs
