@@ -14,7 +14,7 @@ import numpy as np
 from . import network
 from .perf import arch, roofline
 from .perf.instance import Instance
-from .queueing import mg1_wait_quantile, mg1_wait_survival, mgc_wait
+from .queueing import ggc_wait, mg1_wait_quantile, mg1_wait_survival
 from .schema.scenario import Policy
 from .workload.requests import RequestClasses
 
@@ -23,14 +23,16 @@ PATHS = ("p_md", "p_rld_md", "p_rld")
 
 @dataclass(frozen=True)
 class PrefillPool:
-    """The prefill instances as one M/G/c queue: the router sends each request to the instance
-    that frees up first (least-loaded), which pools their capacity."""
+    """The prefill instances as one G/G/c queue: the router sends each request to the instance
+    that frees up first (least-loaded), which pools their capacity. Arrivals are renewal with
+    squared gap CV `ca2` (1: Poisson, the M/G/c case)."""
 
     inst: Instance
     count: int
     service_s: np.ndarray  # per class, seconds of one instance
     rate_rps: float
     weight: np.ndarray
+    ca2: float = 1.0
 
     @property
     def rho(self) -> float:
@@ -40,7 +42,7 @@ class PrefillPool:
     def _wait(self) -> tuple[float, float]:
         es = float(np.dot(self.weight, self.service_s))
         es2 = float(np.dot(self.weight, self.service_s**2))
-        return mgc_wait(self.count, self.rate_rps, es, es2)
+        return ggc_wait(self.count, self.rate_rps, es, es2, self.ca2)
 
     @property
     def wait_probability(self) -> float:
@@ -51,7 +53,9 @@ class PrefillPool:
         return self._wait[1]
 
     def wait_survival(self, t: np.ndarray) -> np.ndarray:
-        """P(W > t): the waiting mass P(wait) with an exponential tail of the conditional mean."""
+        """P(W > t): the waiting mass P(wait) with an exponential tail of the conditional mean
+        (E[W] / P(wait)): exact for M/M/c, the usual approximation otherwise (it matches a long
+        FIFO replay of the default scenario's prefill pool within 10% at P90/P99, cv 1 and 2)."""
         return mg1_wait_survival(t, self.wait_probability, self.mean_wait_s)
 
     def wait_quantile(self, q: float) -> float:
@@ -62,10 +66,10 @@ class PrefillPool:
         cls_, inst: Instance, count: int, cls: RequestClasses, chunk: int, rate_rps: float
     ) -> PrefillPool:
         """The pool over the classes' strata: its wait depends on E[S] and E[S^2] of the real
-        mixture, which the class means alone understate."""
-        return cls_(
-            inst, count, prefill_strata_service_s(inst, cls, chunk), rate_rps, cls.fine.weight
-        )
+        mixture, which the class means alone understate; bursty arrivals (cls.arrival_ca2)
+        lengthen it."""
+        svc = prefill_strata_service_s(inst, cls, chunk)
+        return cls_(inst, count, svc, rate_rps, cls.fine.weight, cls.arrival_ca2)
 
 
 def _service_s(inst: Instance, cls: RequestClasses, chunk: int) -> np.ndarray:

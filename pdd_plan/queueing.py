@@ -59,6 +59,30 @@ def erlang_c(c: int, a: float) -> float:
 def mgc_wait(c: int, rate: float, es: float, es2: float) -> tuple[float, float]:
     """(P(wait), mean wait) in M/G/c FIFO with a shared queue: the Allen-Cunneen approximation,
     Erlang C scaled by (1 + cs^2)/2 (exact for M/M/c; M/G/1 when c = 1 reduces to P-K)."""
+    return ggc_wait(c, rate, es, es2, 1.0)
+
+
+def _delay_probability(pw: float, rho: float, ca2: float, cs2: float) -> float:
+    """P(wait) for renewal arrivals of squared CV ca2: Erlang C (the Poisson value) moved by
+    Whitt's QNA correction for GI/G/1, P(W > 0) = rho + (ca2 - 1) rho (1 - rho) h (Whitt 1983,
+    "The Queueing Network Analyzer", eqs. 46-47), with Erlang C in place of rho (an
+    approximation: checked against a 300k-request FIFO replay for c = 5, cs2 = 3.5, ca2 = 4,
+    rho 0.67-0.90, where Erlang C alone says 0.34-0.76 and the replay 0.58-0.86; this gives
+    0.48-0.86). Exactly Erlang C when ca2 = 1."""
+    if ca2 == 1.0:
+        return pw
+    if ca2 > 1.0:
+        h = 4.0 * rho / (ca2 + rho**2 * (4.0 * ca2 + cs2))
+    else:
+        h = (1.0 + ca2 + rho * cs2) / (1.0 + rho * (cs2 - 1.0) + rho**2 * (4.0 * ca2 + cs2))
+    return float(min(max(pw + (ca2 - 1.0) * pw * (1.0 - pw) * h, 0.0), 1.0))
+
+
+def ggc_wait(c: int, rate: float, es: float, es2: float, ca2: float) -> tuple[float, float]:
+    """(P(wait), mean wait) in G/G/c FIFO with a shared queue and renewal arrivals whose gaps
+    have squared CV ``ca2`` (1: Poisson, cv^2 for gamma gaps): the Allen-Cunneen mean
+    E[W] = C(c, a) (ca2 + cs2)/2 E[S]/(c - a) (Kingman's G/G/1 law when c = 1; exact for M/M/c),
+    and P(wait) from :func:`_delay_probability`."""
     a = rate * es
     if c < 1 or a <= 0 or es <= 0:
         return 0.0, 0.0
@@ -66,4 +90,5 @@ def mgc_wait(c: int, rate: float, es: float, es2: float) -> tuple[float, float]:
         return 1.0, float("inf")
     pw = erlang_c(c, a)
     cs2 = max(es2 / es**2 - 1.0, 0.0)
-    return pw, pw * (1.0 + cs2) / 2.0 * es / (c - a)
+    mean = pw * (ca2 + cs2) / 2.0 * es / (c - a)
+    return _delay_probability(pw, a / c, ca2, cs2), mean

@@ -74,6 +74,11 @@ class Workload(Strict):
     output_tokens: Distribution | None = None
     prefix_hit: Distribution = Distribution(fixed=0.0)  # per-request prefill-side hit rate, 0..1
     trace: str | None = None  # a trace file; replaces the distributions above
+    # burstiness of synthetic arrivals: the coefficient of variation of the gaps between
+    # requests (gamma-distributed, mean 1/rate_rps); 1 is Poisson, above 1 bursty, below 1
+    # smoother. The simulator draws such arrivals and the planner's prefill-queue law
+    # (Allen-Cunneen G/G/c, c_a^2 = cv^2) sizes for them. A trace keeps its own timestamps
+    arrival_cv: float = Field(default=1.0, gt=0, le=10)
     # request classes the optimizer routes (hit bin x length bucket; 8 hit bins, so 24 = 3
     # length buckets): each class gets one routing decision and the MILP grows with the count.
     # Prefill times and TTFT misses are averaged over >= 192 strata whatever the count, so costs
@@ -130,6 +135,8 @@ class Workload(Strict):
     def _lengths(self) -> Workload:
         if self.trace is None and (self.input_tokens is None or self.output_tokens is None):
             raise ValueError("give input_tokens and output_tokens, or a trace")
+        if self.trace is not None and self.arrival_cv != 1.0:
+            raise ValueError("arrival_cv shapes synthetic arrivals; a trace keeps its own")
         return self
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -57,7 +58,7 @@ def build_classes(ctx: Context) -> RequestClasses:
             req.hit_p,
             req.hit_p * sc.policy.md_hit_ratio,
         )
-    cls = classes_from_requests(req, buckets)
+    cls = replace(classes_from_requests(req, buckets), arrival_ca2=w.arrival_cv**2)
     if sc.policy.drc:
         return cls
     nd = cls.fine
@@ -73,4 +74,5 @@ def build_classes(ctx: Context) -> RequestClasses:
         cls.rate_rps,
         nodes if cls.nodes is not None else None,
         cls.node_class,
+        cls.arrival_ca2,
     )

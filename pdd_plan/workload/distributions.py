@@ -6,6 +6,7 @@ import numpy as np
 
 from ..schema.scenario import Distribution, Workload
 from .requests import Requests
+from .synthetic import arrival_gaps
 
 
 def sample(dist: Distribution, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -32,10 +33,11 @@ def mean(dist: Distribution) -> float:
 
 
 def sample_requests(w: Workload, n: int, seed: int, rate_rps: float = 1.0) -> Requests:
-    """n Poisson arrivals at `rate_rps` with lengths and hit rates drawn from the workload."""
+    """n arrivals at `rate_rps` (Poisson, or gamma gaps of CV `w.arrival_cv`) with lengths and
+    hit rates drawn from the workload."""
     rng = np.random.default_rng(seed)
     inp = np.maximum(np.round(sample(w.input_tokens, n, rng)), 1).astype(np.int64)
     out = np.maximum(np.round(sample(w.output_tokens, n, rng)), 1).astype(np.int64)
     hit = np.clip(sample(w.prefix_hit, n, rng), 0.0, 1.0)
-    arrivals = np.cumsum(rng.exponential(1.0 / rate_rps, n))
+    arrivals = np.cumsum(arrival_gaps(n, rate_rps, w.arrival_cv, rng))
     return Requests(arrivals, inp, out, hit, hit.copy())

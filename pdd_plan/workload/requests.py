@@ -40,6 +40,9 @@ class RequestClasses:
     # are averaged over a class's strata, not taken at its mean request (Jensen's gap)
     nodes: RequestClasses | None = None
     node_class: np.ndarray | None = None
+    # squared CV of the inter-arrival gaps the prefill queue sees (1: Poisson; cv^2 for the
+    # scenario's gamma-gap arrivals, workload.arrival_cv)
+    arrival_ca2: float = 1.0
 
     def __len__(self) -> int:
         return int(self.weight.shape[0])

@@ -116,13 +116,17 @@ def bursty_arrivals(n: int, rate_rps: float, cv: float, *, seed: Seed = 0) -> np
         )
     if n == 0:
         return np.zeros(0)
-    rng = _rng(seed)
-    if cv == 1.0:
-        gaps = rng.exponential(1.0 / rate_rps, size=n - 1)
-    else:
-        shape = 1.0 / cv**2
-        gaps = rng.gamma(shape, 1.0 / (rate_rps * shape), size=n - 1)
+    gaps = arrival_gaps(n - 1, rate_rps, cv, _rng(seed))
     return np.concatenate(([0.0], np.cumsum(gaps)))
+
+
+def arrival_gaps(n: int, rate_rps: float, cv: float, rng: np.random.Generator) -> np.ndarray:
+    """``n`` gaps (s) between arrivals: exponential when ``cv`` is 1 (Poisson), else gamma with
+    shape 1/cv^2 and mean 1/rate, so their squared CV (the queueing laws' c_a^2) is cv^2."""
+    if cv == 1.0:
+        return rng.exponential(1.0 / rate_rps, size=n)
+    shape = 1.0 / cv**2
+    return rng.gamma(shape, 1.0 / (rate_rps * shape), size=n)
 
 
 def synthetic_requests(
