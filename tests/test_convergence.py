@@ -115,8 +115,9 @@ def test_roles_in_one_datacenter_lease_no_line():
         assert {g.datacenter for g in p.instances} == {"dc-a"}, a
         assert p.line is None, f"{a} leases {p.line} with every role in dc-a"
         assert p.simulated is not None and p.simulated.sla_met, a
-    # nothing left to pay for: the same fleet as staying in one datacenter
-    assert plan.plans["pdd"].cost_per_hour == pytest.approx(plan.plans["idc_pd"].cost_per_hour)
+    # nothing left to pay for: PDD in one datacenter is IDC-PD plus the option of a relay pool
+    # (on RDMA), so it never costs more; it may cost less when relay lets decode split by type
+    assert plan.plans["pdd"].cost_per_hour <= plan.plans["idc_pd"].cost_per_hour + 1e-6
 
 
 @pytest.mark.slow
