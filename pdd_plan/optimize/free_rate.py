@@ -21,7 +21,7 @@ from .. import pipeline
 from ..architectures import Architecture
 from ..resolve import Context
 from ..workload.requests import RequestClasses
-from . import arch_plan, diagnosis, model, tables
+from . import arch_plan, diagnosis, model, owned, tables
 from .arch_plan import ArchPlan
 from .caps import Caps
 from .enumeration import (
@@ -110,7 +110,7 @@ class FreeRateSearch:
         for ch in prefill_choices(self.ctx, self.spec, self.cls, self.reasons):
             for lo, hi in buckets(ch.max_n):
                 for lv in levels:
-                    cost = lo * ch.pinst.cost_per_hour
+                    cost = owned.pool_cost(self.ctx, self.ctx.prefill_dc, ch.pinst, lo)
                     out.append(
                         Combo(ch.md_dc, ch.pinst, ch.service, lo, hi, lv, cost, ch.md, ch.rld)
                     )
@@ -123,8 +123,12 @@ class FreeRateSearch:
         line_lb = self._line_lb(cb)
         es = float(np.dot(self.cls.weight, cb.service))
         r_ub = cb.rho * cb.n_hi / es
-        per_rps = es / cb.rho * cb.pinst.cost_per_hour + decode_lb_per_rps(
-            self.cls, cb.md + cb.rld, self.caps.decode
+        pi = cb.pinst
+        p_cost = owned.floor_cost(
+            self.ctx, self.ctx.prefill_dc, pi.gpu.name, pi.n_gpus, pi.cost_per_hour
+        )
+        per_rps = es / cb.rho * p_cost + decode_lb_per_rps(
+            self.ctx, self.cls, cb.md + cb.rld, self.caps.decode
         )
         r_lo = min(r_ub, cb.rho * cb.n_lo / es)
         if self.budget is not None:

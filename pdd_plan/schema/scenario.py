@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_validator
+from pydantic import (
+    Field,
+    PositiveFloat,
+    PositiveInt,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from .. import architectures, limits
 from .common import Strict
 from .line import LineSKU
+from .owned import Owned, check_against
 
 ARCHITECTURES: tuple[str, ...] = architectures.names()  # the built-in ones (the spec has all)
 
@@ -230,6 +238,22 @@ class Scenario(Strict):
     budget_per_hour: PositiveFloat | None = None
     search: Search = Search()
     seed: int = Field(default=0, ge=0)  # numpy's generator takes non-negative seeds
+    owned: Owned | None = None  # capacity already there: optimize plans the increment
+
+    @model_validator(mode="after")
+    def _owned_known(self) -> Scenario:
+        if self.owned is not None:
+            cands = self.link.candidates if self.link is not None else []
+            skus = [c if isinstance(c, str) else line_name(c, i) for i, c in enumerate(cands)]
+            check_against(self.owned, {d.name: d.gpus for d in self.datacenters}, skus)
+        return self
+
+    @model_serializer(mode="wrap")
+    def _drop_no_owned(self, handler: Any) -> dict:
+        d = handler(self)  # no `owned: null` key: plans without it stay as they were
+        if d.get("owned") is None:
+            d.pop("owned", None)
+        return d
 
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:
@@ -257,9 +281,13 @@ class Scenario(Strict):
         return self
 
 
+def line_name(c: CustomLine, idx: int) -> str:
+    return c.name or f"custom-{idx}-{c.gbps:g}g"
+
+
 def line_from_custom(c: CustomLine, idx: int) -> LineSKU:
     return LineSKU(
-        name=c.name or f"custom-{idx}-{c.gbps:g}g",
+        name=line_name(c, idx),
         gbps=c.gbps,
         cost_per_month=c.cost_per_month,
         rtt_ms=c.rtt_ms,
