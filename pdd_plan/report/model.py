@@ -11,8 +11,8 @@ from dataclasses import asdict, dataclass, field
 
 from .. import architectures
 from ..architectures import PATHS, ROLE_ORDER, ROLES
-from ..schema.plan import ArchitecturePlan, Infeasible, Plan, RouteShare
 from ..schema.owned import Owned
+from ..schema.plan import ArchitecturePlan, Infeasible, Plan, RouteShare
 from ..schema.scenario import SLA, Distribution, Link
 
 
