@@ -122,13 +122,17 @@ def gpus_left(ctx: Context) -> dict[tuple[str, str], int]:
 
 
 def decode_lb_per_rps(
-    ctx: Context, cls: RequestClasses, opts: list[DecodeOption], cap: float
+    cls: RequestClasses, opts: list[DecodeOption], cap: float, ctx: Context | None = None
 ) -> float:
     """$/hour per req/s that decode costs at the very least (cheapest tokens/s, no rounding,
-    owned GPUs at the cheaper of their two prices). Pass main and relay decode together: every
+    with `ctx`, owned GPUs at the cheaper of their two prices). Pass main and relay decode together: every
     output token is decoded on one of them (relay decode may be the cheaper per token, and
     p_rld / p_rld_md move tokens there)."""
-    best = min(floor_cost(ctx, o) / (o.cand.tokens_per_s * cap) for o in opts)
+    best = min(
+        (floor_cost(ctx, o) if ctx is not None else o.cand.cost_per_hour)
+        / (o.cand.tokens_per_s * cap)
+        for o in opts
+    )
     return float(np.dot(cls.weight, cls.output_tokens)) * best
 
 

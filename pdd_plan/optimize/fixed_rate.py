@@ -88,7 +88,7 @@ def plan(
         lb_cost = (
             cb.fixed_cost
             + (0.0 if local else line_lb)
-            + rate * decode_lb_per_rps(ctx, cls, cb.md + cb.rld, caps.decode)
+            + rate * decode_lb_per_rps(cls, cb.md + cb.rld, caps.decode, ctx)
         )
         if best is not None and lb_cost >= best.cost_per_hour * (1 - 1e-9):
             continue  # bound: cannot beat the incumbent

@@ -43,6 +43,12 @@ def gpus(ctx: Context) -> dict[tuple[str, str], OwnedGPU]:
     return out
 
 
+def discount(ctx: Context) -> float:
+    """The most $/hour owned GPUs can take off a fleet's market cost (each owned GPU priced
+    under market, in use): cost >= market cost - discount, a bound for the search."""
+    return sum(og.count * max(og.market - og.price, 0.0) for og in gpus(ctx).values())
+
+
 def lines(ctx: Context) -> dict[str, tuple[int, float]]:
     """SKU name -> (lines owned, owned $/hour per line)."""
     o = ctx.scenario.owned
