@@ -12,7 +12,7 @@ from ..architectures import Architecture
 from ..perf.instance import Instance
 from ..resolve import Context
 from ..workload.requests import RequestClasses
-from . import model, tables
+from . import model, owned, tables
 from .enumeration import Combo
 from .tables import DecodeOption
 
@@ -75,8 +75,19 @@ def build(
         singular_max_output_tokens=singular,
         main_dc=cb.md_dc,
         tables=t,
-        extra={"line_level": ln.level},
+        extra={"line_level": ln.level, **_owned_split(ctx, cb, n_p, sol, ln.config)},
     )
+
+
+def _owned_split(
+    ctx: Context, cb: Combo, n_p: int, sol: model.FleetSolution, line: network.LineConfig | None
+) -> dict:
+    """{"owned_split": (owned, new) $/hour} with an `owned:` section; nothing without one."""
+    if ctx.scenario.owned is None:
+        return {}
+    used = [(ctx.prefill_dc, cb.pinst, n_p)]
+    used += [(o.cand.datacenter, o.inst, sol.counts.get(o.cand.key, 0)) for o in cb.md + cb.rld]
+    return {"owned_split": owned.split(ctx, used, line)}
 
 
 def one_datacenter(ctx: Context, cb: Combo) -> bool:

@@ -20,7 +20,7 @@ from ..perf.instance import Instance
 from ..resolve import Context
 from ..schema.plan import Reason
 from ..workload.requests import RequestClasses
-from . import diagnosis, tables
+from . import diagnosis, owned, tables
 from .caps import Caps
 from .tables import DecodeOption, LineOption
 
@@ -121,19 +121,31 @@ def gpus_left(ctx: Context) -> dict[tuple[str, str], int]:
     return {(d.name, g): k for d in ctx.scenario.datacenters for g, k in d.gpus.items()}
 
 
-def decode_lb_per_rps(cls: RequestClasses, opts: list[DecodeOption], cap: float) -> float:
-    """$/hour per req/s that decode costs at the very least (cheapest tokens/s, no rounding).
-    Pass main and relay decode together: every output token is decoded on one of them (relay
-    decode may be the cheaper per token, and p_rld / p_rld_md move tokens there)."""
-    best = min(o.cand.cost_per_hour / (o.cand.tokens_per_s * cap) for o in opts)
+def decode_lb_per_rps(
+    cls: RequestClasses, opts: list[DecodeOption], cap: float, ctx: Context | None = None
+) -> float:
+    """$/hour per req/s that decode costs at the very least (cheapest tokens/s, no rounding,
+    with `ctx`, owned GPUs at the cheaper of their two prices). Pass main and relay decode together: every
+    output token is decoded on one of them (relay decode may be the cheaper per token, and
+    p_rld / p_rld_md move tokens there)."""
+    best = min(
+        (floor_cost(ctx, o) if ctx is not None else o.cand.cost_per_hour)
+        / (o.cand.tokens_per_s * cap)
+        for o in opts
+    )
     return float(np.dot(cls.weight, cls.output_tokens)) * best
 
 
+def floor_cost(ctx: Context, o: DecodeOption) -> float:
+    c = o.cand
+    return owned.floor_cost(ctx, c.datacenter, c.gpu, c.gpus, c.cost_per_hour)
+
+
 def line_cost_lb(ctx: Context, spec: Architecture) -> float:
-    """$/hour any plan pays for the line at least (none without one)."""
+    """$/hour any plan pays for the line at least (none without one; owned lines first)."""
     if not spec.crosses_line:
         return 0.0
-    return min((ln.cost_per_hour for ln in ctx.lines), default=0.0)
+    return min((owned.line_cost(ctx, network.LineConfig(s, 1)) for s in ctx.lines), default=0.0)
 
 
 @dataclass(frozen=True)
@@ -189,11 +201,13 @@ def fleet_tables(
         decode_cap=sh.caps.decode,
         rate_rps=rate,
         rate_max=min(cb.rho * cb.n_hi / es, rate_cap or float("inf")) if variable else 0.0,
-        prefill_cost_per_hour=0.0 if variable else cb.fixed_cost,
+        # at market price: the MILP counts owned GPUs (prefill's included) in define_owned
+        prefill_cost_per_hour=0.0 if variable else cb.n_lo * cb.pinst.cost_per_hour,
         prefill_rate_per_instance=cb.rho / es if variable else 0.0,
         prefill_instances=(cb.n_lo, cb.n_hi),
         prefill_gpus=(ctx.prefill_dc, pg, cb.pinst.n_gpus),
         prefill_instance_cost=cb.pinst.cost_per_hour,
         budget_per_hour=budget,
+        owned=owned.gpus(ctx),
         meta={"md_dc": cb.md_dc, "pool": pool, "combo": cb},
     )

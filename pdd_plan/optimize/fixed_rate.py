@@ -13,7 +13,7 @@ from ..architectures import Architecture
 from ..resolve import Context
 from ..schema.plan import Reason
 from ..workload.requests import RequestClasses
-from . import arch_plan, diagnosis, model, tables
+from . import arch_plan, diagnosis, model, owned, tables
 from .arch_plan import ArchPlan
 from .caps import Caps
 from .enumeration import (
@@ -40,7 +40,7 @@ def _combos(
             continue
         for n_p in range(n_min, min(n_min + extra, ch.max_n + 1)):
             rho = rate * ch.mean_service_s / n_p
-            cost = n_p * ch.pinst.cost_per_hour
+            cost = owned.pool_cost(ctx, ctx.prefill_dc, ch.pinst, n_p)
             out.append(Combo(ch.md_dc, ch.pinst, ch.service, n_p, n_p, rho, cost, ch.md, ch.rld))
     return out
 
@@ -88,7 +88,7 @@ def plan(
         lb_cost = (
             cb.fixed_cost
             + (0.0 if local else line_lb)
-            + rate * decode_lb_per_rps(cls, cb.md + cb.rld, caps.decode)
+            + rate * decode_lb_per_rps(cls, cb.md + cb.rld, caps.decode, ctx)
         )
         if best is not None and lb_cost >= best.cost_per_hour * (1 - 1e-9):
             continue  # bound: cannot beat the incumbent

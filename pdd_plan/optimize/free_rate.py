@@ -21,7 +21,7 @@ from .. import pipeline
 from ..architectures import Architecture
 from ..resolve import Context
 from ..workload.requests import RequestClasses
-from . import arch_plan, diagnosis, model, tables
+from . import arch_plan, diagnosis, model, owned, tables
 from .arch_plan import ArchPlan
 from .caps import Caps
 from .enumeration import (
@@ -68,6 +68,8 @@ class _Bound:
     r_lo: float  # req/s its smallest pool size serves at the cap
     per_rps: float  # least $/hour per req/s: prefill share and the cheapest decode tokens
     min_cost: float  # least $/hour of any plan in it: the smallest pool and the cheapest line
+    market_per_rps: float = 0.0  # per_rps at market prices (owned: per_rps prices them owned)
+    discount: float = 0.0  # the most owned GPUs take off the market cost ($/hour)
 
 
 class FreeRateSearch:
@@ -110,7 +112,7 @@ class FreeRateSearch:
         for ch in prefill_choices(self.ctx, self.spec, self.cls, self.reasons):
             for lo, hi in buckets(ch.max_n):
                 for lv in levels:
-                    cost = lo * ch.pinst.cost_per_hour
+                    cost = owned.pool_cost(self.ctx, self.ctx.prefill_dc, ch.pinst, lo)
                     out.append(
                         Combo(ch.md_dc, ch.pinst, ch.service, lo, hi, lv, cost, ch.md, ch.rld)
                     )
@@ -123,13 +125,19 @@ class FreeRateSearch:
         line_lb = self._line_lb(cb)
         es = float(np.dot(self.cls.weight, cb.service))
         r_ub = cb.rho * cb.n_hi / es
-        per_rps = es / cb.rho * cb.pinst.cost_per_hour + decode_lb_per_rps(
-            self.cls, cb.md + cb.rld, self.caps.decode
-        )
+        pi, opts, cap = cb.pinst, cb.md + cb.rld, self.caps.decode
+        per_rps = es / cb.rho * pi.cost_per_hour + decode_lb_per_rps(self.cls, opts, cap)
+        # owned capacity: every GPU at its cheaper price (tight at low rates), or market price
+        # less the most the owned GPUs can take off (tight at high rates); both are bounds
+        dc, g = self.ctx.prefill_dc, pi.gpu.name
+        floor = es / cb.rho * owned.floor_cost(self.ctx, dc, g, pi.n_gpus, pi.cost_per_hour)
+        floor += decode_lb_per_rps(self.cls, opts, cap, self.ctx)
+        off = owned.discount(self.ctx)
         r_lo = min(r_ub, cb.rho * cb.n_lo / es)
         if self.budget is not None:
-            r_ub = min(r_ub, max(self.budget - line_lb, 0.0) / per_rps)
-        return _Bound(r_ub, r_lo, per_rps, cb.fixed_cost + line_lb)
+            r_ub = min(r_ub, max(self.budget - line_lb, 0.0) / floor)
+            r_ub = min(r_ub, max(self.budget - line_lb + off, 0.0) / per_rps)
+        return _Bound(r_ub, r_lo, floor, cb.fixed_cost + line_lb, per_rps, off)
 
     def _tables_of(self, i: int) -> tables.FleetTables:
         if i not in self._tables:
@@ -148,7 +156,13 @@ class FreeRateSearch:
     def _ub(self, i: int, objective: str, lam: float, eff: float) -> float:
         """The best objective combination i could reach at this step."""
         b = self.bounds[i]
-        ub = upper_bound(objective, lam, b.r_ub, b.r_lo, b.per_rps, self._line_lb(self.combos[i]))
+        line_lb = self._line_lb(self.combos[i])
+        ub = upper_bound(objective, lam, b.r_ub, b.r_lo, b.per_rps, line_lb)
+        if b.discount > 0:  # owned: the market-price bound too (whichever is lower holds)
+            alt = upper_bound(
+                objective, lam, b.r_ub, b.r_lo, b.market_per_rps, line_lb - b.discount
+            )
+            ub = min(ub, alt)
         if i in self._known:
             lam0, f0 = self._known[i]
             if eff >= lam0:

@@ -15,6 +15,16 @@ def _r(x: float, nd: int = 4) -> float:
     return float(round(float(x), nd))
 
 
+# BCR's denominator at least one cent an hour: a plan whose capacity is all owned at 0 (sunk)
+# has no spend, and its BCR is then the (large, finite) goodput per cent rather than infinite
+MIN_SPEND_PER_HOUR = 0.01
+
+
+def bcr(rate: float, cost_per_hour: float) -> float:
+    """Requests per dollar of the cost as counted (owned capacity at its owned price)."""
+    return rate * 3600.0 / max(cost_per_hour, MIN_SPEND_PER_HOUR)
+
+
 def instances(p: ArchPlan, prefill_dc: str) -> list[dict]:
     pi = p.prefill
     out = [_inst_row("prefill", pi.gpu.name, prefill_dc, p.prefill_count, pi)]
@@ -111,14 +121,19 @@ def summarize(p: ArchPlan, cls: RequestClasses, rate: float, prefill_dc: str) ->
             "rtt_ms": _r(p.line.sku.rtt_ms, 3),
         }
     cost = p.cost_per_hour
+    spend = {}
+    if "owned_split" in p.extra:  # an `owned:` section: owned and new spend apart
+        mine, new = p.extra["owned_split"]
+        spend = {"cost_owned_per_hour": _r(mine, 2), "cost_new_per_hour": _r(new, 2)}
     relayed = (shares.get("p_rld_md", 0) + shares.get("p_rld", 0)) > 1e-9
     relay_below = float(np.max(cls.hit_p[relayed])) if np.any(relayed) else None
     return {
         "instances": instances(p, prefill_dc),
         "line": line,
         "cost_per_hour": _r(cost, 2),
+        **spend,
         "goodput_rps": float(f"{rate:.6g}"),  # significant digits: tiny rates stay non-zero
-        "bcr": _r(rate * 3600.0 / cost, 4),
+        "bcr": _r(bcr(rate, cost), 4),
         "ttft_s": dict(zip(("p50", "p90", "p99"), (_r(x) for x in ttft))),
         "tpot_ms": {"p50": _r(tp50 * 1e3, 2), "p90": _r(tp90 * 1e3, 2)},
         "route_share": route,

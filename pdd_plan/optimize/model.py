@@ -56,6 +56,7 @@ class _Model:
         self.t = t
         self.prob = pulp.LpProblem("fleet", sense)
         self.rows: dict[str, pulp.LpConstraint] = {}
+        self.owned_terms: list = []  # define_owned: the owned GPUs' discount on the cost
 
     def add(self, name: str, row: pulp.LpConstraint) -> None:
         self.prob.addConstraint(row, name)
@@ -95,11 +96,46 @@ def define_variables(m: _Model) -> None:
 
 
 def cost_expr(m: _Model):
+    """$/hour: every instance at market price and the line option's cost, less the owned GPUs'
+    discount (define_owned: owned_used x (owned - market price); none without `owned:`)."""
     t = m.t
     terms = [m.n[c.key] * c.cost_per_hour for c in t.md + t.rld]
     terms += [m.z[o] * ln.cost_per_hour for o, ln in enumerate(t.lines)]
+    terms += m.owned_terms
     prefill = m.np_ * t.prefill_instance_cost if m.np_ is not None else t.prefill_cost_per_hour
     return pulp.lpSum(terms) + prefill
+
+
+def gpu_use(m: _Model, dc: str, gpu: str):
+    """GPUs of `gpu` the plan uses in `dc`: decode instances, and the prefill pool (a variable
+    with the rate free, a constant at a fixed rate)."""
+    t = m.t
+    use = _lin((m.n[c.key], c.gpus) for c in t.md + t.rld if c.datacenter == dc and c.gpu == gpu)
+    if t.prefill_gpus and t.prefill_gpus[:2] == (dc, gpu):
+        per = t.prefill_gpus[2]
+        use += m.np_ * per if m.np_ is not None else t.prefill_instances[0] * per
+    return use
+
+
+def define_owned(m: _Model) -> None:
+    """Owned GPUs first, at their price: per (datacenter, GPU type) owned_used <= owned and
+    bought >= 0 sum to the GPUs used, and the cost counts owned_used at the owned price and
+    bought at market (a discount on the market cost every instance carries). Cheaper owned GPUs
+    fill up by themselves; where owned costs more than market, a binary lets the plan buy only
+    once every owned GPU is in use. Types whose owned price equals the market's need nothing."""
+    t = m.t
+    m.owned_terms = []
+    for i, ((dc, gpu), og) in enumerate(sorted(t.owned.items())):
+        if og.price == og.market:
+            continue
+        mine = _var(m, f"owned_{i}", up=og.count)
+        bought = _var(m, f"bought_{i}")
+        m.add(f"owned_split_{i}", mine + bought == gpu_use(m, dc, gpu))
+        if og.price > og.market:
+            full = _var(m, f"owned_full_{i}", up=1, cat="Binary")
+            m.add(f"owned_first_{i}", bought <= max(og.available, 1) * full)
+            m.add(f"owned_all_{i}", mine >= og.count * full)
+        m.owned_terms.append(mine * (og.price - og.market))
 
 
 def define_demand(m: _Model) -> None:
@@ -211,6 +247,7 @@ def build(t: FleetTables, objective: str = "cost", lam: float = 0.0) -> _Model:
     sense = pulp.LpMinimize if objective == "cost" else pulp.LpMaximize
     m = _Model(t, sense)
     define_variables(m)
+    define_owned(m)
     define_objective(m, objective, lam)
     define_demand(m)
     define_line(m)
@@ -256,11 +293,11 @@ def _extract(m: _Model, seconds: float) -> FleetSolution:
     for (o, p, c), v in m.f.items():
         if o == line:
             flows[p][c] = max(_val(v), 0.0) * m.unit
-    cost = float(pulp.value(cost_expr(m)))
+    cost = max(float(pulp.value(cost_expr(m))), 0.0) + 0.0  # owned at 0: never -0.0
     binding = sorted(
         name
         for name, row in m.rows.items()
-        if not name.startswith(("demand", "route_", "line_choice"))
+        if not name.startswith(("demand", "route_", "line_choice", "owned_"))
         and abs(row.slack or 0.0) < 1e-6
         and any(abs(_val(v)) > EPS for v in row.keys())
     )
@@ -296,7 +333,7 @@ def _lp_shadow_prices(
         return {}
     out = {}
     for name, row in m.rows.items():
-        if name.startswith(("demand", "route_", "line_choice")):
+        if name.startswith(("demand", "route_", "line_choice", "owned_")):
             continue
         pi = row.pi
         if pi is not None and abs(round(pi, 6)) > 0:

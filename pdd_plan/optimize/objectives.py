@@ -9,7 +9,13 @@ from .. import architectures, limits
 from ..errors import InputError
 from ..resolve import Context
 from ..workload.requests import RequestClasses
+from .metrics import MIN_SPEND_PER_HOUR
 from .planner import ArchPlan, Caps, FreeRateSearch, plan_architecture
+
+
+def bcr_of(p: ArchPlan) -> float:
+    """Goodput per $/hour (lambda), the spend floored as the plan's BCR is (metrics.bcr)."""
+    return p.rate / max(p.cost_per_hour, MIN_SPEND_PER_HOUR)
 
 
 def dinkelbach(
@@ -25,21 +31,24 @@ def dinkelbach(
     t0 = time.perf_counter()
     search = FreeRateSearch(ctx, architectures.get(a), cls, caps)
     p = search.solve("goodput")
-    lam = p.rate / p.cost_per_hour
-    iters, milps = 1, p.milps
+    lam = bcr_of(p)
+    iters, milps, f = 1, p.milps, 0.0
     for _ in range(max_iter):
+        if p.cost_per_hour <= MIN_SPEND_PER_HOUR:
+            f = 0.0  # all owned at 0 (sunk): no spend, the ratio is unbounded; p has most goodput
+            break
         q = search.solve("dinkelbach", lam)
         iters += 1
         milps += q.milps
         f = q.solution.objective
-        if q.rate / q.cost_per_hour > lam + 1e-12:
+        if bcr_of(q) > lam + 1e-12:
             p = q
         if f <= tol * max(q.rate, 1e-9):
             break
-        lam = q.rate / q.cost_per_hour
-    gap = max(f, 0.0) / (lam * p.cost_per_hour) if lam > 0 else 0.0
+        lam = bcr_of(q)
+    gap = max(f, 0.0) / (lam * max(p.cost_per_hour, MIN_SPEND_PER_HOUR)) if lam > 0 else 0.0
     if f > 0:
-        p = search.solve("dinkelbach", p.rate / p.cost_per_hour, duals=True)
+        p = search.solve("dinkelbach", bcr_of(p), duals=True)
     p.solve_seconds = time.perf_counter() - t0
     p.milps = milps
     p.extra.update({"dinkelbach_iterations": iters, "optimality_gap": gap})

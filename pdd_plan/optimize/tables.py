@@ -17,6 +17,7 @@ from ..perf import roofline
 from ..perf.instance import Instance, parallelism_candidates
 from ..resolve import Context
 from ..workload.requests import RequestClasses
+from . import owned as owned_prices
 from .caps import Caps
 
 QUANTILES = (0.9, 0.99)
@@ -89,6 +90,8 @@ class FleetTables:
     prefill_gpus: tuple[str, str, int] | None = None  # (datacenter, gpu, gpus per instance)
     prefill_instance_cost: float = 0.0
     budget_per_hour: float | None = None
+    # (datacenter, gpu) -> owned GPUs there and their price (`owned:`; empty: none)
+    owned: dict[tuple[str, str], owned_prices.OwnedGPU] = field(default_factory=dict)
     meta: dict = field(default_factory=dict)
 
 
@@ -138,10 +141,9 @@ def line_options(ctx: Context, levels: list[float]) -> list[LineOption]:
         for k in range(1, mx + 1):
             cfg = network.LineConfig(sku, k)
             for lv in levels:
+                cost = owned_prices.line_cost(ctx, cfg)  # owned lines of the SKU first
                 out.append(
-                    LineOption(
-                        f"{k}x{sku.name}@{lv:.3f}", cfg, lv, cfg.cost_per_hour, cfg.capacity_bytes_s
-                    )
+                    LineOption(f"{k}x{sku.name}@{lv:.3f}", cfg, lv, cost, cfg.capacity_bytes_s)
                 )
     return out
 
@@ -157,11 +159,8 @@ def line_options_at_load(ctx: Context, load_bytes_s: float, cap: float) -> list[
             rho = load_bytes_s / cfg.capacity_bytes_s
             if rho < cap:
                 level = min(max(rho, 1e-6) * (1 + 1e-6) + 1e-9, cap)  # slack for rounding
-                out.append(
-                    LineOption(
-                        f"{k}x{sku.name}", cfg, level, cfg.cost_per_hour, cfg.capacity_bytes_s
-                    )
-                )
+                cost = owned_prices.line_cost(ctx, cfg)  # owned lines of the SKU first
+                out.append(LineOption(f"{k}x{sku.name}", cfg, level, cost, cfg.capacity_bytes_s))
     return out
 
 

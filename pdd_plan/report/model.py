@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 
 from .. import architectures
 from ..architectures import PATHS, ROLE_ORDER, ROLES
+from ..schema.owned import Owned
 from ..schema.plan import ArchitecturePlan, Infeasible, Plan, RouteShare
 from ..schema.scenario import SLA, Distribution, Link
 
@@ -96,6 +97,14 @@ def _link_text(link: Link) -> str:
     return f"{', '.join(cands)} (up to {link.max_lines} lines{extra})"
 
 
+def _owned_text(o: Owned) -> str:
+    parts = [
+        f"{g.count} x {g.gpu} in {g.datacenter} at ${g.cost_per_gpu_hour:g}/GPU-h" for g in o.gpus
+    ]
+    parts += [f"{ln.count} x {ln.sku} at ${ln.cost_per_month:g}/month" for ln in o.lines]
+    return ", ".join(parts) or "nothing"
+
+
 def _inputs(plan: Plan) -> Section:
     inp = plan.inputs
     w = inp.workload
@@ -120,6 +129,8 @@ def _inputs(plan: Plan) -> Section:
         rows.append([f"datacenter {dc.name}", gpus])
     if inp.link is not None:
         rows.append(["line candidates", _link_text(inp.link)])
+    if inp.owned is not None:
+        rows.append(["owned", _owned_text(inp.owned)])
     pl = inp.placement.model_dump()
     if any(pl.values()):
         rows.append(["placement", ", ".join(f"{k}: {v}" for k, v in pl.items() if v)])
@@ -183,25 +194,33 @@ def cost_breakdown(p: ArchitecturePlan) -> dict[str, float]:
 
 def _costs(plans: dict[str, ArchitecturePlan]) -> Section:
     parts = [r for r in (*ROLES, "line") if any(r in cost_breakdown(p) for p in plans.values())]
+    owned = any(p.cost_owned_per_hour is not None for p in plans.values())
     rows = []
     for a, p in plans.items():
         c = cost_breakdown(p)
         gpus = sum(i.count * i.gpus_per_instance for i in p.instances)
+        split = [_f(p.cost_owned_per_hour, 2), _f(p.cost_new_per_hour, 2)] if owned else []
         rows.append(
             [a]
             + [_f(c.get(r), 2) if r in c else "-" for r in parts]
+            + split
             + [_f(p.cost_per_hour, 2), str(gpus), _f(p.goodput_rps, 2), _f(p.bcr, 1)]
         )
     cols = (
-        ["arch"] + [f"{r} $/h" for r in parts] + ["total $/h", "GPUs", "goodput req/s", "BCR req/$"]
+        ["arch"]
+        + [f"{r} $/h" for r in parts]
+        + (["owned $/h", "new $/h"] if owned else [])
+        + ["total $/h", "GPUs", "goodput req/s", "BCR req/$"]
     )
-    return Section(
-        "costs",
-        "Costs",
-        cols,
-        rows,
-        "BCR: requests served within SLA per dollar (goodput x 3600 / cost per hour).",
-    )
+    note = "BCR: requests served within SLA per dollar (goodput x 3600 / cost per hour)."
+    if owned:
+        note += (
+            " Owned capacity (the scenario's owned: section): the role and line columns price "
+            "the fleet at market; owned $/h is what the owned GPUs and lines the plan uses "
+            "count at, new $/h what is bought on top, and total (their sum) is BCR's cost: with "
+            "sunk owned capacity BCR measures the marginal spend."
+        )
+    return Section("costs", "Costs", cols, rows, note)
 
 
 def _q3(d: object | None, keys=("p50", "p90", "p99"), nd: int = 3) -> list[str]:

@@ -60,6 +60,12 @@ LEGEND = (
 )
 
 
+OWNED_LEGEND = (
+    " owned $/h: the owned capacity the plan uses, at its owned price; new $/h: what is "
+    "bought on top. BCR divides by their sum."
+)
+
+
 def _sim_cell(p: ArchitecturePlan, q: str) -> str:
     s = p.simulated
     if s is None:
@@ -68,11 +74,25 @@ def _sim_cell(p: ArchitecturePlan, q: str) -> str:
     return f"{getattr(s.ttft_s, q):.2f}{miss}"
 
 
-def plan_column(p: ArchitecturePlan) -> list[str]:
-    """One architecture's figures, in METRICS order."""
+# with an `owned:` section, after "$/h": what the owned capacity used counts at, and new spend
+OWNED_METRICS = ("owned $/h", "new $/h")
+
+
+def has_owned(plan: Plan) -> bool:
+    return any(p.cost_owned_per_hour is not None for p in plan.plans.values())
+
+
+def metrics(owned: bool) -> tuple[str, ...]:
+    return (METRICS[0], *OWNED_METRICS, *METRICS[1:]) if owned else METRICS
+
+
+def plan_column(p: ArchitecturePlan, owned: bool = False) -> list[str]:
+    """One architecture's figures, in `metrics(owned)` order."""
     tt, r = p.ttft_s, p.route_share
+    split = [_money(p.cost_owned_per_hour), _money(p.cost_new_per_hour)] if owned else []
     return [
         f"{p.cost_per_hour:,.1f}",
+        *split,
         f"{p.goodput_rps:g}",
         f"{p.bcr:.1f}",
         f"{tt.p50:.2f}",
@@ -86,17 +106,23 @@ def plan_column(p: ArchitecturePlan) -> list[str]:
     ]
 
 
+def _money(x: float | None) -> str:
+    return "-" if x is None else f"{x:,.1f}"
+
+
 def _plans(plan: Plan, console: Console) -> None:
-    cols = {a: plan_column(p) for a, p in plan.plans.items()}
-    rows = [[m, *(c[i] for c in cols.values())] for i, m in enumerate(METRICS)]
+    owned = has_owned(plan)
+    cols = {a: plan_column(p, owned) for a, p in plan.plans.items()}
+    names = metrics(owned)
+    rows = [[m, *(c[i] for c in cols.values())] for i, m in enumerate(names)]
     just = ("left",) + ("right",) * len(cols)
     t = fit.make("plans", ["", *cols], rows, just, width=console.width)
     if t is not None:
         console.print(t)
-        console.print(LEGEND, highlight=False)
+        console.print(LEGEND + (OWNED_LEGEND if owned else ""), highlight=False)
     else:  # many architectures on a narrow console: one small table each
         per_arch = [[a, *c] for a, c in cols.items()]
-        fit.show(console, "plans", ["arch", *METRICS], per_arch, legend=LEGEND, stack_by=None)
+        fit.show(console, "plans", ["arch", *names], per_arch, legend=LEGEND, stack_by=None)
 
 
 def render_plan(plan: Plan, console: Console) -> None:

@@ -165,10 +165,14 @@ class Simulated(_Out):
 class ArchitecturePlan(_Out):
     """One architecture's fleet, line and predicted service."""
 
-    _omit_if_none = ("simulated",)
-    instances: list[InstanceGroup]
+    _omit_if_none = ("simulated", "cost_owned_per_hour", "cost_new_per_hour")
+    instances: list[InstanceGroup]  # each group's cost_per_hour at market price
     line: LineChoice | None
-    cost_per_hour: float = Cost
+    cost_per_hour: float = Cost  # as counted: owned capacity at its owned price
+    # with an `owned:` section only: what the owned capacity the plan uses counts at, and the
+    # new spend on top (they sum to cost_per_hour)
+    cost_owned_per_hour: float | None = Field(default=None, ge=0, le=MAX_COST_PER_HOUR)
+    cost_new_per_hour: float | None = Field(default=None, ge=0, le=MAX_COST_PER_HOUR)
     goodput_rps: NonNegativeFloat
     bcr: NonNegativeFloat
     ttft_s: TTFT

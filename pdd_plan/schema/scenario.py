@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_validator
+from pydantic import (
+    Field,
+    PositiveFloat,
+    PositiveInt,
+    field_validator,
+    model_validator,
+)
 
 from .. import architectures, limits
 from .common import (
@@ -16,6 +22,7 @@ from .common import (
 )
 from .fleet import Fleet
 from .line import LineSKU
+from .owned import Owned, check_against
 
 ARCHITECTURES: tuple[str, ...] = architectures.names()  # the built-in ones (the spec has all)
 
@@ -253,6 +260,16 @@ class Scenario(Strict):
     seed: int = Field(default=0, ge=0)  # numpy's generator takes non-negative seeds
     # an existing fleet for `pdd-plan evaluate`; left out of dumps when absent (plans stay as they were)
     fleet: Fleet | None = Field(default=None, exclude_if=lambda v: v is None)
+    # capacity already there: optimize plans the increment; left out of dumps when absent
+    owned: Owned | None = Field(default=None, exclude_if=lambda v: v is None)
+
+    @model_validator(mode="after")
+    def _owned_known(self) -> Scenario:
+        if self.owned is not None:
+            cands = self.link.candidates if self.link is not None else []
+            skus = [c if isinstance(c, str) else line_name(c, i) for i, c in enumerate(cands)]
+            check_against(self.owned, {d.name: d.gpus for d in self.datacenters}, skus)
+        return self
 
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:
@@ -284,9 +301,13 @@ class Scenario(Strict):
         return self
 
 
+def line_name(c: CustomLine, idx: int) -> str:
+    return c.name or f"custom-{idx}-{c.gbps:g}g"
+
+
 def line_from_custom(c: CustomLine, idx: int) -> LineSKU:
     return LineSKU(
-        name=c.name or f"custom-{idx}-{c.gbps:g}g",
+        name=line_name(c, idx),
         gbps=c.gbps,
         cost_per_month=c.cost_per_month,
         rtt_ms=c.rtt_ms,
