@@ -18,6 +18,7 @@ from ..perf.instance import Instance, _default_parallelism
 from ..plan_sites import allowed_sites, check_sites
 from ..resolve import Context
 from ..schema.fleet import ArchitectureFleet, FleetGroup, fleet_of
+from ..schema.gpu import GPUProfile
 from ..schema.plan import InstanceGroup, LineChoice, Plan
 
 FLEET_FIX = "see the `fleet:` format in README.md (pdd-plan evaluate)"
@@ -32,6 +33,7 @@ class FleetSpec:
     line: LineChoice | None
     unused: list[InstanceGroup]  # groups of roles this architecture does not have
     where: str  # the field the fleet came from (errors and output name it)
+    speed_factor: float = 1.0  # the deployment's engine speed over the perf model's
 
     @property
     def cost_per_hour(self) -> float:
@@ -40,9 +42,58 @@ class FleetSpec:
         return sum(g.cost_per_hour for g in self.instances) + line
 
 
+def _faster(gpu: GPUProfile, k: float) -> GPUProfile:
+    """`gpu` with every rate a forward pass uses (peak FLOP/s, HBM and scale-up/RDMA
+    bandwidth) times k and the per-pass overhead over k: each term of a pass is FLOPs or bytes
+    over a rate, or that overhead (perf/roofline.py, perf/comm.py), so every prefill, extend
+    and decode pass takes exactly 1/k of its time. Memory sizes, and so the KV pool, stay."""
+    c, m, ic, e = gpu.compute, gpu.memory, gpu.interconnect, gpu.efficiency
+
+    def times(x: float | None) -> float | None:
+        return None if x is None else x * k
+
+    compute = c.model_copy(
+        update={f: times(getattr(c, f)) for f in ("bf16_tflops", "fp8_tflops", "fp4_tflops")}
+    )
+    link = ic.model_copy(
+        update={
+            "scale_up_gbytes_bidir": ic.scale_up_gbytes_bidir * k,
+            "rdma_gbps_per_gpu": ic.rdma_gbps_per_gpu * k,
+        }
+    )
+    eff = e.model_copy(
+        update={
+            "step_overhead_ms": e.step_overhead_ms / k,
+            "source": f"{e.source} (the fleet's speed_factor {k:g} applied to every pass)",
+        }
+    )
+    return gpu.model_copy(
+        update={
+            "compute": compute,
+            "memory": m.model_copy(update={"hbm_tbps": m.hbm_tbps * k}),
+            "interconnect": link,
+            "efficiency": eff,
+        }
+    )
+
+
+def deployed(ctx: Context, speed_factor: float) -> Context:
+    """The context a fleet runs in when its engine runs at `speed_factor` times the perf
+    model's speed. Applied to the context's GPU profiles, not to one Instance, because the
+    simulator builds its own instances from `ctx.gpus` (sim/setup.py): scaled here, the
+    analytic search (through `instance`) and every replay see the same engine. The intra-
+    datacenter KV transfer over RDMA scales with the NICs' rate too (sub-millisecond for a
+    64K context on 16 GPUs, so immaterial); the line does not."""
+    if speed_factor == 1.0:
+        return ctx
+    gpus = {name: _faster(g, speed_factor) for name, g in ctx.gpus.items()}
+    return dataclasses.replace(ctx, gpus=gpus)
+
+
 def instance(ctx: Context, g: InstanceGroup | FleetGroup, field: str) -> Instance:
-    """The instance one group describes. Every fleet instance is built here (one place to
-    scale a deployment's speed later); a bad size is a one-line error naming `field`."""
+    """The instance one group describes. Every fleet instance is built here, from the GPU
+    profiles of `ctx` (a deployment's speed factor is in them: `deployed`); a bad size is a
+    one-line error naming `field`."""
     gpu = ctx.gpus.get(g.gpu)
     if gpu is None:
         raise InputError(
@@ -183,7 +234,14 @@ def from_scenario(ctx: Context) -> tuple[Context, dict[str, FleetSpec]]:
                 f"{a} sends KV across the line, and the fleet has none",
                 "add line: {sku: ..., count: ...}",
             )
-        out[a] = FleetSpec(a, mine, line if spec.crosses_line else None, idle, f"fleet.{key}")
+        out[a] = FleetSpec(
+            a,
+            mine,
+            line if spec.crosses_line else None,
+            idle,
+            f"fleet.{key}",
+            f.speed_factor,
+        )
     if not out:
         raise InputError(
             ctx.file,

@@ -11,7 +11,7 @@ from ..optimize.caps import Caps
 from ..resolve import Context
 from ..workload.classes import build_classes
 from . import analytic, confirm
-from .fleet import FleetSpec
+from .fleet import FleetSpec, deployed
 
 # the simulator's bottleneck names as resources (analytic.RESOURCES)
 SIM_RESOURCE = {"prefill": "prefill_queue", "line": "line", "decode": "decode_tpot"}
@@ -143,6 +143,7 @@ def _gives_out(a: dict, sim: dict | None) -> dict:
 def evaluate_one(ctx: Context, fs: FleetSpec, cls, opt: Options) -> dict:
     """One architecture's SLA goodput on its fleet; Infeasible with reasons when none."""
     spec = architectures.get(fs.architecture)
+    ctx = deployed(ctx, fs.speed_factor)  # the analytic search and every replay alike
     caps = Caps(decode=ctx.scenario.search.decode_utilization)
     fm = analytic.fleet_model(ctx, fs, cls, caps)
     _require_roles(fs, fm)
@@ -184,6 +185,7 @@ def evaluate_one(ctx: Context, fs: FleetSpec, cls, opt: Options) -> dict:
         "gives_out_first": _gives_out(an, sim),
         "fleet": {
             "from": fs.where,
+            "speed_factor": fs.speed_factor,
             "instances": [g.model_dump() for g in fs.instances],
             "line": None
             if fs.line is None

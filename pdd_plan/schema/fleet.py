@@ -8,6 +8,7 @@ fleet:
       - {role: prefill, gpu: h100, datacenter: dc-a, count: 5, gpus_per_instance: 16}
       - {role: main_decode, gpu: h200, datacenter: dc-b, count: 1, gpus_per_instance: 16}
     line: {sku: eth-10g, count: 2}
+    speed_factor: 1.0  # optional: the deployment's engine speed against the perf model
 ```
 
 Each architecture runs the groups of its own roles (`all` may hold every role; CDC-PD on PDD's
@@ -32,6 +33,11 @@ MAX_GPUS_PER_INSTANCE = 4_096
 
 ALL = "all"  # the fleet key every architecture without its own entry uses
 MAX_GROUPS = 256  # instance groups per fleet: a hand-written file, not a generated one
+# A deployment's engine speed over the perf model's (every forward pass takes 1/speed_factor
+# of the modelled time). Bounded: below 1/100 no fleet meets a TPOT SLA, above 10x no engine
+# option (MTP, kernels) is known to reach; outside that it is a typo.
+MIN_SPEED_FACTOR = 0.01
+MAX_SPEED_FACTOR = 10.0
 
 
 class FleetGroup(Strict):
@@ -57,6 +63,9 @@ class FleetLine(Strict):
 class ArchitectureFleet(Strict):
     instances: list[FleetGroup] = Field(min_length=1, max_length=MAX_GROUPS)
     line: FleetLine | None = None
+    # the deployment's engine as measured against the perf model: one factor on the speed of
+    # prefill, extend and decode passes alike (e.g. an engine run without MTP: < 1)
+    speed_factor: float = Field(default=1.0, ge=MIN_SPEED_FACTOR, le=MAX_SPEED_FACTOR)
 
 
 def _known_keys(v: dict[str, ArchitectureFleet]) -> dict[str, ArchitectureFleet]:
