@@ -21,7 +21,7 @@ import heapq
 import math
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import IntEnum
 
 import numpy as np
@@ -115,6 +115,8 @@ class LineStats:
     bytes_sent: float = 0.0
     transfers: int = 0
     max_waiting: int = 0  # most transfers ever waiting for a connection
+    fresh: list[int] = field(default_factory=list)  # requests that opened a new connection
+    ready_span_s: float = 0.0  # first to last KV ready among the transfers (the offered window)
 
 
 @dataclass
@@ -227,11 +229,11 @@ def _replay(
     inp: LineInputs, admit: _Admission | None, out: tuple, progress: Progress
 ) -> tuple[float, int, int]:
     """The event loop: arrivals and completions in time order. Fills ``out`` = (start, end,
-    sent) per request (lists); returns (last event time, transfers, most ever waiting).
+    sent, fresh) (lists); returns (last event time, transfers, most ever waiting).
 
     Every per-event value is a Python float or int from a plain list (no numpy scalars, no
     typed-array boxing), and ``min(C / n, cap)`` is spelled out: a million transfers pass."""
-    start, end, sent = out
+    start, end, sent, fresh = out
     ready, rids = inp.ready_s.tolist(), inp.rid.tolist()
     size = np.asarray(inp.size_bytes, dtype=float).tolist() if admit is None else []
     N, C, cap, pool = (
@@ -246,7 +248,7 @@ def _replay(
     wq: deque[int] = deque()
     t_now = ready[0] if N else 0.0
     V = sumtag = qbytes = r = 0.0  # attained service since the line last emptied; flow rate
-    n = i = events = transfers = most = 0
+    n = i = events = transfers = most = opened = 0
     INF = math.inf
     while True:
         ta = ready[i]
@@ -263,6 +265,9 @@ def _replay(
             sent[k] = x
             transfers += 1
             if n < pool:
+                if n == opened:  # every connection opened so far is busy: open one
+                    opened += 1
+                    fresh.append(k)
                 start[k] = ta
                 heappush(heap, (V + x, k))
                 sumtag += V + x
@@ -325,6 +330,12 @@ def run_line(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, LineStats]:
     """Replay transfers on the line.
 
+    The connection-pool wait (FIFO, ``start - ready``) and the processor-sharing transfer
+    (``end - start``, every active connection at ``min(C / n, cap)``) are apart: the caller adds
+    the RTT and any slow start on delivery. A transfer that starts when every connection opened
+    so far is busy opens a fresh one (Mooncake's pool grows on demand and reuses a free
+    connection first); their request ids are ``LineStats.fresh``.
+
     Returns per request ``r`` (arrays indexed by ``r``, length ``max(rid) + 1``): ``start``
     (got a connection), ``end`` (last byte sent; delivery is ``end + rtt``), ``sent`` (bytes),
     ``route`` (a :class:`Route`; only a router relays; p_rld requests have NaN times), and the
@@ -338,11 +349,17 @@ def run_line(
     route = bytearray(n_out)  # Route.P_MD
     special = inp.router is not None or inp.drc is not None
     admit = _Admission(inp, route) if special else None
-    t_end, transfers, most = _replay(inp, admit, (start, end, sent), progress or _noop)
+    fresh: list[int] = []
+    t_end, transfers, most = _replay(inp, admit, (start, end, sent, fresh), progress or _noop)
     s = np.array(start, dtype=float)
     e = np.array(end, dtype=float)
     x = np.array(sent, dtype=float)
     busy, area, full = _occupancy(s, e, int(inp.pool))
     t0 = float(inp.ready_s[0]) if len(inp.ready_s) else 0.0
-    st = LineStats(t_end - t0, busy, area, full, float(x.sum()), transfers, most)
+    moved = ~np.isnan(s)
+    ready = np.full(n_out, np.nan)
+    ready[rid] = inp.ready_s
+    rs = ready[moved]
+    span = float(rs.max() - rs.min()) if rs.size else 0.0
+    st = LineStats(t_end - t0, busy, area, full, float(x.sum()), transfers, most, fresh, span)
     return s, e, x, np.frombuffer(route, dtype=np.uint8).astype(np.int8), st
