@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .perf import arch
 from . import tcp
+from .perf import arch
 from .queueing import mgc_wait, ps_response_time
 from .schema.gpu import DEFAULT_RDMA_LATENCY_MS, GPUProfile
 from .schema.line import LineSKU
