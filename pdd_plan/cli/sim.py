@@ -85,6 +85,15 @@ def _load(path: str, trace: str | None):
         return ctx, e
 
 
+def _check_counts(requests: int | None, window: int) -> None:
+    for flag, n in (("--requests", requests), ("--window", window)):
+        if n is None:
+            continue
+        if n < 1:
+            raise InputError(None, flag, f"must be at least 1 (got {n})", "give a positive count")
+        limits.check("REQUESTS", n, None, flag)
+
+
 def _lifted(ctx, plan, architecture: str) -> tuple[ArchitecturePlan, str]:
     """The architecture's plan with the line cap lifted, or the planner's own error (a plan
     file, or an architecture the line was not the problem for)."""
@@ -147,17 +156,7 @@ def simulate_cmd(
 
     fmt = check_format(format)
     spec(architecture)  # one-line error naming architectures.names()
-    if requests is not None and requests < 1:
-        raise InputError(
-            None, "--requests", f"must be at least 1 (got {requests})", "give a positive count"
-        )
-    if requests is not None:
-        limits.check("REQUESTS", requests, None, "--requests")
-    if window < 1:
-        raise InputError(
-            None, "--window", f"must be at least 1 (got {window})", "give a positive count"
-        )
-    limits.check("REQUESTS", window, None, "--window")
+    _check_counts(requests, window)
     if trace is not None and not Path(trace).is_file():
         raise InputError(trace, None, "trace file not found", "check the --trace path")
     parquet = records is not None and records.suffix.lower() == ".parquet"
