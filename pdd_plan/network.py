@@ -1,8 +1,10 @@
 """Bytes that cross the line, and transfer times over the line and over RDMA (DESIGN §4.3).
 
-The line model (issue 13): each transfer holds one connection of a finite pool, the active
-connections share the line (processor sharing, each capped at one TCP flow's rate from
-:mod:`tcp`), and a transfer that finds the pool full waits for a connection."""
+The line model (issue 13): each transfer holds ``k = streams_per_transfer`` connections of a
+finite pool of ``c`` and stripes its slices over them (Mooncake's TCP lanes), so the pool serves
+``floor(c / k)`` transfers at once; the active transfers share the line (processor sharing,
+each capped at ``k`` x one TCP connection's rate from :mod:`tcp`), and a transfer that finds
+the pool full waits for its connections."""
 
 from __future__ import annotations
 
@@ -40,19 +42,36 @@ class LineConfig:
         return self.sku.bytes_per_s * self.count
 
     @property
-    def pool(self) -> int:
-        """Transfer connections: the SKU's pool per line."""
+    def connections(self) -> int:
+        """TCP connections of the transfer pool, all lines together."""
         return self.sku.connections * self.count
 
     @property
-    def flow_cap_bytes_s(self) -> float:
-        """One transfer's ceiling: one TCP connection's payload rate over this path
-        (:func:`tcp.flow_rate_bytes_s`; ``per_connection_gbps`` overrides the path model)."""
+    def streams(self) -> int:
+        """Connections one transfer holds (``streams_per_transfer``)."""
+        return self.sku.streams_per_transfer
+
+    @property
+    def pool(self) -> int:
+        """Transfers in flight at once: ``floor(connections / streams)`` per line (a transfer
+        needs all its ``k`` connections), the M/G/c pool's servers."""
+        return self.sku.connections // self.streams * self.count
+
+    @property
+    def connection_bytes_s(self) -> float:
+        """One TCP connection's payload rate over this path (:func:`tcp.flow_rate_bytes_s`;
+        ``per_connection_gbps`` overrides the path model)."""
         return tcp.flow_rate_bytes_s(self.sku)
 
     @property
+    def flow_cap_bytes_s(self) -> float:
+        """One transfer's ceiling: ``k`` connections at :attr:`connection_bytes_s` each (its share
+        of the line caps it further, in the PS law and in the simulator)."""
+        return self.streams * self.connection_bytes_s
+
+    @property
     def usable_bytes_s(self) -> float:
-        """What the line and its pool can carry: ``min(capacity, pool x per-flow rate)``."""
+        """What the line and its pool can carry: ``min(capacity, pool x k x connection rate)``."""
         return min(self.capacity_bytes_s, self.pool * self.flow_cap_bytes_s)
 
     @property
@@ -64,8 +83,10 @@ class LineConfig:
         return self.sku.gbps * self.count
 
     def slow_start_s(self, size_bytes: np.ndarray) -> np.ndarray:
-        """Slow-start penalty of a transfer on a fresh connection at the per-flow rate."""
-        return tcp.slow_start_s(size_bytes, self.flow_cap_bytes_s, self.sku)
+        """Slow-start penalty of a transfer on fresh connections: its ``k`` connections ramp up
+        side by side, each carrying ``size / k`` toward one connection's rate."""
+        x = np.asarray(size_bytes, dtype=float) / self.streams
+        return tcp.slow_start_s(x, self.connection_bytes_s, self.sku)
 
     def every_transfer_slow_start_s(self, size_bytes: np.ndarray) -> np.ndarray:
         """The penalty every transfer pays (``slow_start: every_transfer``), else zeros: with
@@ -78,8 +99,8 @@ class LineConfig:
 
 
 def bare_transfer_s(size_bytes: np.ndarray, line: LineConfig) -> np.ndarray:
-    """A transfer alone on the line: at the per-flow rate (or the line's), plus slow start where
-    every transfer pays it, plus one RTT for delivery."""
+    """A transfer alone on the line: at ``k`` connections' rate (or the line's), plus slow start
+    where every transfer pays it, plus one RTT for delivery."""
     x = np.asarray(size_bytes, dtype=float)
     rate = min(line.capacity_bytes_s, line.flow_cap_bytes_s)
     return x / rate + line.every_transfer_slow_start_s(x) + line.sku.rtt_ms / 1e3
@@ -96,10 +117,12 @@ def line_transfer_s(
 
     Two stages, kept apart as the simulator keeps them:
 
-    * **hold** (a connection is held): processor sharing of the line at its own utilization
+    * **hold** (its ``k`` connections are held): processor sharing of the line at its own utilization
       ``rho_line = rho x usable / capacity`` (M/G/1-PS, ``x / (C (1 - rho_line))``), never faster
-      than one flow's rate, plus slow start where every transfer pays it;
-    * **pool wait** (with ``weight``, the classes' request shares): M/M/c with ``c`` = the pool,
+      than ``k`` connections' rate (:attr:`LineConfig.flow_cap_bytes_s`), plus slow start where
+      every transfer pays it;
+    * **pool wait** (with ``weight``, the classes' request shares): M/M/c with ``c`` = the
+      transfers the pool serves at once (:attr:`LineConfig.pool`, connections / ``k``),
       arrivals ``lambda = rho x usable / E[x]`` and service = the mean hold; Erlang C gives
       ``W_q = C(c, a) E[S] / (c - a)``, ``a = lambda E[S]`` (inf when ``a >= c``).
 

@@ -1,8 +1,10 @@
 """One TCP connection over a leased line: its steady rate and its slow start (issue 13).
 
-A KV transfer rides one persistent connection of the transfer engine's pool (Mooncake's TCP
-transport keeps connections open and reuses a free one per slice; SGLang's KV sender runs one
-transfer per worker). The connection's steady rate is the least of:
+A KV transfer stripes its slices over ``streams_per_transfer`` persistent connections of the
+transfer engine's pool (Mooncake's TCP transport keeps a group of lanes per peer, default 4, and
+each free lane takes the next slice; SGLang submits a request's KV as one batch of per-layer
+slices), so it runs at up to ``k`` x one connection's rate (:mod:`network`). One connection's
+steady rate is the least of:
 
 * the line's goodput (``gbps x tcp_efficiency``), before the fair share among flows;
 * the window limit ``W / RTT``: at most ``max_window_bytes`` (socket buffer, rwnd, cwnd cap)
@@ -20,7 +22,8 @@ and body back to back with no per-slice ack, so the bundled profiles say false).
 Slow start: a fresh connection starts at ``initial_window_segments x MSS`` and doubles per
 round trip until its window ``rate x RTT`` sustains the steady rate (the ramp model of Cardwell,
 Savage and Anderson, INFOCOM 2000, without delayed acks). :func:`slow_start_s` is the extra
-time that costs a transfer of ``x`` bytes over sending it at the steady rate.
+time that costs one connection sending ``x`` bytes over sending them at the steady rate (a
+striped transfer's ``k`` connections ramp side by side, ``x / k`` bytes each).
 """
 
 from __future__ import annotations

@@ -238,7 +238,8 @@ def _line_lines(s: dict) -> list[str]:
     cp, st = s["connection_pool"], s["stability"]
     out = [
         f"line {s['line']['count']} x {s['line']['sku']}: {s['line_utilization'] * 100:.1f}% "
-        f"utilized; connections {cp['mean_in_use']:.1f} of {cp['size']} in use on average, "
+        f"utilized; connections {cp['mean_in_use']:.1f} of {cp['size']} in use on average "
+        f"({cp['streams_per_transfer']} per transfer), "
         f"pool full {cp['full_time_share'] * 100:.1f}% of the time, pool utilization "
         f"{_f(cp['utilization'], 100, 1)}%",
         f"offered {st['offered_gbps']:.3g} Gb/s of {st['capacity_gbps']:.3g} Gb/s the line and "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, PositiveFloat, PositiveInt
+from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 
 from .common import Strict
 
@@ -18,6 +18,15 @@ DEFAULT_INITIAL_WINDOW = 10
 # u8 opcode}: 24 bytes with alignment (mooncake-transfer-engine/src/transport/tcp_transport/
 # tcp_transport.cpp), then writes the body; no application-level ack per slice.
 DEFAULT_HEADER_BYTES = 24
+# Mooncake's TCP transport stripes a batch transfer over a bounded group of persistent
+# connections ("lanes") per peer: kDefaultLanesPerPeer = 4 (MC_TCP_LANES_PER_PEER, 1-16), each
+# free lane taking the next slice of the peer's FIFO (tcp_transport.cpp, enqueuePooledTransfer),
+# and SGLang submits a request's KV as one batch of per-layer slices (disaggregation/mooncake/
+# conn.py, _send_kvcache_generic), so one transfer alone keeps all 4 lanes busy.
+DEFAULT_STREAMS_PER_TRANSFER = 4
+# 16 transfers in flight on a line (assumption, see the bundled profiles' source), each holding
+# its streams: the pool's connections
+DEFAULT_CONNECTIONS = 16 * DEFAULT_STREAMS_PER_TRANSFER
 
 
 class LineSKU(Strict):
@@ -26,7 +35,9 @@ class LineSKU(Strict):
     cost_per_month: PositiveFloat  # USD per month
     rtt_ms: float = Field(default=10.0, ge=0)
     tcp_efficiency: float = Field(default=0.9, gt=0, le=1)  # goodput / line rate (headers, acks)
-    connections: PositiveInt = 16  # transfer connection-pool size (one transfer per connection)
+    connections: PositiveInt = DEFAULT_CONNECTIONS  # TCP connections of one line's transfer pool
+    # connections one transfer holds and stripes its slices over (its rate: k x one connection's)
+    streams_per_transfer: PositiveInt = DEFAULT_STREAMS_PER_TRANSFER
     # one TCP flow's ceiling, Gb/s: an override (e.g. measured); None: from the path below
     per_connection_gbps: PositiveFloat | None = None
     loss_rate: float = Field(default=0.0, ge=0, lt=1)  # non-congestive packet loss probability
@@ -42,6 +53,11 @@ class LineSKU(Strict):
     message_round_trip: bool = False  # each message waits for an application ack
     source: str = "user input"
 
+    @model_validator(mode="after")
+    def _streams_fit_pool(self) -> LineSKU:
+        check_streams(self.streams_per_transfer, self.connections)
+        return self
+
     @property
     def cost_per_hour(self) -> float:
         return self.cost_per_month * 12.0 / 8760.0
@@ -50,3 +66,12 @@ class LineSKU(Strict):
     def bytes_per_s(self) -> float:
         """Usable bytes/s of one line."""
         return self.gbps * 1e9 / 8.0 * self.tcp_efficiency
+
+
+def check_streams(streams: int, connections: int) -> None:
+    """A transfer holds ``streams`` connections of the pool: the pool must hold one transfer."""
+    if streams > connections:
+        raise ValueError(
+            f"streams_per_transfer {streams} exceeds connections {connections}: a transfer holds"
+            " streams_per_transfer connections of the pool; lower it or raise connections"
+        )

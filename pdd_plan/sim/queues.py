@@ -5,8 +5,11 @@
 * :func:`fifo_least_loaded` - ``c`` FIFO servers, each arrival sent to the server that can
   finish it first (join the least-loaded instance). With identical servers that is exactly a
   central-queue M/G/c FCFS system; a heap over the servers' free times, one step per request.
-* :func:`run_line` - the leased line: a pool of TCP connections sharing the line's bandwidth
-  by processor sharing, each flow capped, FIFO wait for a connection when the pool is full,
+* :func:`run_line` - the leased line: a pool of transfer slots sharing the line's bandwidth
+  by processor sharing, each transfer capped, FIFO wait for a slot when the pool is full. A
+  slot is the ``k`` TCP connections a striped transfer holds (``network.LineConfig.pool`` =
+  connections // k, cap = k x one connection's rate): with equal ``k`` that is exactly ``k``
+  connections taken and given back together,
   RTT added on delivery. Event-driven on transfers only (two events each), with the virtual
   attained-service trick: all active flows get the same rate ``r(n) = min(C / n, cap)``, so a
   flow that started at virtual time ``V0`` with ``x`` bytes finishes when ``V`` reaches
@@ -110,12 +113,12 @@ class LineStats:
 
     span_s: float = 0.0
     busy_s: float = 0.0  # time with at least one active transfer
-    conn_area: float = 0.0  # integral of active connections over time
-    full_s: float = 0.0  # time with every connection of the pool in use
+    conn_area: float = 0.0  # integral of active transfers (slots in use) over time
+    full_s: float = 0.0  # time with every slot of the pool in use
     bytes_sent: float = 0.0
     transfers: int = 0
-    max_waiting: int = 0  # most transfers ever waiting for a connection
-    fresh: list[int] = field(default_factory=list)  # requests that opened a new connection
+    max_waiting: int = 0  # most transfers ever waiting for a slot
+    fresh: list[int] = field(default_factory=list)  # requests that opened new connections
     ready_span_s: float = 0.0  # first to last KV ready among the transfers (the offered window)
 
 
@@ -166,7 +169,8 @@ P_MD, P_RLD_MD, P_RLD = Route.P_MD, Route.P_RLD_MD, Route.P_RLD
 class LineInputs:
     """Transfers to replay on the line. ``ready_s`` (sorted): when the KV of requests ``rid``
     is ready; ``size_bytes[r]`` the bytes of request ``r`` (ignored when ``drc`` sizes them);
-    ``pool`` connections, each capped at ``flow_cap_bytes_s``, sharing ``capacity_bytes_s``."""
+    ``pool`` transfer slots (each the ``k`` connections one transfer stripes over), each transfer
+    capped at ``flow_cap_bytes_s`` (``k`` x one connection's rate), sharing ``capacity_bytes_s``."""
 
     ready_s: np.ndarray
     rid: np.ndarray
@@ -265,7 +269,7 @@ def _replay(
             sent[k] = x
             transfers += 1
             if n < pool:
-                if n == opened:  # every connection opened so far is busy: open one
+                if n == opened:  # every slot opened so far is busy: open one (k connections)
                     opened += 1
                     fresh.append(k)
                 start[k] = ta
@@ -286,7 +290,7 @@ def _replay(
             sumtag -= V
             end[k] = tc
             n -= 1
-            if wq:  # the freed connection goes to the first waiter
+            if wq:  # the freed slot goes to the first waiter
                 k2 = wq.popleft()
                 x2 = sent[k2]
                 qbytes -= x2
@@ -331,8 +335,8 @@ def run_line(
     """Replay transfers on the line.
 
     The connection-pool wait (FIFO, ``start - ready``) and the processor-sharing transfer
-    (``end - start``, every active connection at ``min(C / n, cap)``) are apart: the caller adds
-    the RTT and any slow start on delivery. A transfer that starts when every connection opened
+    (``end - start``, every active transfer at ``min(C / n, cap)``) are apart: the caller adds
+    the RTT and any slow start on delivery. A transfer that starts when every slot opened
     so far is busy opens a fresh one (Mooncake's pool grows on demand and reuses a free
     connection first); their request ids are ``LineStats.fresh``.
 

@@ -6,9 +6,10 @@ Stages, each exact for its model unless noted (see the module docs of ``queues``
    loaded); service = chunked prefill of the uncached suffix (``roofline`` tables).
 2. **KV out of prefill** - to the line (``p_md``, ``p_rld_md``) in order of KV readiness; to RLD
    over RDMA (``network.rdma_transfer_s``, no contention); without a line: to decode over RDMA.
-3. **Line** - FIFO wait for a connection of a finite pool, then processor sharing over the
-   line, each connection capped at one TCP flow's rate (``tcp``), RTT (and slow start on a
-   fresh connection) on delivery. The relay routing rule and the DRC (hashed traces) act here,
+3. **Line** - FIFO wait for ``k`` connections of a finite pool (a transfer stripes over
+   ``streams_per_transfer`` of them, so the pool serves ``connections // k`` transfers), then
+   processor sharing over the line, each transfer capped at ``k`` x one TCP connection's rate
+   (``tcp``), RTT (and slow start on fresh connections) on delivery. The relay routing rule and the DRC (hashed traces) act here,
    when each request's KV is ready.
 4. **Decode** - continuous batching on RLD and MD in fluid steps, the relay and the handoff.
 
@@ -99,7 +100,9 @@ class Moved:
     stats: LineStats | None = None
     cap_bps: float | None = None
     pool: int | None = None
-    usable_bps: float | None = None  # min(line, pool x per-flow rate)
+    usable_bps: float | None = None  # min(line, pool x per-transfer rate)
+    connections: int | None = None  # TCP connections; pool = transfers at once
+    streams: int = 1  # connections one transfer holds
 
 
 def _prefill(ctx: Context, fl: setup.Fleet, r, progress: Progress | None) -> Prefilled:
@@ -203,6 +206,7 @@ def _move_kv(
         ramp[f] = ln.slow_start_s(line_bytes[f])
     mv = Moved(route, end + rtt + ramp, hit_d, line_bytes, conn_start, stats)
     mv.cap_bps, mv.pool, mv.usable_bps = ln.capacity_bytes_s, pool, ln.usable_bytes_s
+    mv.connections, mv.streams = ln.connections, ln.streams
     return mv
 
 
@@ -282,6 +286,8 @@ def simulate(
         line_capacity_bytes_s=mv.cap_bps,
         line_usable_bytes_s=mv.usable_bps,
         pool_size=mv.pool,
+        pool_connections=mv.connections,
+        streams_per_transfer=mv.streams,
         conn_start_s=mv.conn_start,
         prefill_count=len(fl.prefill),
         decode_bmax=bmax,

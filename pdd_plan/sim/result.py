@@ -62,7 +62,9 @@ class SimResult:
     prefill_count: int
     decode_bmax: list[int] = field(default_factory=list)
     relay_count: int = 0
-    line_usable_bytes_s: float | None = None  # min(line, pool x per-flow rate)
+    line_usable_bytes_s: float | None = None  # min(line, pool x per-transfer rate)
+    pool_connections: int | None = None  # TCP connections; pool_size = transfers at once
+    streams_per_transfer: int = 1  # connections one transfer holds
 
     # ------------------------------------------------------------------ per request
     @property
@@ -193,16 +195,20 @@ class SimResult:
         res["line_utilization"] = (
             sig(ls.bytes_sent / (self.line_capacity_bytes_s * span)) if span > 0 else 0.0
         )
+        k = self.streams_per_transfer
+        slots = self.pool_size  # transfers the pool serves at once (connections // k)
         res["connection_pool"] = {
-            "size": int(self.pool_size),
-            "mean_in_use": sig(ls.conn_area / span) if span > 0 else 0.0,
-            "occupancy": sig(ls.conn_area / span / self.pool_size) if span > 0 else 0.0,
+            "size": int(self.pool_connections or slots * k),
+            "streams_per_transfer": int(k),
+            "transfer_slots": int(slots),
+            "mean_in_use": sig(ls.conn_area * k / span) if span > 0 else 0.0,
+            "occupancy": sig(ls.conn_area / span / slots) if span > 0 else 0.0,
             "full_time_share": sig(ls.full_s / span) if span > 0 else 0.0,
             "max_waiting": int(ls.max_waiting),
             "wait_s": quantiles(cw),
-            # offered load a / c = connection-seconds asked for per second of the offered
-            # window, per connection: above 1 the pool cannot keep up (occupancy stays <= 1)
-            "utilization": sig(ls.conn_area / (ls.ready_span_s * self.pool_size))
+            # offered load a / c = transfer-seconds asked for per second of the offered
+            # window, per transfer slot: above 1 the pool cannot keep up (occupancy stays <= 1)
+            "utilization": sig(ls.conn_area / (ls.ready_span_s * slots))
             if ls.ready_span_s > 0
             else None,
             "transfer_s": quantiles((self.kv_at_decode_s - self.conn_start_s)[moved]),
