@@ -1,4 +1,10 @@
-"""Bytes that cross the line, and transfer times over the line and over RDMA (DESIGN §4.3)."""
+"""Bytes that cross the line, and transfer times over the line and over RDMA (DESIGN §4.3).
+
+The line model (issue 13): each transfer holds ``k = streams_per_transfer`` connections of a
+finite pool of ``c`` and stripes its slices over them (Mooncake's TCP lanes), so the pool serves
+``floor(c / k)`` transfers at once; the active transfers share the line (processor sharing,
+each capped at ``k`` x one TCP connection's rate from :mod:`tcp`), and a transfer that finds
+the pool full waits for its connections."""
 
 from __future__ import annotations
 
@@ -6,8 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import tcp
 from .perf import arch
-from .queueing import ps_response_time
+from .queueing import mgc_wait, ps_response_time
 from .schema.gpu import DEFAULT_RDMA_LATENCY_MS, GPUProfile
 from .schema.line import LineSKU
 from .schema.model import ModelProfile
@@ -31,13 +38,41 @@ class LineConfig:
 
     @property
     def capacity_bytes_s(self) -> float:
+        """The lines' goodput (what the line itself can carry)."""
         return self.sku.bytes_per_s * self.count
 
     @property
+    def connections(self) -> int:
+        """TCP connections of the transfer pool, all lines together."""
+        return self.sku.connections * self.count
+
+    @property
+    def streams(self) -> int:
+        """Connections one transfer holds (``streams_per_transfer``)."""
+        return self.sku.streams_per_transfer
+
+    @property
+    def pool(self) -> int:
+        """Transfers in flight at once: ``floor(connections / streams)`` per line (a transfer
+        needs all its ``k`` connections), the M/G/c pool's servers."""
+        return self.sku.connections // self.streams * self.count
+
+    @property
+    def connection_bytes_s(self) -> float:
+        """One TCP connection's payload rate over this path (:func:`tcp.flow_rate_bytes_s`;
+        ``per_connection_gbps`` overrides the path model)."""
+        return tcp.flow_rate_bytes_s(self.sku)
+
+    @property
     def flow_cap_bytes_s(self) -> float:
-        """One transfer's ceiling: a TCP flow cap, else one line's rate."""
-        g = self.sku.per_connection_gbps or self.sku.gbps
-        return min(g, self.sku.gbps) * 1e9 / 8 * self.sku.tcp_efficiency
+        """One transfer's ceiling: ``k`` connections at :attr:`connection_bytes_s` each (its share
+        of the line caps it further, in the PS law and in the simulator)."""
+        return self.streams * self.connection_bytes_s
+
+    @property
+    def usable_bytes_s(self) -> float:
+        """What the line and its pool can carry: ``min(capacity, pool x k x connection rate)``."""
+        return min(self.capacity_bytes_s, self.pool * self.flow_cap_bytes_s)
 
     @property
     def cost_per_hour(self) -> float:
@@ -47,16 +82,68 @@ class LineConfig:
     def gbps(self) -> float:
         return self.sku.gbps * self.count
 
+    def slow_start_s(self, size_bytes: np.ndarray) -> np.ndarray:
+        """Slow-start penalty of a transfer on fresh connections: its ``k`` connections ramp up
+        side by side, each carrying ``size / k`` toward one connection's rate."""
+        x = np.asarray(size_bytes, dtype=float) / self.streams
+        return tcp.slow_start_s(x, self.connection_bytes_s, self.sku)
 
-def line_transfer_s(size_bytes: np.ndarray, line: LineConfig, rho: float) -> np.ndarray:
-    """Mean transfer time of a `size`-byte KV over the shared line at utilization rho.
+    def every_transfer_slow_start_s(self, size_bytes: np.ndarray) -> np.ndarray:
+        """The penalty every transfer pays (``slow_start: every_transfer``), else zeros: with
+        persistent connections only each connection's first transfer ramps up, which steady
+        state never sees."""
+        x = np.asarray(size_bytes, dtype=float)
+        if self.sku.slow_start == "every_transfer":
+            return self.slow_start_s(x)
+        return np.zeros_like(x)
 
-    Processor sharing over the pooled capacity (M/G/1-PS), never faster than one flow's cap,
-    plus one RTT for the request/ack handshake.
+
+def bare_transfer_s(size_bytes: np.ndarray, line: LineConfig) -> np.ndarray:
+    """A transfer alone on the line: at ``k`` connections' rate (or the line's), plus slow start
+    where every transfer pays it, plus one RTT for delivery."""
+    x = np.asarray(size_bytes, dtype=float)
+    rate = min(line.capacity_bytes_s, line.flow_cap_bytes_s)
+    return x / rate + line.every_transfer_slow_start_s(x) + line.sku.rtt_ms / 1e3
+
+
+def line_transfer_s(
+    size_bytes: np.ndarray,
+    line: LineConfig,
+    rho: float,
+    weight: np.ndarray | None = None,
+) -> np.ndarray:
+    """Mean time from KV ready to KV delivered for a ``size``-byte transfer at utilization
+    ``rho`` of the usable capacity (:attr:`LineConfig.usable_bytes_s`).
+
+    Two stages, kept apart as the simulator keeps them:
+
+    * **hold** (its ``k`` connections are held): processor sharing of the line at its own utilization
+      ``rho_line = rho x usable / capacity`` (M/G/1-PS, ``x / (C (1 - rho_line))``), never faster
+      than ``k`` connections' rate (:attr:`LineConfig.flow_cap_bytes_s`), plus slow start where
+      every transfer pays it;
+    * **pool wait** (with ``weight``, the classes' request shares): M/M/c with ``c`` = the
+      transfers the pool serves at once (:attr:`LineConfig.pool`, connections / ``k``),
+      arrivals ``lambda = rho x usable / E[x]`` and service = the mean hold; Erlang C gives
+      ``W_q = C(c, a) E[S] / (c - a)``, ``a = lambda E[S]`` (inf when ``a >= c``).
+
+    Plus one RTT on delivery.
     """
     x = np.asarray(size_bytes, dtype=float)
-    ps = ps_response_time(x, line.capacity_bytes_s, rho)
-    return np.maximum(ps, x / line.flow_cap_bytes_s) + line.sku.rtt_ms / 1e3
+    usable = line.usable_bytes_s
+    rho_line = rho * usable / line.capacity_bytes_s
+    ps = ps_response_time(x, line.capacity_bytes_s, rho_line)
+    hold = np.maximum(ps, x / line.flow_cap_bytes_s) + line.every_transfer_slow_start_s(x)
+    wait = 0.0
+    if weight is not None and rho > 0:
+        w = np.asarray(weight, dtype=float) / float(np.sum(weight))
+        mean_x = float(np.dot(w, x))
+        es = float(np.dot(w, hold))
+        if mean_x > 0 and np.isfinite(es):
+            lam = rho * usable / mean_x
+            wait = mgc_wait(line.pool, lam, es, 2.0 * es * es)[1]  # exponential: cs^2 = 1
+        elif not np.isfinite(es):
+            wait = float("inf")
+    return hold + wait + line.sku.rtt_ms / 1e3
 
 
 def rdma_transfer_s(

@@ -210,11 +210,10 @@ def path_times(
         )
     xb = network.line_bytes(m, cls.input_tokens, cls.hit_d, policy.drc)
     # line_delay > 1: verification found the line's simulated tail longer than the PS mean
-    lt = network.line_transfer_s(xb, line, line_rho) * line_delay
-    # the bare transfer (no other flow in the way) is fixed; PS queueing beyond it is random
-    bare = (
-        np.maximum(xb / line.capacity_bytes_s, xb / line.flow_cap_bytes_s) + line.sku.rtt_ms / 1e3
-    )
+    # PS share of the line + M/M/c wait for a connection of the pool (network.line_transfer_s)
+    lt = network.line_transfer_s(xb, line, line_rho, cls.weight) * line_delay
+    # the bare transfer (no other flow in the way) is fixed; queueing beyond it is random
+    bare = network.bare_transfer_s(xb, line)
     bare = np.minimum(bare, lt)
     jitter = {"p_md": lt - bare}
     ttft = {"p_md": prefill_s + bare + md_step_s}

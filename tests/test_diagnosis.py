@@ -48,10 +48,10 @@ def test_ttft_floor_names_the_target_to_relax():
 
 
 def test_ttft_out_of_reach():
-    err = _reasons(lambda d: None, architecture="cdc_pd")  # the tiny case's CDC-PD misses its P90
-    # P90 first; with TTFT misses averaged over class strata its slow tail misses P99 too
-    assert _kinds(err)[0] == ("ttft_out_of_reach", "sla.ttft_p90_s")
-    assert {k for k, _ in _kinds(err)} == {"ttft_out_of_reach"}
+    err = _reasons(lambda d: None, architecture="cdc_pd")  # the tiny case's CDC-PD misses P99
+    # with each KV transfer striped over 4 connections (issue 13) its P90 is met; the slow tail
+    # of the TTFT misses, averaged over class strata, still breaks P99
+    assert _kinds(err) == [("ttft_out_of_reach", "sla.ttft_p99_s")]
     assert "out of reach" in err.reasons[0].message
 
 

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from .. import limits, profiles
 from ..atomic import check_output, note_input, write_atomic
-from ..errors import InputError
+from ..errors import InfeasibleError, InputError
 from ..plan_sites import check_sites
+from ..report import fit
 from ..schema.plan import ArchitecturePlan
 from .common import check_format, dumps, echo, guarded
 
@@ -79,7 +79,40 @@ def _load(path: str, trace: str | None):
     from ..optimize import optimize
 
     ctx = resolve(sc, path)
-    return ctx, optimize(ctx)
+    try:
+        return ctx, optimize(ctx)
+    except InfeasibleError as e:  # no architecture has a plan: simulate may lift the line cap
+        return ctx, e
+
+
+def _check_counts(requests: int | None, window: int) -> None:
+    for flag, n in (("--requests", requests), ("--window", window)):
+        if n is None:
+            continue
+        if n < 1:
+            raise InputError(None, flag, f"must be at least 1 (got {n})", "give a positive count")
+        limits.check("REQUESTS", n, None, flag)
+
+
+def _lifted(ctx, plan, architecture: str) -> tuple[ArchitecturePlan, str]:
+    """The architecture's plan with the line cap lifted, or the planner's own error (a plan
+    file, or an architecture the line was not the problem for)."""
+    from ..optimize import infeasible_of
+    from ..optimize.lifted import line_cap_lifted
+
+    why = (
+        infeasible_of(plan).message
+        if isinstance(plan, InfeasibleError)
+        else plan.infeasible[architecture].message
+    )
+    try:
+        p = line_cap_lifted(ctx, architecture)
+    except InfeasibleError:
+        if isinstance(plan, InfeasibleError):
+            raise plan from None
+        plan.arch(architecture)  # the planner's one-line reason
+        raise
+    return p, f"no plan under the planner's caps ({why}); replayed with the line cap lifted"
 
 
 def _fleet_rows(plan: ArchitecturePlan) -> list[dict]:
@@ -109,6 +142,12 @@ def simulate_cmd(
     records: Path = typer.Option(
         None, "--records", help="Write one row per request here (CSV; .parquet if pyarrow)."
     ),
+    window: int = typer.Option(
+        20_000,
+        "--window",
+        help="Requests an over-capacity (unstable) line is replayed over: its waits grow "
+        "with the replay, so its figures are those of this window.",
+    ),
 ) -> None:
     """Replay the workload (or --trace) on a plan: TTFT/TPOT/KV-transfer percentiles, line use,
     path shares and SLA goodput, measured request by request."""
@@ -117,12 +156,7 @@ def simulate_cmd(
 
     fmt = check_format(format)
     spec(architecture)  # one-line error naming architectures.names()
-    if requests is not None and requests < 1:
-        raise InputError(
-            None, "--requests", f"must be at least 1 (got {requests})", "give a positive count"
-        )
-    if requests is not None:
-        limits.check("REQUESTS", requests, None, "--requests")
+    _check_counts(requests, window)
     if seed is not None and not 0 <= seed < 2**64:  # numpy's generators take these only
         raise InputError(None, "--seed", f"must be in [0, 2**64) (got {seed})", "e.g. --seed 0")
     if trace is not None and not Path(trace).is_file():
@@ -145,14 +179,20 @@ def simulate_cmd(
                 ) from None
     path = str(profiles.example_path()) if file is None else file
     ctx, plan = _load(path, trace)
-    p = plan.arch(architecture)  # fail before simulating if the plan lacks it
-    check_sites(plan, ctx, architecture, path)  # ... or is not the scenario's
+    note = None
+    if isinstance(plan, InfeasibleError) or architecture in plan.infeasible:
+        # the planner's line cap is a rule, not physics: replay with the cap lifted
+        p, note = _lifted(ctx, plan, architecture)
+    else:
+        p = plan.arch(architecture)  # fail before simulating if the plan lacks it
+    if note is None:
+        check_sites(plan, ctx, architecture, path)  # ... or is not the scenario's
     note_input(trace)  # --records must not replace the trace, checked before the replay
     if records is not None:
         check_output(records, "--records")
     prog = LazyProgress(enabled=fmt == "table" and sys.stderr.isatty())
     try:
-        res = run(ctx, p, architecture, requests, seed, trace, progress=prog)
+        res = run(ctx, p, architecture, requests, seed, trace, progress=prog, window=window)
     finally:
         prog.close()
     s = res.summary()
@@ -163,6 +203,8 @@ def simulate_cmd(
         "line": {"sku": p.line.sku, "count": p.line.count} if p.line is not None else None,
         "sla": ctx.scenario.sla.model_dump(),
     }
+    if note is not None:
+        out["plan_note"] = note
     if records is not None:
         df = res.records()
         if parquet:
@@ -181,6 +223,41 @@ def _f(x, scale: float = 1.0, nd: int = 3) -> str:
     return "-" if x is None else f"{x * scale:.{nd}f}"
 
 
+def _quantile_rows(s: dict) -> list[tuple[str, dict]]:
+    rows = [
+        ("TTFT s", s["ttft_s"]),
+        ("TPOT ms", s["tpot_ms"]),
+        ("end-to-end s", s["e2e_s"]),
+        ("KV transfer s", s["kv_transfer_s"]),
+    ]
+    cp = s.get("connection_pool")
+    if cp is not None:  # KV transfer = pool wait + transfer after the wait
+        rows += [("  pool wait s", cp["wait_s"]), ("  after wait s", cp["transfer_s"])]
+    return rows + [("prefill wait s", s["prefill_wait_s"]), ("decode wait s", s["decode_wait_s"])]
+
+
+def _line_lines(s: dict) -> list[str]:
+    cp, st = s["connection_pool"], s["stability"]
+    out = [
+        f"line {s['line']['count']} x {s['line']['sku']}: {s['line_utilization'] * 100:.1f}% "
+        f"utilized; connections {cp['mean_in_use']:.1f} of {cp['size']} in use on average "
+        f"({cp['streams_per_transfer']} per transfer), "
+        f"pool full {cp['full_time_share'] * 100:.1f}% of the time, pool utilization "
+        f"{_f(cp['utilization'], 100, 1)}%",
+        f"offered {st['offered_gbps']:.3g} Gb/s of {st['capacity_gbps']:.3g} Gb/s the line and "
+        f"its pool carry: "
+        + (
+            f"UNSTABLE, figures are those of this {st['window_requests']:,}-request window "
+            f"({st['window_s']:.4g} s)"
+            if st["unstable"]
+            else "stable"
+        ),
+    ]
+    if s.get("plan_note"):
+        out.append(s["plan_note"])
+    return out
+
+
 def _render(s: dict, c: Console) -> None:
     rate = s.get("offered_rps")
     title = (
@@ -188,20 +265,10 @@ def _render(s: dict, c: Console) -> None:
         + (f" at {rate:g} req/s" if rate else "")
         + f" ({Path(s['workload']).name if s['workload'] != 'distribution' else 'sampled workload'})"
     )
-    t = Table(title=title)
-    for col in ("metric", "p50", "p90", "p99", "mean"):
-        t.add_column(col)
-    for key, name in (
-        ("ttft_s", "TTFT s"),
-        ("tpot_ms", "TPOT ms"),
-        ("e2e_s", "end-to-end s"),
-        ("kv_transfer_s", "KV transfer s"),
-        ("prefill_wait_s", "prefill wait s"),
-        ("decode_wait_s", "decode wait s"),
-    ):
-        q = s[key]
-        t.add_row(name, *(_f(q[k]) for k in ("p50", "p90", "p99", "mean")))
-    c.print(t)
+    rows = [
+        [name, *(_f(q[k]) for k in ("p50", "p90", "p99", "mean"))] for name, q in _quantile_rows(s)
+    ]
+    fit.show(c, title, ("metric", "p50", "p90", "p99", "mean"), rows, stack_by=None)
     sla = s["sla"]
     r = s["route_share"]
     lines = [
@@ -209,12 +276,7 @@ def _render(s: dict, c: Console) -> None:
         f"{r['p_rld'] * 100:.1f}%;  RLD share of output tokens {s['rld_token_share'] * 100:.1f}%",
     ]
     if s.get("line_utilization") is not None:
-        cp = s["connection_pool"]
-        lines.append(
-            f"line {s['line']['count']} x {s['line']['sku']}: {s['line_utilization'] * 100:.1f}% "
-            f"utilized; connections {cp['mean_in_use']:.1f} of {cp['size']} in use on average, "
-            f"pool full {cp['full_time_share'] * 100:.1f}% of the time"
-        )
+        lines += _line_lines(s)
     lines.append(
         f"SLA goodput {_f(s['goodput_rps'], nd=2)} req/s ({s['sla_attainment'] * 100:.1f}% of "
         f"requests with TTFT <= {sla['ttft_p99_s']:g} s and TPOT <= {sla['tpot_ms']:g} ms)"

@@ -116,9 +116,10 @@ def line_reason(ctx: Context, cls: RequestClasses, rate: float, caps: Caps) -> R
             "(set link.candidates)",
             field="link.candidates",
         )
-    sku = max(ctx.lines, key=lambda s: s.bytes_per_s)
-    cap = network.LineConfig(sku, mx).capacity_bytes_s * caps.line
-    need = int(np.floor(load / (sku.bytes_per_s * caps.line))) + 1
+    # what a line and its connection pool carry together (network.LineConfig.usable_bytes_s)
+    sku = max(ctx.lines, key=lambda s: network.LineConfig(s, 1).usable_bytes_s)
+    cap = network.LineConfig(sku, mx).usable_bytes_s * caps.line
+    need = int(np.floor(load / (network.LineConfig(sku, 1).usable_bytes_s * caps.line))) + 1
     r_max = rate * cap / load
     step = 10.0 ** (np.floor(np.log10(r_max)) - 2)
     r_ok = float(f"{np.floor(r_max * (1 - 1e-9) / step) * step:.3g}")  # under, 3 digits, down

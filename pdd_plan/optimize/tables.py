@@ -45,7 +45,8 @@ class DecodeOption:
 @dataclass(frozen=True)
 class LineOption:
     """One way to connect the prefill datacenter to main decode: a SKU, a count, and the
-    utilization level at which transfer times were computed (the cap the MILP enforces)."""
+    utilization level at which transfer times were computed (the cap the MILP enforces).
+    ``capacity_bytes_s`` is what the line and its connection pool can carry together."""
 
     key: str
     config: network.LineConfig | None  # None: RDMA inside one datacenter (IDC-PD)
@@ -143,7 +144,7 @@ def line_options(ctx: Context, levels: list[float]) -> list[LineOption]:
             for lv in levels:
                 cost = owned_prices.line_cost(ctx, cfg)  # owned lines of the SKU first
                 out.append(
-                    LineOption(f"{k}x{sku.name}@{lv:.3f}", cfg, lv, cost, cfg.capacity_bytes_s)
+                    LineOption(f"{k}x{sku.name}@{lv:.3f}", cfg, lv, cost, cfg.usable_bytes_s)
                 )
     return out
 
@@ -156,11 +157,11 @@ def line_options_at_load(ctx: Context, load_bytes_s: float, cap: float) -> list[
     for sku in ctx.lines:
         for k in range(1, (sc.link.max_lines if sc.link else 0) + 1):
             cfg = network.LineConfig(sku, k)
-            rho = load_bytes_s / cfg.capacity_bytes_s
+            rho = load_bytes_s / cfg.usable_bytes_s  # the pool may carry less than the line
             if rho < cap:
                 level = min(max(rho, 1e-6) * (1 + 1e-6) + 1e-9, cap)  # slack for rounding
                 cost = owned_prices.line_cost(ctx, cfg)  # owned lines of the SKU first
-                out.append(LineOption(f"{k}x{sku.name}", cfg, level, cost, cfg.capacity_bytes_s))
+                out.append(LineOption(f"{k}x{sku.name}", cfg, level, cost, cfg.usable_bytes_s))
     return out
 
 

@@ -165,8 +165,11 @@ def validation_to_input_error(
     fix: str = "see the scenario format in README.md",
 ) -> InputError:
     errs = e.errors()
-    # Prefer the most specific error: extra keys first, then the deepest location.
-    errs.sort(key=lambda x: (x["type"] != "extra_forbidden", -len(x["loc"])))
+    # Prefer the most specific error: extra keys first, then our own validators' messages (in a
+    # union such as a line name or an inline line, "not a string" says less), then the deepest.
+    errs.sort(
+        key=lambda x: (x["type"] != "extra_forbidden", x["type"] != "value_error", -len(x["loc"]))
+    )
     err = errs[0]
     loc = tuple(err["loc"])
     field = _format_loc(loc) if loc else None  # cross-field checks name their fields

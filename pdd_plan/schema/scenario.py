@@ -21,7 +21,7 @@ from .common import (
     Strict,
 )
 from .fleet import Fleet
-from .line import LineSKU
+from .line import DEFAULT_CONNECTIONS, DEFAULT_STREAMS_PER_TRANSFER, LineSKU, check_streams
 from .owned import Owned, check_against
 
 ARCHITECTURES: tuple[str, ...] = architectures.names()  # the built-in ones (the spec has all)
@@ -167,8 +167,14 @@ class CustomLine(Strict):
     rtt_ms: float = Field(default=10.0, ge=0)
     name: str | None = None
     tcp_efficiency: float = Field(default=0.9, gt=0, le=1)
-    connections: PositiveInt = 16
+    connections: PositiveInt = DEFAULT_CONNECTIONS
+    streams_per_transfer: PositiveInt = DEFAULT_STREAMS_PER_TRANSFER
     per_connection_gbps: PositiveFloat | None = None
+
+    @model_validator(mode="after")
+    def _streams_fit_pool(self) -> CustomLine:
+        check_streams(self.streams_per_transfer, self.connections)
+        return self
 
 
 class Link(Strict):
@@ -313,6 +319,7 @@ def line_from_custom(c: CustomLine, idx: int) -> LineSKU:
         rtt_ms=c.rtt_ms,
         tcp_efficiency=c.tcp_efficiency,
         connections=c.connections,
+        streams_per_transfer=c.streams_per_transfer,
         per_connection_gbps=c.per_connection_gbps,
         source="scenario link.candidates",
     )

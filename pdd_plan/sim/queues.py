@@ -5,8 +5,11 @@
 * :func:`fifo_least_loaded` - ``c`` FIFO servers, each arrival sent to the server that can
   finish it first (join the least-loaded instance). With identical servers that is exactly a
   central-queue M/G/c FCFS system; a heap over the servers' free times, one step per request.
-* :func:`run_line` - the leased line: a pool of TCP connections sharing the line's bandwidth
-  by processor sharing, each flow capped, FIFO wait for a connection when the pool is full,
+* :func:`run_line` - the leased line: a pool of transfer slots sharing the line's bandwidth
+  by processor sharing, each transfer capped, FIFO wait for a slot when the pool is full. A
+  slot is the ``k`` TCP connections a striped transfer holds (``network.LineConfig.pool`` =
+  connections // k, cap = k x one connection's rate): with equal ``k`` that is exactly ``k``
+  connections taken and given back together,
   RTT added on delivery. Event-driven on transfers only (two events each), with the virtual
   attained-service trick: all active flows get the same rate ``r(n) = min(C / n, cap)``, so a
   flow that started at virtual time ``V0`` with ``x`` bytes finishes when ``V`` reaches
@@ -21,7 +24,7 @@ import heapq
 import math
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import IntEnum
 
 import numpy as np
@@ -110,11 +113,13 @@ class LineStats:
 
     span_s: float = 0.0
     busy_s: float = 0.0  # time with at least one active transfer
-    conn_area: float = 0.0  # integral of active connections over time
-    full_s: float = 0.0  # time with every connection of the pool in use
+    conn_area: float = 0.0  # integral of active transfers (slots in use) over time
+    full_s: float = 0.0  # time with every slot of the pool in use
     bytes_sent: float = 0.0
     transfers: int = 0
-    max_waiting: int = 0  # most transfers ever waiting for a connection
+    max_waiting: int = 0  # most transfers ever waiting for a slot
+    fresh: list[int] = field(default_factory=list)  # requests that opened new connections
+    ready_span_s: float = 0.0  # first to last KV ready among the transfers (the offered window)
 
 
 @dataclass
@@ -164,7 +169,8 @@ P_MD, P_RLD_MD, P_RLD = Route.P_MD, Route.P_RLD_MD, Route.P_RLD
 class LineInputs:
     """Transfers to replay on the line. ``ready_s`` (sorted): when the KV of requests ``rid``
     is ready; ``size_bytes[r]`` the bytes of request ``r`` (ignored when ``drc`` sizes them);
-    ``pool`` connections, each capped at ``flow_cap_bytes_s``, sharing ``capacity_bytes_s``."""
+    ``pool`` transfer slots (each the ``k`` connections one transfer stripes over), each transfer
+    capped at ``flow_cap_bytes_s`` (``k`` x one connection's rate), sharing ``capacity_bytes_s``."""
 
     ready_s: np.ndarray
     rid: np.ndarray
@@ -227,11 +233,11 @@ def _replay(
     inp: LineInputs, admit: _Admission | None, out: tuple, progress: Progress
 ) -> tuple[float, int, int]:
     """The event loop: arrivals and completions in time order. Fills ``out`` = (start, end,
-    sent) per request (lists); returns (last event time, transfers, most ever waiting).
+    sent, fresh) (lists); returns (last event time, transfers, most ever waiting).
 
     Every per-event value is a Python float or int from a plain list (no numpy scalars, no
     typed-array boxing), and ``min(C / n, cap)`` is spelled out: a million transfers pass."""
-    start, end, sent = out
+    start, end, sent, fresh = out
     ready, rids = inp.ready_s.tolist(), inp.rid.tolist()
     size = np.asarray(inp.size_bytes, dtype=float).tolist() if admit is None else []
     N, C, cap, pool = (
@@ -246,7 +252,7 @@ def _replay(
     wq: deque[int] = deque()
     t_now = ready[0] if N else 0.0
     V = sumtag = qbytes = r = 0.0  # attained service since the line last emptied; flow rate
-    n = i = events = transfers = most = 0
+    n = i = events = transfers = most = opened = 0
     INF = math.inf
     while True:
         ta = ready[i]
@@ -263,6 +269,9 @@ def _replay(
             sent[k] = x
             transfers += 1
             if n < pool:
+                if n == opened:  # every slot opened so far is busy: open one (k connections)
+                    opened += 1
+                    fresh.append(k)
                 start[k] = ta
                 heappush(heap, (V + x, k))
                 sumtag += V + x
@@ -281,7 +290,7 @@ def _replay(
             sumtag -= V
             end[k] = tc
             n -= 1
-            if wq:  # the freed connection goes to the first waiter
+            if wq:  # the freed slot goes to the first waiter
                 k2 = wq.popleft()
                 x2 = sent[k2]
                 qbytes -= x2
@@ -325,6 +334,12 @@ def run_line(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, LineStats]:
     """Replay transfers on the line.
 
+    The connection-pool wait (FIFO, ``start - ready``) and the processor-sharing transfer
+    (``end - start``, every active transfer at ``min(C / n, cap)``) are apart: the caller adds
+    the RTT and any slow start on delivery. A transfer that starts when every slot opened
+    so far is busy opens a fresh one (Mooncake's pool grows on demand and reuses a free
+    connection first); their request ids are ``LineStats.fresh``.
+
     Returns per request ``r`` (arrays indexed by ``r``, length ``max(rid) + 1``): ``start``
     (got a connection), ``end`` (last byte sent; delivery is ``end + rtt``), ``sent`` (bytes),
     ``route`` (a :class:`Route`; only a router relays; p_rld requests have NaN times), and the
@@ -338,11 +353,17 @@ def run_line(
     route = bytearray(n_out)  # Route.P_MD
     special = inp.router is not None or inp.drc is not None
     admit = _Admission(inp, route) if special else None
-    t_end, transfers, most = _replay(inp, admit, (start, end, sent), progress or _noop)
+    fresh: list[int] = []
+    t_end, transfers, most = _replay(inp, admit, (start, end, sent, fresh), progress or _noop)
     s = np.array(start, dtype=float)
     e = np.array(end, dtype=float)
     x = np.array(sent, dtype=float)
     busy, area, full = _occupancy(s, e, int(inp.pool))
     t0 = float(inp.ready_s[0]) if len(inp.ready_s) else 0.0
-    st = LineStats(t_end - t0, busy, area, full, float(x.sum()), transfers, most)
+    moved = ~np.isnan(s)
+    ready = np.full(n_out, np.nan)
+    ready[rid] = inp.ready_s
+    rs = ready[moved]
+    span = float(rs.max() - rs.min()) if rs.size else 0.0
+    st = LineStats(t_end - t0, busy, area, full, float(x.sum()), transfers, most, fresh, span)
     return s, e, x, np.frombuffer(route, dtype=np.uint8).astype(np.int8), st

@@ -6,8 +6,10 @@ Stages, each exact for its model unless noted (see the module docs of ``queues``
    loaded); service = chunked prefill of the uncached suffix (``roofline`` tables).
 2. **KV out of prefill** - to the line (``p_md``, ``p_rld_md``) in order of KV readiness; to RLD
    over RDMA (``network.rdma_transfer_s``, no contention); without a line: to decode over RDMA.
-3. **Line** - processor sharing over the pooled capacity, per-connection cap, FIFO wait for a
-   connection, RTT on delivery. The relay routing rule and the DRC (hashed traces) act here,
+3. **Line** - FIFO wait for ``k`` connections of a finite pool (a transfer stripes over
+   ``streams_per_transfer`` of them, so the pool serves ``connections // k`` transfers), then
+   processor sharing over the line, each transfer capped at ``k`` x one TCP connection's rate
+   (``tcp``), RTT (and slow start on fresh connections) on delivery. The relay routing rule and the DRC (hashed traces) act here,
    when each request's KV is ready.
 4. **Decode** - continuous batching on RLD and MD in fluid steps, the relay and the handoff.
 
@@ -98,6 +100,9 @@ class Moved:
     stats: LineStats | None = None
     cap_bps: float | None = None
     pool: int | None = None
+    usable_bps: float | None = None  # min(line, pool x per-transfer rate)
+    connections: int | None = None  # TCP connections; pool = transfers at once
+    streams: int = 1  # connections one transfer holds
 
 
 def _prefill(ctx: Context, fl: setup.Fleet, r, progress: Progress | None) -> Prefilled:
@@ -170,7 +175,7 @@ def _move_kv(
     sizes = None
     if hook is None:
         sizes = network.line_bytes(ctx.model, inp, np.nan_to_num(hit_d), pol.drc)
-    pool = ln.sku.connections * ln.count
+    pool = ln.pool
     order = np.argsort(pf.ready, kind="stable")
     rtt = ln.sku.rtt_ms / 1e3
     li = LineInputs(
@@ -192,7 +197,17 @@ def _move_kv(
     p_rld = route == P_RLD
     hit_d[p_rld] = np.nan
     line_bytes = np.where(p_rld, 0.0, line_bytes)
-    return Moved(route, end + rtt, hit_d, line_bytes, conn_start, stats, ln.capacity_bytes_s, pool)
+    # slow start on delivery (the connection is not held for it: a latency, not line time)
+    if ln.sku.slow_start == "every_transfer":
+        ramp = ln.slow_start_s(line_bytes)
+    else:  # persistent connections: only each connection's first transfer ramps up
+        ramp = np.zeros(n)
+        f = np.asarray(stats.fresh, dtype=np.int64)
+        ramp[f] = ln.slow_start_s(line_bytes[f])
+    mv = Moved(route, end + rtt + ramp, hit_d, line_bytes, conn_start, stats)
+    mv.cap_bps, mv.pool, mv.usable_bps = ln.capacity_bytes_s, pool, ln.usable_bytes_s
+    mv.connections, mv.streams = ln.connections, ln.streams
+    return mv
 
 
 def _decode(
@@ -269,7 +284,10 @@ def simulate(
         dec=dec,
         line=mv.stats,
         line_capacity_bytes_s=mv.cap_bps,
+        line_usable_bytes_s=mv.usable_bps,
         pool_size=mv.pool,
+        pool_connections=mv.connections,
+        streams_per_transfer=mv.streams,
         conn_start_s=mv.conn_start,
         prefill_count=len(fl.prefill),
         decode_bmax=bmax,

@@ -7,7 +7,13 @@ Metrics (``SimResult.summary``):
 * ``kv_transfer_s`` KV ready at prefill -> KV usable at decode, over requests that moved KV to
   (main) decode: connection wait + shared transfer + RTT (RDMA time for IDC-PD).
 * ``line_utilization`` bytes sent / (line capacity x the line's active span); the pool's mean
-  occupancy, share of time full, and connection waits.
+  occupancy, share of time full, connection waits (``wait_s``), offered utilization
+  (``utilization``: connection-seconds per second of the offered window per connection, above 1
+  when the pool cannot keep up) and the transfer after the wait (``transfer_s``: connection
+  acquired -> KV delivered).
+* ``unstable`` / ``stability``: offered line load (bytes / the KV-ready window) against what the
+  line and its pool can carry, ``min(line goodput, pool x one flow's rate)``; when offered >=
+  capacity the queue has no steady state and every figure is that of the stated window.
 * ``route_share`` requests per path; ``rld_token_share`` RLD's share of all output tokens.
 * ``goodput_rps`` **SLA goodput**: requests with TTFT <= ``sla.ttft_p99_s`` and TPOT <=
   ``sla.tpot_ms`` (one-token requests: TTFT alone), divided by the arrival window (first to
@@ -56,6 +62,9 @@ class SimResult:
     prefill_count: int
     decode_bmax: list[int] = field(default_factory=list)
     relay_count: int = 0
+    line_usable_bytes_s: float | None = None  # min(line, pool x per-transfer rate)
+    pool_connections: int | None = None  # TCP connections; pool_size = transfers at once
+    streams_per_transfer: int = 1  # connections one transfer holds
 
     # ------------------------------------------------------------------ per request
     @property
@@ -154,25 +163,71 @@ class SimResult:
                 "decode_batch": [sig(b / m) for b, m in zip(self.dec.mean_batch, self.decode_bmax)],
             },
         }
+        res["unstable"] = False
         ls = self.line
         if ls is not None and self.line_capacity_bytes_s:
-            span = ls.span_s
-            cw = self.conn_start_s - self.kv_ready_s
-            cw = cw[~np.isnan(cw)]
-            res["line_utilization"] = (
-                sig(ls.bytes_sent / (self.line_capacity_bytes_s * span)) if span > 0 else 0.0
-            )
-            res["connection_pool"] = {
-                "size": int(self.pool_size),
-                "mean_in_use": sig(ls.conn_area / span) if span > 0 else 0.0,
-                "occupancy": sig(ls.conn_area / span / self.pool_size) if span > 0 else 0.0,
-                "full_time_share": sig(ls.full_s / span) if span > 0 else 0.0,
-                "max_waiting": int(ls.max_waiting),
-                "wait_s": quantiles(cw),
-            }
-            res["line_bytes_mean"] = sig(
-                float(self.line_bytes[moved].mean()) if moved.any() else 0.0
-            )
+            res.update(self._line_summary(ls, moved))
+        return res
+
+    def line_load(self) -> tuple[float, float]:
+        """(offered, capacity) bytes/s of the line: bytes sent over the KV-ready window, and
+        ``min(line goodput, pool x one flow's rate)``; (0, inf) without a line."""
+        ls = self.line
+        if ls is None or not self.line_capacity_bytes_s:
+            return 0.0, math.inf
+        usable = self.line_usable_bytes_s or self.line_capacity_bytes_s
+        offered = ls.bytes_sent / ls.ready_span_s if ls.ready_span_s > 0 else 0.0
+        return offered, usable
+
+    @property
+    def unstable(self) -> bool:
+        """Offered line load at or over what the line and its pool carry: no steady state."""
+        offered, usable = self.line_load()
+        return bool(offered >= usable)
+
+    def _line_summary(self, ls: LineStats, moved: np.ndarray) -> dict:
+        """The line's figures: utilization, the connection pool (wait, then transfer), and
+        whether the offered load exceeds what the line and its pool can carry."""
+        res: dict = {}
+        span = ls.span_s
+        cw = self.conn_start_s - self.kv_ready_s
+        cw = cw[~np.isnan(cw)]
+        res["line_utilization"] = (
+            sig(ls.bytes_sent / (self.line_capacity_bytes_s * span)) if span > 0 else 0.0
+        )
+        k = self.streams_per_transfer
+        slots = self.pool_size  # transfers the pool serves at once (connections // k)
+        res["connection_pool"] = {
+            "size": int(self.pool_connections or slots * k),
+            "streams_per_transfer": int(k),
+            "transfer_slots": int(slots),
+            "mean_in_use": sig(ls.conn_area * k / span) if span > 0 else 0.0,
+            "occupancy": sig(ls.conn_area / span / slots) if span > 0 else 0.0,
+            "full_time_share": sig(ls.full_s / span) if span > 0 else 0.0,
+            "max_waiting": int(ls.max_waiting),
+            "wait_s": quantiles(cw),
+            # offered load a / c = transfer-seconds asked for per second of the offered
+            # window, per transfer slot: above 1 the pool cannot keep up (occupancy stays <= 1)
+            "utilization": sig(ls.conn_area / (ls.ready_span_s * slots))
+            if ls.ready_span_s > 0
+            else None,
+            "transfer_s": quantiles((self.kv_at_decode_s - self.conn_start_s)[moved]),
+        }
+        offered, usable = self.line_load()
+        unstable = self.unstable
+        res["unstable"] = unstable
+        res["stability"] = {
+            "unstable": unstable,
+            "offered_gbps": sig(offered * 8e-9),
+            "capacity_gbps": sig(usable * 8e-9),  # min(line goodput, pool x flow rate)
+            "offered_over_capacity": sig(offered / usable),
+            # an unstable queue has no steady state: its figures are those of this window
+            "window_requests": int(len(self.route)),
+            "window_s": sig(float(self.arrival_s[-1] - self.arrival_s[0]))
+            if len(self.route) > 1
+            else 0.0,
+        }
+        res["line_bytes_mean"] = sig(float(self.line_bytes[moved].mean()) if moved.any() else 0.0)
         return res
 
 

@@ -1,0 +1,219 @@
+"""The line as it really behaves (issue 13): one TCP connection's rate from the path, slow start,
+the connection pool's wait against Erlang C, and an over-capacity line replayed, not refused."""
+
+from __future__ import annotations
+
+import json
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from pdd_plan import network, profiles, tcp
+from pdd_plan.cli.main import app
+from pdd_plan.queueing import erlang_c
+from pdd_plan.schema.line import LineSKU
+from pdd_plan.sim.queues import LineInputs, LineStats, run_line
+from pdd_plan.sim.result import SimResult
+
+
+def _sku(**kw) -> LineSKU:
+    # one stream per transfer unless a test stripes (k = 1 keeps the single-connection algebra)
+    base = dict(
+        name="t", gbps=20, cost_per_month=1, rtt_ms=10, loss_rate=0.0, streams_per_transfer=1
+    )
+    return LineSKU(**{**base, **kw})
+
+
+def test_mathis_and_window_limits_by_hand():
+    s = _sku(loss_rate=1e-6)
+    # MSS / RTT x sqrt(3/2) / sqrt(p) = 1448 B / 0.01 s x 1.2247449 / 0.001
+    assert tcp.mathis_bytes_s(s) == pytest.approx(144_800 * 1.2247449 * 1000, rel=1e-6)
+    # window / RTT = 4 MiB / 10 ms
+    assert tcp.window_limit_bytes_s(s) == pytest.approx(4 * 1024 * 1024 / 0.01)
+    # loss-based: the least of line goodput (20 Gb/s x 0.9 = 2.25e9 B/s), window, Mathis
+    assert tcp.path_rate_bytes_s(s) == pytest.approx(1.773434e8, rel=1e-5)
+    # BBR ignores random loss: window-limited
+    assert tcp.path_rate_bytes_s(_sku(loss_rate=1e-6, congestion="bbr")) == pytest.approx(
+        419_430_400.0
+    )
+    # a bigger window: the line's goodput binds
+    big = _sku(max_window_bytes=1e9)
+    assert tcp.path_rate_bytes_s(big) == pytest.approx(20e9 / 8 * 0.9)
+    # the override wins, capped at the line
+    assert tcp.path_rate_bytes_s(_sku(per_connection_gbps=10)) == pytest.approx(10e9 / 8 * 0.9)
+    assert math.isinf(tcp.mathis_bytes_s(_sku(loss_rate=1e-6, rtt_ms=0)))
+
+
+def test_message_overhead_by_hand():
+    s = _sku(message_bytes=1_000_000, message_header_bytes=24)
+    r = 419_430_400.0
+    assert tcp.flow_rate_bytes_s(s) == pytest.approx(r * 1e6 / 1_000_024)
+    # a per-message ack: one RTT per 1 MB message
+    ack = _sku(message_bytes=1_000_000, message_header_bytes=24, message_round_trip=True)
+    assert tcp.flow_rate_bytes_s(ack) == pytest.approx(1e6 / (1_000_024 / r + 0.01))
+
+
+def test_single_transfer_is_slow_start_plus_size_over_rate_plus_rtt():
+    s = _sku(slow_start="every_transfer", message_header_bytes=0)
+    line = network.LineConfig(s, 1)
+    r = 4 * 1024 * 1024 / 0.01  # window-limited rate, below the line's 2.25e9 B/s
+    assert line.flow_cap_bytes_s == pytest.approx(r)
+    iw = 10 * 1448
+    # W* = r x RTT = 4,194,304 B = 289.7 IW -> 9 doubling rounds carrying IW (2^9 - 1) bytes
+    ramp = iw * 511
+    x = 20e6
+    t_ss = 9 * 0.01 + (x - ramp) / r
+    assert line.slow_start_s(np.array([x]))[0] == pytest.approx(t_ss - x / r)
+    assert network.bare_transfer_s(np.array([x]), line)[0] == pytest.approx(t_ss + 0.01)
+    # a small transfer ends within the ramp: ceil(log2(x / IW + 1)) = 3 round trips
+    assert line.slow_start_s(np.array([1e5]))[0] == pytest.approx(0.03 - 1e5 / r)
+    # alone on the line the simulator holds the connection x / rate; it opened a fresh one
+    inp = LineInputs(np.array([0.0]), np.array([0]), np.array([x]), 2.25e9, r, 16, 0.01)
+    start, end, _, _, st = run_line(inp)
+    assert end[0] - start[0] == pytest.approx(x / r)
+    assert st.fresh == [0]
+
+
+def test_striped_transfer_by_hand():
+    """k = 4 streams (Mooncake's default lanes per peer): the transfer runs at 4 x one
+    connection's rate, its 4 connections ramp side by side with x / 4 bytes each, and the pool
+    of 16 connections serves 4 transfers at once."""
+    s = _sku(slow_start="every_transfer", message_header_bytes=0, streams_per_transfer=4)
+    line = network.LineConfig(s, 1)
+    r1 = 4 * 1024 * 1024 / 0.01  # one connection, window-limited: 419,430,400 B/s
+    assert line.connection_bytes_s == pytest.approx(r1)
+    assert line.flow_cap_bytes_s == pytest.approx(4 * r1)  # 1.678e9 B/s < line 2.25e9 B/s
+    assert (line.connections, line.streams, line.pool) == (64, 4, 16)
+    assert network.LineConfig(_sku(streams_per_transfer=4, connections=18), 2).pool == 8
+    assert line.usable_bytes_s == pytest.approx(2.25e9)  # the line binds, not 16 x 1.678e9
+    x = 20e6
+    # each connection sends 5e6 B < the ramp IW (2^9 - 1) = 7,399,280 B: it ends inside slow
+    # start after ceil(log2(5e6 / 14,480 + 1)) = ceil(8.44) = 9 round trips = 0.09 s
+    assert line.slow_start_s(np.array([x]))[0] == pytest.approx(0.09 - x / (4 * r1))
+    assert network.bare_transfer_s(np.array([x]), line)[0] == pytest.approx(0.09 + 0.01)
+    # without slow start: x / (4 r1) + RTT = 0.011921 + 0.01 s (k = 1: 0.047684 + 0.01 s)
+    warm = network.LineConfig(_sku(message_header_bytes=0, streams_per_transfer=4), 1)
+    assert network.bare_transfer_s(np.array([x]), warm)[0] == pytest.approx(x / (4 * r1) + 0.01)
+    # the simulator: alone at 4 r1; two at once share the line, min(2.25e9 / 2, 4 r1) each
+    cap, pool = line.flow_cap_bytes_s, line.pool
+    start, end, *_ = run_line(
+        LineInputs(np.zeros(1), np.arange(1), np.array([x]), 2.25e9, cap, pool, 0.01)
+    )
+    assert end[0] - start[0] == pytest.approx(x / (4 * r1))
+    start, end, *_ = run_line(
+        LineInputs(np.zeros(2), np.arange(2), np.full(2, x), 2.25e9, cap, pool, 0.01)
+    )
+    assert end - start == pytest.approx(np.full(2, x / 1.125e9))
+    # the pool holds 16 transfers: a 17th arriving with 16 in flight waits for the first to end
+    ready = np.concatenate([np.zeros(16), [1e-3]])
+    start, end, *_ = run_line(
+        LineInputs(ready, np.arange(17), np.full(17, x), 2.25e9, cap, pool, 0.01)
+    )
+    assert start[16] == pytest.approx(end[:16].min())
+    assert start[16] == pytest.approx(16 * x / 2.25e9)  # 16 equal flows at C / 16 each
+
+
+def test_streams_must_fit_the_pool(tmp_path):
+    with pytest.raises(ValueError, match="streams_per_transfer 8 exceeds connections 4"):
+        _sku(streams_per_transfer=8, connections=4)
+    # an inline scenario line: one error line, exit 2, naming the field
+    import yaml
+
+    d = yaml.safe_load((profiles.example_path()).read_text())
+    d["link"]["candidates"] = [
+        {"gbps": 10, "cost_per_month": 100, "connections": 2, "streams_per_transfer": 4}
+    ]
+    p = tmp_path / "s.yaml"
+    p.write_text(yaml.safe_dump(d))
+    r = CliRunner().invoke(app, ["optimize", str(p)])
+    assert r.exit_code == 2, r.output
+    assert "streams_per_transfer 4 exceeds connections 2" in r.output
+    assert "Traceback" not in r.output
+
+
+def test_persistent_pool_opens_connections_only_when_all_are_busy():
+    # three transfers one after the other: one connection, opened once
+    ready = np.array([0.0, 1.0, 2.0])
+    inp = LineInputs(ready, np.arange(3), np.full(3, 1e6), 1e9, 1e8, 4, 0.01)
+    assert run_line(inp)[4].fresh == [0]
+    # three at once: three connections
+    inp = LineInputs(np.zeros(3), np.arange(3), np.full(3, 1e6), 1e9, 1e8, 4, 0.01)
+    assert run_line(inp)[4].fresh == [0, 1, 2]
+
+
+@pytest.mark.parametrize("k", [1, 4])
+def test_pool_wait_matches_erlang_c(k):
+    """M/M/c: Poisson arrivals, exponential sizes, each transfer at its cap (the line has room
+    for the whole pool), so service = size / cap. Mean wait C(c, a) E[S] / (c - a); the
+    simulated mean over 300,000 transfers within 5% (its own sampling error is ~2%). With k
+    streams per transfer the pool has c x k connections at cap / k each: the same c servers."""
+    rng = np.random.default_rng(7)
+    n, c, lam, es = 300_000, 4, 30.0, 0.1  # a = 3, utilization 0.75
+    cap = 1e8
+    line = network.LineConfig(
+        _sku(
+            gbps=c * cap * 10 * 8 / 0.9 / 1e9,
+            per_connection_gbps=cap / k * 8 / 0.9 / 1e9,
+            connections=c * k,
+            streams_per_transfer=k,
+            rtt_ms=0,
+            message_header_bytes=0,
+        ),
+        1,
+    )
+    assert line.pool == c and line.flow_cap_bytes_s == pytest.approx(cap)
+    ready = np.cumsum(rng.exponential(1 / lam, n))
+    size = rng.exponential(es * cap, n)
+    inp = LineInputs(ready, np.arange(n), size, c * cap * 10, line.flow_cap_bytes_s, line.pool, 0.0)
+    start, end, _, _, _ = run_line(inp)
+    a = lam * es
+    want = erlang_c(c, a) * es / (c - a)
+    assert float(np.mean(start - ready)) == pytest.approx(want, rel=0.05)
+    # the analytic line model says the same (weights: every transfer its own class)
+    rho = lam * es * cap / line.usable_bytes_s
+    xs = np.array([es * cap])
+    got = network.line_transfer_s(xs, line, rho, np.ones(1))[0] - es
+    assert got == pytest.approx(want, rel=0.05)
+
+
+def _stub(offered_bytes: float, span: float, usable: float) -> SimpleNamespace:
+    st = LineStats(bytes_sent=offered_bytes * span, ready_span_s=span)
+    ns = SimpleNamespace(line=st, line_capacity_bytes_s=2 * usable, line_usable_bytes_s=usable)
+    ns.line_load = lambda: SimResult.line_load(ns)
+    return ns
+
+
+def test_unstable_when_offered_reaches_capacity():
+    assert SimResult.unstable.fget(_stub(1.0e9, 100.0, 1.0e9))
+    assert SimResult.unstable.fget(_stub(1.2e9, 100.0, 1.0e9))
+    assert not SimResult.unstable.fget(_stub(0.9e9, 100.0, 1.0e9))
+
+
+@pytest.mark.parametrize("name", ["wan-microbench.yaml", "wan-microbench-narrow.yaml"])
+def test_microbenchmark_example_runs_and_states_its_window(name):
+    """The report's microbenchmark (80 req/s on one 20 Gb/s line): the planner has no plan under
+    its line cap, simulate replays it anyway and says the line is over capacity, over the
+    stated window (here --window 3,000 of --requests 6,000)."""
+    path = str(profiles.example_path().parent / name)
+    r = CliRunner().invoke(
+        app, ["simulate", path, "-f", "json", "--requests", "6000", "--window", "3000"]
+    )
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    st = out["stability"]
+    assert out["unstable"] is True and st["unstable"] is True
+    assert st["offered_gbps"] >= st["capacity_gbps"]
+    assert st["capacity_gbps"] == pytest.approx(18.0)  # 20 Gb/s x 0.9, the pool not binding
+    assert st["window_requests"] == 3000 and out["requests"] == 3000
+    cp = out["connection_pool"]
+    assert cp["utilization"] > 1.0 >= cp["occupancy"]
+    assert cp["wait_s"]["mean"] > 0 and cp["transfer_s"]["p99"] > 0
+    assert "line cap lifted" in out["plan_note"]
+
+
+def test_window_must_be_positive():
+    r = CliRunner().invoke(app, ["simulate", "--window", "0"])
+    assert r.exit_code == 2 and "--window" in r.output
