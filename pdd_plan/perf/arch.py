@@ -112,7 +112,23 @@ def _attention_params_per_layer(m: ModelProfile, layer: int) -> float:
     return q + kv + o + idx
 
 
+# param_counts per model object (profiles are frozen; the entry holds the model, so its id
+# is not reused while cached): the simulator's prefill tables ask it for every chunk pass
+_COUNTS: dict[int, tuple[ModelProfile, ParamCounts]] = {}
+
+
 def param_counts(m: ModelProfile) -> ParamCounts:
+    hit = _COUNTS.get(id(m))
+    if hit is not None and hit[0] is m:
+        return hit[1]
+    if len(_COUNTS) >= 64:
+        _COUNTS.clear()
+    p = _param_counts(m)
+    _COUNTS[id(m)] = (m, p)
+    return p
+
+
+def _param_counts(m: ModelProfile) -> ParamCounts:
     h, L, f = m.hidden_size, m.num_layers, m.ffn
     attn = sum(_attention_params_per_layer(m, i) for i in range(L))
     if f.moe is None:
