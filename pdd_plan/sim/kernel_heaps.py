@@ -15,26 +15,48 @@ Compiled with numba (see :mod:`pdd_plan.sim.decode_kernel`).
 
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
+
 import numba
 from numba import types
+from numba.core.caching import FunctionCache
 
 i8, f8 = types.int64, types.float64
 I1, F1 = i8[::1], f8[::1]  # 1-D C-contiguous arrays
 IA, FA = i8[:], f8[:]  # 1-D any layout: a field of a record array
 
+# numba keys a cached function by its own bytecode and source file only, but the compiled
+# kernels inline each other across these modules (and the jit options live here): key every
+# one of them by all of their sources, so an edit to any recompiles them all
+_HERE = Path(__file__).resolve().parent
+_SOURCES = hashlib.sha256(
+    b"".join((_HERE / f).read_bytes() for f in ("kernel_heaps.py", "decode_kernel.py"))
+).hexdigest()
+
+
+class _KernelCache(FunctionCache):
+    def _index_key(self, sig, codegen):
+        return (*super()._index_key(sig, codegen), _SOURCES)
+
 
 def jit(sig):
     """``numba.njit(sig, cache=True)``: compiled for exactly this signature (callers' literal
-    arguments convert to it instead of compiling one more specialization each). Without the
-    runtime's reference counting (``_nrt=False``): the kernels allocate nothing, and counting
-    every array view made the loop 4x slower. Without any writable cache location (a
-    read-only install and home) numba refuses to cache: compile on each run instead."""
+    arguments convert to it instead of compiling one more specialization each), cached on
+    disk by :class:`_KernelCache`. Without the runtime's reference counting (``_nrt=False``):
+    the kernels allocate nothing, and counting every array view made the loop 4x slower.
+    Without any writable cache location (a read-only install and home) numba refuses to
+    cache: compile on each run instead."""
 
     def wrap(fn):
+        d = numba.njit(_nrt=False)(fn)
         try:
-            return numba.njit(sig, cache=True, _nrt=False)(fn)
+            d._cache = _KernelCache(fn)  # what Dispatcher.enable_caching does, keyed wider
         except RuntimeError:
-            return numba.njit(sig, _nrt=False)(fn)
+            pass
+        d.compile(sig)
+        d.disable_compile()
+        return d
 
     return wrap
 
