@@ -46,6 +46,7 @@ def test_bcr_with_a_free_rate_is_proven_by_dinkelbach():
     assert s["dinkelbach_iterations"] >= 2
     assert s["optimality_gap"] <= 1e-6
     assert p["bcr"] == pytest.approx(p["goodput_rps"] * 3600 / p["cost_per_hour"], rel=1e-3)
-    # the best ratio is at least as good as the min-cost plan at the rate it picked
+    # the best ratio is at least as good as the min-cost plan at the rate it picked (up to the
+    # rounding of the reported rate and BCR): the fixed-rate search's space is in the answer's
     fixed = _plan(rate_rps=p["goodput_rps"])
-    assert p["bcr"] >= fixed["bcr"] * 0.98
+    assert p["bcr"] >= fixed["bcr"] * (1 - 1e-5)

@@ -10,8 +10,9 @@ import pytest
 import yaml
 
 from pdd_plan import architectures
-from pdd_plan.optimize import model
-from pdd_plan.optimize.free_rate import FreeRateSearch, buckets
+from pdd_plan.optimize import fixed_rate, model
+from pdd_plan.optimize.free_rate import FreeRateSearch, buckets, cap_levels
+from pdd_plan.optimize.objectives import dinkelbach
 from pdd_plan.optimize.planner import Caps
 from pdd_plan.resolve import resolve
 from pdd_plan.schema.scenario import Scenario
@@ -31,6 +32,24 @@ def test_buckets_cover_every_pool_size_once():
         assert sizes == list(range(1, n + 1))
 
 
+def test_cap_levels_clip_to_the_cap():
+    assert cap_levels([0.5, 0.65, 0.8, 0.9], 0.95) == [0.5, 0.65, 0.8, 0.9]
+    assert cap_levels([0.5, 0.65, 0.8, 0.9], 0.7) == [0.5, 0.65, 0.7]
+    # a cap tightened (by verification) below every level leaves the cap, not an empty search
+    assert cap_levels([0.5, 0.65], 0.3) == [0.3]
+
+
+def test_prefill_pools_run_up_to_their_cap():
+    """The fixed-rate search runs a prefill pool at any utilization up to caps.prefill: the
+    free-rate search must reach it too, or its optimum pays for an instance the other saves."""
+    ctx = resolve(Scenario.model_validate(yaml.safe_load(TINY.read_text())), "")
+    caps = Caps(prefill=0.93)
+    search = FreeRateSearch(ctx, architectures.get("idc_pd"), build_classes(ctx), caps)
+    levels = sorted({cb.rho for cb in search.combos})
+    assert levels[-1] == 0.93
+    assert set(ctx.scenario.search.utilization_levels) < set(levels)
+
+
 @pytest.mark.parametrize("architecture", ["pdd", "idc_pd"])
 def test_dinkelbach_steps_match_every_combination(architecture):
     ctx = resolve(Scenario.model_validate(yaml.safe_load(TINY.read_text())), "")
@@ -48,3 +67,19 @@ def test_dinkelbach_steps_match_every_combination(architecture):
         if q.solution.objective <= 1e-9:
             break
         lam = q.rate / q.cost_per_hour
+
+
+def test_dinkelbach_never_loses_to_the_fixed_rate_plan_at_its_rate():
+    """With one coarse utilization level the free-rate space is a conservative subset of the
+    fixed-rate one (its pools' waits at a level, not at their exact utilization): before the
+    fixed-rate re-solve, IDC-PD's answer cost $22.5/h where the fixed-rate plan at the same rate
+    costs $17.5/h. The answer must be the cheaper one."""
+    d = yaml.safe_load(TINY.read_text())
+    d["workload"].pop("rate_rps", None)
+    d.setdefault("search", {})["utilization_levels"] = [0.5]
+    ctx = resolve(Scenario.model_validate(d), "")
+    cls = build_classes(ctx)
+    p = dinkelbach(ctx, "idc_pd", cls, Caps())
+    fixed = fixed_rate.plan(ctx, architectures.get("idc_pd"), cls, p.rate, Caps())
+    assert p.cost_per_hour <= fixed.cost_per_hour * (1 + 1e-9)
+    assert p.extra["optimality_gap"] <= 1e-6

@@ -36,6 +36,12 @@ from .enumeration import (
 TOL = 1e-9
 
 
+def cap_levels(levels: list[float], cap: float) -> list[float]:
+    """The scenario's utilization levels clipped to a cap (a cap tightened below every level
+    leaves the cap itself, not an empty search)."""
+    return sorted({min(x, cap) for x in levels})
+
+
 def buckets(max_n: int) -> list[tuple[int, int]]:
     """Prefill pool-size ranges for a variable rate: [1], [2], [3, 4], [5, 8], ... The wait is
     computed at the range's smallest size (Erlang C falls as servers are added at a fixed
@@ -92,7 +98,7 @@ class FreeRateSearch:
             raise diagnosis.infeasible(spec.name, self.reasons, ctx.scenario.sla)
         self.combos.sort(key=lambda c: c.fixed_cost)  # ties go to the cheaper pool
         self.sh = Shared.of(ctx, spec, cls, caps)
-        levels = [x for x in ctx.scenario.search.utilization_levels if x <= caps.line]
+        levels = cap_levels(ctx.scenario.search.utilization_levels, caps.line)
         self.lines = (
             tables.line_options(ctx, levels) if spec.crosses_line else [tables.rdma_option()]
         )
@@ -105,9 +111,13 @@ class FreeRateSearch:
         self.reach: diagnosis.Reach = {}
 
     def _enumerate(self) -> list[Combo]:
-        levels = sorted(
-            {min(x, self.caps.prefill) for x in self.ctx.scenario.search.utilization_levels}
-        )
+        # the cap is a level too: the fixed-rate search runs a pool at any utilization up to the
+        # cap, and at the 0.9 level alone the free-rate optimum paid a pool one instance larger
+        # than the fixed-rate plan at its own rate (IDC-PD, default scenario: BCR 477 vs 492).
+        # The line gets no such level (a quarter more binaries in every MILP): the fixed-rate
+        # re-solve at the chosen rate (objectives.dinkelbach) runs it at its exact load.
+        cap = self.caps.prefill
+        levels = sorted(set(cap_levels(self.ctx.scenario.search.utilization_levels, cap)) | {cap})
         out = []
         for ch in prefill_choices(self.ctx, self.spec, self.cls, self.reasons):
             for lo, hi in buckets(ch.max_n):

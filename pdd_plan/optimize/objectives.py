@@ -6,9 +6,10 @@ from __future__ import annotations
 import time
 
 from .. import architectures, limits
-from ..errors import InputError
+from ..errors import InfeasibleError, InputError
 from ..resolve import Context
 from ..workload.requests import RequestClasses
+from . import fixed_rate
 from .metrics import MIN_SPEND_PER_HOUR
 from .planner import ArchPlan, Caps, FreeRateSearch, plan_architecture
 
@@ -27,6 +28,11 @@ def dinkelbach(
     Since F(lambda*) = 0 at the best ratio, lambda + F / c_min bounds it from above: the gap.
     One search serves every iteration: its combinations, line options and path tables do not
     depend on lambda, and each step's optima bound the next step's.
+
+    The gap is over the free-rate space (utilization levels, the caps among them, and pool-size
+    ranges: free_rate.py); the fixed-rate search then re-solves at the chosen rate, exactly,
+    and its plan is kept when cheaper, so the answer never loses to the min-cost plan at its
+    own rate.
     """
     t0 = time.perf_counter()
     search = FreeRateSearch(ctx, architectures.get(a), cls, caps)
@@ -49,10 +55,29 @@ def dinkelbach(
     gap = max(f, 0.0) / (lam * max(p.cost_per_hour, MIN_SPEND_PER_HOUR)) if lam > 0 else 0.0
     if f > 0:
         p = search.solve("dinkelbach", bcr_of(p), duals=True)
+    p, polish_milps = _at_its_rate(ctx, search, p, caps, duals=f > 0)
     p.solve_seconds = time.perf_counter() - t0
-    p.milps = milps
+    p.milps = milps + polish_milps
     p.extra.update({"dinkelbach_iterations": iters, "optimality_gap": gap})
     return p
+
+
+def _at_its_rate(
+    ctx: Context, search: FreeRateSearch, p: ArchPlan, caps: Caps, duals: bool
+) -> tuple[ArchPlan, int]:
+    """The cheaper of `p` and the fixed-rate search's plan at p's rate.
+
+    The free-rate MILP sees the prefill pool and the line only at discrete utilization levels,
+    with the wait of a pool-size range at its smallest size: a conservative subset of the plans
+    the fixed-rate search builds at one rate (exact pool size and utilization). The same rate at
+    a lower cost is a better ratio, so the answer never loses to the min-cost plan at its own
+    rate. None at p's rate (say every fixed-rate pool size is below p's): p stands. Also
+    returns the MILPs the fixed-rate search solved."""
+    try:
+        q = fixed_rate.plan(ctx, search.spec, search.cls, p.rate, caps, duals)
+    except InfeasibleError:
+        return p, 0
+    return (q if q.cost_per_hour < p.cost_per_hour * (1 - 1e-9) else p), q.milps
 
 
 def solve_architecture(
