@@ -91,13 +91,10 @@ def parse_axis(flag: str, spec: str):
 
 
 def _check_size(x, y) -> None:
-    from .sweep_grid import MAX_POINTS  # the sweep's cap: a grid beyond it is a typo in STEP
+    from .. import limits
 
-    n = len(x.values) * len(y.values)
-    if n > MAX_POINTS:
-        raise InputError(
-            None, "--x, --y", f"{n:,} cells (at most {MAX_POINTS:,})", "use larger steps"
-        )
+    # the sweep's cap (each cell is three optimizations): a grid beyond it is a typo in STEP
+    limits.check("SWEEP_POINTS", len(x.values) * len(y.values), None, "--x, --y")
     if x.name == y.name:
         raise InputError(None, f"--y {y.name}", "the same axis as --x", "vary two different things")
 
