@@ -114,16 +114,8 @@ def _analytic_and_replay(path: str, arch: str, n: int) -> tuple[list[float], lis
 LONG = 200_000
 
 
-CV2_MISS = pytest.mark.xfail(
-    strict=True,
-    reason="cv 2 at rho 0.90: analytic P50/P90/P99 0.55/1.76/3.44 s vs replay 0.48/1.52/2.68 s "
-    "(+16/+16/+28%); a plain FIFO G/G/5 replay of the same strata gives the law within 10%, so "
-    "the gap is between the strata's service law and the replay's per-request prefill (open)",
-)
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("cv", [1.0, pytest.param(2.0, marks=CV2_MISS)])
+@pytest.mark.parametrize("cv", [1.0, 2.0])
 def test_default_prefill_law_within_15_percent_of_the_replay(tmp_path, cv):
     # IDC-PD on the default scenario: the prefill pool (5 instances, rho 0.90) is the only
     # queue, so this checks the G/G/c law and its exponential tail end to end
