@@ -295,3 +295,19 @@ def test_microbenchmark_example_runs_and_states_its_window(name):
 def test_window_must_be_positive():
     r = CliRunner().invoke(app, ["simulate", "--window", "0"])
     assert r.exit_code == 2 and "--window" in r.output
+
+
+def test_unbounded_figures_never_reach_a_plan():
+    """A plan whose transfer or TTFT figure is infinite is refused with a one-line reason
+    (before: pydantic's non-finite error, exit 3)."""
+    from pdd_plan.errors import InfeasibleError
+    from pdd_plan.optimize import metrics
+
+    line = network.LineConfig(profiles.line("eth-1g"), 1)
+    p = SimpleNamespace(architecture="pdd", line=line, line_rho=0.97)
+    metrics._finite_or_refuse(p, [1.0, 2.0])  # finite: nothing to say
+    with pytest.raises(InfeasibleError) as e:
+        metrics._finite_or_refuse(p, [1.0, math.inf])
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith("pdd: no plan meets the scenario: line capacity")
+    assert "1 x eth-1g at 97%" in msg and e.value.reasons[0].kind == "line_capacity"
