@@ -4,7 +4,8 @@ The line model (issue 13): each transfer holds ``k = streams_per_transfer`` conn
 finite pool of ``c`` and stripes its slices over them (Mooncake's TCP lanes), so the pool serves
 ``floor(c / k)`` transfers at once; the active transfers share the line (processor sharing,
 each capped at ``k`` x one TCP connection's rate from :mod:`tcp`), and a transfer that finds
-the pool full waits for its connections."""
+the pool full waits for its connections: one limited-processor-sharing queue
+(:func:`line_transfer_s`)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import numpy as np
 
 from . import tcp
 from .perf import arch
-from .queueing import mgc_wait, ps_response_time
+from .queueing import limited_ps_numbers
 from .schema.gpu import DEFAULT_RDMA_LATENCY_MS, GPUProfile
 from .schema.line import LineSKU
 from .schema.model import ModelProfile
@@ -113,36 +114,43 @@ def line_transfer_s(
     weight: np.ndarray | None = None,
 ) -> np.ndarray:
     """Mean time from KV ready to KV delivered for a ``size``-byte transfer at utilization
-    ``rho`` of the usable capacity (:attr:`LineConfig.usable_bytes_s`).
+    ``rho`` of the usable capacity (:attr:`LineConfig.usable_bytes_s`), the classes' request
+    shares ``weight`` (equal shares when None) giving the mean size ``E[x]``.
 
-    Two stages, kept apart as the simulator keeps them:
+    The pool and the line are one queue, as the simulator runs them: at most ``c`` =
+    :attr:`LineConfig.pool` transfers share the line (processor sharing, each at most ``k``
+    connections' rate), the rest wait FIFO for a slot. Its number in system is a birth-death
+    chain (:func:`queueing.limited_ps_numbers`, exponential sizes): ``E[N_s]`` in service,
+    ``E[N_q]`` waiting, ``lambda = rho x usable / E[x]``. By Little's law:
 
-    * **hold** (its ``k`` connections are held): processor sharing of the line at its own utilization
-      ``rho_line = rho x usable / capacity`` (M/G/1-PS, ``x / (C (1 - rho_line))``), never faster
-      than ``k`` connections' rate (:attr:`LineConfig.flow_cap_bytes_s`), plus slow start where
-      every transfer pays it;
-    * **pool wait** (with ``weight``, the classes' request shares): M/M/c with ``c`` = the
-      transfers the pool serves at once (:attr:`LineConfig.pool`, connections / ``k``),
-      arrivals ``lambda = rho x usable / E[x]`` and service = the mean hold; Erlang C gives
-      ``W_q = C(c, a) E[S] / (c - a)``, ``a = lambda E[S]`` (inf when ``a >= c``).
+    * **hold** (its ``k`` connections are held) ``E[N_s] / lambda`` on average, in proportion to
+      the size (``x E[N_s] / (rho x usable)``; exactly M/G/1-PS's ``x / (C (1 - rho))`` when one
+      transfer can fill the line and the pool never binds), never under ``x`` over ``k``
+      connections' rate; plus slow start where every transfer pays it;
+    * **pool wait** ``E[N_q] / lambda``, the same for every size (FIFO), scaled by
+      ``(1 + cs^2) / 2`` for the squared CV of the classes' sizes (exact for exponential sizes;
+      heavier spreads hold the slots longer, as in M/G/c).
 
-    Plus one RTT on delivery.
-    """
+    Plus one RTT on delivery. Finite whenever ``rho < 1``: the pool's holders share a line
+    whose total rate is constant once ``c`` of them are active, so the queue is stable exactly
+    when the line is (an Erlang C wait with the PS-inflated hold as service time would call a
+    95%-busy line with 16 slots unstable at 19 erlangs)."""
     x = np.asarray(size_bytes, dtype=float)
     usable = line.usable_bytes_s
-    rho_line = rho * usable / line.capacity_bytes_s
-    ps = ps_response_time(x, line.capacity_bytes_s, rho_line)
-    hold = np.maximum(ps, x / line.flow_cap_bytes_s) + line.every_transfer_slow_start_s(x)
-    wait = 0.0
-    if weight is not None and rho > 0:
-        w = np.asarray(weight, dtype=float) / float(np.sum(weight))
-        mean_x = float(np.dot(w, x))
-        es = float(np.dot(w, hold))
-        if mean_x > 0 and np.isfinite(es):
-            lam = rho * usable / mean_x
-            wait = mgc_wait(line.pool, lam, es, 2.0 * es * es)[1]  # exponential: cs^2 = 1
-        elif not np.isfinite(es):
-            wait = float("inf")
+    w = np.ones_like(x) if weight is None else np.asarray(weight, dtype=float)
+    w = w / float(np.sum(w))
+    mean_x = float(np.dot(w, x))
+    fastest = min(line.capacity_bytes_s, line.flow_cap_bytes_s)
+    if rho <= 0 or mean_x <= 0:
+        per_byte, wait = 1.0 / fastest, 0.0
+    else:
+        n_s, n_q = limited_ps_numbers(line.pool, rho, line.capacity_bytes_s, line.flow_cap_bytes_s)
+        per_byte = max(n_s / (rho * usable), 1.0 / fastest)
+        # the chain assumes exponential sizes (cs^2 = 1); the classes' own spread moves the wait
+        # as it moves M/G/c's (Allen-Cunneen, (1 + cs^2) / 2); the hold is PS, insensitive
+        cs2 = float(np.dot(w, x * x)) / mean_x**2 - 1.0
+        wait = n_q * mean_x / (rho * usable) * (1.0 + cs2) / 2.0
+    hold = x * per_byte + line.every_transfer_slow_start_s(x)
     return hold + wait + line.sku.rtt_ms / 1e3
 
 

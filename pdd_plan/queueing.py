@@ -42,6 +42,36 @@ def ps_response_time(size: np.ndarray | float, capacity: float, rho: float) -> n
     return x / (capacity * (1.0 - rho))
 
 
+def limited_ps_numbers(c: int, rho: float, capacity: float, flow_cap: float) -> tuple[float, float]:
+    """(E[transfers in service], E[transfers waiting]) on a line of ``capacity`` shared by at
+    most ``c`` transfers at once (processor sharing, each at most ``flow_cap``), the rest waiting
+    FIFO for a slot: Poisson arrivals, exponential sizes, at utilization ``rho`` of the usable
+    rate ``u = min(capacity, c x flow_cap)``.
+
+    The number in system is a birth-death chain: births ``lambda``, deaths ``min(capacity,
+    min(n, c) x flow_cap) / E[x]``, so ``pi(n) / pi(n - 1) = rho u / min(capacity, min(n, c) x
+    flow_cap)``; from ``n = c`` on that ratio is ``rho``, a geometric tail summed in closed form.
+    Stable whenever ``rho < 1`` (then finite for every ``c``), inf otherwise. Exact M/M/c when
+    the line has room for the whole pool, M/M/1-PS (``E[N] = rho / (1 - rho)``) when one
+    transfer fills the line."""
+    if rho <= 0:
+        return 0.0, 0.0
+    if rho >= 1:
+        return float("inf"), float("inf")
+    n = np.arange(1, c + 1, dtype=float)
+    usable = min(capacity, c * flow_cap)
+    # log pi(n) - log pi(0), n = 0..c, kept in logs: (rho u / k f) multiplies past 1e308 for big c
+    logw = np.concatenate(
+        [[0.0], np.cumsum(np.log(rho * usable / np.minimum(capacity, n * flow_cap)))]
+    )
+    w = np.exp(logw - logw.max())
+    tail = w[-1] * rho / (1.0 - rho)  # sum over n > c of pi(c) rho^(n - c)
+    z = float(w.sum()) + tail
+    in_service = (float(np.dot(np.arange(c + 1), w)) + c * tail) / z
+    waiting = w[-1] * rho / (1.0 - rho) ** 2 / z  # sum over j >= 1 of j pi(c) rho^j
+    return in_service, float(waiting)
+
+
 def erlang_c(c: int, a: float) -> float:
     """Probability an arrival waits in M/M/c with offered load a = lambda E[S] (Erlang C)."""
     if a <= 0:

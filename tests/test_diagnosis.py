@@ -48,10 +48,15 @@ def test_ttft_floor_names_the_target_to_relax():
 
 
 def test_ttft_out_of_reach():
-    err = _reasons(lambda d: None, architecture="cdc_pd")  # the tiny case's CDC-PD misses P99
-    # with each KV transfer striped over 4 connections (issue 13) its P90 is met; the slow tail
-    # of the TTFT misses, averaged over class strata, still breaks P99
-    assert _kinds(err) == [("ttft_out_of_reach", "sla.ttft_p99_s")]
+    err = _reasons(lambda d: None, architecture="cdc_pd")  # the tiny case's CDC-PD misses both
+    # with the pool and line as one limited-PS queue (each transfer at most 4 connections' rate,
+    # a third of a 25 G line) the line's tail breaks P90 too: at best 12.2% over 0.5 s; a
+    # 100k-request replay of a CDC-PD fleet on the biggest option (2 x eth-25g, 74% busy) has
+    # 17.8% of TTFTs over 0.5 s and 5.6% over 1 s
+    assert _kinds(err) == [
+        ("ttft_out_of_reach", "sla.ttft_p90_s"),
+        ("ttft_out_of_reach", "sla.ttft_p99_s"),
+    ]
     assert "out of reach" in err.reasons[0].message
 
 

@@ -1,5 +1,6 @@
 """The line as it really behaves (issue 13): one TCP connection's rate from the path, slow start,
-the connection pool's wait against Erlang C, and an over-capacity line replayed, not refused."""
+the connection pool's wait against Erlang C, the pool and a busy line as one limited-processor-
+sharing queue against the replay, and an over-capacity line replayed, not refused."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from pdd_plan import network, profiles, tcp
+from pdd_plan import network, profiles, queueing, tcp
 from pdd_plan.cli.main import app
 from pdd_plan.queueing import erlang_c
 from pdd_plan.schema.line import LineSKU
@@ -172,11 +173,88 @@ def test_pool_wait_matches_erlang_c(k):
     a = lam * es
     want = erlang_c(c, a) * es / (c - a)
     assert float(np.mean(start - ready)) == pytest.approx(want, rel=0.05)
-    # the analytic line model says the same (weights: every transfer its own class)
+    # the analytic line model says the same, given the size law as 400 equal-weight strata
+    # (its hold is x / cap: the line has room, so the mean hold is E[S])
     rho = lam * es * cap / line.usable_bytes_s
-    xs = np.array([es * cap])
-    got = network.line_transfer_s(xs, line, rho, np.ones(1))[0] - es
+    xs = _strata(size)
+    got = float(np.mean(network.line_transfer_s(xs, line, rho, np.ones(xs.size)))) - es
     assert got == pytest.approx(want, rel=0.05)
+
+
+def _strata(size: np.ndarray, n: int = 400) -> np.ndarray:
+    """The size law as ``n`` equal-weight quantile points (how the planner's strata see it)."""
+    return np.quantile(size, (np.arange(n) + 0.5) / n)
+
+
+@pytest.mark.parametrize(
+    "connections, per_connection_gbps, rho, law",
+    [
+        (16, None, 0.9, "exponential"),  # one transfer fills the line: M/M/1-PS until 16 hold it
+        (16, None, 0.8, "lognormal"),
+        (8, 0.3, 0.8, "lognormal"),  # 4 transfers fill the line, 8 slots
+        (8, 0.3, 0.9, "exponential"),
+    ],
+)
+def test_pool_behind_a_busy_line_matches_the_replay(connections, per_connection_gbps, rho, law):
+    """The pool and the line are one limited-processor-sharing queue: at most c transfers share
+    the line, the rest wait FIFO. The analytic mean time ready -> last byte (hold + pool wait)
+    against a 300,000-transfer replay, within 8%, for exponential sizes (where the birth-death
+    chain is exact) at 90% busy and a lognormal spread of squared CV 3.2 (the wait scaled by
+    (1 + cs^2) / 2) at 80%. At 90% busy that spread's replays scatter by +-8% seed to seed and
+    the law sits 0-16% under them: the verification replay's line_delay covers the rest."""
+    rng = np.random.default_rng(11)
+    n, ex = 300_000, 50e6
+    sku = _sku(
+        gbps=1,
+        connections=connections,
+        per_connection_gbps=per_connection_gbps,
+        rtt_ms=0,
+        message_header_bytes=0,
+    )
+    line = network.LineConfig(sku, 1)
+    if law == "exponential":
+        size = rng.exponential(ex, n)
+    else:
+        size = rng.lognormal(0.0, 1.2, n)
+        size *= ex / size.mean()
+    lam = rho * line.usable_bytes_s / ex
+    ready = np.cumsum(rng.exponential(1 / lam, n))
+    inp = LineInputs(
+        ready,
+        np.arange(n),
+        size,
+        line.capacity_bytes_s,
+        line.flow_cap_bytes_s,
+        line.pool,
+        0.0,
+    )
+    start, end, _, _, _ = run_line(inp)
+    sim = float(np.mean(end - ready))
+    xs = _strata(size)
+    got = float(np.mean(network.line_transfer_s(xs, line, rho, np.ones(xs.size))))
+    assert got == pytest.approx(sim, rel=0.08)
+
+
+def test_pool_is_stable_whenever_the_line_is():
+    """One eth-1g line (16 transfer slots, one transfer fills it) at 95% busy: with the mean
+    processor-sharing hold x / (C (1 - rho)) as an M/M/c service time the pool's offered load
+    is rho / (1 - rho) = 19 erlangs on 16 slots (an infinite wait), yet the line's total rate is
+    the same whatever the number of holders, so the queue is an M/M/1 one in total: E[N] =
+    rho / (1 - rho), E[T] = E[x] / (C (1 - rho)) by Little's law, finite."""
+    line = network.LineConfig(profiles.line("eth-1g"), 1)
+    assert line.pool == 16 and line.flow_cap_bytes_s >= line.capacity_bytes_s
+    rho, x = 0.95, np.array([50e6])
+    assert rho / (1 - rho) > line.pool  # the old law's offered load: over the pool
+    t = network.line_transfer_s(x, line, rho, np.ones(1)) - line.sku.rtt_ms / 1e3
+    # exponential sizes (one class with cs^2 = 0 halves the wait: give it two strata whose
+    # spread has cs^2 = 1, sizes 0 and 2 E[x])
+    t2 = network.line_transfer_s(np.array([0.0, 2 * x[0]]), line, rho, np.ones(2))
+    mean2 = float(np.mean(t2)) - line.sku.rtt_ms / 1e3
+    assert np.isfinite(t).all() and mean2 == pytest.approx(x[0] / (line.capacity_bytes_s * 0.05))
+    n_s, n_q = queueing.limited_ps_numbers(16, rho, 1.0, 1.0)
+    assert n_s + n_q == pytest.approx(rho / (1 - rho))
+    assert n_q == pytest.approx(rho**17 / (1 - rho))  # P(N > 16) = rho^17, geometric tail
+    assert queueing.limited_ps_numbers(16, 1.0, 1.0, 1.0) == (math.inf, math.inf)
 
 
 def _stub(offered_bytes: float, span: float, usable: float) -> SimpleNamespace:
@@ -217,3 +295,19 @@ def test_microbenchmark_example_runs_and_states_its_window(name):
 def test_window_must_be_positive():
     r = CliRunner().invoke(app, ["simulate", "--window", "0"])
     assert r.exit_code == 2 and "--window" in r.output
+
+
+def test_unbounded_figures_never_reach_a_plan():
+    """A plan whose transfer or TTFT figure is infinite is refused with a one-line reason
+    (before: pydantic's non-finite error, exit 3)."""
+    from pdd_plan.errors import InfeasibleError
+    from pdd_plan.optimize import metrics
+
+    line = network.LineConfig(profiles.line("eth-1g"), 1)
+    p = SimpleNamespace(architecture="pdd", line=line, line_rho=0.97)
+    metrics._finite_or_refuse(p, [1.0, 2.0])  # finite: nothing to say
+    with pytest.raises(InfeasibleError) as e:
+        metrics._finite_or_refuse(p, [1.0, math.inf])
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith("pdd: no plan meets the scenario: line capacity")
+    assert "1 x eth-1g at 97%" in msg and e.value.reasons[0].kind == "line_capacity"

@@ -56,7 +56,10 @@ def test_narrow_line_relay_meets_what_direct_transfer_misses():
     assert why["kind"] == "replay_sla" and why["field"] == "sla.ttft_p99_s"
     p99 = float(re.search(r"TTFT P99 ([\d.]+) s > 15 s", why["message"]).group(1))
     assert p99 > plan["sla"]["ttft_p99_s"]
-    assert "TTFT P90 2.99 s <= 10 s" in why["message"] and "TPOT P90" in why["message"]
+    # the P90 is met (its figure moves with the line model: 2.99 s before the TCP line, 3.01 s
+    # with it); only the P99 misses
+    p90 = float(re.search(r"TTFT P90 ([\d.]+) s <= 10 s", why["message"]).group(1))
+    assert 2.0 < p90 <= plan["sla"]["ttft_p90_s"] and "TPOT P90" in why["message"]
     # so no comparison ranks against it; the same-fleet P->MD figure is PDD's own
     assert plan["comparison"]["bcr_gain_vs_cdc_pd"] is None
     assert plan["comparison"]["p90_ttft_reduction_vs_cdc_pd"] > 0.3

@@ -6,7 +6,9 @@ import numpy as np
 
 from .. import architectures, pipeline
 from ..architectures import LINE_BASELINE, LOCAL_BASELINE, RELAY_ARCH
+from ..errors import InfeasibleError
 from ..perf import roofline
+from ..schema.plan import Reason
 from ..workload.requests import RequestClasses
 from .planner import QS, ArchPlan
 
@@ -95,6 +97,8 @@ def summarize(p: ArchPlan, cls: RequestClasses, rate: float, prefill_dc: str) ->
     share = np.concatenate([fshares[k] for k in fshares])
     jitter = np.concatenate([ft.jitter(k) for k in fshares])
     ttft = pipeline.ttft_quantiles(fixed, share, p.pool, QS, jitter)
+    kv_mean = float(np.dot(cls.weight, t.line_s))
+    _finite_or_refuse(p, [*ttft, kv_mean])
     tpot = np.concatenate([ft.tpot_s[k] for k in fshares])
     # the tables size decode at its TPOT-target batch; report the step at the batch the plan
     # actually runs (utilization x that batch), which is what users see
@@ -145,7 +149,7 @@ def summarize(p: ArchPlan, cls: RequestClasses, rate: float, prefill_dc: str) ->
             "singular_max_output_tokens": p.singular_max_output_tokens,
         },
         "prefill_utilization": _r(p.pool.rho),
-        "kv_transfer_s": {"mean": _r(float(np.dot(cls.weight, t.line_s)))},
+        "kv_transfer_s": {"mean": _r(kv_mean)},
         "binding_constraints": sorted(p.solution.binding),
         # LP-relaxation duals: $/hour the optimum moves per unit each constraint is relaxed
         "shadow_prices": {k: _r(v, 6) for k, v in sorted(p.solution.shadow_prices.items())},
@@ -160,6 +164,22 @@ def summarize(p: ArchPlan, cls: RequestClasses, rate: float, prefill_dc: str) ->
             ),
         },
     }
+
+
+def _finite_or_refuse(p: ArchPlan, figures: list[float]) -> None:
+    """An unbounded transfer or TTFT never reaches a plan: the architecture has no plan, for a
+    one-line reason (an unstable line queue is what makes them unbounded)."""
+    if all(np.isfinite(x) for x in figures):
+        return
+    where = f"{p.line.count} x {p.line.sku.name} at {p.line_rho:.0%}" if p.line else "its fleet"
+    why = Reason(
+        kind="line_capacity",
+        message=f"line capacity: the KV transfer time is unbounded on {where} (its queue is "
+        "unstable); allow more or faster lines (link.candidates, link.max_lines) or lower "
+        "workload.rate_rps",
+        field="link.max_lines",
+    )
+    raise InfeasibleError(f"{p.architecture}: no plan meets the scenario: {why.message}", [why])
 
 
 def utilization(p: ArchPlan, resource: str) -> float:
@@ -196,7 +216,8 @@ def comparison(plans: dict[str, dict], raw: dict[str, ArchPlan]) -> dict:
     red = direct = None
     if relay in raw:
         direct = p90_on_fleet_all_direct(raw[relay])
-        red = _r(1.0 - plans[relay]["ttft_s"]["p90"] / direct) if direct > 0 else None
+        direct = direct if np.isfinite(direct) else None  # all-direct may swamp the line
+        red = _r(1.0 - plans[relay]["ttft_s"]["p90"] / direct) if direct else None
     return {
         f"bcr_gain_vs_{local}": gain(relay, local),
         f"bcr_gain_vs_{line_base}": gain(relay, line_base),
