@@ -14,12 +14,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 from itertools import chain
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from pdd_plan.errors import InputError
 from pdd_plan.workload.cache import CacheSimulator, CacheSpec, EndsOnMd
 from pdd_plan.workload.trace_rows import TraceChunk
+
+if TYPE_CHECKING:
+    from pdd_plan.workload.trace_seen import BlockSet
 
 
 class InfiniteHits:
@@ -33,23 +37,27 @@ class InfiniteHits:
     """
 
     def __init__(self, spec: CacheSpec):
-        from pdd_plan.workload.trace_seen import BlockSet  # numba: only when hits are computed
-
         self.block_tokens = spec.block_tokens
         self.drc = spec.drc
-        self.blocks = BlockSet()
+        self.blocks: BlockSet | None = None  # made by the first chunk: numba loads then
 
     def __len__(self) -> int:
-        return len(self.blocks)
+        return 0 if self.blocks is None else len(self.blocks)
 
     @property
     def seen(self) -> np.ndarray:
         """Sorted ids of every block so far."""
+        if self.blocks is None:
+            return np.empty(0, dtype=np.int64)
         return self.blocks.sorted_ids()
 
     def process(
         self, flat: np.ndarray, counts: np.ndarray, inp: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
+        if self.blocks is None:
+            from pdd_plan.workload.trace_seen import BlockSet
+
+            self.blocks = BlockSet()
         lead = self.blocks.leads(flat, counts)
         hit_tok = np.minimum(lead * self.block_tokens, inp).astype(np.float64)
         hit_p = hit_tok / np.maximum(inp, 1)
