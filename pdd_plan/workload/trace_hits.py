@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 from itertools import chain
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,67 +22,46 @@ from pdd_plan.errors import InputError
 from pdd_plan.workload.cache import CacheSimulator, CacheSpec, EndsOnMd
 from pdd_plan.workload.trace_rows import TraceChunk
 
+if TYPE_CHECKING:
+    from pdd_plan.workload.trace_seen import BlockSet
+
 
 class InfiniteHits:
-    """Hits with infinite caches (`trace stats`' default), vectorized over a chunk.
+    """Hits with infinite caches (`trace stats`' default), one compiled pass per chunk.
 
     With no capacity there is no eviction, so LRU order does not matter: a block is cached
     at request r exactly when an earlier request had it. A request's hit is its leading run
-    of such blocks; the same for the DRC when every request ends on MD, so hit_d = hit_p.
-    Equal to `CacheSimulator` with an infinite `CacheSpec` (tested), chunk by chunk.
+    of such blocks (:class:`~pdd_plan.workload.trace_seen.BlockSet`); the same for the DRC
+    when every request ends on MD, so hit_d = hit_p. Equal to `CacheSimulator` with an
+    infinite `CacheSpec` (tested), chunk by chunk.
     """
 
     def __init__(self, spec: CacheSpec):
         self.block_tokens = spec.block_tokens
         self.drc = spec.drc
-        self.seen = np.empty(0, dtype=np.int64)  # sorted ids of every block so far
+        self.blocks: BlockSet | None = None  # made by the first chunk: numba loads then
 
     def __len__(self) -> int:
-        return int(self.seen.shape[0])
+        return 0 if self.blocks is None else len(self.blocks)
+
+    @property
+    def seen(self) -> np.ndarray:
+        """Sorted ids of every block so far."""
+        if self.blocks is None:
+            return np.empty(0, dtype=np.int64)
+        return self.blocks.sorted_ids()
 
     def process(
         self, flat: np.ndarray, counts: np.ndarray, inp: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
-        n = counts.shape[0]
-        start = np.zeros(n, dtype=np.int64)
-        np.cumsum(counts[:-1], out=start[1:])
-        row = np.repeat(np.arange(n), counts)
-        pos = np.arange(flat.shape[0]) - start[row]  # position of each id in its request
-        uniq, first, inverse = _unique_first(flat)
-        before = _member(uniq, self.seen)
-        cached = before[inverse] | (row[first][inverse] < row)  # earlier chunk or request
-        # leading cached run = position of the first uncached id (or all of them)
-        miss_pos = np.where(cached, np.iinfo(np.int64).max, pos)
-        lead = counts.copy()
-        has = counts > 0
-        if flat.shape[0]:
-            lead[has] = np.minimum(np.minimum.reduceat(miss_pos, start[has]), counts[has])
+        if self.blocks is None:
+            from pdd_plan.workload.trace_seen import BlockSet
+
+            self.blocks = BlockSet()
+        lead = self.blocks.leads(flat, counts)
         hit_tok = np.minimum(lead * self.block_tokens, inp).astype(np.float64)
-        new = uniq[~before]
-        self.seen = np.insert(self.seen, np.searchsorted(self.seen, new), new)
         hit_p = hit_tok / np.maximum(inp, 1)
-        return hit_p, hit_p.copy() if self.drc else np.zeros(n)
-
-
-def _unique_first(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """np.unique(x, return_index, return_inverse) by one stable sort (several times faster
-    than numpy's hashing unique on tens of millions of ids)."""
-    order = np.argsort(x, kind="stable")
-    xs = x[order]
-    starts = np.ones(x.shape[0], dtype=bool)
-    starts[1:] = xs[1:] != xs[:-1]
-    group = np.cumsum(starts) - 1
-    inverse = np.empty(x.shape[0], dtype=np.int64)
-    inverse[order] = group
-    return xs[starts], order[starts], inverse
-
-
-def _member(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
-    """values in sorted_set (both sorted, unique)."""
-    if sorted_set.shape[0] == 0:
-        return np.zeros(values.shape[0], dtype=bool)
-    k = np.minimum(np.searchsorted(sorted_set, values), sorted_set.shape[0] - 1)
-    return sorted_set[k] == values
+        return hit_p, hit_p.copy() if self.drc else np.zeros(counts.shape[0])
 
 
 class TraceHits:

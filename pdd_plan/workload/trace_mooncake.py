@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-import re
-from itertools import chain, repeat
+from itertools import chain
 
 import numpy as np
 
@@ -30,44 +29,6 @@ MOONCAKE_FIX = (
 )
 MOONCAKE_KEYS = ("timestamp", "input_length", "output_length")
 _MS = 1e-3  # timestamps are milliseconds
-
-
-# One line exactly as the Mooncake release (and json.dumps) writes it, every number a
-# non-negative integer of at most 18 digits (so int64 holds it): such lines need no JSON parser.
-_CANONICAL = re.compile(
-    rb'\{"timestamp": (\d{1,18}), "input_length": (\d{1,18}), "output_length": (\d{1,18}), '
-    rb'"hash_ids": \[(\d{1,18}(, \d{1,18})*)?\]\}\s*'
-)
-_DIGITS_ONLY = bytes(c if 48 <= c <= 57 else 32 for c in range(256))  # the rest -> spaces
-
-
-def _canonical_chunk(lines: list[bytes], first_line: int) -> TraceChunk | None:
-    """Canonical lines: every number of the batch in one numpy parse, then split by row."""
-    # numpy's C text parser (sep mode is not the deprecated binary mode): ~4x np.array(split)
-    nums = np.fromstring(b" ".join(lines).translate(_DIGITS_ONLY), dtype=np.int64, sep=" ")
-    commas = np.fromiter(map(bytes.count, lines, repeat(b",")), np.int64, len(lines))
-    empty = np.fromiter(map(bytes.count, lines, repeat(b"[]")), np.int64, len(lines))
-    counts = np.where(empty > 0, 0, commas - 2)  # ids: commas after the 3 fields, plus one
-    per_row = counts + 3
-    start = np.zeros(len(lines), dtype=np.int64)
-    np.cumsum(per_row[:-1], out=start[1:])
-    if int(per_row.sum()) != nums.shape[0]:
-        return None
-    t, i, o = nums[start] * _MS, nums[start + 1], nums[start + 2]
-    if i.min() < 1:
-        return None  # the line-by-line parser names the line
-    fields = np.zeros(nums.shape[0], dtype=bool)
-    fields[start], fields[start + 1], fields[start + 2] = True, True, True
-    return TraceChunk(
-        first_line=first_line,
-        arrival_s=t.astype(np.float64),
-        input_tokens=i,
-        output_tokens=o,
-        hit_rate=None,
-        hash_lists=None,
-        hash_flat=nums[~fields],
-        hash_counts=counts,
-    )
 
 
 class MooncakeRows:
@@ -102,15 +63,33 @@ class MooncakeRows:
             raise BadRow("hash_ids", "not a list of integers", self.fix)
         return h
 
-    def parse_batch(self, lines: list[bytes], first_line: int) -> TraceChunk | None:
-        """Many lines at once: the layout Mooncake's files use by numpy alone, others by one
-        `json.loads`; None when a line needs the line-by-line parser (see `_parse_json`)."""
-        if self.has_hashes is not False and all(map(_CANONICAL.fullmatch, lines)):
-            self.has_hashes = True
-            return _canonical_chunk(lines, first_line)
-        return self._parse_json(lines, first_line)
+    def parse_bytes(
+        self, buf: bytes, pos: int, max_lines: int, eof: bool, first_line: int
+    ) -> tuple[TraceChunk, int] | None:
+        """Up to ``max_lines`` lines of ``buf`` from byte ``pos`` when all are in the layout
+        Mooncake's files use, read by one compiled pass: (chunk, byte after it); else None."""
+        if self.has_hashes is False:  # the first record had no hash_ids: they are not read
+            return None
+        from pdd_plan.workload.trace_scan import scan_lines  # numba: only for Mooncake files
 
-    def _parse_json(self, lines: list[bytes], first_line: int) -> TraceChunk | None:
+        got = scan_lines(buf, pos, max_lines, eof)
+        if got is None:
+            return None
+        t, i, o, flat, counts, end = got
+        self.has_hashes = True
+        chunk = TraceChunk(
+            first_line=first_line,
+            arrival_s=t * _MS,
+            input_tokens=i,
+            output_tokens=o,
+            hit_rate=None,
+            hash_lists=None,
+            hash_flat=flat,
+            hash_counts=counts,
+        )
+        return chunk, end
+
+    def parse_batch(self, lines: list[bytes], first_line: int) -> TraceChunk | None:
         """Many lines at once, at library speed: one `json.loads` for the batch and numpy
         checks per column. None when anything is unusual (a boolean, a float length, a
         string, a missing key, an id beyond int64, ...): the caller then parses the batch

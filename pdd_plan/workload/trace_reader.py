@@ -17,7 +17,6 @@ import json
 import os
 import zlib
 from collections.abc import Callable, Iterator
-from itertools import islice
 from pathlib import Path
 from typing import Protocol
 
@@ -28,6 +27,7 @@ from pdd_plan.workload.trace_generic import GENERIC_KEYS, GenericCsvRows, Generi
 from pdd_plan.workload.trace_mooncake import MOONCAKE_FIX, MooncakeRows
 from pdd_plan.workload.trace_rows import (
     BadRow,
+    ByteWindow,
     ChunkBuilder,
     Row,
     TraceChunk,
@@ -200,18 +200,25 @@ class TraceReader:
             self.bad_lines.append(line_no)
 
     def _jsonl_chunks(self, parser: RowParser) -> Iterator[TraceChunk]:
+        """Groups of ``chunk_rows`` lines, each read the fastest way that takes all of it:
+        the parser's compiled pass over the bytes (``parse_bytes``), then one batch parse
+        (``parse_batch``), then line by line, which names or skips bad rows exactly."""
         self._parser = parser
+        scan = getattr(parser, "parse_bytes", None)
         batch = getattr(parser, "parse_batch", None)
         with open_binary(self.path) as f:
-            if batch is None:
-                lines = ((k, raw) for k, raw in enumerate(f, start=1) if raw.strip())
-                yield from self._chunks(lines, parser)
-                return
-            # whole chunks at library speed; a chunk with anything unusual (a blank line, a
-            # bad row) is read line by line, which names or skips its bad rows exactly
+            window = ByteWindow(f, self.chunk_rows)
             first = 1
-            while block := list(islice(f, self.chunk_rows)):
-                fast = batch(block, first) if all(map(bytes.strip, block)) else None
+            while window.fill():
+                got = None if scan is None else scan(*window.view(), first)
+                if got is not None:
+                    chunk, end = got
+                    window.consumed(end, len(chunk))
+                    yield chunk
+                    first += len(chunk)
+                    continue
+                block = window.take_lines()
+                fast = batch(block, first) if batch and all(map(bytes.strip, block)) else None
                 if fast is not None:
                     yield fast
                 else:

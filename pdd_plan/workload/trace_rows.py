@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import csv
 import gzip
+import io
 import json
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import IO
 
@@ -22,6 +24,8 @@ import numpy as np
 # One good row: arrival (s from trace start), input tokens, output tokens, hit rate
 # (NaN = unknown) and the prefix-block hash ids (None when the format has none).
 Row = tuple[float, int, int, float, list[int] | None]
+
+READ_BYTES = 1 << 24  # the file is read 16 MiB at a time
 
 
 class BadRow(Exception):
@@ -87,6 +91,60 @@ def check_width(row: list[str], width: int, header: list[str], fix: str) -> None
     """A CSV row must reach the rightmost column the format reads."""
     if len(row) < width:
         raise BadRow(None, f"{len(row)} columns, expected {len(header)}", fix)
+
+
+class ByteWindow:
+    """A binary file read in big blocks, handed out ``rows`` lines at a time.
+
+    :meth:`fill` makes the window hold ``rows`` whole lines from its position, or the rest
+    of the file; then either a parser reads lines straight from :meth:`view` and reports
+    how far it got (:meth:`consumed`), or :meth:`take_lines` gives the next ``rows`` lines
+    as iterating the file would (each with its newline). One buffer is reused, read into
+    in place: fresh 16 MiB blocks joined to the leftover cost ~0.3 s per 250 MiB in copies
+    and page faults.
+    """
+
+    def __init__(self, f: IO[bytes], rows: int, block_bytes: int = READ_BYTES):
+        self.f, self.rows, self.block_bytes = f, rows, block_bytes
+        self.buf = bytearray(block_bytes)
+        self.pos = 0  # the window is buf[pos:end]
+        self.end = 0
+        self.newlines = 0  # in the window
+        self.eof = False
+
+    def fill(self) -> bool:
+        """Read until the window holds ``rows`` lines or the file's end; False when empty."""
+        while not self.eof and self.newlines < self.rows:
+            if self.pos:  # move the window to the front
+                left = self.end - self.pos
+                with memoryview(self.buf) as mv:  # memoryview copies overlaps by memmove
+                    mv[:left] = mv[self.pos : self.end]
+                self.pos, self.end = 0, left
+            if len(self.buf) - self.end < self.block_bytes:
+                self.buf.extend(bytes(self.block_bytes))
+            with memoryview(self.buf) as free:
+                got = self.f.readinto(free[self.end : self.end + self.block_bytes])
+            self.eof = not got
+            self.newlines += self.buf.count(b"\n", self.end, self.end + got)
+            self.end += got
+        return self.pos < self.end
+
+    def view(self) -> tuple[memoryview, int, int, bool]:
+        """(the buffer up to the window's end, position, lines wanted, it ends the file).
+        The memoryview must be released before the next :meth:`fill`."""
+        return memoryview(self.buf)[: self.end], self.pos, self.rows, self.eof
+
+    def consumed(self, end: int, lines: int) -> None:
+        """A parser read ``lines`` lines up to byte ``end``."""
+        self.newlines -= lines  # a last line without newline ends the file: no matter
+        self.pos = end
+
+    def take_lines(self) -> list[bytes]:
+        """The next ``rows`` lines (fewer at the end of the file)."""
+        window = bytes(memoryview(self.buf)[self.pos : self.end])
+        lines = list(islice(io.BytesIO(window), self.rows))
+        self.consumed(self.pos + sum(map(len, lines)), len(lines))
+        return lines
 
 
 # --------------------------------------------------------------------------- fields

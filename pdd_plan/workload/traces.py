@@ -2,8 +2,10 @@
 
 Formats: Mooncake JSONL (``trace_mooncake``), Azure LLM CSV (``trace_azure``) and a generic
 JSONL/CSV (``trace_generic``); ``trace_reader`` detects them and streams good rows as
-chunks (``trace_rows``), so a trace of millions of requests is never held as Python objects.
-:func:`read_trace` then puts the chunks together: prefix-cache hits (``trace_hits``),
+chunks (``trace_rows``), so a trace of millions of requests is never held as Python objects
+(Mooncake lines in the release's own layout are parsed from the bytes by a compiled pass,
+``trace_scan``). :func:`read_trace` then puts the chunks together: prefix-cache hits
+(``trace_hits``; with infinite caches a compiled set of seen blocks, ``trace_seen``),
 arrival order, and spreading of quantised timestamps (``trace_ticks``).
 
 This module also re-exports the public names of those modules that callers import from
