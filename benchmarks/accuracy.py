@@ -7,10 +7,14 @@ with the ``readings.yaml`` beside it).
 A *source* is one document (the readings' ``documents``). For each source S, the per-GPU
 efficiency factors (mfu, mbu, step overhead, chunk half size: ``perf.calibration.fit``, the
 same fit ``pdd-plan calibrate`` runs) are fitted on the rows of every OTHER source, per GPU,
-and S's rows are predicted with them; a GPU with no rows outside S keeps its analytic
-profile. Nothing is tuned on the held-out rows. Three errors per row, pred / measured - 1:
+and S's rows are predicted with them. A GPU with no rows outside S takes the pooled estimate
+(``perf.pooled.family_pool``: per factor, the row-weighted median of the factors fitted on the
+GPUs with training rows of the row's model family). Nothing is tuned on the held-out rows.
+Four errors per row, pred / measured - 1:
 
 * held-out: fitted without the row's source (the honest figure);
+* held-out, no pool: the same, but a GPU without training rows keeps its analytic profile
+  (the method before the pooled estimate, kept for comparison);
 * in-sample: fitted on every row (what a fit to all the data reproduces);
 * analytic: the GPU profiles as written, no fit.
 
@@ -31,36 +35,58 @@ import yaml
 
 from pdd_plan.atomic import write_atomic
 from pdd_plan.perf import calibration as cal
+from pdd_plan.perf import pooled
 
 MEDIAN_TARGET = 0.15
 MAX_TARGET = 0.35
-KINDS = ("held_out", "in_sample", "analytic")
+KINDS = ("held_out", "held_out_analytic", "in_sample", "analytic")
 
 
-def _fitted(rows, gpu: str, analytic):
-    """`gpu`'s profile fitted to `rows` (those on that GPU), or analytic when there are none."""
-    mine = [r for r in rows if r.gpu == gpu]
-    if not mine:
-        return analytic[gpu], "analytic (no training rows)"
-    res = cal.fit(mine, analytic[gpu])
-    prof = cal.with_efficiency(analytic[gpu], **res.factors, mode="calibrated")
-    return prof, f"fitted to {len(mine)} rows"
+def _fit_all(rows, analytic, cache: dict) -> dict[str, tuple[dict, int]]:
+    """Per GPU with rows: its fitted factors and row count (cached by GPU and rows)."""
+    out = {}
+    for g in sorted({r.gpu for r in rows}):
+        mine = [r for r in rows if r.gpu == g]
+        key = (g, tuple(r.row for r in mine))
+        if key not in cache:
+            cache[key] = cal.fit(mine, analytic[g]).factors
+        out[g] = (cache[key], len(mine))
+    return out
+
+
+def _profile(r, train, fits, analytic, pool: bool):
+    """The profile row `r` is predicted with when fitted on `train`: its GPU's own fit; for a
+    GPU without training rows the pooled estimate (`pool`) or the analytic profile."""
+    if r.gpu in fits:
+        f, n = fits[r.gpu]
+        return cal.with_efficiency(
+            analytic[r.gpu], **f, mode="calibrated"
+        ), f"fitted to {n} row{'s' * (n != 1)}"
+    if pool:
+        factors, note = pooled.family_pool({g: f for g, (f, _) in fits.items()}, train, r.family)
+        if factors:
+            return pooled.pooled_profile(analytic[r.gpu], factors), note
+    return analytic[r.gpu], "analytic (no training rows)"
 
 
 def evaluate(rows) -> list[dict]:
-    """One dict per row: measured, the three predictions and their errors, and how fitted."""
+    """One dict per row: measured, the predictions of each KIND and their errors, and how the
+    held-out profile was made."""
     gpus = sorted({r.gpu for r in rows})
     analytic = {g: cal.analytic_gpu(g) for g in gpus}
-    in_sample = {g: _fitted(rows, g, analytic)[0] for g in gpus}
+    cache: dict = {}
+    all_fits = _fit_all(rows, analytic, cache)
     out = []
     for doc in sorted({r.document for r in rows}):
         held = [r for r in rows if r.document == doc]
         train = [r for r in rows if r.document != doc]
-        profs = {g: _fitted(train, g, analytic) for g in sorted({r.gpu for r in held})}
+        fits = _fit_all(train, analytic, cache)
         for r in held:
+            prof, note = _profile(r, train, fits, analytic, pool=True)
             pred = {
-                "held_out": cal.predict(r, profs[r.gpu][0]),
-                "in_sample": cal.predict(r, in_sample[r.gpu]),
+                "held_out": cal.predict(r, prof),
+                "held_out_analytic": cal.predict(r, _profile(r, train, fits, analytic, False)[0]),
+                "in_sample": cal.predict(r, _profile(r, rows, all_fits, analytic, True)[0]),
                 "analytic": cal.predict(r, analytic[r.gpu]),
             }
             out.append(
@@ -73,7 +99,7 @@ def evaluate(rows) -> list[dict]:
                     "measured": r.value,
                     "pred": pred,
                     "err": {k: v / r.value - 1.0 for k, v in pred.items()},
-                    "held_out_fit": profs[r.gpu][1],
+                    "held_out_fit": note,
                 }
             )
     return sorted(out, key=lambda e: e["row"])
@@ -123,20 +149,22 @@ def band_yaml(entries: list[dict], date: str, csv_name: str) -> str:
 
 def _print(entries: list[dict], aside) -> None:
     print(
-        "| row | source | GPU | run | measured | held-out | err | in-sample | err | analytic | err |"
+        "| row | source | GPU | run | measured | held-out | err | held-out, no pool | err "
+        "| in-sample | err | analytic | err | held-out profile |"
     )
-    print("|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for e in entries:
         p, r = e["pred"], e["err"]
+        cells = " | ".join(f"{p[k]:,.0f} | {r[k]:+.1%}" for k in KINDS)
         print(
             f"| {e['row']} | {e['document']} | {e['gpu']} | {e['label']} | {e['measured']:,.0f} | "
-            f"{p['held_out']:,.0f} | {r['held_out']:+.1%} | {p['in_sample']:,.0f} | "
-            f"{r['in_sample']:+.1%} | {p['analytic']:,.0f} | {r['analytic']:+.1%} |"
+            f"{cells} | {e['held_out_fit']} |"
         )
     print(
-        "\n| rows | n | held-out median | held-out max | in-sample median | in-sample max | analytic median | analytic max |"
+        "\n| rows | n | held-out median | held-out max | no-pool median | no-pool max "
+        "| in-sample median | in-sample max | analytic median | analytic max |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, sel in _groups(entries):
         s = {k: summary(sel, k) for k in KINDS}
         cells = " | ".join(
