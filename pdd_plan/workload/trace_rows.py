@@ -121,7 +121,12 @@ class ByteWindow:
                     mv[:left] = mv[self.pos : self.end]
                 self.pos, self.end = 0, left
             if len(self.buf) - self.end < self.block_bytes:
-                self.buf.extend(bytes(self.block_bytes))
+                # grow into a new buffer rather than resizing this one: a view a parser took
+                # may not be garbage-collected yet, and a bytearray with live exports cannot
+                # be resized (BufferError); growth is rare (a window longer than one block)
+                grown = bytearray(len(self.buf) + self.block_bytes)
+                grown[: self.end] = memoryview(self.buf)[: self.end]
+                self.buf = grown
             with memoryview(self.buf) as free:
                 got = self.f.readinto(free[self.end : self.end + self.block_bytes])
             self.eof = not got
