@@ -45,6 +45,7 @@ def _verified(
             history.append({"round": i, "caps": dict(caps.__dict__), "infeasible": str(e)})
             break
         summary = metrics.summarize(raw, cls, raw.rate, ctx.prefill_dc)
+        _check_size(ctx, a, summary)
         v = verify(ctx, ArchitecturePlan.model_validate(summary), a, n_requests, ctx.scenario.seed)
         kept = (raw, summary, v)
         history.append(
@@ -68,6 +69,19 @@ def _verified(
     )
     summary["simulated"] = sim
     return raw, summary
+
+
+def _check_size(ctx: Context, a: str, summary: dict) -> None:
+    """A plan past the PLAN_INSTANCES limit (a rate that needs a huge fleet) is a one-line
+    error naming the rate, before the plan schema would refuse it as an internal error."""
+    total = sum(int(g["count"]) for g in summary["instances"])
+    limits.check(
+        "PLAN_INSTANCES",
+        total,
+        ctx.file,
+        "workload.rate_rps",
+        f"{a}'s plan needs {total:,} instances: lower the rate",
+    )
 
 
 # the SLA field each replay check compares against
@@ -141,6 +155,7 @@ def optimize(
                     ctx, a, cls, fixed_rate, Caps(decode=sc.search.decode_utilization)
                 )
                 plans[a] = metrics.summarize(raw[a], cls, raw[a].rate, ctx.prefill_dc)
+                _check_size(ctx, a, plans[a])
         except InfeasibleError as e:
             # a baseline that cannot meet the SLA is an answer too (e.g. CDC-PD's P99 over a
             # narrow line); only when no architecture can is the scenario itself infeasible
