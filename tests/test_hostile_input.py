@@ -348,3 +348,19 @@ def test_fast_mooncake_reading_still_names_the_bad_line(tmp_path, bad, needle):
     assert f"{f}:31" in str(e.value)
     reqs, info = read_trace(f, skip_bad_rows=True)
     assert info.rows == 49 and info.bad_lines == (31,)
+
+
+def test_perf_gpus_alone_is_named_not_the_tp_it_defaulted():
+    """--tp defaults to --gpus: an impossible --gpus must be blamed on --gpus, and a count past
+    the GPUS limit refused before any instance is built."""
+    from typer.testing import CliRunner
+
+    from pdd_plan.cli.main import app
+
+    base = ["perf", "-m", "llama-3.1-8b", "-g", "h100", "--phase", "decode", "-L", "1000"]
+    r = CliRunner().invoke(app, [*base, "--gpus", "100000"])
+    assert r.exit_code == 2 and "'--gpus'" in r.output and "'--tp'" not in r.output, r.output
+    r = CliRunner().invoke(app, [*base, "--gpus", "100000000"])
+    assert r.exit_code == 2 and "PDD_PLAN_MAX_GPUS" in r.output, r.output
+    r = CliRunner().invoke(app, [*base, "--gpus", "2", "--tp", "3"])
+    assert r.exit_code == 2 and "'--tp'" in r.output, r.output

@@ -39,6 +39,8 @@ def _instance(model: str, gpu: str, gpus, tp, ep, dp, dp_attention, dtype, kv_dt
             return cands[0]
         gpus = 1
     n = int(gpus if gpus is not None else tp)
+    limits.check("GPUS", n, None, "--gpus" if gpus is not None else "--tp")
+    tp_flag = "--tp" if tp is not None else "--gpus"  # tp defaults to --gpus: name what was set
     tp = n if tp is None else int(tp)
     moe = m.ffn.moe
     opts = dict(moe_opts or {})
@@ -48,7 +50,7 @@ def _instance(model: str, gpu: str, gpus, tp, ep, dp, dp_attention, dtype, kv_dt
     if dp is None:
         dp = tp if dp_attention else 1
     with flag_names(
-        tp="--tp",
+        tp=tp_flag,
         dp="--dp",
         ep="--ep",
         parallelism="--gpus",
