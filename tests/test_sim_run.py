@@ -49,7 +49,9 @@ def _line(sku: str, count: int) -> dict:
     return {"sku": sku, "gbps": 10.0, "count": count, **z}
 
 
-def _arch_plan(instances: list[dict], line: dict | None, rate: float) -> ArchitecturePlan:
+def _arch_plan(
+    instances: list[dict], line: dict | None, rate: float, routing: dict | None = None
+) -> ArchitecturePlan:
     """A typed per-architecture plan around a hand-made fleet (predictions zeroed)."""
     zero = {"p50": 0.0, "p90": 0.0}
     return ArchitecturePlan.model_validate(
@@ -63,7 +65,7 @@ def _arch_plan(instances: list[dict], line: dict | None, rate: float) -> Archite
             "tpot_ms": zero,
             "route_share": {"p_md": 1.0, "p_rld_md": 0.0, "p_rld": 0.0},
             "rld_token_share": 0.0,
-            "routing": {},
+            "routing": routing or {},
             "prefill_utilization": 0.0,
             "kv_transfer_s": {"mean": 0.0},
             "binding_constraints": [],
@@ -80,7 +82,11 @@ def _relay_plan(line_count: int = 2) -> ArchitecturePlan:
         _row("relay_decode", "h100", "dc-a", 1, 16, 8),
         _row("main_decode", "h200", "dc-b", 1, 16, 16),
     ]
-    return _arch_plan(rows, _line("eth-10g", line_count), 40.0)
+    return _arch_plan(rows, _line("eth-10g", line_count), 40.0, RELAY_ROUTING)
+
+
+# relay the two lowest hit-rate bins; outputs up to 500 tokens finish on relay decode
+RELAY_ROUTING = {"relay_at_or_below_hit_rate": 0.4, "singular_max_output_tokens": 500}
 
 
 @pytest.fixture(scope="module")
@@ -115,13 +121,17 @@ def test_every_architecture_runs(default, arch: str) -> None:
 
 @pytest.mark.parametrize("mode", ["catch_up", "one_shot"])
 def test_relay_paths(mode: str) -> None:
-    """A tight TTFT budget makes the rule relay low-hit requests; singular ones end on RLD."""
+    """The plan's routing relays the low-hit requests; singular ones end on RLD."""
     ctx = _ctx(sla={"ttft_p90_s": 0.6, "ttft_p99_s": 3.0, "tpot_ms": 60}, policy={"handoff": mode})
     res = run(ctx, _relay_plan(), "pdd", 20_000, 0)
     s = res.summary()
     r, out, k = res.route, res.output_tokens, res.dec.rld_tokens
     share = s["route_share"]
     assert share["p_rld_md"] > 0.02 and share["p_rld"] > 0.002
+    # exactly the requests at or below the plan's hit threshold relay (no load-driven choice)
+    low = res.hit_p <= RELAY_ROUTING["relay_at_or_below_hit_rate"]
+    assert ((r != P_MD) == low).all()
+    assert ((r == P_RLD) == (low & (out <= 500))).all()
     cap = ctx.scenario.policy.relay_max_tokens
     assert (k[r == P_MD] == 0).all()
     assert (k[r == P_RLD] == out[r == P_RLD]).all()
@@ -172,9 +182,12 @@ def test_hashed_trace_drc_evolves_with_routing() -> None:
 
     want = line_bytes(ctx.model, res.input_tokens, res.hit_d, True)
     np.testing.assert_allclose(res.line_bytes, want, rtol=1e-9)
-    # a tight budget sends requests to RLD; those that end there never populate the DRC
+    # a tight budget makes the backlog router send requests to RLD; those that end there never
+    # populate the DRC
+    sla = {"ttft_p90_s": 0.05, "ttft_p99_s": 1, "tpot_ms": 60}
+    pol = {**d.get("policy", {}), "router": "backlog"}
     ctx2 = resolve(
-        Scenario.model_validate({**d, "sla": {"ttft_p90_s": 0.05, "ttft_p99_s": 1, "tpot_ms": 60}}),
+        Scenario.model_validate({**d, "sla": sla, "policy": pol}),
         str(ROOT / "examples" / "x.yaml"),
     )
     res2 = run(ctx2, plan, "pdd", 3000, 0)
@@ -210,3 +223,31 @@ def test_records_frame(default) -> None:
     assert set(df["path"]) <= {"p_md", "p_rld_md", "p_rld"}
     np.testing.assert_allclose(df["ttft_s"], res.ttft_s)
     assert math.isclose(df["sla_ok"].mean(), res.summary()["sla_attainment"], rel_tol=1e-5)
+
+
+def test_backlog_router_is_an_option() -> None:
+    """``policy.router: backlog`` ignores the plan's threshold and relays on the line backlog:
+    a tight budget relays high-hit requests too; a loose one relays none."""
+    tight = {"ttft_p90_s": 0.6, "ttft_p99_s": 3.0, "tpot_ms": 60}
+    ctx = _ctx(sla=tight, policy={"router": "backlog"})
+    res = run(ctx, _relay_plan(), "pdd", 20_000, 0)
+    assert ((res.route != P_MD) & (res.hit_p > 0.4)).any()
+    loose = {"ttft_p90_s": 100.0, "ttft_p99_s": 200.0, "tpot_ms": 60}
+    res = run(_ctx(sla=loose, policy={"router": "backlog"}), _relay_plan(), "pdd", 4000, 0)
+    assert (res.route == P_MD).all()
+
+
+def test_replay_relays_the_share_the_plan_made() -> None:
+    """Issue 13: on the narrow line the optimizer relays the lowest hit-rate class (5% of
+    requests, hit in [0, 0.2)); the verification replay relays the same requests, not what a
+    backlog rule would pick, and its TTFT P90 meets the plan's within 15%."""
+    path = ROOT / "examples" / "narrow-line.yaml"
+    ctx = resolve(Scenario.model_validate(yaml.safe_load(path.read_text())), str(path))
+    p = optimize(ctx).plans["pdd"]
+    assert p.routing.relay_at_or_below_hit_rate == 0.2  # the bin's upper edge, not its mean
+    planned = p.route_share.p_rld_md + p.route_share.p_rld
+    assert planned == pytest.approx(0.05, abs=0.005)
+    sim = p.simulated.route_share
+    assert sim.p_rld_md + sim.p_rld == pytest.approx(planned, abs=0.005)
+    assert p.simulated.sla_met
+    assert p.simulated.ttft_s.p90 == pytest.approx(p.ttft_s.p90, rel=0.15)

@@ -10,6 +10,7 @@ from ..errors import InfeasibleError
 from ..perf import roofline
 from ..schema.plan import Reason
 from ..workload.requests import RequestClasses
+from ..workload.stats import HIT_BIN_EDGES, hit_bin_index
 from .planner import QS, ArchPlan
 
 
@@ -49,6 +50,16 @@ def _inst_row(role: str, gpu: str, dc: str, count: int, inst) -> dict:
         "ep": int(inst.ep),
         "cost_per_hour": _r(count * inst.cost_per_hour, 2),
     }
+
+
+def _relay_threshold(relayed_hit_p: np.ndarray) -> float | None:
+    """The hit rate at or below which requests relay: the upper edge of the highest hit-rate
+    bin holding a relayed class. Classes are hit bins (x length buckets) and the optimizer
+    routes a class as a whole, so relaying its members by their own hit sends the share it
+    planned; the class mean (its members' average) would relay only about half of that bin."""
+    if relayed_hit_p.size == 0:
+        return None
+    return float(HIT_BIN_EDGES[int(np.max(hit_bin_index(relayed_hit_p))) + 1])
 
 
 def _shares(p: ArchPlan, rate: float) -> dict[str, np.ndarray]:
@@ -130,7 +141,7 @@ def summarize(p: ArchPlan, cls: RequestClasses, rate: float, prefill_dc: str) ->
         mine, new = p.extra["owned_split"]
         spend = {"cost_owned_per_hour": _r(mine, 2), "cost_new_per_hour": _r(new, 2)}
     relayed = (shares.get("p_rld_md", 0) + shares.get("p_rld", 0)) > 1e-9
-    relay_below = float(np.max(cls.hit_p[relayed])) if np.any(relayed) else None
+    relay_below = _relay_threshold(cls.hit_p[relayed])
     return {
         "instances": instances(p, prefill_dc),
         "line": line,

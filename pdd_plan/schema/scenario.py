@@ -219,6 +219,10 @@ class Policy(Strict):
     singular_max_output_tokens: int | None = Field(default=500, ge=0)  # p_rld allowed below this
     relay_max_tokens: PositiveInt = 256  # cap on tokens RLD generates before handing off
     md_hit_ratio: float = Field(default=1.0, ge=0, le=1)  # MD's hit / prefill-side hit (DRC)
+    # how the simulator relays: "plan" applies the plan's routing (relay at or below its hit
+    # threshold), so the replay verifies the plan that was made; "backlog" relays a request
+    # when the line's current backlog predicts a TTFT miss (a load-aware router)
+    router: Literal["plan", "backlog"] = "plan"
 
 
 class Search(Strict):

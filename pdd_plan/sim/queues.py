@@ -181,6 +181,7 @@ class LineInputs:
     rtt_s: float
     router: Router | None = None
     drc: DRCHook | None = None
+    route: np.ndarray | None = None  # each request's path fixed up front (the plan's routing)
 
 
 class _Admission:
@@ -198,6 +199,8 @@ class _Admission:
         self.rtt = inp.rtt_s
 
     def __call__(self, k: int, ta: float, backlog: float) -> float:
+        if self.route[k] == Route.P_RLD:  # routed up front to finish on relay decode
+            return -1.0
         drc = self.drc
         if drc is not None:
             h = drc.flat[self.off[k] : self.off[k + 1]].tolist()
@@ -342,7 +345,8 @@ def run_line(
 
     Returns per request ``r`` (arrays indexed by ``r``, length ``max(rid) + 1``): ``start``
     (got a connection), ``end`` (last byte sent; delivery is ``end + rtt``), ``sent`` (bytes),
-    ``route`` (a :class:`Route`; only a router relays; p_rld requests have NaN times), and the
+    ``route`` (a :class:`Route`: ``inp.route``, or what the router chose; p_rld requests have
+    NaN times and, without ``drc``, a negative ``size_bytes``), and the
     :class:`LineStats`.
     """
     rid = inp.rid
@@ -351,6 +355,8 @@ def run_line(
     end = [math.nan] * n_out
     sent = [0.0] * n_out
     route = bytearray(n_out)  # Route.P_MD
+    if inp.route is not None:
+        route[:] = np.asarray(inp.route, dtype=np.uint8).tobytes()
     special = inp.router is not None or inp.drc is not None
     admit = _Admission(inp, route) if special else None
     fresh: list[int] = []

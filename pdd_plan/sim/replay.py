@@ -9,8 +9,9 @@ Stages, each exact for its model unless noted (see the module docs of ``queues``
 3. **Line** - FIFO wait for ``k`` connections of a finite pool (a transfer stripes over
    ``streams_per_transfer`` of them, so the pool serves ``connections // k`` transfers), then
    processor sharing over the line, each transfer capped at ``k`` x one TCP connection's rate
-   (``tcp``), RTT (and slow start on fresh connections) on delivery. The relay routing rule and the DRC (hashed traces) act here,
-   when each request's KV is ready.
+   (``tcp``), RTT (and slow start on fresh connections) on delivery. Routing is the plan's
+   (``planned_route``: each request's path fixed up front), or with ``policy.router: backlog``
+   a rule applied when each request's KV is ready; the DRC (hashed traces) acts then too.
 4. **Decode** - continuous batching on RLD and MD in fluid steps, the relay and the handoff.
 
 What is measured and summarized lives in ``result``; the entry points (``run``, ``verify``)
@@ -34,6 +35,7 @@ from . import setup
 from .decode import DecodeInputs, DecodeResult, Engine, run_decode
 from .queues import (
     P_RLD,
+    P_RLD_MD,
     DRCHook,
     LineInputs,
     LineStats,
@@ -145,6 +147,38 @@ def _drc_hook(ctx: Context, fl: setup.Fleet, reqs: setup.SimRequests) -> DRCHook
     )
 
 
+def planned_route(
+    hit_p: np.ndarray,
+    output_tokens: np.ndarray,
+    relay_below: float | None,
+    singular_max: int | None,
+) -> np.ndarray:
+    """The plan's routing per request (a :class:`Route`): relay when the prefill-side hit is at
+    or below the plan's threshold (the optimizer relays whole hit-rate classes, so this sends
+    the share it planned), finishing on relay decode when the output is at most
+    ``singular_max`` tokens; every other request goes P -> MD."""
+    route = np.zeros(len(hit_p), dtype=np.int8)
+    if relay_below is None:
+        return route
+    relay = np.nan_to_num(np.asarray(hit_p, dtype=float), nan=0.0) <= relay_below
+    route[relay] = P_RLD_MD
+    if singular_max is not None:
+        route[relay & (np.asarray(output_tokens) <= singular_max)] = P_RLD
+    return route
+
+
+def _backlog_router(fl: setup.Fleet, r, pol, sla) -> Router:
+    """``policy.router: backlog``: relay when the line's backlog predicts a TTFT miss."""
+    # short requests finish on relay decode only where the architecture has that path
+    lim = pol.singular_max_output_tokens if setup.spec(fl.architecture).singular_on_relay else None
+    return Router(
+        r.arrival_s.tolist(),
+        r.output_tokens.astype(np.int64).tolist(),
+        sla.ttft_p90_s,
+        -1 if lim is None else lim,
+    )
+
+
 def _move_kv(
     ctx: Context, fl: setup.Fleet, reqs: setup.SimRequests, pf: Prefilled, progress
 ) -> Moved:
@@ -157,24 +191,17 @@ def _move_kv(
         hit_d[:] = np.nan
         return Moved(np.zeros(n, dtype=np.int8), pf.ready + pf.rdma, hit_d, pf.full_kv)
     inp = r.input_tokens.astype(float)
-    router = None
-    if fl.relay:  # only architectures that relay have a relay pool
-        # short requests finish on relay decode only where the architecture has that path
-        lim = (
-            pol.singular_max_output_tokens
-            if setup.spec(fl.architecture).singular_on_relay
-            else None
-        )
-        router = Router(
-            r.arrival_s.tolist(),
-            r.output_tokens.astype(np.int64).tolist(),
-            sla.ttft_p90_s,
-            -1 if lim is None else lim,
-        )
+    router, planned = None, None
+    if fl.relay and pol.router == "backlog":
+        router = _backlog_router(fl, r, pol, sla)
+    elif fl.relay:
+        planned = planned_route(r.hit_p, r.output_tokens, fl.relay_below, fl.singular_max)
     hook = _drc_hook(ctx, fl, reqs) if reqs.hashes and pol.drc else None
     sizes = None
     if hook is None:
         sizes = network.line_bytes(ctx.model, inp, np.nan_to_num(hit_d), pol.drc)
+        if planned is not None:  # p_rld sends nothing (run_line skips a negative size)
+            sizes = np.where(planned == P_RLD, -1.0, sizes)
     pool = ln.pool
     order = np.argsort(pf.ready, kind="stable")
     rtt = ln.sku.rtt_ms / 1e3
@@ -188,6 +215,7 @@ def _move_kv(
         rtt,
         router,
         hook,
+        planned,
     )
     conn_start, end, line_bytes, route, stats = run_line(li, progress)
     if hook is not None:

@@ -30,6 +30,10 @@ class Fleet:
     decode: list[Instance]  # the architecture's decode role (main_decode, or decode in A)
     line: LineConfig | None  # None: decode reached over RDMA
     rate_rps: float | None  # the rate the plan was sized for
+    # the plan's routing: relay requests whose prefill-side hit is at or below this (None:
+    # none), finishing on relay decode those with at most singular_max output tokens
+    relay_below: float | None = None
+    singular_max: int | None = None
 
 
 def spec(architecture: str) -> Architecture:
@@ -101,7 +105,17 @@ def fleet(ctx: Context, arch_plan: ArchitecturePlan, architecture: str) -> Fleet
     line = _line(ctx, arch_plan, architecture) if a.crosses_line and not one_dc else None
     relay = pools["relay_decode"] if a.relays else []
     rate = arch_plan.goodput_rps
-    return Fleet(architecture, pools["prefill"], relay, decode, line, float(rate) if rate else None)
+    ro = arch_plan.routing
+    return Fleet(
+        architecture,
+        pools["prefill"],
+        relay,
+        decode,
+        line,
+        float(rate) if rate else None,
+        ro.relay_at_or_below_hit_rate,
+        ro.singular_max_output_tokens,
+    )
 
 
 @dataclass(frozen=True)
