@@ -140,7 +140,7 @@ def simulate_cmd(
     seed: int = typer.Option(None, "--seed", help="Random seed (default: the scenario's)."),
     format: str = typer.Option("table", "--format", "-f", help="table | json | yaml"),
     records: Path = typer.Option(
-        None, "--records", help="Write one row per request here (CSV; .parquet if pyarrow)."
+        None, "--records", help="Write one row per request here (CSV; .parquet needs pdd-plan[parquet])."
     ),
     window: int = typer.Option(
         20_000,
@@ -175,7 +175,7 @@ def simulate_cmd(
                     str(records),
                     None,
                     "Parquet needs pyarrow",
-                    "install pyarrow or use a .csv name",
+                    "pip install 'pdd-plan[parquet]' (pyarrow), or use a .csv name",
                 ) from None
     path = str(profiles.example_path()) if file is None else file
     ctx, plan = _load(path, trace)
