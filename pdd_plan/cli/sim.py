@@ -140,7 +140,9 @@ def simulate_cmd(
     seed: int = typer.Option(None, "--seed", help="Random seed (default: the scenario's)."),
     format: str = typer.Option("table", "--format", "-f", help="table | json | yaml"),
     records: Path = typer.Option(
-        None, "--records", help="Write one row per request here (CSV; .parquet needs pdd-plan[parquet])."
+        None,
+        "--records",
+        help="Write one row per request here (CSV; .parquet needs pdd-plan[parquet]).",
     ),
     window: int = typer.Option(
         20_000,
