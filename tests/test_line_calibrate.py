@@ -126,20 +126,9 @@ def test_source_names_files_version_date_and_derivations():
 
 def test_cli_writes_a_profile_that_validates_and_round_trips(tmp_path):
     out = tmp_path / "line.yaml"
-    res = invoke(
-        "line",
-        "calibrate",
-        "--iperf3",
-        P1,
-        "--iperf3",
-        P4,
-        "--name",
-        "lo",
-        "--cost-per-month",
-        "2750",
-        "--out",
-        str(out),
-    )
+    args = ["line", "calibrate", "--iperf3", P1, "--iperf3", P4, "--name", "lo"]
+    args += ["--cost-per-month", "2750"]
+    res = invoke(*args, "--out", str(out))
     assert res.exit_code == 0, res.output
     text = out.read_text()
     data = yaml.safe_load(text)
@@ -150,18 +139,7 @@ def test_cli_writes_a_profile_that_validates_and_round_trips(tmp_path):
     assert max(len(line) for line in text.splitlines()) <= 100
     assert invoke("validate", str(out)).exit_code == 0
     # stdout without --out: the same YAML
-    res = invoke(
-        "line",
-        "calibrate",
-        "--iperf3",
-        P1,
-        "--iperf3",
-        P4,
-        "--name",
-        "lo",
-        "--cost-per-month",
-        "2750",
-    )
+    res = invoke(*args)
     assert res.stdout == text
 
 
