@@ -75,6 +75,21 @@ class EmitOptions:
             )
 
 
+def _moe_options(model: ModelProfile, gpu: GPUProfile, r: InstanceGroup) -> dict:
+    """The expert-parallel settings the perf model assumed for this row (perf/comm.py): DeepEP
+    all-to-all when EP spans ranks, two-batch overlap where the engine default turns it on,
+    redundant expert slots (with EPLB) when the row has them."""
+    from ..perf.instance import Instance
+
+    if model.ffn.moe is None or r.ep <= 1:
+        return {}
+    red = r.redundant_experts or 0
+    inst = Instance(
+        model, gpu, r.gpus_per_instance, tp=r.tp, ep=r.ep, dp=r.dp, redundant_experts=red
+    )
+    return {"moe_a2a": True, "two_batch_overlap": inst.tbo, "redundant_experts": red}
+
+
 @dataclass(frozen=True)
 class Group:
     """One instance row of the plan: `count` identical instances of one role, GPU and DC."""
@@ -96,6 +111,9 @@ class Group:
     node_label: str
     node_label_value: str
     label_known: bool
+    moe_a2a: bool = False  # expert all-to-all over DeepEP (an MoE model with ep > 1)
+    two_batch_overlap: bool = False  # the perf model's engine default for this shape
+    redundant_experts: int = 0
 
     @property
     def mode(self) -> str:
@@ -272,6 +290,7 @@ def build(
                 node_label=lab["label"],
                 node_label_value=lab["value"],
                 label_known=known,
+                **_moe_options(model, g, r),
             )
         )
     prefill_dc = next(g.datacenter for g in groups if g.role == "prefill")

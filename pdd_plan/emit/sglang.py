@@ -39,11 +39,26 @@ def server_flags(dep: Deployment, g: Group) -> Flags:
         f += [("--dp-size", (str(g.dp),)), ("--enable-dp-attention", ())]
     if g.ep > 1:
         f.append(("--ep-size", (str(g.ep),)))
+    f += moe_flags(g)
     f.append(("--mem-fraction-static", (f"{g.mem_fraction:g}",)))
     if g.role == "prefill":
         f.append(("--chunked-prefill-size", (str(dep.chunk_tokens),)))
     if dep.model.page_size > 1:
         f.append(("--page-size", (str(dep.model.page_size),)))
+    return f
+
+
+def moe_flags(g: Group) -> Flags:
+    """DeepEP all-to-all (normal kernels for prefill, low-latency for decode, as perf/comm.py
+    models them), two-batch overlap and redundant experts with EPLB, as the plan assumed."""
+    if not g.moe_a2a:
+        return []
+    mode = "normal" if g.role == "prefill" else "low_latency"
+    f: Flags = [("--moe-a2a-backend", ("deepep",)), ("--deepep-mode", (mode,))]
+    if g.two_batch_overlap:
+        f.append(("--enable-two-batch-overlap", ()))
+    if g.redundant_experts:
+        f += [("--ep-num-redundant-experts", (str(g.redundant_experts),)), ("--enable-eplb", ())]
     return f
 
 

@@ -104,17 +104,25 @@ def instance(ctx: Context, g: InstanceGroup | FleetGroup, field: str) -> Instanc
         )
     n = g.gpus_per_instance
     try:
-        if g.tp is None and g.dp is None and g.ep is None:
+        if g.tp is None and g.dp is None and g.ep is None and not (g.redundant_experts or 0):
             # the optimizer's recipe for this size (MoE: EP over all GPUs, best DP-attention)
             inst = _default_parallelism(ctx.model, gpu, n)
             if inst is None:
                 inst = Instance(ctx.model, gpu, n, tp=n, ep=1)  # raises why it is not a size
         else:
             ep = g.ep or (n if ctx.model.ffn.moe is not None else 1)
-            inst = Instance(ctx.model, gpu, n, tp=g.tp or n, ep=ep, dp=g.dp or 1)
+            inst = Instance(
+                ctx.model,
+                gpu,
+                n,
+                tp=g.tp or n,
+                ep=ep,
+                dp=g.dp or 1,
+                redundant_experts=g.redundant_experts or 0,
+            )
         inst.require_fit()
     except InputError as e:
-        sub = e.field if e.field in ("tp", "ep", "dp") else "gpus_per_instance"
+        sub = e.field if e.field in ("tp", "ep", "dp", "redundant_experts") else "gpus_per_instance"
         raise InputError(ctx.file, f"{field}.{sub}", e.problem, e.fix) from None
     return inst
 
@@ -130,6 +138,7 @@ def _group(ctx: Context, g: FleetGroup, field: str) -> InstanceGroup:
         tp=inst.tp,
         dp=inst.dp,
         ep=inst.ep,
+        redundant_experts=inst.redundant_experts or None,
         cost_per_hour=round(g.count * inst.cost_per_hour, 2),
     )
 

@@ -45,7 +45,13 @@ def _prefill_instance(plan: Plan, ctx):
     a = RELAY_ARCH if RELAY_ARCH in plans else next(iter(plans))
     row = plans[a].groups("prefill")[0]
     inst = Instance(
-        ctx.model, ctx.gpus[row.gpu], row.gpus_per_instance, tp=row.tp, ep=row.ep, dp=row.dp
+        ctx.model,
+        ctx.gpus[row.gpu],
+        row.gpus_per_instance,
+        tp=row.tp,
+        ep=row.ep,
+        dp=row.dp,
+        redundant_experts=row.redundant_experts or 0,
     )
     return a, inst
 

@@ -30,6 +30,7 @@ from .common import Strict
 # tests/test_evaluate.py keeps them equal)
 MAX_INSTANCES_PER_GROUP = 100_000
 MAX_GPUS_PER_INSTANCE = 4_096
+MAX_REDUNDANT_EXPERTS = 4_096
 
 ALL = "all"  # the fleet key every architecture without its own entry uses
 MAX_GROUPS = 256  # instance groups per fleet: a hand-written file, not a generated one
@@ -51,6 +52,9 @@ class FleetGroup(Strict):
     tp: int | None = Field(default=None, ge=1, le=MAX_GPUS_PER_INSTANCE)  # None: = GPUs
     dp: int | None = Field(default=None, ge=1, le=MAX_GPUS_PER_INSTANCE)  # None: the recipe's
     ep: int | None = Field(default=None, ge=1, le=MAX_GPUS_PER_INSTANCE)  # None: the recipe's
+    # extra routed-expert slots (SGLang --ep-num-redundant-experts, EPLB on): ep may then
+    # divide experts + redundant_experts
+    redundant_experts: int = Field(default=0, ge=0, le=MAX_REDUNDANT_EXPERTS)
 
 
 class FleetLine(Strict):

@@ -25,6 +25,7 @@ SCHEMA_VERSION = 2
 # (simulate keeps state and emit writes files per instance: 2 x 100,000 took 80 s each)
 MAX_INSTANCES_PER_GROUP = 100_000
 MAX_GPUS_PER_INSTANCE = 4_096
+MAX_REDUNDANT_EXPERTS = 4_096  # physical expert slots beyond the logical ones, per MoE layer
 MAX_COST_PER_HOUR = 1e15  # $/hour; finite and far above any fleet
 PLAN_FIX = "write plans with `pdd-plan optimize --out PLAN.yaml`"
 
@@ -58,7 +59,11 @@ class InstanceGroup(_Out):
     tp: int = Field(ge=1, le=MAX_GPUS_PER_INSTANCE)
     dp: int = Field(ge=1, le=MAX_GPUS_PER_INSTANCE)
     ep: int = Field(ge=1, le=MAX_GPUS_PER_INSTANCE)
+    # extra routed-expert slots (SGLang --ep-num-redundant-experts, with EPLB); absent: none
+    redundant_experts: int | None = Field(default=None, ge=1, le=MAX_REDUNDANT_EXPERTS)
     cost_per_hour: float = Cost
+
+    _omit_if_none = ("redundant_experts",)
 
 
 class LineChoice(_Out):

@@ -66,7 +66,15 @@ def _pools(ctx: Context, p: ArchitecturePlan, architecture: str) -> dict[str, li
                 f"GPU '{g.gpu}' is not in the scenario's datacenters",
                 "use the plan with the scenario it was made from",
             )
-        inst = Instance(ctx.model, ctx.gpus[g.gpu], g.gpus_per_instance, tp=g.tp, ep=g.ep, dp=g.dp)
+        inst = Instance(
+            ctx.model,
+            ctx.gpus[g.gpu],
+            g.gpus_per_instance,
+            tp=g.tp,
+            ep=g.ep,
+            dp=g.dp,
+            redundant_experts=g.redundant_experts or 0,
+        )
         inst.require_fit()
         pools[g.role].extend([inst] * g.count)
     return pools
