@@ -112,6 +112,18 @@ def _attention_params_per_layer(m: ModelProfile, layer: int) -> float:
     return q + kv + o + idx
 
 
+def output_projection_params(m: ModelProfile) -> float:
+    """Parameters of the attention output projections, all layers (the part of the attention
+    weights that runs after the attention kernel; two-batch overlap schedules it there)."""
+    a, h = m.attention, m.hidden_size
+    if a.kind in ("mla", "dsa"):
+        return float(m.num_layers * a.num_heads * a.v_head_dim * h)
+    if a.kind == "compressed" and a.o_groups and a.o_lora_rank:
+        o = a.num_heads * a.head_dim * a.o_lora_rank + a.o_groups * a.o_lora_rank * h
+        return float(m.num_layers * o)
+    return float(m.num_layers * a.num_heads * a.head_dim * h)
+
+
 _PARAM_CACHE: dict[int, tuple[ModelProfile, ParamCounts]] = {}
 
 

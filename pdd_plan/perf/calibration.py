@@ -73,6 +73,7 @@ def instance_of(meas: Measurement, gpu: GPUProfile, model=None) -> Instance:
         dtype=None if meas.expert_dtype else meas.dtype,
         redundant_experts=meas.redundant_experts,
         two_batch_overlap=meas.two_batch_overlap,
+        single_batch_overlap=meas.single_batch_overlap,
         expert_load=meas.expert_load,
     )
 

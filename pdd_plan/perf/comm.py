@@ -16,20 +16,17 @@ routing over the nodes (DeepSeek-V3's group-limited routing caps a token at 4 no
 binds beyond 4 nodes; not modeled). The low-latency kernels have no fixed per-call latency here:
 a tiny decode batch gets almost free communication (approximation).
 
-Two-batch overlap (SGLang --enable-two-batch-overlap, vLLM DBO): the batch runs as two
-micro-batches, one's all-to-all under the other's attention and GEMMs. With C the pass's compute
-(both micro-batches, each evaluated at half the tokens: the split's efficiency loss stays in C),
-M the all-to-all time and s the share of SMs the communication kernels take from the compute
-while they run:
-
-    step = max(C + s M, M)        exposed communication = step - C = max(s M, M - C), in [0, M]
-
-plus the TP all-reduces, which are not overlapped.
+Two-batch overlap (SGLang --enable-two-batch-overlap, vLLM DBO) runs the batch as two
+micro-batches; each dispatch and combine of one hides behind the compute the engine's stage
+schedule runs beside it (overlap.py, schedule in moe-serving.yaml), with s the share of SMs the
+communication kernels take from the compute while they run. The TP all-reduces are not
+overlapped.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Literal
 
 from pydantic import Field
 
@@ -47,8 +44,33 @@ class DeepEP(Strict):
     source: str
 
 
+Cover = Literal[
+    "attention_prep",
+    "attention_core",
+    "attention",
+    "shared_experts",
+    "routed_experts",
+    "routed_down",
+]
+
+
+class Hide(Strict):
+    """One all-to-all of one micro-batch and MoE layer, and the compute it runs under."""
+
+    comm: Literal["dispatch", "combine"]
+    cover: list[Cover]
+
+
 class TwoBatchOverlap(Strict):
     default_with_dp_attention: bool
+    source: str
+    decode: list[Hide]
+    prefill: list[Hide]
+    stages_source: str
+
+
+class SingleBatchOverlap(Strict):
+    cover_combine: list[Cover]
     source: str
 
 
@@ -62,6 +84,7 @@ class MoEServing(Strict):
     name: str
     deepep: DeepEP
     two_batch_overlap: TwoBatchOverlap
+    single_batch_overlap: SingleBatchOverlap
     expert_load: ExpertLoad
 
 
@@ -96,13 +119,19 @@ def a2a_bytes(inst, tokens: float, phase: str) -> tuple[float, float]:
     if m.ffn.moe is None or inst.ep <= 1:
         return 0.0, 0.0
     per_gpu = tokens / inst.n_gpus
-    dispatch = 1.0 if inst.compute_dtype in ("fp8", "fp4") else 2.0  # FP8 dispatch needs FP8 GEMMs
-    elem = m.hidden_size * (dispatch + 2.0)  # combine in BF16
+    # FP8 dispatch needs FP8 GEMMs; combine in BF16
+    elem = m.hidden_size * 2.0 / (1.0 - dispatch_share(inst))
     nvl, rdma = a2a_copies(
         inst.ep, inst.gpu.interconnect.domain_gpus, m.ffn.moe.experts_per_token, phase
     )
     layers = inst.params.moe_layers
     return layers * per_gpu * nvl * elem, layers * per_gpu * rdma * elem
+
+
+def dispatch_share(inst) -> float:
+    """Dispatch's share of the all-to-all bytes (FP8 or BF16 dispatch, BF16 combine)."""
+    d = 1.0 if inst.compute_dtype in ("fp8", "fp4") else 2.0
+    return d / (d + 2.0)
 
 
 def a2a_seconds(inst, tokens: float, phase: str) -> float:
@@ -145,10 +174,3 @@ def sm_fraction(phase: str) -> float:
     """Share of SMs the all-to-all kernels of this phase occupy while they run."""
     d = serving().deepep
     return d.normal_sm_fraction if phase == "prefill" else d.low_latency_sm_fraction
-
-
-def exposed(comm_s: float, compute_s: float, phase: str) -> float:
-    """Communication left on the critical path when it overlaps `compute_s` (module docstring)."""
-    if comm_s <= 0.0:
-        return 0.0
-    return max(sm_fraction(phase) * comm_s, comm_s - compute_s)

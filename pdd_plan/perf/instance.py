@@ -26,6 +26,9 @@ class Instance:
     redundant_experts: int = 0
     # two micro-batches overlapping all-to-all and compute; None: the engine default
     two_batch_overlap: bool | None = None
+    # one batch, combine hidden under the down GEMM and shared experts (SGLang
+    # --enable-single-batch-overlap); excludes two-batch overlap
+    single_batch_overlap: bool = False
     # busiest EP rank's MoE load over the mean; None: moe-serving.yaml's figure (EPLB or not)
     expert_load: float | None = None
 
@@ -124,6 +127,8 @@ class Instance:
     def tbo(self) -> bool:
         """Whether passes run as two overlapped micro-batches (default: EP with DP attention,
         SGLang's large-EP recipe)."""
+        if self.single_batch_overlap:
+            return False
         if self.two_batch_overlap is not None:
             return bool(self.two_batch_overlap) and self.ep > 1
         from .comm import serving

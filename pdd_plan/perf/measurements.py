@@ -59,6 +59,7 @@ class Measurement:
     expert_dtype: str | None = None
     redundant_experts: int = 0
     two_batch_overlap: bool | None = None
+    single_batch_overlap: bool = False
     expert_load: float | None = None
     document: str = ""  # leave-one-source-out group
     reading: str = ""
@@ -193,6 +194,7 @@ def _from_reading(i: int, r: dict, rd: Reading, base: Engine, doc: str, f: str) 
         expert_dtype=rd.expert_dtype,
         redundant_experts=rd.redundant_experts,
         two_batch_overlap=rd.two_batch_overlap,
+        single_batch_overlap=rd.single_batch_overlap,
         expert_load=rd.expert_load,
         document=doc,
         reading=rd.reading,

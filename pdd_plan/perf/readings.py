@@ -49,6 +49,7 @@ class Reading(Strict):
     engine: EngineLimits | None = None
     redundant_experts: int = Field(default=0, ge=0)
     two_batch_overlap: bool | None = None
+    single_batch_overlap: bool = False
     expert_load: float | None = Field(default=None, ge=1)
 
     @property

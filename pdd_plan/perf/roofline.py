@@ -13,8 +13,8 @@ experts);
 m/(m + m_half) is the small-GEMM efficiency curve (the short tail chunk of a prefill, or a MoE
 layer whose experts each see few tokens, runs its GEMMs badly). A decode step's GEMMs can be
 compute-bound while its attention streams KV: the two do not overlap, which a single
-max(FLOPs, bytes) over the whole pass would pretend. Communication comes from comm.py, which
-also says how much of it two-batch overlap hides.
+max(FLOPs, bytes) over the whole pass would pretend. Communication comes from comm.py; how much
+of it overlap hides, from overlap.py.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from . import arch, comm
+from . import arch, comm, overlap
 from .instance import Instance
 
 
@@ -161,8 +161,10 @@ def _token_work(inst: Instance, tokens: float) -> Work:
     return Work(tokens, routed * tokens, (per - routed) * tokens)
 
 
-def _kernels(inst: Instance, w: Work) -> tuple[float, float, float, float]:
-    """(compute s, memory s, compute-bound s, memory-bound s) of one pass's kernels.
+def _kernels(inst: Instance, w: Work) -> tuple[float, float, float, float, tuple]:
+    """(compute s, memory s, compute-bound s, memory-bound s, rates) of one pass's kernels;
+    rates = (s per FLOP of the non-expert GEMMs, of the busiest rank's expert GEMMs, attention
+    kernel s), what overlap.cover_seconds splits into compute classes.
 
     Each GEMM class and the attention take max(FLOPs / (peak * mfu * m/(m + m_half)), bytes /
     (bw * mbu)). m is the rows one GEMM sees: tokens per DP group for the dense GEMMs, tokens
@@ -182,13 +184,13 @@ def _kernels(inst: Instance, w: Work) -> tuple[float, float, float, float]:
         touched = expected_experts_touched(w.tokens, inst.expert_slots, moe.experts_per_token)
         m_routed = w.tokens * moe.experts_per_token / touched
     routed = w.gemm_routed * inst.expert_imbalance
-    cg = 0.0
-    if w.gemm_other > 0:
-        cg += w.gemm_other / (rate * m_other / (m_other + half))
-    if routed > 0:
-        cg += routed / (rate * m_routed / (m_routed + half))
+    s_other = (m_other + half) / (rate * m_other) if m_other > 0 else 0.0
+    s_routed = inst.expert_imbalance * (m_routed + half) / (rate * m_routed)
+    cg = w.gemm_other * s_other + w.gemm_routed * s_routed
     ca = w.attn / attn_rate
     mg, ma = _weight_bytes_read(inst, w.tokens) / bw, w.kv / bw
+    stretch = max(cg, mg) / cg if cg > 0 else 1.0  # a weight-bound GEMM class runs longer
+    rates = (s_other * stretch, s_routed * stretch, max(ca, ma))
     # A kernel class counts as compute-bound when its arithmetic intensity is above the ridge
     # (ideal FLOP time >= byte time); a small chunk that is slow only because m/(m + m_half)
     # starves the tensor cores is still memory-bound.
@@ -199,30 +201,41 @@ def _kernels(inst: Instance, w: Work) -> tuple[float, float, float, float]:
             cb += t
         else:
             mb += t
-    return cg + ca, mg + ma, cb, mb
+    return cg + ca, mg + ma, cb, mb, rates
 
 
 def _pass(inst: Instance, w: Work, phase: str) -> PassTime:
-    """Seconds of one pass: kernels, communication (hidden in part by two-batch overlap) and
-    the step overhead.
+    """Seconds of one pass: kernels, communication (hidden in part by overlap) and the step
+    overhead.
 
     Two-batch overlap runs two micro-batches of half the work: the split's efficiency loss
-    (smaller GEMMs, weights streamed twice) stays in the kernel time, and part of the
-    all-to-all hides (comm.exposed). Left to the engine default (`two_batch_overlap` None on an
-    instance where the default allows it), a pass overlaps only when that is faster, as a
-    deployment turns the flag on where the all-to-all matters (large EP) and not where the
-    second weight read costs more than it hides.
+    (smaller GEMMs, weights streamed twice) stays in the kernel time, and each dispatch and
+    combine hides behind the compute its schedule runs it under (overlap.py). Left to the
+    engine default (`two_batch_overlap` None on an instance where the default allows it), a
+    pass overlaps only when that is faster, as a deployment turns the flag on where the
+    all-to-all matters (large EP) and not where the second weight read costs more than it
+    hides. Single-batch overlap keeps the batch whole and hides only the combine.
     """
     e = inst.gpu.efficiency
     a2a = comm.a2a_seconds(inst, w.tokens, phase)
     ar = comm.allreduce_seconds(inst, w.tokens)
-    c, mem, cb, mb = _kernels(inst, w)
-    plain = PassTime(c, mem, a2a + ar, e.step_overhead_ms / 1e3, e.mode, cb, mb, 0.0)
-    if not (inst.tbo and a2a > 0):
+    c, mem, cb, mb, rates = _kernels(inst, w)
+    over = e.step_overhead_ms / 1e3
+    plain = PassTime(c, mem, a2a + ar, over, e.mode, cb, mb, 0.0)
+    if a2a <= 0 or not (inst.tbo or inst.single_batch_overlap):
         return plain
-    c, mem, cb, mb = (2.0 * x for x in _kernels(inst, w.half()))
-    hidden = a2a - comm.exposed(a2a, cb + mb, phase)
-    tbo = PassTime(c, mem, a2a + ar, e.step_overhead_ms / 1e3, e.mode, cb, mb, hidden)
+    dispatch = a2a * comm.dispatch_share(inst)
+    if inst.single_batch_overlap:
+        covers = overlap.cover_seconds(inst, w.tokens, w.gemm_other, w.gemm_routed, rates)
+        shown = overlap.exposed_single_batch(inst, dispatch, a2a - dispatch, covers, phase)
+        return PassTime(c, mem, a2a + ar, over, e.mode, cb, mb, a2a - shown)
+    h = w.half()
+    c, mem, cb, mb, rates = _kernels(inst, h)
+    c, mem, cb, mb = 2.0 * c, 2.0 * mem, 2.0 * cb, 2.0 * mb
+    covers = overlap.cover_seconds(inst, h.tokens, h.gemm_other, h.gemm_routed, rates)
+    covers = {k: 2.0 * v for k, v in covers.items()}
+    shown = overlap.exposed_two_batch(inst, dispatch, a2a - dispatch, covers, phase)
+    tbo = PassTime(c, mem, a2a + ar, over, e.mode, cb, mb, a2a - shown)
     if inst.two_batch_overlap is None and plain.total_s <= tbo.total_s:
         return plain
     return tbo
