@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import network
+from . import lindley, network
 from .perf import arch, roofline
 from .perf.instance import Instance
 from .queueing import ggc_wait, mg1_wait_quantile, mg1_wait_survival
@@ -39,10 +39,31 @@ class PrefillPool:
         return float(self.rate_rps * np.dot(self.weight, self.service_s) / self.count)
 
     @property
+    def wait_law(self) -> lindley.WaitLaw | None:
+        """One instance: the exact GI/G/1 wait (Lindley's equation, pdd_plan/lindley.py) in place
+        of the two-moment law; None for a pool (c > 1) or an unstable one."""
+        if self.count != 1:
+            return None
+        return lindley.gi_g1_wait(self.service_s, self.weight, self.rate_rps, self.ca2)
+
+    @property
     def _wait(self) -> tuple[float, float]:
+        law = self.wait_law
+        if law is not None:
+            return law.wait_probability, law.mean
         es = float(np.dot(self.weight, self.service_s))
         es2 = float(np.dot(self.weight, self.service_s**2))
         return ggc_wait(self.count, self.rate_rps, es, es2, self.ca2)
+
+    @property
+    def departure_ca2(self) -> float:
+        """Squared CV of the gaps at which prefilled KV leaves for the line: 1 for Poisson
+        arrivals (the line's M/G/1-PS law as it stands), else QNA's departure law."""
+        if self.ca2 == 1.0:
+            return 1.0
+        es = float(np.dot(self.weight, self.service_s))
+        cs2 = max(float(np.dot(self.weight, self.service_s**2)) / es**2 - 1.0, 0.0)
+        return lindley.departure_ca2(self.count, min(self.rho, 1.0), self.ca2, cs2)
 
     @property
     def wait_probability(self) -> float:
@@ -55,10 +76,17 @@ class PrefillPool:
     def wait_survival(self, t: np.ndarray) -> np.ndarray:
         """P(W > t): the waiting mass P(wait) with an exponential tail of the conditional mean
         (E[W] / P(wait)): exact for M/M/c, the usual approximation otherwise (it matches a long
-        FIFO replay of the default scenario's prefill pool within 10% at P90/P99, cv 1 and 2)."""
+        FIFO replay of the default scenario's prefill pool within 10% at P90/P99, cv 1 and 2).
+        One instance: the exact law."""
+        law = self.wait_law
+        if law is not None:
+            return law.survival(t)
         return mg1_wait_survival(t, self.wait_probability, self.mean_wait_s)
 
     def wait_quantile(self, q: float) -> float:
+        law = self.wait_law
+        if law is not None:
+            return law.quantile(q)
         return mg1_wait_quantile(q, self.wait_probability, self.mean_wait_s)
 
     @classmethod
@@ -184,11 +212,13 @@ def path_times(
     rld_step_s: float,
     policy: Policy,
     line_delay: float = 1.0,
+    line_ca2: float = 1.0,
 ) -> PathTimes:
     """Compose TTFT parts and decode splits per class and path.
 
     `md`/`md_step_s` is the decode pool the KV lands on (main decode, or IDC's decode in A).
     `line` None means the transfer goes over RDMA inside one datacenter (IDC-PD).
+    `line_ca2`: squared CV of the gaps between transfers (the prefill pool's departures).
     """
     m = prefill.model
     full_kv = np.asarray(arch.kv_bytes(m, cls.input_tokens))
@@ -215,6 +245,11 @@ def path_times(
     # the bare transfer (no other flow in the way) is fixed; queueing beyond it is random
     bare = network.bare_transfer_s(xb, line)
     bare = np.minimum(bare, lt)
+    # bursty arrivals: the line's queueing grows with the unfinished work it holds, GI/G/1's
+    # over M/G/1's at the same load (lindley.workload_ratio; the line law is the Poisson one)
+    if line_ca2 != 1.0 and 0 < line_rho < 1:
+        u = line.usable_bytes_s
+        lt = bare + (lt - bare) * lindley.workload_ratio(xb / u, cls.weight, line_rho, line_ca2)
     jitter = {"p_md": lt - bare}
     ttft = {"p_md": prefill_s + bare + md_step_s}
     md_tok = {"p_md": out.copy()}
@@ -254,6 +289,10 @@ def ttft_survival(
     """P(W + E > slack) per class: W the prefill wait (P(W > t) = p e^(-a t)), E the line's
     queueing, exponential with mean `jitter` (zero: no line). 1 where slack < 0."""
     t = np.maximum(np.asarray(slack, dtype=float), 0.0)
+    law = pool.wait_law
+    if law is not None:  # one instance: the exact wait law, summed over its points
+        m = np.zeros_like(t) if jitter is None else np.asarray(jitter, float)
+        return np.where(np.asarray(slack) < 0, 1.0, law.plus_exponential_survival(t, m))
     p, mw = pool.wait_probability, pool.mean_wait_s
     a = p / mw if p > 0 and mw > 0 and np.isfinite(mw) else np.inf
     pw = p if np.isfinite(a) else 0.0

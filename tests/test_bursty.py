@@ -136,17 +136,21 @@ def test_default_prefill_law_within_15_percent_of_the_replay(tmp_path, cv):
         assert abs(a / s - 1) <= 0.15, (cv, an, sim)
 
 
-@pytest.mark.slow
-@pytest.mark.xfail(
+NARROW_CV1_P50 = pytest.mark.xfail(
     strict=True,
-    reason="narrow line, after the replay took the plan's routing (5.0% relayed in both; was "
-    "1.3% by the backlog router, P90 1.62 vs 2.94 s): cv 1 analytic P50/P90/P99 0.527/1.615/"
-    "8.95 s vs replay 0.436/1.585/8.07 s (P90 +2%, P99 +11%, P50 +21%: the median is "
-    "pessimistic); cv 2 0.575/1.785/9.01 vs 0.823/2.662/11.95 s (Kingman's G/G/1 mean misses "
-    "at rho 0.2)",
+    reason="narrow line cv 1 P50: analytic TTFT P50/P90/P99 0.522/1.617/8.949 s vs replay "
+    "0.436/1.585/8.067 s (P50 +20%; P90 +2%, P99 +11%). The prefill wait (one instance, exact "
+    "GI/G/1 law) matches the replay (P90/P99 0.239/0.864 vs 0.239/0.856 s); the miss is the "
+    "line part of a direct request (TTFT - prefill wait, P50 0.444 vs 0.374 s): the line's "
+    "queueing is taken as exponential, with no atom for the transfers that find the line idle",
 )
-@pytest.mark.parametrize("cv", [1.0, 2.0])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cv", [pytest.param(1.0, marks=NARROW_CV1_P50), 2.0])
 def test_narrow_line_within_15_percent_of_the_replay(tmp_path, cv):
+    # one prefill instance at rho 0.23 (the exact GI/G/1 wait, pdd_plan/lindley.py) feeding a
+    # 68%-busy line whose queueing grows with the burstiness the prefill passes on
     an, sim = _analytic_and_replay(_scenario(tmp_path, "narrow-line", cv), "pdd", 100_000)
     for a, s in zip(an, sim):
         assert abs(a / s - 1) <= 0.15, (cv, an, sim)

@@ -212,6 +212,7 @@ def path_table(
         rld_step,
         sc.policy,
         caps.line_delay,
+        pool.departure_ca2,
     )
     times = ft.class_mean(cls)
     n = len(cls)
