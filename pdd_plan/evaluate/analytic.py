@@ -48,6 +48,7 @@ class FleetModel:
     pinst: Instance  # a prefill instance (the first group's: its GPU sets the RDMA time)
     n_prefill: int
     service: np.ndarray  # per class, seconds of the pooled prefill (capacity-equivalent)
+    strata_service: np.ndarray  # the same per stratum of cls.fine: the queue's service law
     md: list[tables.DecodeOption]
     rld: list[tables.DecodeOption]
     counts: dict[str, int]  # decode candidate key -> instances in the fleet
@@ -63,17 +64,19 @@ def _prefill(fm_ctx: Context, fs: FleetSpec, cls: RequestClasses):
     chunk = fm_ctx.scenario.search.prefill_chunk_tokens
     groups = [(i, g) for i, g in enumerate(fs.instances) if g.role == "prefill" and g.count > 0]
     if not groups:
-        return None, 0, np.zeros(len(cls))
+        return None, 0, np.zeros(len(cls)), np.zeros(len(cls.fine))
     rate = np.zeros(len(cls))  # requests/s per class the pool serves when busy
+    strata = np.zeros(len(cls.fine))  # and per stratum
     first = None
     n = 0
     for i, g in groups:
         inst = instance(fm_ctx, g, f"{fs.where}.instances[{i}]")
         first = first or inst
         rate += g.count / pipeline.prefill_service_s(inst, cls, chunk)
+        strata += g.count / pipeline.prefill_strata_service_s(inst, cls, chunk)
         n += g.count
     # mixed groups act as n identical servers of the same total capacity (exact for one type)
-    return first, n, n / rate
+    return first, n, n / rate, n / strata
 
 
 def _decode(ctx: Context, fs: FleetSpec, role: str, mean_ctx: float, fm_slow: list[str]):
@@ -111,7 +114,7 @@ def fleet_model(ctx: Context, fs: FleetSpec, cls: RequestClasses, caps: Caps) ->
     spec = architectures.get(fs.architecture)
     mean_ctx = mean_context(cls)
     slow: list[str] = []
-    pinst, n_p, service = _prefill(ctx, fs, cls)
+    pinst, n_p, service, strata = _prefill(ctx, fs, cls)
     md, c_md = _decode(ctx, fs, spec.decode_role, mean_ctx, slow)
     rld, c_rld = _decode(ctx, fs, "relay_decode", mean_ctx, slow) if spec.relays else ([], {})
     line = None
@@ -128,6 +131,7 @@ def fleet_model(ctx: Context, fs: FleetSpec, cls: RequestClasses, caps: Caps) ->
         pinst,
         n_p,
         service,
+        strata,
         md,
         rld,
         {**c_md, **c_rld},
@@ -225,7 +229,11 @@ def at_rate(fm: FleetModel, rate: float) -> AtRate:
     line_opt, rho_l = _line_level(fm, rate)
     if rho_p >= fm.caps.prefill or rho_l >= fm.caps.line:
         return AtRate(rate, False, _limits(fm, rate, rho_p, rho_l, None))
-    pool = pipeline.PrefillPool(fm.pinst, fm.n_prefill, fm.service, rate, fm.cls.weight)
+    # the optimizer's law (PrefillPool.of): service moments over the strata, bursty arrivals
+    cls = fm.cls
+    pool = pipeline.PrefillPool(
+        fm.pinst, fm.n_prefill, fm.strata_service, rate, cls.fine.weight, cls.arrival_ca2
+    )
     ctx, spec, caps = fm.ctx, fm.spec, fm.caps
     pt = tables.path_table(ctx, spec, fm.cls, pool, fm.service, fm.md, fm.rld, line_opt, caps)
     lim = _limits(fm, rate, rho_p, rho_l, pt)
