@@ -125,13 +125,13 @@ def test_single_instance_pool_uses_the_exact_law():
     svc, wt = np.array([0.1, 1.0]), np.array([0.9, 0.1])
     pool = pipeline.PrefillPool(None, 1, svc, 1.0, wt, 4.0)
     law = lindley.gi_g1_wait(svc, wt, 1.0, 4.0)
-    assert pool.wait_law is law
+    assert pool.single_law is law
     assert pool.mean_wait_s == law.mean and pool.wait_probability == law.wait_probability
     assert pool.wait_quantile(0.9) == law.quantile(0.9)
     fixed = np.array([0.3, 0.5])
     got = pipeline.ttft_survival(np.array([1.0, -0.1]) - fixed, pool, np.array([0.2, 0.2]))
     assert got[1] == 1.0 and 0 < got[0] < 1
     # more than one instance keeps the pooled law; an unstable one is unbounded as before
-    assert pipeline.PrefillPool(None, 2, svc, 1.0, wt, 4.0).wait_law is None
+    assert pipeline.PrefillPool(None, 2, svc, 1.0, wt, 4.0).single_law is None
     over = pipeline.PrefillPool(None, 1, svc, 6.0, wt, 4.0)
-    assert over.wait_law is None and over.mean_wait_s == float("inf")
+    assert over.single_law is None and over.mean_wait_s == float("inf")

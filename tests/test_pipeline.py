@@ -1,4 +1,4 @@
-"""TTFT law: prefill wait (M/G/c, atom + exponential) convolved with the line's queueing."""
+"""TTFT law: prefill wait (M/G/c, atom + shifted exponential) convolved with the line's queueing."""
 
 from __future__ import annotations
 
@@ -21,8 +21,9 @@ def pool():
 
 def _monte_carlo(pool, jitter_mean: float, t: np.ndarray, n: int = 400_000) -> np.ndarray:
     rng = np.random.default_rng(0)
-    p, mw = pool.wait_probability, pool.mean_wait_s
-    waits = np.where(rng.random(n) < p, rng.exponential(mw / p, n), 0.0)
+    law = pool.wait_law  # c = 2, service cs2 0.25: a shifted exponential (t0 > 0)
+    assert law.t0 > 0
+    waits = np.where(rng.random(n) < law.p_exp, law.t0 + rng.exponential(1 / law.delta, n), 0.0)
     line = rng.exponential(jitter_mean, n) if jitter_mean > 0 else np.zeros(n)
     total = waits + line
     return np.array([(total > x).mean() for x in t])
@@ -37,7 +38,7 @@ def test_survival_matches_monte_carlo(pool, jitter):
 
 
 def test_equal_rates_branch_is_continuous(pool):
-    a = pool.wait_probability / pool.mean_wait_s
+    a = pool.wait_law.delta
     t = np.array([0.1, 0.7, 2.0])
     at = pipeline.ttft_survival(t, pool, np.full_like(t, 1.0 / a))
     near = pipeline.ttft_survival(t, pool, np.full_like(t, 1.0 / a * (1 + 1e-6)))

@@ -15,7 +15,7 @@ from .planner import QS, ArchPlan
 
 
 def _r(x: float, nd: int = 4) -> float:
-    return float(round(float(x), nd))
+    return float(round(float(x), nd)) + 0.0  # + 0.0: a tiny negative rounds to 0.0, not -0.0
 
 
 # BCR's denominator at least one cent an hour: a plan whose capacity is all owned at 0 (sunk)
