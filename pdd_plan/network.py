@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import tcp
+from .line_delay import ps_sojourn_variance
 from .perf import arch
 from .queueing import limited_ps_numbers
 from .schema.gpu import DEFAULT_RDMA_LATENCY_MS, GPUProfile
@@ -136,22 +137,74 @@ def line_transfer_s(
     when the line is (an Erlang C wait with the PS-inflated hold as service time would call a
     95%-busy line with 16 slots unstable at 19 erlangs)."""
     x = np.asarray(size_bytes, dtype=float)
+    per_byte, wait, _ = _limited_ps_parts(x, line, rho, weight)
+    hold = x * per_byte + line.every_transfer_slow_start_s(x)
+    return hold + wait + line.sku.rtt_ms / 1e3
+
+
+def _limited_ps_parts(
+    x: np.ndarray, line: LineConfig, rho: float, weight: np.ndarray | None
+) -> tuple[float, float, float]:
+    """(seconds per byte held, mean pool wait, P(pool wait)) of :func:`line_transfer_s`."""
     usable = line.usable_bytes_s
     w = np.ones_like(x) if weight is None else np.asarray(weight, dtype=float)
     w = w / float(np.sum(w))
     mean_x = float(np.dot(w, x))
     fastest = min(line.capacity_bytes_s, line.flow_cap_bytes_s)
     if rho <= 0 or mean_x <= 0:
-        per_byte, wait = 1.0 / fastest, 0.0
-    else:
-        n_s, n_q = limited_ps_numbers(line.pool, rho, line.capacity_bytes_s, line.flow_cap_bytes_s)
-        per_byte = max(n_s / (rho * usable), 1.0 / fastest)
-        # the chain assumes exponential sizes (cs^2 = 1); the classes' own spread moves the wait
-        # as it moves M/G/c's (Allen-Cunneen, (1 + cs^2) / 2); the hold is PS, insensitive
-        cs2 = float(np.dot(w, x * x)) / mean_x**2 - 1.0
-        wait = n_q * mean_x / (rho * usable) * (1.0 + cs2) / 2.0
-    hold = x * per_byte + line.every_transfer_slow_start_s(x)
-    return hold + wait + line.sku.rtt_ms / 1e3
+        return 1.0 / fastest, 0.0, 0.0
+    n_s, n_q = limited_ps_numbers(line.pool, rho, line.capacity_bytes_s, line.flow_cap_bytes_s)
+    per_byte = max(n_s / (rho * usable), 1.0 / fastest)
+    # the chain assumes exponential sizes (cs^2 = 1); the classes' own spread moves the wait
+    # as it moves M/G/c's (Allen-Cunneen, (1 + cs^2) / 2); the hold is PS, insensitive
+    cs2 = float(np.dot(w, x * x)) / mean_x**2 - 1.0
+    wait = n_q * mean_x / (rho * usable) * (1.0 + cs2) / 2.0
+    # P(N >= c) = pi(c) / (1 - rho) and E[N_q] = pi(c) rho / (1 - rho)^2 (the geometric tail)
+    return per_byte, wait, min(n_q * (1.0 - rho) / rho, 1.0)
+
+
+def line_delay_shape(
+    size_bytes: np.ndarray, line: LineConfig, rho: float, weight: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(squared CV, P(no delay)) of a transfer's delay beyond its bare time
+    (:func:`line_transfer_s` less :func:`bare_transfer_s`), per size: the PS share's, which the
+    pool wait (``E[N_q] / lambda``, FIFO) stretches to the whole mean. The wait is a rare,
+    long event where the pool seldom binds (narrow-line: P(wait) 0.2%, 5 ms of mean): a
+    two-moment fit of its variance would spread that tail over the body of every small
+    transfer's delay, so it keeps today's mean and takes the share's shape. A line with no
+    PS share (every transfer at its cap) has the wait's own: ``P(wait)`` and an exponential.
+
+    * **PS share**: Coffman-Muntz-Trotter's Var[T | x] of M/M/1-PS
+      (:func:`line_delay.ps_sojourn_variance`) for the line's equivalent single PS server:
+      service ``tau = x / r`` at the bare rate ``r`` (the line's, or ``k`` connections' when
+      lower), load ``rho_e`` with ``1 / (1 - rho_e)`` = the limited-PS slowdown (``rho``
+      itself when one transfer can fill the line and the pool never binds, 0 when every
+      transfer runs at its cap), and the mean job ``1 / mu = E[tau^2] / (2 E[tau])``, the
+      mean residual service. That choice keeps both exact limits of M/G/1-PS for any size
+      law: ``rho x^2 / (1 - rho)^2`` for small ``x`` (the number found in system is
+      geometric whatever the sizes) and ``lambda E[tau^2] x / (1 - rho)^3`` for large ``x``
+      (the work arriving during a long stay); exponential sizes give CMT exactly.
+
+    No delay at all when the transfer gets a slot at once, finds the line idle and sees no
+    arrival while it runs: ``(1 - P(wait)) (1 - rho_e) e^(-lambda_e tau)``, ``lambda_e =
+    rho_e / E[tau]`` (exact for M/G/1-PS: ``P(N = 0) = 1 - rho`` for any size law)."""
+    x = np.asarray(size_bytes, dtype=float)
+    per_byte, wait, p_wait = _limited_ps_parts(x, line, rho, weight)
+    fastest = min(line.capacity_bytes_s, line.flow_cap_bytes_s)
+    slowdown = per_byte * fastest
+    extra = x * (per_byte - 1.0 / fastest)
+    w = np.ones_like(x) if weight is None else np.asarray(weight, dtype=float)
+    tau = x / fastest
+    e1 = float(np.dot(w, tau)) / float(np.sum(w))
+    residual = float(np.dot(w, tau * tau)) / float(np.sum(w)) / (2.0 * e1) if e1 > 0 else 0.0
+    rho_e = 1.0 - 1.0 / slowdown
+    var = ps_sojourn_variance(tau, residual, rho_e)
+    atom = (1.0 - p_wait) * (1.0 - rho_e) * np.exp(-rho_e * tau / e1 if e1 > 0 else 0.0 * tau)
+    # no PS share (every transfer at its cap): the wait alone, an atom and an exponential
+    alone = 2.0 / p_wait - 1.0 if p_wait > 0 else 1.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cv2 = np.where(extra > 0, var / np.where(extra > 0, extra * extra, 1.0), alone)
+    return cv2, atom
 
 
 def rdma_transfer_s(

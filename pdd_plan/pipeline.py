@@ -12,7 +12,7 @@ from functools import cached_property
 
 import numpy as np
 
-from . import lindley, network
+from . import lindley, line_delay, network
 from .mgc_wait import WaitLaw, ggc_wait_law
 from .perf import arch, roofline
 from .perf.instance import Instance
@@ -167,8 +167,10 @@ def _extend_s(md: Instance, k: float, ctx: float) -> float:
 class PathTimes:
     """Each class's TTFT on each path as a fixed part plus random ones, and decode work per path.
 
-    TTFT = ttft_fixed_s + prefill wait (the pool's M/G/c law) + line queueing, the last one
-    exponential with mean ttft_jitter_s: a PS line's delay beyond the bare transfer time.
+    TTFT = ttft_fixed_s + prefill wait (the pool's M/G/c law) + line queueing: a PS line's delay
+    beyond the bare transfer time, of mean ttft_jitter_s, variance ttft_jitter_var_s2 and
+    P(no delay) ttft_jitter_atom (:func:`line_delay.two_moment`; an exponential, variance =
+    mean^2 and no atom, where they are None).
     """
 
     ttft_fixed_s: dict[str, np.ndarray]  # path -> per class: prefill + bare transfer + first step
@@ -179,7 +181,17 @@ class PathTimes:
     line_s: np.ndarray  # per class, mean line transfer seconds
     tpot_s: dict[str, np.ndarray]  # path -> per class mean time per output token
     handoff_stall_s: np.ndarray
-    ttft_jitter_s: dict[str, np.ndarray] | None = None  # path -> mean line queueing (exp.)
+    ttft_jitter_s: dict[str, np.ndarray] | None = None  # path -> mean line queueing
+    ttft_jitter_var_s2: dict[str, np.ndarray] | None = None  # path -> its variance
+    ttft_jitter_atom: dict[str, np.ndarray] | None = None  # path -> P(no line delay)
+
+    def jitter_atom(self, path: str) -> np.ndarray:
+        a = (self.ttft_jitter_atom or {}).get(path)
+        return a if a is not None else np.zeros_like(self.ttft_fixed_s[path])
+
+    def jitter_var(self, path: str) -> np.ndarray:
+        v = (self.ttft_jitter_var_s2 or {}).get(path)
+        return v if v is not None else self.jitter(path) ** 2
 
     def jitter(self, path: str) -> np.ndarray:
         j = (self.ttft_jitter_s or {}).get(path)
@@ -198,6 +210,13 @@ class PathTimes:
             return {k: cls.class_mean(v) for k, v in d.items()}
 
         j = self.ttft_jitter_s
+
+        def var(path: str) -> np.ndarray:
+            # a class's delay mixes its strata's: E[Var] + Var[E] (total variance)
+            m = self.jitter(path)
+            mix = cls.class_mean(self.jitter_var(path) + m * m) - cls.class_mean(m) ** 2
+            return np.maximum(mix, 0.0)
+
         return PathTimes(
             per(self.ttft_fixed_s),
             per(self.md_tokens),
@@ -208,6 +227,8 @@ class PathTimes:
             per(self.tpot_s),
             cls.class_mean(self.handoff_stall_s),
             per(j) if j is not None else None,
+            {k: var(k) for k in j} if j is not None else None,
+            {k: cls.class_mean(self.jitter_atom(k)) for k in j} if j is not None else None,
         )
 
 
@@ -262,6 +283,10 @@ def path_times(
         u = line.usable_bytes_s
         lt = bare + (lt - bare) * lindley.workload_ratio(xb / u, cls.weight, line_rho, line_ca2)
     jitter = {"p_md": lt - bare}
+    # its shape: the PS share's conditional variance and no-delay atom
+    # (network.line_delay_shape), kept through the bursty and verification stretches above
+    cv2, atom = network.line_delay_shape(xb, line, line_rho, cls.weight)
+    jitter_var = {"p_md": cv2 * jitter["p_md"] ** 2}
     ttft = {"p_md": prefill_s + bare + md_step_s}
     md_tok = {"p_md": out.copy()}
     rld_tok = {"p_md": np.zeros(len(cls))}
@@ -291,15 +316,38 @@ def path_times(
         rld_tok["p_rld"] = out.copy()
         hold["p_rld"] = out * rld_step_s
         tpot["p_rld"] = np.full(len(cls), rld_step_s)
-    return PathTimes(ttft, md_tok, rld_tok, hold, xb, lt, tpot, stall, jitter)
+    return PathTimes(
+        ttft, md_tok, rld_tok, hold, xb, lt, tpot, stall, jitter, jitter_var, {"p_md": atom}
+    )
 
 
 def ttft_survival(
+    slack: np.ndarray,
+    pool: PrefillPool,
+    jitter: np.ndarray | None = None,
+    jitter_var: np.ndarray | None = None,
+    jitter_atom: np.ndarray | None = None,
+) -> np.ndarray:
+    """P(W + E > slack) per class: W the prefill wait, E the line's queueing of mean `jitter`
+    (zero: no line), variance `jitter_var` (None: exponential) and P(E = 0) `jitter_atom`,
+    E = B (shift + X) of :func:`line_delay.two_moment`, so P(W + E > t) =
+    q P(W + X > t - shift) + (1 - q) P(W > t). 1 where slack < 0."""
+    if jitter is None or jitter_var is None:
+        return _wait_plus_exponential(slack, pool, jitter)
+    law = line_delay.two_moment(jitter, jitter_var, 0.0 if jitter_atom is None else jitter_atom)
+    s = np.asarray(slack, dtype=float)
+    out = law.q * _wait_plus_exponential(s - law.shift, pool, law.scale)
+    if np.any(law.q < 1.0):
+        out = out + (1.0 - law.q) * _wait_plus_exponential(s, pool, None)
+    return out
+
+
+def _wait_plus_exponential(
     slack: np.ndarray, pool: PrefillPool, jitter: np.ndarray | None = None
 ) -> np.ndarray:
-    """P(W + E > slack) per class: W the prefill wait (an atom at 0, else t0 + Exp(a), the pool's
-    :attr:`PrefillPool.wait_law`), E the line's queueing, exponential with mean `jitter` (zero:
-    no line). 1 where slack < 0."""
+    """P(W + E > slack) per class: W the prefill wait (the pool's law: one instance exact,
+    a pool an atom at 0, else t0 + Exp(a)), E exponential with mean `jitter` (zero or None:
+    E = 0). 1 where slack < 0."""
     t = np.maximum(np.asarray(slack, dtype=float), 0.0)
     single = pool.single_law
     if single is not None:  # one instance: the exact wait law, summed over its points
@@ -329,10 +377,15 @@ def ttft_survival(
 
 
 def miss_probability(
-    ttft_fixed_s: np.ndarray, pool: PrefillPool, sla_s: float, jitter: np.ndarray | None = None
+    ttft_fixed_s: np.ndarray,
+    pool: PrefillPool,
+    sla_s: float,
+    jitter: np.ndarray | None = None,
+    jitter_var: np.ndarray | None = None,
+    jitter_atom: np.ndarray | None = None,
 ) -> np.ndarray:
     """P(TTFT > sla) per class: the prefill wait plus the line queueing must fit the slack."""
-    return ttft_survival(sla_s - ttft_fixed_s, pool, jitter)
+    return ttft_survival(sla_s - ttft_fixed_s, pool, jitter, jitter_var, jitter_atom)
 
 
 def relay_wanted(
@@ -359,16 +412,22 @@ def ttft_quantiles(
     pool: PrefillPool,
     qs: tuple[float, ...],
     jitter: np.ndarray | None = None,
+    jitter_var: np.ndarray | None = None,
+    jitter_atom: np.ndarray | None = None,
 ) -> list[float]:
-    """Quantiles of TTFT = fixed part (per class-path, weighted) + prefill wait + line queueing."""
+    """Quantiles of TTFT = fixed part (per class-path, weighted) + prefill wait + line queueing
+    (mean `jitter`, variance `jitter_var`, P(no delay) `jitter_atom`; None: exponential)."""
     keep = share > 1e-12
     if not np.any(keep):
         return [0.0 for _ in qs]
     jit = np.zeros_like(fixed) if jitter is None else np.asarray(jitter, float)
-    fixed, jit, share = fixed[keep], jit[keep], share[keep] / share[keep].sum()
+    var = jit**2 if jitter_var is None else np.asarray(jitter_var, float)
+    atom = np.zeros_like(jit) if jitter_atom is None else np.asarray(jitter_atom, float)
+    fixed, jit, var, atom = fixed[keep], jit[keep], var[keep], atom[keep]
+    share = share[keep] / share[keep].sum()
 
     def surv(t: float) -> float:
-        return float(np.dot(share, ttft_survival(t - fixed, pool, jit)))
+        return float(np.dot(share, ttft_survival(t - fixed, pool, jit, var, atom)))
 
     out = []
     for q in qs:

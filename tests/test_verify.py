@@ -34,18 +34,23 @@ def test_default_plans_pass_their_simulated_sla():
 
 
 def _narrow(tmp_path: Path, **edit) -> Path:
+    # P99 15.3 s, not the example's 15: with the CMT-shaped line delay the planner already
+    # rejects CDC-PD at 15 s (at best 1.0% over), as its replay (15.6 s) does; at 15.3 s the
+    # analytic law passes it and only the replay catches the miss, which these tests need
     data = yaml.safe_load(example_path("narrow-line").read_text())
+    data["sla"]["ttft_p99_s"] = 15.3
     data.update(edit)
     p = tmp_path / "narrow.yaml"
     p.write_text(yaml.safe_dump(data))
     return p
 
 
-def test_narrow_line_relay_meets_what_direct_transfer_misses():
+def test_narrow_line_relay_meets_what_direct_transfer_misses(tmp_path):
     # one 1 Gb/s line at 1.8 req/s of 64K DeepSeek-V4-Pro requests: the line's queueing tail
     # breaks CDC-PD's P99 in the replay, even after the re-solve with a tighter line cap; PDD
     # relays enough low-hit requests to meet it
-    plan = _plan("narrow-line")
+    path = str(_narrow(tmp_path))
+    plan = optimize(resolve(load_scenario(path), path), sim_requests=20_000).dump()
     pdd = plan["plans"]["pdd"]
     assert pdd["simulated"]["sla_met"]
     assert pdd["route_share"]["p_rld_md"] > 0
@@ -54,7 +59,7 @@ def test_narrow_line_relay_meets_what_direct_transfer_misses():
     assert "cdc_pd" not in plan["plans"]
     (why,) = plan["infeasible"]["cdc_pd"]["reasons"]
     assert why["kind"] == "replay_sla" and why["field"] == "sla.ttft_p99_s"
-    p99 = float(re.search(r"TTFT P99 ([\d.]+) s > 15 s", why["message"]).group(1))
+    p99 = float(re.search(r"TTFT P99 ([\d.]+) s > 15.3 s", why["message"]).group(1))
     assert p99 > plan["sla"]["ttft_p99_s"]
     # the P90 is met (its figure moves with the line model: 2.99 s before the TCP line, 3.01 s
     # with it); only the P99 misses
@@ -75,7 +80,7 @@ def test_replay_miss_is_reported_beside_the_others_exit_0(tmp_path):
     assert r.exit_code == 0, r.output  # README: 1 only when no architecture meets the scenario
     flat = " ".join(r.stdout.split())  # the console wraps long lines
     assert "cdc_pd: misses the SLA in the replay" in flat
-    assert "TTFT P99 15.6 s > 15 s" in flat
+    assert "TTFT P99 15.6 s > 15.3 s" in flat
     assert "vs CDC-PD - (no plan)" in flat
     plans_table = r.stdout.split("plans", 1)[1].split("\n")[2]  # the architectures' header
     assert "cdc_pd" not in plans_table and "pdd" in plans_table
@@ -92,7 +97,7 @@ def test_only_replay_misses_exit_1(tmp_path):
     r = CliRunner().invoke(app, ["optimize", str(_narrow(tmp_path, architectures=["cdc_pd"]))])
     assert r.exit_code == 1, r.output
     assert "cdc_pd: no plan meets the scenario: the simulator replay" in r.output
-    assert "TTFT P99 15.6 s > 15 s" in r.output and "Traceback" not in r.output
+    assert "TTFT P99 15.6 s > 15.3 s" in r.output and "Traceback" not in r.output
 
 
 @pytest.mark.unit

@@ -107,7 +107,9 @@ def summarize(p: ArchPlan, cls: RequestClasses, rate: float, prefill_dc: str) ->
     fixed = np.concatenate([ft.ttft_fixed_s[k] for k in fshares])
     share = np.concatenate([fshares[k] for k in fshares])
     jitter = np.concatenate([ft.jitter(k) for k in fshares])
-    ttft = pipeline.ttft_quantiles(fixed, share, p.pool, QS, jitter)
+    jitter_var = np.concatenate([ft.jitter_var(k) for k in fshares])
+    atom = np.concatenate([ft.jitter_atom(k) for k in fshares])
+    ttft = pipeline.ttft_quantiles(fixed, share, p.pool, QS, jitter, jitter_var, atom)
     kv_mean = float(np.dot(cls.weight, t.line_s))
     _finite_or_refuse(p, [*ttft, kv_mean])
     tpot = np.concatenate([ft.tpot_s[k] for k in fshares])
@@ -210,8 +212,9 @@ def p90_on_fleet_all_direct(p: ArchPlan) -> float:
     """P90 TTFT of the same fleet and line with every request sent P -> MD (CDC-PD routing)."""
     t = _fine(p) or p.times  # the pool's weights are per stratum when the classes have strata
     fixed = t.ttft_fixed_s["p_md"]
-    jitter = t.jitter("p_md")
-    return pipeline.ttft_quantiles(fixed, p.pool.weight.copy(), p.pool, (0.9,), jitter)[0]
+    jitter, var, atom = t.jitter("p_md"), t.jitter_var("p_md"), t.jitter_atom("p_md")
+    w = p.pool.weight.copy()
+    return pipeline.ttft_quantiles(fixed, w, p.pool, (0.9,), jitter, var, atom)[0]
 
 
 def comparison(plans: dict[str, dict], raw: dict[str, ArchPlan]) -> dict:

@@ -227,7 +227,11 @@ def path_table(
             allowed[p] = wants & singular if p == "p_rld" else wants
     miss = {
         q: {
-            p: cls.class_mean(pipeline.miss_probability(ft.ttft_fixed_s[p], pool, s, ft.jitter(p)))
+            p: cls.class_mean(
+                pipeline.miss_probability(
+                    ft.ttft_fixed_s[p], pool, s, ft.jitter(p), ft.jitter_var(p), ft.jitter_atom(p)
+                )
+            )
             for p in allowed
         }
         for q, s in zip(QUANTILES, (sc.sla.ttft_p90_s, sc.sla.ttft_p99_s))
