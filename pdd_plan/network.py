@@ -201,7 +201,8 @@ def line_delay_shape(
     var = ps_sojourn_variance(tau, residual, rho_e)
     atom = (1.0 - p_wait) * (1.0 - rho_e) * np.exp(-rho_e * tau / e1 if e1 > 0 else 0.0 * tau)
     # no PS share (every transfer at its cap): the wait alone, an atom and an exponential
-    alone = 2.0 / p_wait - 1.0 if p_wait > 0 else 1.0
+    # (a vanishing P(wait) has no delay to shape: its SCV overflows, so it takes 1)
+    alone = 2.0 / p_wait - 1.0 if p_wait > 0 and 2.0 / p_wait < np.inf else 1.0
     with np.errstate(divide="ignore", invalid="ignore"):
         cv2 = np.where(extra > 0, var / np.where(extra > 0, extra * extra, 1.0), alone)
     return cv2, atom

@@ -286,7 +286,9 @@ def path_times(
     # its shape: the PS share's conditional variance and no-delay atom
     # (network.line_delay_shape), kept through the bursty and verification stretches above
     cv2, atom = network.line_delay_shape(xb, line, line_rho, cls.weight)
-    jitter_var = {"p_md": cv2 * jitter["p_md"] ** 2}
+    j = jitter["p_md"]
+    with np.errstate(invalid="ignore", over="ignore"):  # no delay (j = 0): no variance
+        jitter_var = {"p_md": np.where(j > 0, cv2 * j * j, 0.0)}
     ttft = {"p_md": prefill_s + bare + md_step_s}
     md_tok = {"p_md": out.copy()}
     rld_tok = {"p_md": np.zeros(len(cls))}
