@@ -87,7 +87,9 @@ class Workload(Strict):
     # (Allen-Cunneen G/G/c, c_a^2 = cv^2) sizes for them. A trace keeps its own timestamps
     arrival_cv: float = Field(default=1.0, gt=0, le=10)
     # request classes the optimizer routes (hit bin x length bucket; 8 hit bins, so 24 = 3
-    # length buckets): each class gets one routing decision and the MILP grows with the count.
+    # length buckets; when a relaying architecture may finish singular requests on relay
+    # decode, x output <= policy.singular_max_output_tokens or not, with half the length
+    # buckets, at least 1): each class gets one routing decision and the MILP grows with the count.
     # Prefill times and TTFT misses are averaged over >= 192 strata whatever the count, so costs
     # do not move with it (large.yaml: 12 to 192 classes within 5%); 24 suits most workloads,
     # 48 when routing should split long from short requests of one hit bin more finely

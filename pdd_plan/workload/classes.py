@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import architectures
 from ..errors import InputError
 from ..resolve import Context
 from .distributions import sample, sample_requests
@@ -24,10 +25,24 @@ def _trace_path(ctx: Context, trace: str) -> Path:
     return q if q.exists() else p
 
 
+def singular_split(ctx: Context) -> int | None:
+    """The output length the classes are split at: the policy's singular cap when some
+    architecture of the scenario lets singular requests finish on relay decode, else None."""
+    sc = ctx.scenario
+    lim = sc.policy.singular_max_output_tokens
+    if lim is None or not any(architectures.get(a).singular_on_relay for a in sc.architectures):
+        return None
+    return int(lim)
+
+
 def build_classes(ctx: Context) -> RequestClasses:
     """Classes from the scenario's trace, or from its distributions (seeded sample)."""
     w, sc = ctx.scenario.workload, ctx.scenario
-    buckets = max(1, w.classes // (len(HIT_BIN_EDGES) - 1))
+    split = singular_split(ctx)
+    # the output split doubles the classes per hit bin: half the input buckets keep the count
+    # (and the optimizer's time) near what workload.classes asks
+    per_bin = (len(HIT_BIN_EDGES) - 1) * (2 if split is not None else 1)
+    buckets = max(1, w.classes // per_bin)
     if w.trace is not None:
         from .traces import read_trace
 
@@ -58,7 +73,9 @@ def build_classes(ctx: Context) -> RequestClasses:
             req.hit_p,
             req.hit_p * sc.policy.md_hit_ratio,
         )
-    cls = replace(classes_from_requests(req, buckets), arrival_ca2=w.arrival_cv**2)
+    cls = replace(
+        classes_from_requests(req, buckets, output_split=split), arrival_ca2=w.arrival_cv**2
+    )
     if sc.policy.drc:
         return cls
     nd = cls.fine

@@ -39,15 +39,20 @@ def classes_from_requests(
     requests: Requests,
     n_input_buckets: int = 4,
     hit_bins: Sequence[float] = HIT_BIN_EDGES,
+    output_split: float | None = None,
 ) -> RequestClasses:
-    """Group requests by ``hit_p`` bin x input-length quantile bucket.
+    """Group requests by ``hit_p`` bin x input-length quantile bucket (x, with
+    ``output_split``, output at most that many tokens or more).
 
     ``hit_bins`` are bin edges as fractions ([lo, hi), the last bin closed). Input
     buckets split the input lengths at quantiles ``k / n_input_buckets`` ([lo, hi),
-    the last closed); tied quantiles leave buckets empty. Each non-empty class holds
+    the last closed); tied quantiles leave buckets empty. ``output_split`` (the policy's
+    singular cap) puts requests with output <= it apart from the rest, so a class is wholly
+    singular or wholly not, as the simulator decides per request. Each non-empty class holds
     the mean input, output, ``hit_p`` and ``hit_d`` of its members (``hit_d`` taken as
     ``hit_p`` where it is NaN: unknown, or the request ended on relay decode) and a
-    weight = its share of requests. Classes are ordered hit bin first, then length.
+    weight = its share of requests. Classes are ordered hit bin first, then length, then
+    (split) singular before the rest.
     ``rate_rps`` = requests / duration (None for a zero duration).
     """
     n = len(requests)
@@ -79,6 +84,11 @@ def classes_from_requests(
     qs = np.quantile(inp, np.linspace(0.0, 1.0, int(n_input_buckets) + 1)[1:-1])
     lb = np.searchsorted(qs, inp, side="right")
     key = hb * int(n_input_buckets) + lb
+    if output_split is not None:
+        # the singular rule reads each request's own output: a class's mean output against the
+        # cap routes a whole class one way (narrow-line: a low-hit class of mean output 960 > 500
+        # sent its short members, 0.7% of all requests, across the line the replay keeps them off)
+        key = key * 2 + (out > float(output_split))
     keys, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
 
     def mean(x: np.ndarray) -> np.ndarray:
