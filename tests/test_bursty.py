@@ -126,26 +126,12 @@ def test_default_prefill_law_within_15_percent_of_the_replay(tmp_path, cv):
         assert abs(a / s - 1) <= 0.15, (cv, an, sim)
 
 
-NARROW_CV1_P50 = pytest.mark.xfail(
-    strict=True,
-    reason="narrow line cv 1: analytic TTFT P50/P90/P99 0.509/1.664/9.240 s vs replay "
-    "0.436/1.585/8.067 s (+17/+5/+14.5%). The classes are now split at the singular cap, so the "
-    "plan routes as the replay does (p_rld 0.67% of requests, p_rld_md 4.32%; its routed line "
-    "64.1% busy vs the replay's 63.1%), but fixed_rate._lines prices every line option at the "
-    "load with every request crossing (67.6%: line_options_at_load's upper bound), and the "
-    "path tables' transfer times, hence the TTFT, are taken at that level, not at the routed "
-    "load. Tables at the routed load are a fixed point the planner does not iterate: at 64.2% "
-    "the low-hit non-singular class no longer wants relay and the MILP re-routes it to p_md "
-    "(0.473/2.691/13.351 s, another plan); at cv 2 the routing holds and gives "
-    "0.712/2.012/8.167 vs replay 0.791/2.316/8.322 (-10/-13/-2%)",
-)
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("cv", [pytest.param(1.0, marks=NARROW_CV1_P50), 2.0])
+@pytest.mark.parametrize("cv", [1.0, 2.0])
 def test_narrow_line_within_15_percent_of_the_replay(tmp_path, cv):
     # one prefill instance at rho 0.23 (the exact GI/G/1 wait, pdd_plan/lindley.py) feeding a
-    # 68%-busy line whose queueing grows with the burstiness the prefill passes on
+    # line 64% busy at the load its routing makes (singular relayed requests stay off it),
+    # whose queueing grows with the burstiness the prefill passes on
     an, sim = _analytic_and_replay(_scenario(tmp_path, "narrow-line", cv), "pdd", 100_000)
     for a, s in zip(an, sim):
         assert abs(a / s - 1) <= 0.15, (cv, an, sim)

@@ -3,6 +3,7 @@ winning combination, its tables and the MILP's solution; metrics.py summarizes i
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -13,6 +14,7 @@ from ..perf.instance import Instance
 from ..resolve import Context
 from ..workload.requests import RequestClasses
 from . import model, owned, tables
+from .caps import Caps
 from .enumeration import Combo
 from .tables import DecodeOption
 
@@ -38,6 +40,9 @@ class ArchPlan:
     main_dc: str = ""
     tables: tables.FleetTables | None = None
     extra: dict = field(default_factory=dict)
+    # path times per stratum with the line at the load the routing puts on it (line_rho), below
+    # the level the tables were sized at: what the plan's reported percentiles use
+    operating: pipeline.PathTimes | None = None
 
 
 def build(
@@ -47,6 +52,7 @@ def build(
     cb: Combo,
     t: tables.FleetTables,
     sol: model.FleetSolution,
+    caps: Caps,
 ) -> ArchPlan:
     """The plan a combination's solution describes (at the rate it serves)."""
     ln = t.lines[sol.line_index]
@@ -60,6 +66,12 @@ def build(
         else 0.0
     )
     singular = ctx.scenario.policy.singular_max_output_tokens if spec.singular_on_relay else None
+    operating = None
+    if ln.config is not None and 0.0 < rho_l < ln.level * (1.0 - 1e-9):
+        # the tables put the line at its level (a bound the routing must stay under); what the
+        # plan reports is at the load its routing puts there (relayed requests stay off it)
+        at = dataclasses.replace(ln, level=rho_l)
+        operating = tables.fine_times(ctx, cls, pool, cb.service, cb.md, cb.rld, at, caps)
     return ArchPlan(
         architecture=spec.name,
         rate=sol.rate_rps,
@@ -76,6 +88,7 @@ def build(
         main_dc=cb.md_dc,
         tables=t,
         extra={"line_level": ln.level, **_owned_split(ctx, cb, n_p, sol, ln.config)},
+        operating=operating,
     )
 
 

@@ -101,7 +101,7 @@ def plan(
             diagnosis.track_reach(reach, t, cb.label)
             continue
         if best is None or -sol.cost_per_hour > -best.cost_per_hour + 1e-9:
-            best = arch_plan.build(ctx, spec, cls, cb, t, sol)
+            best = arch_plan.build(ctx, spec, cls, cb, t, sol, caps)
     if best is None:
         reasons += diagnosis.reach_reasons(reach, sc.sla)
         if not reasons:

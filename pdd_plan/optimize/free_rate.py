@@ -220,7 +220,7 @@ class FreeRateSearch:
             raise diagnosis.infeasible(self.spec.name, reasons, self.ctx.scenario.sla)
         self._last_best = best_i
         cb, t = self.combos[best_i], self._tables[best_i]
-        best = arch_plan.build(self.ctx, self.spec, self.cls, cb, t, best_sol)
+        best = arch_plan.build(self.ctx, self.spec, self.cls, cb, t, best_sol, self.caps)
         if duals:
             arch_plan.add_duals(best, objective, lam, limit)
         best.solve_seconds = time.perf_counter() - t0

@@ -67,7 +67,10 @@ def _shares(p: ArchPlan, rate: float) -> dict[str, np.ndarray]:
 
 
 def _fine(p: ArchPlan) -> pipeline.PathTimes | None:
-    """The plan's path times per stratum of its classes (None: the classes have no strata)."""
+    """The plan's path times per stratum of its classes (None: the classes have no strata), at
+    the line load its routing makes where that is below the tables' level."""
+    if p.operating is not None:
+        return p.operating
     return p.tables.paths[p.solution.line_index].fine if p.tables is not None else None
 
 
@@ -78,7 +81,7 @@ def _mixture(
     real mixture, not of class means), else per class."""
     fine = _fine(p)
     if fine is None or cls.nodes is None or cls.node_class is None:
-        return p.times, shares
+        return (p.times if fine is None else fine), shares  # no strata: fine is per class
     nc = cls.node_class
     scale = cls.nodes.weight / cls.weight[nc]
     return fine, {k: v[nc] * scale for k, v in shares.items()}
@@ -110,7 +113,8 @@ def summarize(p: ArchPlan, cls: RequestClasses, rate: float, prefill_dc: str) ->
     jitter_var = np.concatenate([ft.jitter_var(k) for k in fshares])
     atom = np.concatenate([ft.jitter_atom(k) for k in fshares])
     ttft = pipeline.ttft_quantiles(fixed, share, p.pool, QS, jitter, jitter_var, atom)
-    kv_mean = float(np.dot(cls.weight, t.line_s))
+    line_s = t.line_s if p.operating is None else p.operating.class_mean(cls).line_s
+    kv_mean = float(np.dot(cls.weight, line_s))
     _finite_or_refuse(p, [*ttft, kv_mean])
     tpot = np.concatenate([ft.tpot_s[k] for k in fshares])
     # the tables size decode at its TPOT-target batch; report the step at the batch the plan

@@ -174,6 +174,42 @@ def _relay_paths(spec: Architecture, rld: list[DecodeOption]) -> tuple[str, ...]
     return tuple(p for p in RELAY_PATHS if p in spec.paths) if rld else ()
 
 
+def fine_times(
+    ctx: Context,
+    cls: RequestClasses,
+    pool: pipeline.PrefillPool,
+    service_s: np.ndarray,
+    md: list[DecodeOption],
+    rld: list[DecodeOption],
+    line: LineOption,
+    caps: Caps,
+) -> pipeline.PathTimes:
+    """Path times per stratum of `cls` (per class when it has none), the line at `line.level`."""
+    sc = ctx.scenario
+    md_step = max(o.cand.step_s for o in md)
+    md_inst = min(md, key=lambda o: o.cand.cost_per_hour / o.cand.tokens_per_s).inst
+    rld_inst = rld[0].inst if rld else None
+    rld_step = max((o.cand.step_s for o in rld), default=0.0)
+    if cls.fine is not cls:
+        service_s = pipeline.prefill_strata_service_s(
+            pool.inst, cls, sc.search.prefill_chunk_tokens
+        )
+    return pipeline.path_times(
+        cls.fine,
+        service_s,
+        pool.inst,
+        md_inst,
+        md_step,
+        line.config,
+        line.level,
+        rld_inst,
+        rld_step,
+        sc.policy,
+        caps.line_delay,
+        pool.departure_ca2,
+    )
+
+
 def path_table(
     ctx: Context,
     spec: Architecture,
@@ -191,29 +227,8 @@ def path_table(
     misses its TTFT target for the share of its requests that do, not all or nothing at its mean
     request (a rare long class would otherwise push every plan onto faster GPUs)."""
     sc = ctx.scenario
-    md_step = max(o.cand.step_s for o in md)
-    md_inst = min(md, key=lambda o: o.cand.cost_per_hour / o.cand.tokens_per_s).inst
-    rld_inst = rld[0].inst if rld else None
-    rld_step = max((o.cand.step_s for o in rld), default=0.0)
     fine = cls.fine
-    if fine is not cls:
-        service_s = pipeline.prefill_strata_service_s(
-            pool.inst, cls, sc.search.prefill_chunk_tokens
-        )
-    ft = pipeline.path_times(
-        fine,
-        service_s,
-        pool.inst,
-        md_inst,
-        md_step,
-        line.config,
-        line.level,
-        rld_inst,
-        rld_step,
-        sc.policy,
-        caps.line_delay,
-        pool.departure_ca2,
-    )
+    ft = fine_times(ctx, cls, pool, service_s, md, rld, line, caps)
     times = ft.class_mean(cls)
     n = len(cls)
     allowed = {"p_md": np.ones(n, bool)}
