@@ -25,10 +25,10 @@ from pdd_plan.schema.plan import (
     TTFT,
     ArchitecturePlan,
     InstanceGroup,
-    MeanSeconds,
     RouteShare,
     Routing,
     Solver,
+    TransferSeconds,
 )
 from pdd_plan.schema.scenario import Scenario
 
@@ -201,7 +201,7 @@ def plan(gs: list[InstanceGroup], rate: float) -> ArchitecturePlan:
         rld_token_share=0.0,
         routing=Routing(),
         prefill_utilization=0.0,
-        kv_transfer_s=MeanSeconds(mean=0),
+        kv_transfer_s=TransferSeconds(mean=0),
         binding_constraints=[],
         shadow_prices={},
         solver=Solver(status="given", milps=0, optimality_gap=0.0),

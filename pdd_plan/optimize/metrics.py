@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import architectures, pipeline
+from .. import architectures, line_delay, pipeline
 from ..architectures import LINE_BASELINE, LOCAL_BASELINE, RELAY_ARCH
 from ..errors import InfeasibleError
 from ..perf import roofline
@@ -87,6 +87,24 @@ def _mixture(
     return fine, {k: v[nc] * scale for k, v in shares.items()}
 
 
+def _kv_transfer(ft: pipeline.PathTimes, shares: dict[str, np.ndarray]) -> dict[str, float]:
+    """KV ready at prefill -> usable at main decode for the requests that send it there (all
+    but p_rld): the bare transfer plus the line's delay law per stratum (line_delay.two_moment;
+    a transfer's delay depends on its size, not on its path), as the simulator's kv_transfer_s
+    measures it. A plan with no such request: the mean over all."""
+    w = sum(v for k, v in shares.items() if k != "p_rld")
+    j = ft.jitter("p_md")
+    bare = ft.line_s - j
+    qs = line_delay.transfer_quantiles(
+        bare, j, ft.jitter_var("p_md"), ft.jitter_atom("p_md"), w, QS
+    )
+    if qs is None:
+        every = sum(shares.values())
+        return {"mean": float(np.dot(every, ft.line_s) / max(float(np.sum(every)), 1e-300))}
+    mean = float(np.dot(w, ft.line_s) / np.sum(w))
+    return {"p50": qs[0], "p90": qs[1], "p99": qs[2], "mean": mean}
+
+
 def _operating_step(p: ArchPlan, role: str, tokens_per_s: float, mean_ctx: float) -> float:
     """Decode step time at the batch the plan actually runs (utilization x full batch)."""
     opts = [
@@ -113,9 +131,8 @@ def summarize(p: ArchPlan, cls: RequestClasses, rate: float, prefill_dc: str) ->
     jitter_var = np.concatenate([ft.jitter_var(k) for k in fshares])
     atom = np.concatenate([ft.jitter_atom(k) for k in fshares])
     ttft = pipeline.ttft_quantiles(fixed, share, p.pool, QS, jitter, jitter_var, atom)
-    line_s = t.line_s if p.operating is None else p.operating.class_mean(cls).line_s
-    kv_mean = float(np.dot(cls.weight, line_s))
-    _finite_or_refuse(p, [*ttft, kv_mean])
+    kv = _kv_transfer(ft, fshares)
+    _finite_or_refuse(p, [*ttft, kv["mean"]])
     tpot = np.concatenate([ft.tpot_s[k] for k in fshares])
     # the tables size decode at its TPOT-target batch; report the step at the batch the plan
     # actually runs (utilization x that batch), which is what users see
@@ -166,7 +183,7 @@ def summarize(p: ArchPlan, cls: RequestClasses, rate: float, prefill_dc: str) ->
             "singular_max_output_tokens": p.singular_max_output_tokens,
         },
         "prefill_utilization": _r(p.pool.rho),
-        "kv_transfer_s": {"mean": _r(kv_mean)},
+        "kv_transfer_s": {k: _r(v) for k, v in kv.items()},
         "binding_constraints": sorted(p.solution.binding),
         # LP-relaxation duals: $/hour the optimum moves per unit each constraint is relaxed
         "shadow_prices": {k: _r(v, 6) for k, v in sorted(p.solution.shadow_prices.items())},

@@ -241,10 +241,8 @@ def _latency_rows(a: str, p: ArchitecturePlan, sla: SLA) -> list[list[str]]:
         [a, "TPOT ms", *_q3(p.tpot_ms, nd=1), *_q3(sim and sim.tpot_ms, nd=1), f"{sla.tpot_ms}"],
         [
             a,
-            "KV transfer s (analytic: mean)",
-            _f(p.kv_transfer_s.mean),
-            "-",
-            "-",
+            "KV transfer s",
+            *_q3(p.kv_transfer_s),
             *_q3(sim and sim.kv_transfer_s),
             "",
         ],

@@ -98,7 +98,14 @@ class Routing(_Out):
     singular_max_output_tokens: NonNegativeInt | None = None
 
 
-class MeanSeconds(_Out):
+class TransferSeconds(_Out):
+    """A plan's KV transfer time: the mean, and its percentiles where requests move KV to main
+    decode (plans written before they were reported have the mean alone)."""
+
+    _omit_if_none = ("p50", "p90", "p99")
+    p50: NonNegativeFloat | None = None
+    p90: NonNegativeFloat | None = None
+    p99: NonNegativeFloat | None = None
     mean: NonNegativeFloat
 
 
@@ -186,7 +193,7 @@ class ArchitecturePlan(_Out):
     rld_token_share: float = Field(ge=0, le=1.0001)
     routing: Routing
     prefill_utilization: NonNegativeFloat
-    kv_transfer_s: MeanSeconds
+    kv_transfer_s: TransferSeconds
     binding_constraints: list[str]
     shadow_prices: dict[str, float]
     solver: Solver
