@@ -25,7 +25,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.signal import fftconvolve
 from scipy.special import gammainc
 
 GRID = 1 << 14  # lattice points (FFT size); 2^14 keeps a call at a few ms
@@ -88,6 +87,13 @@ class WaitLaw:
         return np.clip(np.sum(p * np.where(past, 1.0, e), axis=-1), 0.0, 1.0)
 
 
+def _convolve(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Full linear convolution by real FFTs (numpy's: scipy.signal costs ~1.5 s to import)."""
+    n = len(x) + len(y) - 1
+    m = 1 << (n - 1).bit_length()
+    return np.fft.irfft(np.fft.rfft(x, m) * np.fft.rfft(y, m), m)[:n]
+
+
 def _cramer_root(service_s: np.ndarray, weight: np.ndarray, rate: float, ca2: float) -> float:
     """theta > 0 with E[e^(theta S)] E[e^(-theta A)] = 1: the exponential decay rate of the
     wait's tail (bisection on the convex cumulant, which is 0 at 0 and falls first)."""
@@ -143,7 +149,7 @@ def _solve(service_s: np.ndarray, weight: np.ndarray, rate: float, ca2: float) -
     top = int(np.ceil(service_s.max() / h)) + 2  # S on points 0..top-1
     s = _split(service_s / h, weight, top)
     a = _gamma_lattice(rate, ca2, h, n - top)  # S - A then spans fewer than n points
-    u = np.maximum(fftconvolve(s, a[::-1]), 0.0)  # index i <-> step i - (n - top - 1)
+    u = np.maximum(_convolve(s, a[::-1]), 0.0)  # index i <-> step i - (n - top - 1)
     d = np.arange(len(u)) - (n - top - 1)
     r = np.exp(0.5 * theta * h)  # between 1 and the Cramer root: no zero of 1 - U(z) on it
     circle = np.zeros(n, dtype=complex)
