@@ -39,20 +39,12 @@ class Figure:
 
 
 def _prefill_instance(plan: Plan, ctx):
-    from ..perf.instance import Instance
+    from ..sim.setup import row_instance
 
     plans = plan.plans
     a = RELAY_ARCH if RELAY_ARCH in plans else next(iter(plans))
     row = plans[a].groups("prefill")[0]
-    inst = Instance(
-        ctx.model,
-        ctx.gpus[row.gpu],
-        row.gpus_per_instance,
-        tp=row.tp,
-        ep=row.ep,
-        dp=row.dp,
-        redundant_experts=row.redundant_experts or 0,
-    )
+    inst = row_instance(ctx, row)
     return a, inst
 
 

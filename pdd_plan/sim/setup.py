@@ -13,7 +13,7 @@ from ..errors import InputError
 from ..network import LineConfig
 from ..perf.instance import Instance
 from ..resolve import Context
-from ..schema.plan import ArchitecturePlan, Plan
+from ..schema.plan import ArchitecturePlan, InstanceGroup, Plan
 from ..workload.distributions import sample, sample_requests
 from ..workload.requests import Requests
 
@@ -56,6 +56,19 @@ def arch_plan(plan: PlanLike, architecture: str) -> ArchitecturePlan:
     return plan
 
 
+def row_instance(ctx: Context, g: InstanceGroup) -> Instance:
+    """The instance one plan row describes (its GPU must be in the scenario's datacenters)."""
+    return Instance(
+        ctx.model,
+        ctx.gpus[g.gpu],
+        g.gpus_per_instance,
+        tp=g.tp,
+        ep=g.ep,
+        dp=g.dp,
+        redundant_experts=g.redundant_experts or 0,
+    )
+
+
 def _pools(ctx: Context, p: ArchitecturePlan, architecture: str) -> dict[str, list[Instance]]:
     pools: dict[str, list[Instance]] = {r: [] for r in ROLES}
     for i, g in enumerate(p.instances):
@@ -66,15 +79,7 @@ def _pools(ctx: Context, p: ArchitecturePlan, architecture: str) -> dict[str, li
                 f"GPU '{g.gpu}' is not in the scenario's datacenters",
                 "use the plan with the scenario it was made from",
             )
-        inst = Instance(
-            ctx.model,
-            ctx.gpus[g.gpu],
-            g.gpus_per_instance,
-            tp=g.tp,
-            ep=g.ep,
-            dp=g.dp,
-            redundant_experts=g.redundant_experts or 0,
-        )
+        inst = row_instance(ctx, g)
         inst.require_fit()
         pools[g.role].extend([inst] * g.count)
     return pools
