@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import tcp
+from . import tagged_transfer, tcp
 from .line_delay import ps_sojourn_variance
 from .perf import arch
 from .queueing import limited_ps_numbers
@@ -190,6 +190,9 @@ def line_delay_shape(
     rho_e / E[tau]`` (exact for M/G/1-PS: ``P(N = 0) = 1 - rho`` for any size law)."""
     x = np.asarray(size_bytes, dtype=float)
     per_byte, wait, p_wait = _limited_ps_parts(x, line, rho, weight)
+    capped = _capped_shape(x, line, rho, weight, per_byte, p_wait)
+    if capped is not None:
+        return capped
     fastest = min(line.capacity_bytes_s, line.flow_cap_bytes_s)
     slowdown = per_byte * fastest
     extra = x * (per_byte - 1.0 / fastest)
@@ -206,6 +209,40 @@ def line_delay_shape(
     with np.errstate(divide="ignore", invalid="ignore"):
         cv2 = np.where(extra > 0, var / np.where(extra > 0, extra * extra, 1.0), alone)
     return cv2, atom
+
+
+def _capped_shape(
+    x: np.ndarray,
+    line: LineConfig,
+    rho: float,
+    weight: np.ndarray | None,
+    per_byte: float,
+    p_wait: float,
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`line_delay_shape` on a line one transfer cannot fill (cap ``f`` < line ``C``):
+    the tagged transfer's exact law (:mod:`tagged_transfer`; Poisson arrivals, exponential
+    sizes of the classes' mean). Its variance replaces CMT's at an equivalent load (which
+    lets a transfer alone be slowed, where on a capped line it runs at its cap undisturbed),
+    its ``P(stays at its cap)`` the no-delay atom. The mean stays :func:`line_transfer_s`'s:
+    a PS line with a state-dependent total rate is a symmetric queue (insensitive), its
+    ``E[T | x]`` linear in ``x`` and equal to the Little's-law per-byte figure (the tagged
+    chain's mean matches it to rounding: tests/test_tagged_transfer.py). None where the
+    line is not capped or never shares (today's law applies), idle or saturated."""
+    f, cap = line.flow_cap_bytes_s, line.capacity_bytes_s
+    # every transfer at its cap (pool x f <= C): no share to shape, the wait's own law applies
+    if not (f < cap < line.pool * f and 0.0 < rho < 1.0):
+        return None
+    w = np.ones_like(x) if weight is None else np.asarray(weight, dtype=float)
+    mean_x = float(np.dot(w, x)) / float(np.sum(w))
+    if mean_x <= 0:
+        return None
+    law = tagged_transfer.tagged_law(line.pool, float(rho), cap, f, mean_x)
+    mean_t, second, stay = tagged_transfer.tagged_moments(law, x)
+    var = np.maximum(second - mean_t * mean_t, 0.0)
+    extra = x * (per_byte - 1.0 / f)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cv2 = np.where(extra > 0, var / np.where(extra > 0, extra * extra, 1.0), 1.0)
+    return cv2, (1.0 - p_wait) * stay
 
 
 def rdma_transfer_s(
