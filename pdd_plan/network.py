@@ -230,7 +230,8 @@ def _capped_shape(
     line is not capped or never shares (today's law applies), idle or saturated."""
     f, cap = line.flow_cap_bytes_s, line.capacity_bytes_s
     # every transfer at its cap (pool x f <= C): no share to shape, the wait's own law applies
-    if not (f < cap < line.pool * f and 0.0 < rho < 1.0):
+    # a cap within 0.1% of the line (rounding of the TCP efficiency) fills it: CMT's law
+    if not (f < 0.999 * cap and cap < line.pool * f and 0.0 < rho < 1.0):
         return None
     w = np.ones_like(x) if weight is None else np.asarray(weight, dtype=float)
     mean_x = float(np.dot(w, x)) / float(np.sum(w))
