@@ -111,3 +111,24 @@ def test_redundant_experts_on_a_dense_model_or_bad_sizes_are_one_line_errors(tmp
         fleet.instance(ctx, FleetGroup.model_validate({**row, "redundant_experts": 8}), "f")
     with pytest.raises(Exception, match="greater than or equal to 0"):
         FleetGroup.model_validate({**row, "redundant_experts": -1})
+
+
+@pytest.mark.integration
+def test_plan_row_with_redundant_experts_on_a_dense_model_names_the_row(tmp_path):
+    from typer.testing import CliRunner
+
+    from pdd_plan.cli.main import app
+
+    tiny = Path(__file__).resolve().parents[1] / "benchmarks" / "scenarios" / "tiny.yaml"
+    out = tmp_path / "plan.yaml"
+    r = CliRunner().invoke(app, ["optimize", str(tiny), "--no-verify", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    d = yaml.safe_load(out.read_text())
+    d["plans"]["pdd"]["instances"][0]["redundant_experts"] = 4
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(d))
+    r = CliRunner().invoke(app, ["simulate", str(bad), "-n", "200"])
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    line = r.output.strip()
+    assert "\n" not in line and "plans.pdd.instances[0].redundant_experts" in line
+    assert "is dense" in line and str(bad) in line

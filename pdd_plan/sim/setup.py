@@ -79,8 +79,12 @@ def _pools(ctx: Context, p: ArchitecturePlan, architecture: str) -> dict[str, li
                 f"GPU '{g.gpu}' is not in the scenario's datacenters",
                 "use the plan with the scenario it was made from",
             )
-        inst = row_instance(ctx, g)
-        inst.require_fit()
+        try:
+            inst = row_instance(ctx, g)
+            inst.require_fit()
+        except InputError as e:  # name the plan row, not the bare instance field
+            where = f"plans.{architecture}.instances[{i}]"
+            raise InputError(ctx.file, f"{where}.{e.field}", e.problem, e.fix) from None
         pools[g.role].extend([inst] * g.count)
     return pools
 
