@@ -85,15 +85,16 @@ def predict(meas: Measurement, gpu: GPUProfile, model=None) -> float:
     inst = instance_of(meas, gpu, model)
     if meas.phase == "prefill":
         b = meas.batch or 1
-        t = roofline.batch_prefill_time(inst, b, meas.isl, 0.0, meas.chunk).total_s
-        tps = b * meas.isl / t
+        p = roofline.batch_prefill_time(inst, b, meas.isl, 0.0, meas.chunk)
+        tps = b * meas.isl / (p.total_s - p.overhead_s * meas.kernels_only)
     elif meas.phase == "decode":
         ctx = meas.isl + meas.osl / 2.0
         b = meas.batch or inst.max_batch(ctx)
         if b < 1:
             inst.require_fit()
             raise InputError(None, f"row {meas.row}", "no request fits the KV pool", "")
-        tps = b / roofline.decode_step(inst, b, ctx).total_s
+        p = roofline.decode_step(inst, b, ctx)
+        tps = b / (p.total_s - p.overhead_s * meas.kernels_only)
     else:
         inst.require_fit()
         tps = offline_throughput(inst, meas.isl, meas.osl, meas.engine).output_tokens_per_s

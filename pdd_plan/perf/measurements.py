@@ -61,6 +61,7 @@ class Measurement:
     two_batch_overlap: bool | None = None
     single_batch_overlap: bool = False
     expert_load: float | None = None
+    kernels_only: bool = False  # a kernel timing: predicted without the step overhead
     document: str = ""  # leave-one-source-out group
     reading: str = ""
 
@@ -196,6 +197,7 @@ def _from_reading(i: int, r: dict, rd: Reading, base: Engine, doc: str, f: str) 
         two_batch_overlap=rd.two_batch_overlap,
         single_batch_overlap=rd.single_batch_overlap,
         expert_load=rd.expert_load,
+        kernels_only=rd.kernels_only,
         document=doc,
         reading=rd.reading,
     )

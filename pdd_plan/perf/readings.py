@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, PositiveInt
+from pydantic import Field, PositiveInt, model_validator
 
 from ..schema.common import Strict
 from ..schema.io import load
@@ -51,6 +51,15 @@ class Reading(Strict):
     two_batch_overlap: bool | None = None
     single_batch_overlap: bool = False
     expert_load: float | None = Field(default=None, ge=1)
+    # the figure times the forward pass's kernels alone (no serving engine: no scheduler or
+    # sampling between passes), so it is predicted without the step overhead
+    kernels_only: bool = False
+
+    @model_validator(mode="after")
+    def _kernels_are_one_pass(self) -> Reading:
+        if self.kernels_only and self.phase == "offline":
+            raise ValueError("kernels_only times one pass: give phase prefill or decode")
+        return self
 
     @property
     def explicit(self) -> bool:

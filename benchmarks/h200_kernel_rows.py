@@ -1,0 +1,177 @@
+"""Turn the H200 layer timings (benchmarks/h200_layers.py, its JSON in benchmarks/data/) into a
+measurements CSV with its readings, and compare them with the perf model.
+
+    python benchmarks/h200_kernel_rows.py            # the comparison table
+    python benchmarks/h200_kernel_rows.py --write    # (re)write the CSV and readings.yaml
+
+The CSV lives in pdd_plan/data/calibration/h200-kernels/ (a readings.yaml beside it, as for the
+bundled CSV), so `pdd-plan calibrate pdd_plan/data/calibration/h200-kernels/measurements.csv`
+fits the h200 factors to it. Each row is one forward pass of a whole model on one H200 (TP1),
+its kernels alone (`kernels_only`: predicted without the step overhead), as tokens/s: prefill,
+prompt tokens / pass seconds; decode, batch / step seconds. The figure is the median of the
+calls that timed it (two calls on the same machine, 2026-12-01; they agree within 3%).
+
+The comparison predicts every row with the shipped h200 factors (fitted by `pdd-plan
+calibrate` to the TensorRT-LLM and MLPerf engine rows of the bundled CSV; nothing in it saw
+these timings): a held-out check of the roofline's structure below the serving engine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import yaml
+
+from pdd_plan import profiles
+from pdd_plan.atomic import write_atomic
+from pdd_plan.perf import calibration, measurements
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = [ROOT / "benchmarks/data/h200_layers_2026-12-01_run1.json",
+        ROOT / "benchmarks/data/h200_layers_2026-12-01_run2.json"]  # fmt: skip
+OUT = ROOT / "pdd_plan/data/calibration/h200-kernels"
+SOURCE = (
+    "measured 2026-12-01 on one NVIDIA H200 SXM (141 GB, driver 580.159.04, 700 W, torch "
+    "2.11.0+cu130) by benchmarks/h200_layers.py: random weights, CUDA-graph replay, median of "
+    ">= 5 replays and of 2 calls; raw JSON in benchmarks/data/h200_layers_2026-12-01_run*.json"
+)
+COLUMNS = ["source", "hardware", "n_gpus", "model", "precision", "parallelism", "workload",
+           "metric", "value", "unit", "notes"]  # fmt: skip
+
+
+def timings() -> list[dict]:
+    """One record per (model, dtype, phase, tokens, context), the median over the runs."""
+    by_key: dict[tuple, list[dict]] = defaultdict(list)
+    for path in RUNS:
+        for r in json.loads(path.read_text())["runs"]:
+            if "error" not in r:
+                by_key[(r["model"], r["dtype"], r["phase"], r["tokens"], r["context"])].append(r)
+    out = []
+    for rs in by_key.values():
+        out.append(
+            {
+                **rs[0],
+                "pass_s": statistics.median(r["pass_s"] for r in rs),
+                "attention_s": statistics.median(r["attention_s"] for r in rs),
+                "calls": len(rs),
+                "spread": max(r["pass_s"] for r in rs) / min(r["pass_s"] for r in rs) - 1,
+            }
+        )
+    return out
+
+
+def _row(r: dict) -> tuple[dict, dict]:
+    pre = r["phase"] == "prefill"
+    n, ctx = r["tokens"], r["context"]
+    value = n / r["pass_s"]
+    what = (
+        f"prefill of one {n}-token prompt, empty cache, one pass"
+        if pre
+        else f"decode step of {n} requests at context {ctx}"
+    )
+    csv_row = {
+        "source": SOURCE,
+        "hardware": "H200 SXM 141GB",
+        "n_gpus": 1,
+        "model": r["model"],
+        "precision": {"bf16": "BF16", "fp8": "FP8 weights (per-tensor), BF16 KV"}[r["dtype"]],
+        "parallelism": "TP1; kernels only (no serving engine)",
+        "workload": what,
+        "metric": "prompt tokens/s of the pass" if pre else "output tokens/s of the step",
+        "value": f"{value:.1f}",
+        "unit": "tokens/s (one GPU)",
+        "notes": (
+            f"pass {r['pass_s'] * 1e3:.3f} ms (attention kernels {r['attention_s'] * 1e3:.3f} ms), "
+            f"{r['layers']} layers + LM head; {r['calls']} call(s), spread {r['spread']:.1%}; "
+            f"timing {r['timing']}"
+        ),
+    }
+    reading = {
+        "use": "predict",
+        "reading": f"{what}; the pass's kernels alone (TP1, {r['dtype']} weights, BF16 KV)",
+        "gpu": "h200",
+        "model": r["model"],
+        "n_gpus": 1,
+        "tp": 1,
+        "dtype": r["dtype"],
+        "kv_dtype": "bf16",
+        "phase": r["phase"],
+        "isl": n if pre else ctx,
+        "batch": 1 if pre else n,
+        "kernels_only": True,
+    }
+    if pre:
+        reading["chunk"] = n
+    return csv_row, reading
+
+
+def write() -> Path:
+    recs = sorted(timings(), key=lambda r: (r["model"], r["dtype"], r["phase"], r["tokens"]))
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
+    w.writeheader()
+    readings = {}
+    for i, r in enumerate(recs, start=1):
+        row, rd = _row(r)
+        w.writerow(row)
+        readings[i] = rd
+    OUT.mkdir(parents=True, exist_ok=True)
+    write_atomic(OUT / "measurements.csv", buf.getvalue())
+    head = (
+        "# How each row of measurements.csv is read (written by benchmarks/h200_kernel_rows.py).\n"
+        "# Every row: one forward pass of the whole model on one H200, TP1, kernels only.\n"
+    )
+    doc = {
+        "csv": "measurements.csv",
+        "date": "2026-12-01",
+        "documents": {"h200-layer-timings": "benchmarks/h200_layers.py"},
+        "rows": readings,
+    }
+    write_atomic(OUT / "readings.yaml", head + yaml.safe_dump(doc, sort_keys=False, width=100))
+    return OUT / "measurements.csv"
+
+
+def compare(path: Path) -> list[tuple]:
+    gpu = profiles.gpu("h200")  # the shipped calibration applies on load
+    rows = measurements.read_measurements(path)
+    out = []
+    for m in rows:
+        pred = calibration.predict(m, gpu)
+        out.append((m, pred, pred / m.value - 1))
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--write", action="store_true", help="rewrite the CSV and readings.yaml")
+    args = ap.parse_args()
+    path = write() if args.write else OUT / "measurements.csv"
+    res = compare(path)
+    print("| model | dtype | pass | measured tok/s | predicted | error |")
+    print("|---|---|---|---|---|---|")
+    for m, pred, err in res:
+        what = f"prefill {m.isl}" if m.phase == "prefill" else f"decode b{m.batch} @{m.isl}"
+        print(f"| {m.model} | {m.dtype} | {what} | {m.value:,.0f} | {pred:,.0f} | {err:+.0%} |")
+    for label, keep in (
+        ("all", lambda m: True),
+        ("bf16 prefill", lambda m: m.dtype == "bf16" and m.phase == "prefill"),
+        ("bf16 decode", lambda m: m.dtype == "bf16" and m.phase == "decode"),
+        ("fp8 prefill", lambda m: m.dtype == "fp8" and m.phase == "prefill"),
+        ("fp8 decode", lambda m: m.dtype == "fp8" and m.phase == "decode"),
+    ):
+        e = [abs(err) for m, _, err in res if keep(m)]
+        print(
+            f"{label}: {len(e)} rows, median |error| {statistics.median(e):.1%}, max {max(e):.1%}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

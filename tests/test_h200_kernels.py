@@ -1,0 +1,85 @@
+"""The H200 layer timings (benchmarks/h200_layers.py, 2026-12-01) as calibration measurements:
+they parse, are read as kernel-only passes, and the shipped h200 factors (fitted to engine
+rows only) predict the BF16 prefill passes they never saw."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pdd_plan import profiles
+from pdd_plan.errors import InputError
+from pdd_plan.perf import calibration as cal
+from pdd_plan.perf import measurements, roofline
+from pdd_plan.perf.calibrated import calibration_dir
+
+CSV = calibration_dir() / "h200-kernels" / "measurements.csv"
+RAW = Path(__file__).resolve().parents[1] / "benchmarks" / "data"
+
+
+def _rows():
+    return measurements.read_measurements(CSV)
+
+
+def test_every_timing_is_a_kernel_only_row_matching_the_raw_json():
+    rows = _rows()
+    assert len(rows) == 31 and all(r.kernels_only and r.gpu == "h200" for r in rows)
+    raw = json.loads((RAW / "h200_layers_2026-12-01_run2.json").read_text())["runs"]
+    t = {(r["model"], r["dtype"], r["phase"], r["tokens"], r["context"]): r["pass_s"] for r in raw}
+    for r in rows:  # tokens/s = tokens of the pass / its seconds (median of two calls)
+        n, ctx = (r.isl, 0) if r.phase == "prefill" else (r.batch, r.isl)
+        s = t[(r.model, r.dtype, r.phase, n, ctx)]
+        assert r.value == pytest.approx(n / s, rel=0.03), r.label
+
+
+def test_kernels_only_drops_exactly_the_step_overhead():
+    gpu = profiles.gpu("h200")
+    r = next(m for m in _rows() if m.phase == "decode" and m.batch == 64 and m.dtype == "bf16")
+    from dataclasses import replace
+
+    inst = cal.instance_of(r, gpu)
+    p = roofline.decode_step(inst, r.batch, r.isl)
+    assert cal.predict(r, gpu) == pytest.approx(r.batch / (p.total_s - p.overhead_s))
+    assert cal.predict(replace(r, kernels_only=False), gpu) == pytest.approx(r.batch / p.total_s)
+    assert p.overhead_s == pytest.approx(gpu.efficiency.step_overhead_ms / 1e3)
+
+
+@pytest.mark.golden
+def test_bf16_prefill_passes_predicted_within_10_percent():
+    # held out: the h200 factors were fitted to TensorRT-LLM/MLPerf engine rows only. Measured
+    # 2026-12-01: -8 .. +2% over 256-32,768-token passes of two models (8B, Qwen3-32B).
+    gpu = profiles.gpu("h200")
+    pre = [r for r in _rows() if r.dtype == "bf16" and r.phase == "prefill"]
+    assert len(pre) == 8
+    for r in pre:
+        assert abs(cal.predict(r, gpu) / r.value - 1) <= 0.10, r.label
+
+
+def test_small_batch_decode_is_slower_than_the_roofline():
+    # what the roofline leaves out below the engine: a decode step at batch 1 runs ~14 small
+    # kernels per layer whose fixed latency no byte count sees; the prediction is optimistic
+    # there and close at batch 256 (recorded, so a change that hides it is noticed)
+    gpu = profiles.gpu("h200")
+    dec = {r.batch: r for r in _rows() if r.model == "llama-3.1-8b" and r.dtype == "bf16"
+           and r.phase == "decode" and r.isl == 2048}  # fmt: skip
+    err = {b: cal.predict(r, gpu) / r.value - 1 for b, r in dec.items()}
+    assert err[1] > 0.3 and abs(err[256]) < 0.1
+    assert err[1] > err[16] > err[64] > err[256]
+
+
+def test_kernels_only_offline_reading_is_refused(tmp_path):
+    d = tmp_path / "m"
+    d.mkdir()
+    (d / "measurements.csv").write_text(
+        CSV.read_text().splitlines()[0] + "\n" + CSV.read_text().splitlines()[1] + "\n"
+    )
+    rd = (CSV.parent / "readings.yaml").read_text()
+    head, _, _ = rd.partition("rows:")
+    (d / "readings.yaml").write_text(
+        head + "rows:\n  1: {use: predict, reading: x, gpu: h200, model: llama-3.1-8b, "
+        "phase: offline, isl: 128, osl: 128, kernels_only: true}\n"
+    )
+    with pytest.raises(InputError, match="kernels_only"):
+        measurements.read_measurements(d / "measurements.csv")
