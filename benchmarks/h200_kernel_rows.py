@@ -9,7 +9,9 @@ bundled CSV), so `pdd-plan calibrate pdd_plan/data/calibration/h200-kernels/meas
 fits the h200 factors to it. Each row is one forward pass of a whole model on one H200 (TP1),
 its kernels alone (`kernels_only`: predicted without the step overhead), as tokens/s: prefill,
 prompt tokens / pass seconds; decode, batch / step seconds. The figure is the median of the
-calls that timed it (two calls on the same machine, 2026-12-01; they agree within 3%).
+calls that timed it (two calls on the same machine, 2026-12-01; they agree within 4%; the two
+extend calls ran the attention as one masked SDPA call and as two flash calls merged by their
+log-sum-exp).
 
 The comparison predicts every row with the shipped h200 factors (fitted by `pdd-plan
 calibrate` to the TensorRT-LLM and MLPerf engine rows of the bundled CSV; nothing in it saw
@@ -35,7 +37,9 @@ from pdd_plan.perf import calibration, measurements
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = [ROOT / "benchmarks/data/h200_layers_2026-12-01_run1.json",
-        ROOT / "benchmarks/data/h200_layers_2026-12-01_run2.json"]  # fmt: skip
+        ROOT / "benchmarks/data/h200_layers_2026-12-01_run2.json",
+        ROOT / "benchmarks/data/h200_layers_2026-12-01_run4_extend.json",
+        ROOT / "benchmarks/data/h200_layers_2026-12-01_run5_extend_merge.json"]  # fmt: skip
 OUT = ROOT / "pdd_plan/data/calibration/h200-kernels"
 SOURCE = (
     "measured 2026-12-01 on one NVIDIA H200 SXM (141 GB, driver 580.159.04, 700 W, torch "
@@ -68,14 +72,15 @@ def timings() -> list[dict]:
 
 
 def _row(r: dict) -> tuple[dict, dict]:
-    pre = r["phase"] == "prefill"
+    pre = r["phase"] in ("prefill", "extend")
     n, ctx = r["tokens"], r["context"]
     value = n / r["pass_s"]
-    what = (
-        f"prefill of one {n}-token prompt, empty cache, one pass"
-        if pre
-        else f"decode step of {n} requests at context {ctx}"
-    )
+    if r["phase"] == "extend":
+        what = f"extend of {n} new tokens on {ctx} cached, one pass"
+    elif pre:
+        what = f"prefill of one {n}-token prompt, empty cache, one pass"
+    else:
+        what = f"decode step of {n} requests at context {ctx}"
     csv_row = {
         "source": SOURCE,
         "hardware": "H200 SXM 141GB",
@@ -102,18 +107,22 @@ def _row(r: dict) -> tuple[dict, dict]:
         "tp": 1,
         "dtype": r["dtype"],
         "kv_dtype": "bf16",
-        "phase": r["phase"],
+        "phase": "prefill" if pre else "decode",
         "isl": n if pre else ctx,
         "batch": 1 if pre else n,
         "kernels_only": True,
     }
     if pre:
         reading["chunk"] = n
+    if r["phase"] == "extend":
+        reading["cached"] = ctx
     return csv_row, reading
 
 
 def write() -> Path:
-    recs = sorted(timings(), key=lambda r: (r["model"], r["dtype"], r["phase"], r["tokens"]))
+    recs = sorted(
+        timings(), key=lambda r: (r["model"], r["dtype"], r["phase"], r["tokens"], r["context"])
+    )
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
     w.writeheader()
@@ -158,12 +167,14 @@ def main() -> int:
     print("|---|---|---|---|---|---|")
     for m, pred, err in res:
         what = f"prefill {m.isl}" if m.phase == "prefill" else f"decode b{m.batch} @{m.isl}"
+        what += f" on {m.cached} cached" if m.cached else ""
         print(f"| {m.model} | {m.dtype} | {what} | {m.value:,.0f} | {pred:,.0f} | {err:+.0%} |")
     for label, keep in (
         ("all", lambda m: True),
-        ("bf16 prefill", lambda m: m.dtype == "bf16" and m.phase == "prefill"),
+        ("bf16 prefill", lambda m: m.dtype == "bf16" and m.phase == "prefill" and not m.cached),
+        ("extend (prefill on a cached prefix)", lambda m: m.cached > 0),
         ("bf16 decode", lambda m: m.dtype == "bf16" and m.phase == "decode"),
-        ("fp8 prefill", lambda m: m.dtype == "fp8" and m.phase == "prefill"),
+        ("fp8 prefill", lambda m: m.dtype == "fp8" and m.phase == "prefill" and not m.cached),
         ("fp8 decode", lambda m: m.dtype == "fp8" and m.phase == "decode"),
     ):
         e = [abs(err) for m, _, err in res if keep(m)]

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.nn.attention.bias import causal_lower_right
 
 FP8 = torch.float8_e4m3fn
 # never the math backend: it materialises the score matrix (68 GB at 32k tokens)
@@ -53,6 +54,7 @@ GQA = {"native": True}  # set by probe_gqa: whether those backends take grouped 
 # attention with its log-sum-exp from the flash kernel, then combined; what serving engines'
 # decode kernels do so that a small batch still fills the GPU)
 DECODE_ATTN = {"kind": "sdpa"}
+EXTEND = {"how": "lower-right"}  # set by probe_extend
 
 
 def flash_with_lse(q, k, v):
@@ -145,7 +147,19 @@ HELD_OUT = [
     (QWEN3_32B, "bf16", "decode", 64, 2048),
     (QWEN3_32B, "bf16", "decode", 16, 8192),
 ]
+# extend: a chunk of new tokens on a cached prefix (phase "extend": tokens new, context cached),
+# the PDD prefill's shape (64K contexts, ~90% cached)
+EXTEND_PLAN = [
+    (LLAMA_8B, "bf16", "extend", 4096, 4096),
+    (LLAMA_8B, "bf16", "extend", 4096, 16384),
+    (LLAMA_8B, "bf16", "extend", 4096, 57344),
+    (LLAMA_8B, "bf16", "extend", 1024, 31744),
+    (QWEN3_32B, "bf16", "extend", 4096, 28672),
+    (LLAMA_70B, "fp8", "extend", 2048, 30720),
+    (LLAMA_70B, "fp8", "extend", 6144, 57344),
+]
 DRY_PLAN = [
+    (TINY, "bf16", "extend", 32, 96),
     (TINY, "bf16", "prefill", 64, 0),
     (TINY, "bf16", "decode", 4, 128),
     (TINY, "fp8", "prefill", 64, 0),
@@ -225,10 +239,65 @@ class Model:
         return ang.cos().to(torch.bfloat16)[:, None], ang.sin().to(torch.bfloat16)[:, None]
 
 
-def prefill_fn(model: Model, n: int, attn_only: bool):
+def extend_attention(q, k, v, n: int) -> torch.Tensor:
+    """Causal attention of the last n positions (q [1, hq, n, d]) over k/v [1, hk, C + n, d]."""
+    if EXTEND["how"] == "lower-right":
+        mask = causal_lower_right(n, k.shape[2])
+        with sdpa_kernel(BACKENDS):
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+    # merge: the cached part without a mask, the new block causally (q and k of equal length),
+    # combined by their log-sum-exps, as an extend kernel does in one pass
+    c = k.shape[2] - n
+    if EXTEND.get("expand"):  # the flash op without grouped heads: one K/V per query head
+        g = q.shape[1] // k.shape[1]
+        k, v = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)
+    o1, l1 = flash_with_lse(q, k[:, :, :c], v[:, :, :c])
+    o2, l2 = flash_with_lse_causal(q, k[:, :, c:], v[:, :, c:])
+    w1 = torch.sigmoid(l1 - l2).unsqueeze(-1)  # e^l1 / (e^l1 + e^l2)
+    return (o1.float() * w1 + o2.float() * (1 - w1)).to(q.dtype)
+
+
+def flash_with_lse_causal(q, k, v):
+    if q.is_cuda:
+        r = torch.ops.aten._scaled_dot_product_flash_attention(q, k, v, 0.0, True)
+    else:
+        r = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, True)
+    return r[0], r[1]
+
+
+def probe_extend(dev: str) -> str:
+    """How extend attention runs here: 'lower-right' (one SDPA call with a lower-right causal
+    mask), 'merge' (two flash calls merged by log-sum-exp) or 'none'."""
+    q = torch.randn(1, 8, 64, 128, device=dev, dtype=torch.bfloat16)
+    k = torch.randn(1, 2, 192, 128, device=dev, dtype=torch.bfloat16)
+    tries = [("lower-right", False), ("merge", False), ("merge", True)]
+    if EXTEND.get("force") == "merge":
+        tries = tries[1:]
+    for how, expand in tries:
+        EXTEND["how"], EXTEND["expand"] = how, expand
+        try:
+            extend_attention(q, k, k, 64)
+            return how + (" (K/V expanded)" if expand else "")
+        except (RuntimeError, TypeError, NotImplementedError):
+            continue
+    return "none"
+
+
+def prefill_fn(model: Model, n: int, attn_only: bool, cached: int = 0):
     s, dev = model.s, model.dev
     x0 = torch.randn(n, s.hidden, device=dev, dtype=torch.bfloat16)
-    cos, sin = model.rope_tables(torch.arange(n, device=dev))
+    cos, sin = model.rope_tables(torch.arange(cached, cached + n, device=dev))
+    shape = (1, s.kv_heads, cached + n, s.head_dim)
+    kc = (
+        [torch.randn(shape, device=dev, dtype=torch.bfloat16) for _ in range(s.layers)]
+        if cached
+        else []
+    )
+    vc = (
+        [torch.randn(shape, device=dev, dtype=torch.bfloat16) for _ in range(s.layers)]
+        if cached
+        else []
+    )
     # attention-only: fixed q/k/v of the chunk's shape, one set per layer (no L2 reuse)
     qkv_fixed = (
         [
@@ -241,12 +310,17 @@ def prefill_fn(model: Model, n: int, attn_only: bool):
     hq, hk, d = s.heads, s.kv_heads, s.head_dim
     qk_norm = model.qk_norm
 
-    def attend(qkv: torch.Tensor) -> torch.Tensor:
+    def attend(qkv: torch.Tensor, i: int) -> torch.Tensor:
         q, k, v = qkv.split([hq * d, hk * d, hk * d], dim=-1)
         q, k = qk_norm(q.view(n, hq, d), k.view(n, hk, d))
         q = rope(q, cos, sin).transpose(0, 1)[None]
         k = rope(k, cos, sin).transpose(0, 1)[None]
         v = v.view(n, hk, d).transpose(0, 1)[None]
+        if cached:  # write the chunk's K/V behind the cached ones, attend over all of them
+            kc[i][:, :, cached:] = k
+            vc[i][:, :, cached:] = v
+            o = extend_attention(q, kc[i], vc[i], n)
+            return o[0].transpose(0, 1).reshape(n, hq * d)
         if not GQA["native"]:  # the backend lacks grouped queries: expand K/V to every head
             k, v = k.repeat_interleave(hq // hk, dim=1), v.repeat_interleave(hq // hk, dim=1)
         with sdpa_kernel(BACKENDS):
@@ -255,11 +329,11 @@ def prefill_fn(model: Model, n: int, attn_only: bool):
 
     def fn():
         if attn_only:
-            return [attend(t) for t in qkv_fixed]
+            return [attend(t, i) for i, t in enumerate(qkv_fixed)]
         x = x0
-        for ly in model.layers:
+        for i, ly in enumerate(model.layers):
             h = F.rms_norm(x, (s.hidden,), ly.n1)
-            x = x + ly.o(attend(ly.qkv(h)))
+            x = x + ly.o(attend(ly.qkv(h), i))
             h = F.rms_norm(x, (s.hidden,), ly.n2)
             g, u = ly.gate_up(h).chunk(2, dim=-1)
             x = x + ly.down(F.silu(g) * u)
@@ -396,10 +470,15 @@ def kv_bytes(s: Shape, b: int, ctx: int) -> int:
 
 def run_one(model: Model, phase: str, n: int, ctx: int, dev: str) -> dict:
     s = model.s
-    if phase == "prefill":
-        t, mode = time_fn(prefill_fn(model, n, False), dev)
-        t_att, _ = time_fn(prefill_fn(model, n, True), dev)
-        rec = {"tokens": n, "context": 0, "batch": 1}
+    if phase in ("prefill", "extend"):
+        cached = ctx if phase == "extend" else 0
+        fn = prefill_fn(model, n, False, cached)
+        t, mode = time_fn(fn, dev)
+        del fn
+        if dev == "cuda":
+            torch.cuda.empty_cache()
+        t_att, _ = time_fn(prefill_fn(model, n, True, cached), dev)
+        rec = {"tokens": n, "context": cached, "batch": 1}
     else:
         fn, cache = decode_fn(model, n, ctx, False)
         t, mode = time_fn(fn, dev)
@@ -420,7 +499,9 @@ def run_one(model: Model, phase: str, n: int, ctx: int, dev: str) -> dict:
         "timing": mode,
         "gqa": "native" if GQA["native"] else "expanded",
         "decode_attention": DECODE_ATTN["kind"] if phase == "decode" else None,
+        "extend_attention": EXTEND["label"] if phase == "extend" else None,
         "kv_bytes": kv_bytes(s, n, ctx) if phase == "decode" else 0,
+        "phase_note": "tokens new on context cached" if phase == "extend" else None,
     }
 
 
@@ -453,6 +534,8 @@ def main() -> int:
     ap.add_argument("--dry-run", action="store_true", help="CPU, tiny shapes")
     ap.add_argument("--second", action="store_true", help="held-out model, then PLAN again")
     ap.add_argument("--split-decode", action="store_true", help="decode runs, split-KV attention")
+    ap.add_argument("--extend", action="store_true", help="extend runs only")
+    ap.add_argument("--extend-merge", action="store_true", help="extend by two flash calls")
     ap.add_argument("--budget-s", type=float, default=420.0, help="stop starting runs after this")
     args = ap.parse_args()
     dev = "cpu" if args.dry_run else "cuda"
@@ -464,6 +547,11 @@ def main() -> int:
     out = {"environment": environment(dev), "ceilings": ceilings(dev), "runs": []}
     print(json.dumps(out["ceilings"]), flush=True)
     plan = DRY_PLAN if args.dry_run else (HELD_OUT + PLAN if args.second else PLAN)
+    if args.extend_merge:
+        EXTEND["force"] = "merge"
+    EXTEND["label"] = probe_extend(dev)
+    if args.extend:
+        plan = [r for r in DRY_PLAN if r[2] == "extend"] if args.dry_run else EXTEND_PLAN
     if args.split_decode:
         DECODE_ATTN["kind"] = "split"
         plan = [r for r in (plan if args.dry_run else HELD_OUT + PLAN) if r[2] == "decode"]

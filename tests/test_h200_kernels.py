@@ -25,12 +25,16 @@ def _rows():
 
 def test_every_timing_is_a_kernel_only_row_matching_the_raw_json():
     rows = _rows()
-    assert len(rows) == 31 and all(r.kernels_only and r.gpu == "h200" for r in rows)
-    raw = json.loads((RAW / "h200_layers_2026-12-01_run2.json").read_text())["runs"]
-    t = {(r["model"], r["dtype"], r["phase"], r["tokens"], r["context"]): r["pass_s"] for r in raw}
+    assert len(rows) == 38 and all(r.kernels_only and r.gpu == "h200" for r in rows)
+    raw = [
+        r
+        for f in ("run2", "run4_extend")
+        for r in json.loads((RAW / f"h200_layers_2026-12-01_{f}.json").read_text())["runs"]
+    ]
+    t = {(r["model"], r["dtype"], r["tokens"], r["context"]): r["pass_s"] for r in raw}
     for r in rows:  # tokens/s = tokens of the pass / its seconds (median of two calls)
-        n, ctx = (r.isl, 0) if r.phase == "prefill" else (r.batch, r.isl)
-        s = t[(r.model, r.dtype, r.phase, n, ctx)]
+        n, ctx = (r.isl, r.cached) if r.phase == "prefill" else (r.batch, r.isl)
+        s = t[(r.model, r.dtype, n, ctx)]
         assert r.value == pytest.approx(n / s, rel=0.03), r.label
 
 
@@ -51,7 +55,7 @@ def test_bf16_prefill_passes_predicted_within_10_percent():
     # held out: the h200 factors were fitted to TensorRT-LLM/MLPerf engine rows only. Measured
     # 2026-12-01: -8 .. +2% over 256-32,768-token passes of two models (8B, Qwen3-32B).
     gpu = profiles.gpu("h200")
-    pre = [r for r in _rows() if r.dtype == "bf16" and r.phase == "prefill"]
+    pre = [r for r in _rows() if r.dtype == "bf16" and r.phase == "prefill" and not r.cached]
     assert len(pre) == 8
     for r in pre:
         assert abs(cal.predict(r, gpu) / r.value - 1) <= 0.10, r.label
@@ -83,3 +87,27 @@ def test_kernels_only_offline_reading_is_refused(tmp_path):
     )
     with pytest.raises(InputError, match="kernels_only"):
         measurements.read_measurements(d / "measurements.csv")
+
+
+def test_extend_rows_carry_the_cached_prefix_into_the_prediction():
+    # an extend of 4,096 tokens costs more the longer the cached prefix (attention over it):
+    # measured and predicted both grow, and the prediction is the prefill with those tokens cached
+    gpu = profiles.gpu("h200")
+    ext = sorted(
+        (r for r in _rows() if r.model == "llama-3.1-8b" and r.cached and r.isl == 4096),
+        key=lambda r: r.cached,
+    )
+    assert [r.cached for r in ext] == [4096, 16384, 57344]
+    meas = [r.value for r in ext]
+    pred = [cal.predict(r, gpu) for r in ext]
+    assert meas[0] > meas[1] > meas[2] and pred[0] > pred[1] > pred[2]
+    inst = cal.instance_of(ext[2], gpu)
+    p = roofline.chunk_time(inst, 4096, 57344)
+    assert pred[2] == pytest.approx(4096 / (p.total_s - p.overhead_s))
+
+
+def test_cached_on_a_decode_reading_is_refused(tmp_path):
+    from pdd_plan.perf.readings import Reading
+
+    with pytest.raises(ValueError, match="cached"):
+        Reading(use="predict", reading="x", gpu="h200", phase="decode", isl=8, cached=4)

@@ -85,7 +85,7 @@ def predict(meas: Measurement, gpu: GPUProfile, model=None) -> float:
     inst = instance_of(meas, gpu, model)
     if meas.phase == "prefill":
         b = meas.batch or 1
-        p = roofline.batch_prefill_time(inst, b, meas.isl, 0.0, meas.chunk)
+        p = roofline.batch_prefill_time(inst, b, meas.isl, meas.cached, meas.chunk)
         tps = b * meas.isl / (p.total_s - p.overhead_s * meas.kernels_only)
     elif meas.phase == "decode":
         ctx = meas.isl + meas.osl / 2.0

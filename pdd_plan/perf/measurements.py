@@ -62,6 +62,7 @@ class Measurement:
     single_batch_overlap: bool = False
     expert_load: float | None = None
     kernels_only: bool = False  # a kernel timing: predicted without the step overhead
+    cached: int = 0  # prefill on top of this many cached tokens (an extend)
     document: str = ""  # leave-one-source-out group
     reading: str = ""
 
@@ -198,6 +199,7 @@ def _from_reading(i: int, r: dict, rd: Reading, base: Engine, doc: str, f: str) 
         single_batch_overlap=rd.single_batch_overlap,
         expert_load=rd.expert_load,
         kernels_only=rd.kernels_only,
+        cached=rd.cached,
         document=doc,
         reading=rd.reading,
     )

@@ -54,11 +54,14 @@ class Reading(Strict):
     # the figure times the forward pass's kernels alone (no serving engine: no scheduler or
     # sampling between passes), so it is predicted without the step overhead
     kernels_only: bool = False
+    cached: int = Field(default=0, ge=0)  # prefill: tokens already in the KV cache (an extend)
 
     @model_validator(mode="after")
     def _kernels_are_one_pass(self) -> Reading:
         if self.kernels_only and self.phase == "offline":
             raise ValueError("kernels_only times one pass: give phase prefill or decode")
+        if self.cached and self.phase != "prefill":
+            raise ValueError("cached (tokens already in the cache) is for phase prefill")
         return self
 
     @property
