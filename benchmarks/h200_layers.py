@@ -3,8 +3,15 @@
 Run on the GPU machine (torch with CUDA; nothing of pdd_plan is imported, so it runs in the
 machine's own python):
 
-    python3 benchmarks/h200_layers.py --out DIR            # ~3-4 min on one H200
-    python3 benchmarks/h200_layers.py --out DIR --dry-run  # CPU, tiny shapes: checks the code
+    python3 benchmarks/h200_layers.py --out DIR              # PLAN: ~70 s on one H200
+    python3 benchmarks/h200_layers.py --out DIR --second     # Qwen3-32B, then PLAN again
+    python3 benchmarks/h200_layers.py --out DIR --split-decode   # decode, split-KV attention
+    python3 benchmarks/h200_layers.py --out DIR --extend [--extend-merge]  # cached prefixes
+    python3 benchmarks/h200_layers.py --out DIR --dry-run    # CPU, tiny shapes: checks the code
+
+The five calls of 2026-12-01 wrote benchmarks/data/h200_layers_2026-12-01_run{1..5}*.json
+(in that order: plain, --second, --split-decode, --extend, --extend --extend-merge);
+benchmarks/h200_kernel_rows.py turns them into calibration measurements.
 
 What one measurement is: the kernels of ONE forward pass of the whole model (every decoder
 layer, each with its own weights and its own KV cache, then the final norm and the LM head on
