@@ -17,7 +17,9 @@ replays it, and measures the transfers the line received (the first 5% dropped a
   renewal stream (gaps shuffled); the (gap before, size) pairs shuffled;
 * the fluid work (bytes at the line's rate) found by arrivals, big (top 10%) and the rest;
 * the work's index of dispersion over windows of ``t`` seconds, ``Var[A(t)] / (lambda t
-  E[x^2])`` (1 for a Poisson stream of i.i.d. sizes).
+  E[x^2])`` (1 for a Poisson stream of i.i.d. sizes), against the planner's analytic curve
+  (:func:`line_input.work_dispersion`, the pool as M/M/c) and its value at the line's time
+  scale ``t*`` (:func:`line_input.dispersion_ratio`, the factor the plan's line law now takes).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from tempfile import TemporaryDirectory
 import numpy as np
 import yaml
 
-from pdd_plan import lindley
+from pdd_plan import lindley, line_input
 from pdd_plan.optimize import metrics
 from pdd_plan.optimize.objectives import solve_architecture
 from pdd_plan.optimize.planner import Caps
@@ -173,6 +175,14 @@ def main(argv: list[str] | None = None) -> int:
         work = np.bincount(((r - r[0]) // w).astype(int), weights=x)[:-1]
         idw.append(f"{w:g} s {work.var() / (lam * w * ex2):.2f}")
     print("work dispersion vs Poisson: " + ", ".join(idw))
+    es = float(np.dot(pool.weight, pool.service_s)) / float(np.sum(pool.weight))
+    ts = np.array([0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0])
+    model = line_input.work_dispersion(pool.rate_rps, es, pool.count, _scv(x), ts)
+    print("analytic (M/M/c pool): " + ", ".join(f"{w:g} s {v:.2f}" for w, v in zip(ts, model)))
+    tau = x / line.usable_bytes_s
+    i_star = line_input.dispersion_ratio(pool.rate_rps, es, pool.count, tau, np.ones_like(tau), rho)
+    t_star = rho * float((tau * tau).mean()) / (2 * float(tau.mean()) * (1 - rho) ** 2)
+    print(f"at the line's time scale t* {t_star:.2f} s: I(t*) {i_star:.3f}")
     kv = res.kv_transfer_s[~np.isnan(res.kv_at_decode_s)]
     sim = [*(float(np.percentile(kv, q)) for q in (50, 90, 99)), float(kv.mean())]
     an = [s["kv_transfer_s"][k] for k in ("p50", "p90", "p99", "mean")]

@@ -12,7 +12,7 @@ from functools import cached_property
 
 import numpy as np
 
-from . import lindley, line_delay, network
+from . import lindley, line_delay, line_input, network
 from .mgc_wait import WaitLaw, ggc_wait_law
 from .perf import arch, roofline
 from .perf.instance import Instance
@@ -245,12 +245,14 @@ def path_times(
     policy: Policy,
     line_delay: float = 1.0,
     line_ca2: float = 1.0,
+    pool: PrefillPool | None = None,
 ) -> PathTimes:
     """Compose TTFT parts and decode splits per class and path.
 
     `md`/`md_step_s` is the decode pool the KV lands on (main decode, or IDC's decode in A).
     `line` None means the transfer goes over RDMA inside one datacenter (IDC-PD).
-    `line_ca2`: squared CV of the gaps between transfers (the prefill pool's departures).
+    `line_ca2`: squared CV of the gaps between transfers (the prefill pool's departures);
+    `pool`: the prefill pool feeding the line (its smoothing: :mod:`line_input`).
     """
     m = prefill.model
     full_kv = np.asarray(arch.kv_bytes(m, cls.input_tokens))
@@ -271,17 +273,17 @@ def path_times(
             zero,
         )
     xb = network.line_bytes(m, cls.input_tokens, cls.hit_d, policy.drc)
-    # line_delay > 1: verification found the line's simulated tail longer than the PS mean
-    # PS share of the line + M/M/c wait for a connection of the pool (network.line_transfer_s)
+    # the line's PS share + pool wait (network.line_transfer_s); line_delay > 1: verification's
     lt = network.line_transfer_s(xb, line, line_rho, cls.weight) * line_delay
     # the bare transfer (no other flow in the way) is fixed; queueing beyond it is random
     bare = network.bare_transfer_s(xb, line)
     bare = np.minimum(bare, lt)
-    # bursty arrivals: the line's queueing grows with the unfinished work it holds, GI/G/1's
-    # over M/G/1's at the same load (lindley.workload_ratio; the line law is the Poisson one)
-    if line_ca2 != 1.0 and 0 < line_rho < 1:
-        u = line.usable_bytes_s
-        lt = bare + (lt - bare) * lindley.workload_ratio(xb / u, cls.weight, line_rho, line_ca2)
+    # bursty arrivals and the pool's smoothing scale the line's queueing (Poisson law above)
+    if 0 < line_rho < 1 and (line_ca2 != 1.0 or pool is not None):
+        r = line_input.queueing_ratio(
+            xb / line.usable_bytes_s, cls.weight, line_rho, line_ca2, pool
+        )
+        lt = bare + (lt - bare) * r
     jitter = {"p_md": lt - bare}
     # its shape: the PS share's conditional variance and no-delay atom
     # (network.line_delay_shape), kept through the bursty and verification stretches above

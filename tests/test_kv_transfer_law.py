@@ -95,30 +95,23 @@ def _analytic_and_replay(path: str, n: int) -> tuple[list[float], list[float]]:
     return an, [*(float(np.percentile(kv, q)) for q in (50, 90, 99)), float(kv.mean())]
 
 
-# The line law is pessimistic where the prefill pool feeds a line one transfer cannot fill (4
-# striped connections of 3.36 Gb/s on 18 Gb/s of goodput). Verified with the replay
-# (benchmarks/line_input_stream.py, 2026-12-01): the law is right for the line it assumes: fed
-# Poisson arrivals and i.i.d. sizes, the same line holds 3.23 transfers in service (law 3.15)
-# with sojourn P99 1.03 s (the law's KV P99 0.97 s). The replay's line holds 2.62 (-17%) because
-# of the pool's output, not of its gaps: the merged gap SCV is 0.93 (a renewal stream with
-# those gaps: 3.06) and a size barely correlates with the merged gap before it (+0.03), but it
-# is an affine function of its own prefill service (corr +1.00: both follow the miss tokens),
-# so each busy instance emits bytes at a near-constant rate and all six busy emit 0.89 x the
-# line's rate. The work offered over 0.3-3 s windows has 0.65-0.87 x a Poisson stream's
-# variance (1 at 0.03 s and at 30 s), a big transfer finds 172 MB of work where the rest find
-# 254 (Poisson: 296 for both) and the time-average work is 219 MB (Poisson 296). Keeping the
-# replay's ready times but shuffling sizes gives 3.44: the size-to-own-service link, which no
-# Poisson or renewal law sees, is the whole effect. What would move it: the line's input as c
-# sources emitting (service, size) pairs (a marked MAP, or the work-dispersion curve of the
-# pool's output at the line's time scale feeding a GI-type workload law).
-CAPPED = pytest.mark.xfail(
+# The flow-capped line fed by the prefill pool (4 striped connections of 3.36 Gb/s on 18 Gb/s
+# of goodput): the Poisson law was long (KV P50/P90/P99/mean +3/+14/+39/+20% on the default,
+# +10/+19/+42/+24% on the microbenchmark at 40 req/s) because the pool smooths the line's input
+# (benchmarks/line_input_stream.py: a transfer's size is affine in its own prefill service, so
+# c busy instances emit at most c x their byte rate; the work offered over 0.3-3 s windows has
+# 0.69-0.88 x a Poisson stream's variance). The law now scales the line's queueing by the
+# pool's index of dispersion for work at the line's time scale (pdd_plan/line_input.py,
+# Fendick & Whitt 1989), which brings the median, P90 and mean within 15%. The P99 stays long:
+# the delay's shape is still the Poisson-fed tagged-transfer law's, scaled, where the replay's
+# smoother input also thins the tail (what would move it: the tail of a GI-type workload law
+# fed the dispersion curve, not only its mean).
+CAPPED_P99 = pytest.mark.xfail(
     strict=True,
     raises=AssertionError,
-    reason="flow-capped line fed by the prefill pool: default (2 x 10G, 75% busy) analytic KV "
-    "P50/P90/P99/mean 0.032/0.211/0.973/0.091 s vs a 200k replay's 0.031/0.186/0.698/0.075 "
-    "(P90 +14%, P99 +39%, mean +20%); microbenchmark at 40 req/s (20G, 76%) "
-    "0.039/0.241/0.958/0.099 vs 0.035/0.203/0.674/0.080 (P90 +19%, P99 +42%, mean +24%); "
-    "the replay's line holds 2.62 / 2.80 in service where a Poisson-fed one holds 3.23 / 3.46",
+    reason="flow-capped line fed by the prefill pool, P99: default (2 x 10G, 75% busy) analytic "
+    "KV P99 0.844 s vs a 200k replay's 0.698 (+21%); microbenchmark at 40 req/s (20G, 77%) "
+    "0.801 vs 0.674 (+19%): the delay's tail shape is the Poisson-fed law's",
 )
 # Bursty arrivals on the narrow line (one prefill instance, 23% busy): the stream the line sees
 # is renewal (gap SCV 3.59; the replay's line with its gaps shuffled holds 2.44 in service, the
@@ -132,24 +125,28 @@ BURSTY = pytest.mark.xfail(
     strict=True,
     raises=AssertionError,
     reason="narrow-line, arrival cv 2 (line 62% busy): analytic KV P50/P90/P99/mean "
-    "0.368/2.679/17.20/1.307 s vs a 100k replay's 0.539/2.915/15.78/1.404 (-32/-8/+9/-7%)",
+    "0.367/2.672/17.15/1.304 s vs a 100k replay's 0.539/2.915/15.78/1.404 (-32/-8/+9/-7%)",
 )
+ALL = (0, 1, 2, 3)  # P50, P90, P99, mean
+BODY = (0, 1, 3)  # P50, P90, mean
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "name, rate, cv, n",
+    "name, rate, cv, n, which",
     [
-        ("narrow-line", None, None, 100_000),
-        pytest.param("narrow-line", None, 2.0, 100_000, marks=BURSTY),
-        pytest.param("pdd-paper", None, None, 200_000, marks=CAPPED),
-        pytest.param("wan-microbench", 40.0, None, 100_000, marks=CAPPED),
+        ("narrow-line", None, None, 100_000, ALL),
+        pytest.param("narrow-line", None, 2.0, 100_000, ALL, marks=BURSTY),
+        ("pdd-paper", None, None, 200_000, BODY),
+        ("wan-microbench", 40.0, None, 100_000, BODY),
+        pytest.param("pdd-paper", None, None, 200_000, (2,), marks=CAPPED_P99),
+        pytest.param("wan-microbench", 40.0, None, 100_000, (2,), marks=CAPPED_P99),
     ],
 )
-def test_kv_transfer_law_within_15_percent_of_the_replay(tmp_path, name, rate, cv, n):
+def test_kv_transfer_law_within_15_percent_of_the_replay(tmp_path, name, rate, cv, n, which):
     an, sim = _analytic_and_replay(_scenario(tmp_path, name, rate, cv), n)
-    for a, s in zip(an, sim):
-        assert abs(a / s - 1) <= 0.15, (name, an, sim)
+    for k in which:
+        assert abs(an[k] / sim[k] - 1) <= 0.15, (name, k, an, sim)
 
 
 @pytest.mark.slow
@@ -157,9 +154,9 @@ def test_kv_transfer_law_within_15_percent_of_the_replay(tmp_path, name, rate, c
     strict=True,
     raises=AssertionError,
     reason="microbenchmark at 40 req/s (line 77% busy, prefill 85%): analytic TTFT P50/P90/P99 "
-    "0.255/0.980/1.986 s vs a 100k replay's 0.206/0.903/1.737 (+24/+9/+14%); at 30 req/s "
-    "(line 58%, prefill 96%) +22/+17/+13%: the flow-capped line's delay (above) and the "
-    "prefill pool near its cap (the line's input: see CAPPED's comment)",
+    "0.248/0.954/1.853 s vs a 100k replay's 0.206/0.903/1.737 (+20/+6/+7%; +24/+9/+14% before "
+    "the pool's smoothing of the line's input); at 30 req/s (line 58%, prefill 96%) "
+    "+22/+17/+13%: the median is the prefill pool's near its cap, not the line's",
 )
 def test_microbenchmark_ttft_within_15_percent_of_the_replay(tmp_path):
     path = _scenario(tmp_path, "wan-microbench", 40.0)

@@ -207,6 +207,7 @@ def fine_times(
         sc.policy,
         caps.line_delay,
         pool.departure_ca2,
+        pool,
     )
 
 
