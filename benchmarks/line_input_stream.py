@@ -19,7 +19,12 @@ replays it, and measures the transfers the line received (the first 5% dropped a
 * the work's index of dispersion over windows of ``t`` seconds, ``Var[A(t)] / (lambda t
   E[x^2])`` (1 for a Poisson stream of i.i.d. sizes), against the planner's analytic curve
   (:func:`line_input.work_dispersion`, the pool as M/M/c) and its value at the line's time
-  scale ``t*`` (:func:`line_input.dispersion_ratio`, the factor the plan's line law now takes).
+  scale ``t*`` (:func:`line_input.dispersion_ratio`, the factor the plan's line law now takes);
+* per size decile: the transfers' own prefill, the work they found on the line (beyond the
+  average transfer's) against :func:`line_found.found_shift` (their instance's silence), and
+  their mean delay beyond the bare transfer in the replay, a Poisson-fed control (same sizes)
+  and the plan's law (its strata's delays at each transfer's size), with the share of the
+  transfers over the replay's P99 that each decile holds.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from tempfile import TemporaryDirectory
 import numpy as np
 import yaml
 
-from pdd_plan import lindley, line_input
+from pdd_plan import lindley, line_found, line_input
 from pdd_plan.optimize import metrics
 from pdd_plan.optimize.objectives import solve_architecture
 from pdd_plan.optimize.planner import Caps
@@ -88,6 +93,46 @@ def _fluid_found(ready: np.ndarray, size: np.ndarray, cap: float) -> tuple[np.nd
     tt = np.minimum(np.diff(ready), after / cap)
     area = float((after * tt - cap * tt * tt / 2.0).sum())
     return found, area / float(ready[-1] - ready[0])
+
+
+def _deciles(r, x, own, line, raw, cls, pois) -> None:
+    """Per size decile: prefill, work found (replay, model), delay (replay, Poisson, law)."""
+    f = min(line.capacity_bytes_s, line.flow_cap_bytes_s)
+    ls = lambda rr, xx: queues.run_line(  # noqa: E731
+        queues.LineInputs(
+            rr, np.arange(len(rr)), xx, line.capacity_bytes_s, line.flow_cap_bytes_s, line.pool, 0
+        )
+    )[1]
+    delay = ls(r, x) - r - x / f
+    perm = np.random.default_rng(7).permutation(len(x))
+    dp = np.empty(len(x))
+    dp[perm] = ls(pois, x[perm]) - pois - x[perm] / f
+    ft, _ = metrics._mixture(raw, cls, metrics._shares(raw, raw.rate))
+    o = np.argsort(ft.line_bytes)
+    law = np.interp(x, ft.line_bytes[o], ft.jitter("p_md")[o])
+    usable = line.usable_bytes_s
+    found = _fluid_found(r, x, usable)[0]
+    tau = x / usable
+    pool = raw.pool
+    _, t_star = line_input.ratio_and_scale(tau, np.ones_like(tau), raw.line_rho, 1.0, pool)
+    shift = line_found.found_shift(own, np.ones_like(own), raw.line_rho, pool.count, t_star)
+    dec = np.minimum((np.argsort(np.argsort(x)) * 10) // len(x), 9)
+    top = delay + x / f > np.quantile(delay + x / f, 0.99)
+    print(
+        "decile  size MB  prefill s | found MB: replay model | delay ms: replay Poisson law | P99"
+    )
+    for b in range(10):
+        m = dec == b
+        print(
+            f"{b:6d} {x[m].mean() / 1e6:8.1f} {own[m].mean():10.3f} | "
+            f"{(found[m].mean() - found.mean()) / 1e6:+15.0f} {shift[m].mean() * usable / 1e6:+5.0f} | "
+            f"{delay[m].mean() * 1e3:16.1f} {dp[m].mean() * 1e3:7.1f} {law[m].mean() * 1e3:6.1f} | "
+            f"{top[m].mean() / top.mean() / 10:.0%}"
+        )
+    print(
+        f"   all {x.mean() / 1e6:8.1f} {own.mean():10.3f} | {'':21s} | "
+        f"{delay.mean() * 1e3:16.1f} {dp.mean() * 1e3:7.1f} {law.mean() * 1e3:6.1f}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -183,6 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     i_star = line_input.dispersion_ratio(pool.rate_rps, es, pool.count, tau, np.ones_like(tau), rho)
     t_star = rho * float((tau * tau).mean()) / (2 * float(tau.mean()) * (1 - rho) ** 2)
     print(f"at the line's time scale t* {t_star:.2f} s: I(t*) {i_star:.3f}")
+    _deciles(r, x, own, line, raw, cls, pois)
     kv = res.kv_transfer_s[~np.isnan(res.kv_at_decode_s)]
     sim = [*(float(np.percentile(kv, q)) for q in (50, 90, 99)), float(kv.mean())]
     an = [s["kv_transfer_s"][k] for k in ("p50", "p90", "p99", "mean")]

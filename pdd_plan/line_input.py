@@ -131,9 +131,23 @@ def dispersion_ratio(
     e1, e2 = float(np.dot(w, tau)), float(np.dot(w, tau * tau))
     if e1 <= 0:
         return 1.0
-    t_star = stretch * rho * e2 / (2.0 * e1 * (1.0 - rho) ** 2)
+    t_star = time_scale(sizes_s, weight, rho, stretch)
     scv = e2 / (e1 * e1) - 1.0
     return float(work_dispersion(lam, mean_service_s, c, scv, np.array([t_star]))[0])
+
+
+def time_scale(sizes_s: np.ndarray, weight: np.ndarray, rho: float, stretch: float = 1.0) -> float:
+    """The line's time scale ``t* = E[V] / (1 - rho)`` (s), ``E[V] = stretch x rho E[tau^2] /
+    (2 E[tau] (1 - rho))`` its workload (P-K's, times ``stretch``), ``tau`` = ``sizes_s`` at
+    request shares ``weight``. For M/G/1 it is also the mean age of the busy period in progress
+    (``integral_0^inf P(busy, age > s) ds = lambda (1 - rho) E[B^2] / 2``, ``E[B^2] = E[tau^2] /
+    (1 - rho)^3``): how long work put on the line keeps it from emptying. 0 when idle."""
+    if not 0.0 < rho < 1.0:
+        return 0.0
+    tau = np.asarray(sizes_s, dtype=float)
+    w = np.asarray(weight, dtype=float) / float(np.sum(weight))
+    e1, e2 = float(np.dot(w, tau)), float(np.dot(w, tau * tau))
+    return stretch * rho * e2 / (2.0 * e1 * (1.0 - rho) ** 2) if e1 > 0 else 0.0
 
 
 class FeedingPool(Protocol):
@@ -161,10 +175,23 @@ def queueing_ratio(
     in units of ``lambda t E[x^2]``), and ``t*`` is the time scale of the line's own workload,
     the renewal ratio's included. Never below the pool's own ``I(t*)`` (a renewal input at
     least as smooth as Poisson, ``ca2 <= 1``, keeps the product)."""
+    return ratio_and_scale(sizes_s, weight, rho, ca2, pool)[0]
+
+
+def ratio_and_scale(
+    sizes_s: np.ndarray,
+    weight: np.ndarray,
+    rho: float,
+    ca2: float,
+    pool: FeedingPool | None,
+) -> tuple[float, float]:
+    """(:func:`queueing_ratio`, the line's :func:`time_scale` it was taken at, renewal stretch
+    included)."""
     r = lindley.workload_ratio(sizes_s, weight, rho, ca2)
+    t_star = time_scale(sizes_s, weight, rho, r) if np.isfinite(r) else float("inf")
     if pool is None or not np.isfinite(r):
-        return r
+        return r, t_star
     w = np.asarray(pool.weight, dtype=float)
     es = float(np.dot(w, pool.service_s)) / float(np.sum(w))
     i_star = dispersion_ratio(pool.rate_rps, es, pool.count, sizes_s, weight, rho, r)
-    return r * i_star if r <= 1.0 else r - (1.0 - i_star)
+    return (r * i_star if r <= 1.0 else r - (1.0 - i_star)), t_star

@@ -12,7 +12,7 @@ from functools import cached_property
 
 import numpy as np
 
-from . import lindley, line_delay, line_input, network
+from . import lindley, line_delay, line_found, network
 from .mgc_wait import WaitLaw, ggc_wait_law
 from .perf import arch, roofline
 from .perf.instance import Instance
@@ -252,7 +252,7 @@ def path_times(
     `md`/`md_step_s` is the decode pool the KV lands on (main decode, or IDC's decode in A).
     `line` None means the transfer goes over RDMA inside one datacenter (IDC-PD).
     `line_ca2`: squared CV of the gaps between transfers (the prefill pool's departures);
-    `pool`: the prefill pool feeding the line (its smoothing: :mod:`line_input`).
+    `pool`: the prefill pool feeding the line (its smoothing: :mod:`line_found`).
     """
     m = prefill.model
     full_kv = np.asarray(arch.kv_bytes(m, cls.input_tokens))
@@ -278,12 +278,12 @@ def path_times(
     # the bare transfer (no other flow in the way) is fixed; queueing beyond it is random
     bare = network.bare_transfer_s(xb, line)
     bare = np.minimum(bare, lt)
-    # bursty arrivals and the pool's smoothing scale the line's queueing (Poisson law above)
+    # bursts, the pool's smoothing and each transfer's own prefill's silence: line_found
     if 0 < line_rho < 1 and (line_ca2 != 1.0 or pool is not None):
-        r = line_input.queueing_ratio(
-            xb / line.usable_bytes_s, cls.weight, line_rho, line_ca2, pool
+        sz = xb / line.usable_bytes_s
+        lt = bare + line_found.class_delay(
+            lt - bare, sz, cls.weight, line_rho, line_ca2, pool, prefill_s
         )
-        lt = bare + (lt - bare) * r
     jitter = {"p_md": lt - bare}
     # its shape: the PS share's conditional variance and no-delay atom
     # (network.line_delay_shape), kept through the bursty and verification stretches above

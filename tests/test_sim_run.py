@@ -238,16 +238,19 @@ def test_backlog_router_is_an_option() -> None:
 
 
 def test_replay_relays_the_share_the_plan_made() -> None:
-    """Issue 13: on the narrow line the optimizer relays the lowest hit-rate class (5% of
-    requests, hit in [0, 0.2)); the verification replay relays the same requests, not what a
-    backlog rule would pick, and its TTFT P90 meets the plan's within 15%."""
+    """Issue 13: on the narrow line the optimizer relays the lowest hit-rate classes; the
+    verification replay relays the same requests, not what a backlog rule would pick. The
+    plan with no relay sits at the P99 limit (law 14.3 s, a 100k replay 14.7 s, the 20k
+    verification window 15.9 s > 15 s), so the verification re-solves once with the line's
+    delay stretched and relays hit rates in [0, 0.4) (6.9% of requests); that plan's
+    percentiles carry the stretch, so the replay's TTFT P90 is at most the plan's, within 20%."""
     path = ROOT / "examples" / "narrow-line.yaml"
     ctx = resolve(Scenario.model_validate(yaml.safe_load(path.read_text())), str(path))
     p = optimize(ctx).plans["pdd"]
-    assert p.routing.relay_at_or_below_hit_rate == 0.2  # the bin's upper edge, not its mean
+    assert p.routing.relay_at_or_below_hit_rate == 0.4  # the bin's upper edge, not its mean
     planned = p.route_share.p_rld_md + p.route_share.p_rld
-    assert planned == pytest.approx(0.05, abs=0.005)
+    assert planned == pytest.approx(0.069, abs=0.005)
     sim = p.simulated.route_share
     assert sim.p_rld_md + sim.p_rld == pytest.approx(planned, abs=0.005)
     assert p.simulated.sla_met
-    assert p.simulated.ttft_s.p90 == pytest.approx(p.ttft_s.p90, rel=0.15)
+    assert 0.8 * p.ttft_s.p90 <= p.simulated.ttft_s.p90 <= p.ttft_s.p90
