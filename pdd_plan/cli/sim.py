@@ -260,6 +260,16 @@ def _line_lines(s: dict) -> list[str]:
     return out
 
 
+def _warmup_line(w: dict) -> str:
+    """Which requests the figures are over (the replay's warm-up left out)."""
+    if w["requests"]:
+        return (
+            f"warm-up: first {w['requests']:,} requests left out ({w['method']}); "
+            f"figures over the other {w['kept_requests']:,}"
+        )
+    return f"warm-up: none left out ({w['method']}: {w['note'] or 'no transient found'})"
+
+
 def _render(s: dict, c: Console) -> None:
     rate = s.get("offered_rps")
     title = (
@@ -279,6 +289,7 @@ def _render(s: dict, c: Console) -> None:
     ]
     if s.get("line_utilization") is not None:
         lines += _line_lines(s)
+    lines.append(_warmup_line(s["warmup"]))
     lines.append(
         f"SLA goodput {_f(s['goodput_rps'], nd=2)} req/s ({s['sla_attainment'] * 100:.1f}% of "
         f"requests with TTFT <= {sla['ttft_p99_s']:g} s and TPOT <= {sla['tpot_ms']:g} ms)"

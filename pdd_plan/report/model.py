@@ -265,11 +265,27 @@ def _latency(plans: dict[str, ArchitecturePlan], sla: SLA) -> Section:
     cols = ["arch", "metric", "analytic p50", "p90", "p99", "simulated p50", "p90", "p99", "SLA"]
     note = (
         "Analytic: the optimizer's queueing model. Simulated: the plan's replay by the "
-        "discrete-event simulator (optimize's verification)."
+        "discrete-event simulator (optimize's verification)." + _warmup_note(plans)
         if any(p.simulated for p in plans.values())
         else "Simulated figures are absent: the plan was made with --no-verify."
     )
     return Section("latency", "Latency: analytic vs simulated", cols, rows, note)
+
+
+def _warmup_note(plans: dict[str, ArchitecturePlan]) -> str:
+    """Which replayed requests the simulated figures leave out (plans that state it)."""
+    cut = [
+        f"{a} {p.simulated.warmup.requests:,} of {p.simulated.requests:,}"
+        for a, p in plans.items()
+        if p.simulated is not None and p.simulated.warmup is not None
+    ]
+    if not cut:
+        return ""
+    return (
+        " Its figures leave out each replay's warm-up from empty queues (one-sided MSER-5): "
+        + ", ".join(cut)
+        + " requests."
+    )
 
 
 def _shares_text(r: RouteShare | None) -> str:

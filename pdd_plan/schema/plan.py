@@ -158,9 +158,25 @@ class Round(_Out):
         return d
 
 
-class Simulated(_Out):
-    """The plan replayed request by request (optimize's verification)."""
+class Warmup(_Out):
+    """The replay's first requests left out of its figures (``sim.warmup``): one-sided MSER-5
+    over TTFT and TPOT; ``method`` "none" where nothing was searched (an unstable line: the
+    stated window from empty). ``settled`` False: no steady state found, nothing dropped."""
 
+    _omit_if_none = ("note",)
+    method: Literal["MSER-5", "none"]
+    requests: NonNegativeInt
+    kept_requests: NonNegativeInt
+    settled: bool
+    note: str | None = None
+
+
+class Simulated(_Out):
+    """The plan replayed request by request (optimize's verification). Its figures are over
+    the requests past ``warmup`` (absent in plans written before it was reported: the whole
+    replay)."""
+
+    _omit_if_none = ("warmup",)
     ttft_s: Quantiles
     tpot_ms: Quantiles
     kv_transfer_s: Quantiles
@@ -169,6 +185,7 @@ class Simulated(_Out):
     rld_token_share: float
     goodput_rps: float | None
     requests: NonNegativeInt
+    warmup: Warmup | None = None
     sla_met: bool
     checks: dict[str, Check]
     rounds: list[Round]

@@ -18,6 +18,11 @@ Metrics (``SimResult.summary``):
 * ``goodput_rps`` **SLA goodput**: requests with TTFT <= ``sla.ttft_p99_s`` and TPOT <=
   ``sla.tpot_ms`` (one-token requests: TTFT alone), divided by the arrival window (first to
   last arrival, i.e. offered rate x ``sla_attainment``).
+* ``warmup``: the replay's first requests dropped as its warm-up (``sim.warmup``, one-sided
+  MSER-5 over the TTFT and TPOT series): every per-request figure above (percentiles, route
+  shares, hit rates, goodput, attainment, prefill utilization, the pool's waits) is over the
+  kept requests and their arrival window. Time-integrated figures (decode batch, line
+  utilization, pool occupancy, stability) are over the whole replay.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import numpy as np
 from ..architectures import PATHS
 from .decode import DecodeResult
 from .queues import LineStats
+from .warmup import Truncation
 
 QS = (50, 90, 99)
 
@@ -65,6 +71,17 @@ class SimResult:
     line_usable_bytes_s: float | None = None  # min(line, pool x per-transfer rate)
     pool_connections: int | None = None  # TCP connections; pool_size = transfers at once
     streams_per_transfer: int = 1  # connections one transfer holds
+    # leading requests (arrival order) the statistics leave out; None: not searched (raw replay)
+    warmup: Truncation | None = None
+
+    @property
+    def warmup_requests(self) -> int:
+        return self.warmup.requests if self.warmup is not None else 0
+
+    def kept(self) -> slice:
+        """The requests the statistics are over: past the warm-up (arrays are in arrival
+        order, as ``setup.requests`` builds them)."""
+        return slice(self.warmup_requests, None)
 
     # ------------------------------------------------------------------ per request
     @property
@@ -119,48 +136,54 @@ class SimResult:
                 "tpot_ms": self.tpot_s * 1e3,
                 "e2e_s": self.e2e_s,
                 "sla_ok": self.sla_ok(),
+                "warmup": np.arange(len(self.route)) < self.warmup_requests,
             }
         )
 
     # ------------------------------------------------------------------ summary
     def summary(self) -> dict:
-        n = len(self.route)
-        a = self.arrival_s
+        k = self.kept()
+        n = len(self.route[k])
+        a = self.arrival_s[k]
         window = float(a[-1] - a[0]) if n > 1 else 0.0
-        ok = self.sla_ok()
-        out_tok = float(self.output_tokens.sum())
-        shares = np.bincount(self.route, minlength=3) / max(n, 1)
-        moved = ~np.isnan(self.kv_at_decode_s)
+        ok = self.sla_ok()[k]
+        out_tok = float(self.output_tokens[k].sum())
+        shares = np.bincount(self.route[k], minlength=3) / max(n, 1)
+        moved = ~np.isnan(self.kv_at_decode_s[k])
+        dec = self.dec
+        hit_d = self.hit_d[k]
         res: dict = {
             "architecture": self.architecture,
             "workload": self.source,
             "seed": int(self.seed),
-            "requests": int(n),
+            "requests": int(len(self.route)),
+            "warmup": (self.warmup or Truncation(0, True, "not searched", "none")).summary(
+                len(self.route)
+            ),
             "offered_rps": sig(n / window) if window > 0 else None,
             "window_s": sig(window),
-            "ttft_s": quantiles(self.ttft_s),
-            "tpot_ms": quantiles(self.tpot_s * 1e3),
-            "e2e_s": quantiles(self.e2e_s),
-            "kv_transfer_s": quantiles(self.kv_transfer_s[moved]),
-            "prefill_wait_s": quantiles(self.prefill_start_s - a),
-            "decode_wait_s": quantiles(self.dec.md_admit_s - self.dec.md_arrive_s),
+            "ttft_s": quantiles(self.ttft_s[k]),
+            "tpot_ms": quantiles(self.tpot_s[k] * 1e3),
+            "e2e_s": quantiles(self.e2e_s[k]),
+            "kv_transfer_s": quantiles(self.kv_transfer_s[k][moved]),
+            "prefill_wait_s": quantiles(self.prefill_start_s[k] - a),
+            "decode_wait_s": quantiles(dec.md_admit_s[k] - dec.md_arrive_s[k]),
             "line_utilization": None,
             "connection_pool": None,
             "route_share": {p: sig(float(s)) for p, s in zip(PATHS, shares)},
-            "rld_token_share": sig(float(self.dec.rld_tokens.sum()) / out_tok if out_tok else 0.0),
+            "rld_token_share": sig(float(dec.rld_tokens[k].sum()) / out_tok if out_tok else 0.0),
             "goodput_rps": sig(float(ok.sum()) / window) if window > 0 else None,
             "sla_attainment": sig(float(ok.mean()) if n else 0.0),
             "hit_rate": {
-                "prefill_mean": sig(float(np.nanmean(self.hit_p)) if n else 0.0),
-                "decode_mean": sig(float(np.nanmean(self.hit_d)))
-                if np.any(~np.isnan(self.hit_d))
-                else None,
+                "prefill_mean": sig(float(np.nanmean(self.hit_p[k])) if n else 0.0),
+                "decode_mean": sig(float(np.nanmean(hit_d))) if np.any(~np.isnan(hit_d)) else None,
             },
             "utilization": {
-                "prefill": sig(float(self.prefill_s.sum()) / (self.prefill_count * window))
+                "prefill": sig(float(self.prefill_s[k].sum()) / (self.prefill_count * window))
                 if window > 0
                 else None,
-                "decode_batch": [sig(b / m) for b, m in zip(self.dec.mean_batch, self.decode_bmax)],
+                # time-averaged over the whole replay (the batch's fill-up included)
+                "decode_batch": [sig(b / m) for b, m in zip(dec.mean_batch, self.decode_bmax)],
             },
         }
         res["unstable"] = False
@@ -190,18 +213,19 @@ class SimResult:
         whether the offered load exceeds what the line and its pool can carry."""
         res: dict = {}
         span = ls.span_s
-        cw = self.conn_start_s - self.kv_ready_s
+        k = self.kept()  # per-request figures over the kept requests; ``moved`` is over them
+        cw = (self.conn_start_s - self.kv_ready_s)[k]
         cw = cw[~np.isnan(cw)]
         res["line_utilization"] = (
             sig(ls.bytes_sent / (self.line_capacity_bytes_s * span)) if span > 0 else 0.0
         )
-        k = self.streams_per_transfer
-        slots = self.pool_size  # transfers the pool serves at once (connections // k)
+        st = self.streams_per_transfer
+        slots = self.pool_size  # transfers the pool serves at once (connections // st)
         res["connection_pool"] = {
-            "size": int(self.pool_connections or slots * k),
-            "streams_per_transfer": int(k),
+            "size": int(self.pool_connections or slots * st),
+            "streams_per_transfer": int(st),
             "transfer_slots": int(slots),
-            "mean_in_use": sig(ls.conn_area * k / span) if span > 0 else 0.0,
+            "mean_in_use": sig(ls.conn_area * st / span) if span > 0 else 0.0,
             "occupancy": sig(ls.conn_area / span / slots) if span > 0 else 0.0,
             "full_time_share": sig(ls.full_s / span) if span > 0 else 0.0,
             "max_waiting": int(ls.max_waiting),
@@ -211,7 +235,7 @@ class SimResult:
             "utilization": sig(ls.conn_area / (ls.ready_span_s * slots))
             if ls.ready_span_s > 0
             else None,
-            "transfer_s": quantiles((self.kv_at_decode_s - self.conn_start_s)[moved]),
+            "transfer_s": quantiles((self.kv_at_decode_s - self.conn_start_s)[k][moved]),
         }
         offered, usable = self.line_load()
         unstable = self.unstable
@@ -227,7 +251,8 @@ class SimResult:
             if len(self.route) > 1
             else 0.0,
         }
-        res["line_bytes_mean"] = sig(float(self.line_bytes[moved].mean()) if moved.any() else 0.0)
+        lb = self.line_bytes[k][moved]
+        res["line_bytes_mean"] = sig(float(lb.mean()) if moved.any() else 0.0)
         return res
 
 

@@ -11,6 +11,7 @@ from .queues import Progress
 from .replay import simulate
 from .result import SimResult, sig
 from .setup import PlanLike
+from .warmup import NONE_UNSTABLE, truncate
 
 WINDOW = 20_000  # requests an unstable line's figures are stated over (250 s at 80 req/s)
 
@@ -31,7 +32,11 @@ def run(
     A line whose offered load reaches what it (and its connection pool) can carry has no steady
     state: its waits grow with the replay's length. Such a run longer than ``window`` requests
     is replayed again over the first ``window`` requests, so its figures are those of a stated
-    window rather than of whatever length was asked for."""
+    window rather than of whatever length was asked for.
+
+    A stable run's statistics leave out its warm-up: the requests before the one-sided MSER-5
+    point of its TTFT and TPOT series (:mod:`pdd_plan.sim.warmup`), since it started with
+    every queue empty. An unstable run keeps every request: the stated window from empty."""
     p = setup.arch_plan(plan, architecture)
     s = ctx.scenario.seed if seed is None else int(seed)
     reqs = setup.requests(ctx, n_requests, s, p.goodput_rps, trace)
@@ -39,6 +44,7 @@ def run(
     if window and len(reqs) > window and res.unstable:
         reqs = setup.requests(ctx, window, s, p.goodput_rps, trace)
         res = simulate(ctx, p, architecture, reqs, s, progress)
+    res.warmup = NONE_UNSTABLE if res.unstable else truncate([res.ttft_s, res.tpot_s])
     return res
 
 
@@ -59,7 +65,8 @@ def verify(
       ``sla.tpot_ms``), each ``{"simulated", "target", "ok"}``;
     * ``sla_met``: all checks ok;
     * ``tail_breakdown_s``: mean prefill wait, prefill, KV transfer and decode wait of the
-      requests at or above the simulated TTFT P90 (where the time goes in the tail);
+      kept requests (past the warm-up) at or above the simulated TTFT P90 (where the time goes
+      in the tail);
     * ``bottleneck``: None when the SLA is met, else which cap to tighten: ``"prefill"``
       (prefill utilization), ``"line"`` (line utilization), or ``"decode"`` (decode batch /
       utilization; also when only TPOT fails).
@@ -72,14 +79,15 @@ def verify(
         "ttft_p99": _check(s["ttft_s"]["p99"], sla.ttft_p99_s),
         "tpot_p90": _check(s["tpot_ms"]["p90"], sla.tpot_ms),
     }
-    ttft = res.ttft_s
+    k = res.kept()
+    ttft = res.ttft_s[k]
     tail = ttft >= np.percentile(ttft, 90)
     dec = res.dec
     parts = {
-        "prefill_wait": res.prefill_start_s - res.arrival_s,
-        "prefill": res.prefill_s,
-        "kv_transfer": res.kv_transfer_s,
-        "decode_wait": dec.md_admit_s - dec.md_arrive_s,
+        "prefill_wait": (res.prefill_start_s - res.arrival_s)[k],
+        "prefill": res.prefill_s[k],
+        "kv_transfer": res.kv_transfer_s[k],
+        "decode_wait": (dec.md_admit_s - dec.md_arrive_s)[k],
     }
     brk = {
         k: sig(float(np.nanmean(v[tail])) if np.any(~np.isnan(v[tail])) else 0.0)
