@@ -16,15 +16,12 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from pdd_plan import profiles
 from pdd_plan.cli.common import dumps
 from pdd_plan.cli.main import app
-from pdd_plan.optimize import optimize
 from pdd_plan.report import plots
 from pdd_plan.report.model import build_report, cost_breakdown, dist_text
 from pdd_plan.report.render import markdown
 from pdd_plan.report.table import render_plan
-from pdd_plan.resolve import load_scenario, resolve
 from pdd_plan.schema.plan import parse_plan
 
 pytestmark = pytest.mark.integration
@@ -52,9 +49,8 @@ def _err_line(r) -> str:
 
 
 @pytest.fixture(scope="module")
-def plan() -> dict:
-    path = profiles.example_path()
-    return optimize(resolve(load_scenario(path), str(path)), verify=False).dump()
+def plan(example_plan) -> dict:
+    return example_plan  # conftest.py: optimize --no-verify on the default scenario
 
 
 @pytest.fixture(scope="module")
@@ -205,13 +201,9 @@ def test_html_is_deterministic_and_plots_folder(plan_file, html_page, tmp_path) 
         assert data.startswith(PNG) and base64.b64encode(data).decode() in embedded
 
 
-def test_unverified_plan_report_replays(plan, tmp_path) -> None:
-    f = tmp_path / "p.yaml"
-    f.write_text(dumps(plan, "yaml"))
-    out = tmp_path / "r.html"
-    r = invoke("report", f, "--html", out, "--sim-requests", "500", "-f", "markdown")
-    assert r.exit_code == 0, r.output
-    text = out.read_text()
+def test_unverified_plan_report_replays(unverified_html) -> None:
+    # conftest.py: `report --html` of the unverified default plan (shared with test_regimes.py)
+    text = unverified_html.html
     assert "report replay" in text and "--no-verify" in text
     assert len(re.findall(r'src="data:image/png;base64,', text)) >= 5
 
