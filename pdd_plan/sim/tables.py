@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import bisect
-import dataclasses
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -47,8 +46,8 @@ def _bilinear(
 # architecture's plan (and each verification round) on the same requests, usually with the same
 # instance types: the tables are the same numbers, and tabulating them was most of a replay's
 # time (the default scenario: 8 prefill slices computed 3 times per optimize). Keys hold the
-# instance's profiles by value (frozen models by the repr of their fields), so equal numbers are
-# reused and nothing else; values are read-only; bounded, least recently used first out.
+# instance by value (Instance.value_key), so equal numbers are reused and nothing else; values
+# are read-only; bounded, least recently used first out.
 _CACHE: OrderedDict[tuple, object] = OrderedDict()
 _CACHE_MAX = 1024
 _CACHE_LOCK = threading.Lock()
@@ -75,12 +74,8 @@ def _readonly(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
 
 
 def _instance_key(inst: Instance) -> tuple:
-    """Everything the perf model reads from an instance, hashable."""
-    rest = tuple(
-        getattr(inst, f.name) for f in dataclasses.fields(inst) if f.name not in ("model", "gpu")
-    )
-    # repr of the dumped fields: floats exactly (JSON would write inf and nan alike as null)
-    return (repr(inst.model.model_dump()), repr(inst.gpu.model_dump()), rest)
+    """Everything the perf model reads from an instance, hashable (Instance.value_key)."""
+    return inst.value_key
 
 
 def _context_grid(cmax: float, n: int) -> np.ndarray:
