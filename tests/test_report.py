@@ -91,9 +91,10 @@ def plan_file(verified, tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def html_page(plan_file, tmp_path_factory) -> str:
+def html_page(plan_file, tmp_path_factory, serial_regime_map) -> str:
     out = tmp_path_factory.mktemp("html") / "report.html"
-    r = invoke("report", plan_file, "--html", out, "--sim-requests", "1500", "-f", "json")
+    with serial_regime_map():  # conftest.py; the rerun below draws the map on a process pool
+        r = invoke("report", plan_file, "--html", out, "--sim-requests", "1500", "-f", "json")
     assert r.exit_code == 0, r.output
     return out.read_text(encoding="utf-8")
 
@@ -185,7 +186,8 @@ def test_html_is_deterministic_and_plots_folder(plan_file, html_page, tmp_path) 
         "report", plan_file, "--html", out, "--plots", png, "--sim-requests", "1500", "-f", "json"
     )
     assert r.exit_code == 0, r.output
-    assert out.read_text(encoding="utf-8") == html_page  # byte-identical rerun
+    # byte-identical rerun, its regime map on the report's process pool (the first: serial)
+    assert out.read_text(encoding="utf-8") == html_page
     assert not [n for n in os.listdir(tmp_path) if n.startswith(".")]  # no temporary files
     names = sorted(os.listdir(png))
     assert {
