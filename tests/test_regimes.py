@@ -224,15 +224,10 @@ def test_low_hit_axis_needs_a_histogram(tmp_path) -> None:
 
 
 # ------------------------------------------------------------------------------ report --html
-def test_report_html_has_the_small_map(tmp_path) -> None:
-    plan = tmp_path / "plan.yaml"
-    r = _runner().invoke(app, ["optimize", EXAMPLE, "--no-verify", "--out", str(plan)])
-    assert r.exit_code == 0, r.output
-    out, pngs = tmp_path / "r.html", tmp_path / "png"
-    args = ["report", str(plan), "--html", str(out), "--plots", str(pngs)]
-    r = _runner().invoke(app, [*args, "--sim-requests", "300", "-f", "json"])
-    assert r.exit_code == 0, r.output
-    html = out.read_text()
+def test_report_html_has_the_small_map(unverified_html) -> None:
+    # conftest.py: `report --html --plots` of the unverified default plan (shared with
+    # test_report.py)
+    html, pngs = unverified_html.html, unverified_html.plots
     assert 'id="fig-regimes"' in html and "5x5 map around this scenario" in html
     assert "without verification" in html and "(20 Gb/s of line, 40 req/s)" in html
     assert (pngs / "regimes.png").read_bytes().startswith(PNG)

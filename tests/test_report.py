@@ -16,15 +16,12 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from pdd_plan import profiles
 from pdd_plan.cli.common import dumps
 from pdd_plan.cli.main import app
-from pdd_plan.optimize import optimize
 from pdd_plan.report import plots
 from pdd_plan.report.model import build_report, cost_breakdown, dist_text
 from pdd_plan.report.render import markdown
 from pdd_plan.report.table import render_plan
-from pdd_plan.resolve import load_scenario, resolve
 from pdd_plan.schema.plan import parse_plan
 
 pytestmark = pytest.mark.integration
@@ -52,9 +49,8 @@ def _err_line(r) -> str:
 
 
 @pytest.fixture(scope="module")
-def plan() -> dict:
-    path = profiles.example_path()
-    return optimize(resolve(load_scenario(path), str(path)), verify=False).dump()
+def plan(example_plan) -> dict:
+    return example_plan  # conftest.py: optimize --no-verify on the default scenario
 
 
 @pytest.fixture(scope="module")
@@ -95,9 +91,10 @@ def plan_file(verified, tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def html_page(plan_file, tmp_path_factory) -> str:
+def html_page(plan_file, tmp_path_factory, serial_regime_map) -> str:
     out = tmp_path_factory.mktemp("html") / "report.html"
-    r = invoke("report", plan_file, "--html", out, "--sim-requests", "1500", "-f", "json")
+    with serial_regime_map():  # conftest.py; the rerun below draws the map on a process pool
+        r = invoke("report", plan_file, "--html", out, "--sim-requests", "1500", "-f", "json")
     assert r.exit_code == 0, r.output
     return out.read_text(encoding="utf-8")
 
@@ -189,7 +186,8 @@ def test_html_is_deterministic_and_plots_folder(plan_file, html_page, tmp_path) 
         "report", plan_file, "--html", out, "--plots", png, "--sim-requests", "1500", "-f", "json"
     )
     assert r.exit_code == 0, r.output
-    assert out.read_text(encoding="utf-8") == html_page  # byte-identical rerun
+    # byte-identical rerun, its regime map on the report's process pool (the first: serial)
+    assert out.read_text(encoding="utf-8") == html_page
     assert not [n for n in os.listdir(tmp_path) if n.startswith(".")]  # no temporary files
     names = sorted(os.listdir(png))
     assert {
@@ -205,13 +203,9 @@ def test_html_is_deterministic_and_plots_folder(plan_file, html_page, tmp_path) 
         assert data.startswith(PNG) and base64.b64encode(data).decode() in embedded
 
 
-def test_unverified_plan_report_replays(plan, tmp_path) -> None:
-    f = tmp_path / "p.yaml"
-    f.write_text(dumps(plan, "yaml"))
-    out = tmp_path / "r.html"
-    r = invoke("report", f, "--html", out, "--sim-requests", "500", "-f", "markdown")
-    assert r.exit_code == 0, r.output
-    text = out.read_text()
+def test_unverified_plan_report_replays(unverified_html) -> None:
+    # conftest.py: `report --html` of the unverified default plan (shared with test_regimes.py)
+    text = unverified_html.html
     assert "report replay" in text and "--no-verify" in text
     assert len(re.findall(r'src="data:image/png;base64,', text)) >= 5
 

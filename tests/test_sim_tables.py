@@ -60,3 +60,36 @@ def test_step_and_extend_tables(ctx) -> None:
     for k, c in ((1, 30_000), (100, 50_000), (256, 66_000)):
         assert ext(k, c) == pytest.approx(roofline.extend_time(inst, k, c).total_s, rel=0.01)
     assert ext(0, 66_000) == 0.0
+
+
+def test_memoized_timings_are_keyed_by_value(ctx) -> None:
+    """roofline.prefill_time and the replay's tables are memoized by Instance.value_key: an
+    equal instance in separate profile objects shares them, a different one never does, and a
+    memoized answer is what the perf model computes."""
+    import dataclasses
+
+    a = _inst(ctx, "h100")
+    # equal values in separate profile objects (as a second scenario load may give)
+    b = dataclasses.replace(a, model=a.model.model_copy(), gpu=a.gpu.model_copy())
+    assert a.model is not b.model and a.value_key == b.value_key
+    other = dataclasses.replace(a, expert_load=(a.expert_imbalance or 1.0) * 2.0)
+    assert other.value_key != a.value_key
+    half_mfu = a.gpu.model_copy(update={"efficiency": a.gpu.efficiency.model_copy(
+        update={"mfu": a.gpu.efficiency.mfu * 0.5})})  # fmt: skip
+    slow = dataclasses.replace(a, gpu=half_mfu)
+    assert slow.value_key != a.value_key
+    chunk = ctx.scenario.search.prefill_chunk_tokens
+    for new, cached in ((30000.0, 5000.0), (100.0, 0.0)):
+        exact = roofline._prefill_time(a, new, cached, chunk)
+        assert roofline.prefill_time(a, new, cached, chunk) == exact
+        assert roofline.prefill_time(b, new, cached, chunk) is roofline.prefill_time(
+            a, new, cached, chunk
+        )
+        assert roofline.prefill_time(slow, new, cached, chunk).total_s > exact.total_s
+    new, cached = np.array([30000.0, 9000.0]), np.array([5000.0, 0.0])
+    t_a = PrefillTimes(a, chunk)(new, cached)
+    assert np.array_equal(PrefillTimes(b, chunk)(new, cached), t_a)
+    assert np.all(PrefillTimes(slow, chunk)(new, cached) > t_a)
+    s_a, s_slow = StepTable(a, 1000.0, 9000.0, 64), StepTable(slow, 1000.0, 9000.0, 64)
+    assert s_a.cols is StepTable(b, 1000.0, 9000.0, 64).cols
+    assert s_slow(32, 5000.0) > s_a(32, 5000.0)

@@ -12,6 +12,7 @@ quantities (`limits`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -176,7 +177,16 @@ class AtRate:
     rate: float
     ok: bool
     limits: dict[str, float]
-    plan: ArchitecturePlan | None = None
+    # the plan is built on first use: the bisection visits ~10 feasible rates and keeps one,
+    # and summarizing a plan (its TTFT percentiles) cost more than the MILP that decides it
+    build: Callable[[], ArchitecturePlan] | None = field(default=None, repr=False)
+    _plan: ArchitecturePlan | None = field(default=None, init=False, repr=False)
+
+    @property
+    def plan(self) -> ArchitecturePlan | None:
+        if self._plan is None and self.build is not None:
+            self._plan = self.build()
+        return self._plan
 
     @property
     def first_limit(self) -> str:
@@ -255,7 +265,7 @@ def at_rate(fm: FleetModel, rate: float) -> AtRate:
     sol = milp.solve(t, "cost", 0.0, ctx.scenario.search.time_limit_s)
     if sol is None:
         return AtRate(rate, False, lim)
-    return AtRate(rate, True, lim, _plan(fm, rate, pool, line_opt, rho_l, sol, pt))
+    return AtRate(rate, True, lim, lambda: _plan(fm, rate, pool, line_opt, rho_l, sol, pt))
 
 
 def _plan(fm: FleetModel, rate, pool, line_opt, rho_l, sol, pt) -> ArchitecturePlan:

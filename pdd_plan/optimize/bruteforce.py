@@ -9,7 +9,8 @@ between the two is a check of the MILP's formulation and of the solver.
 Cost depends on the integer decisions only (instances, the line, the fixed prefill pool), so the
 LP is a feasibility check; combinations are visited cheapest first and the first feasible one is
 the optimum. A combination whose pools are no bigger, capacity by capacity, than one already
-found infeasible on the same line option is infeasible too and skips its LP. Exponential in the
+found infeasible on the same line option is infeasible too and skips its LP (and a line option
+on which even K of every candidate cannot carry the rate is skipped whole). Exponential in the
 number of candidates: for small tables (tests, benchmarks) only.
 
 K for a candidate is the count that alone carries its role's largest possible decode load
@@ -187,21 +188,40 @@ def solve(t: FleetTables, max_combos: int = 2_000_000) -> BruteResult | None:
     entries.sort(key=lambda e: (e[0], e[1], e[2]))
     n_md = len(t.md)
     lps = 0
+    # every combination's capacities are at most those of K of every candidate (GPU limits
+    # aside): where the rate cannot be routed even then, nothing is feasible (one LP per line
+    # option instead of one per undominated combination)
+    top_md = _cap(t.md, tuple(ks[:n_md]), t.decode_cap)
+    top_rld = _cap(t.rld, tuple(ks[n_md:]), t.decode_cap)
+    open_lines = set()
+    for o in sorted({e[1] for e in entries}):
+        lps += 1
+        if flows_feasible(t, o, top_md, top_rld):
+            open_lines.add(o)
     # capacities (MD tokens/s, MD KV, RLD tokens/s, RLD KV) already found infeasible, per line
     # option: fewer of every capacity is infeasible too, so those need no LP
-    short: list[list[tuple[float, ...]]] = [[] for _ in t.lines]
+    # (rows kept in a preallocated array: rebuilding it from a list at every check made the
+    # enumeration quadratic in the LPs solved)
+    short = [np.empty((64, 4)) for _ in t.lines]
+    n_short = [0] * len(t.lines)
     for cost, o, counts in entries:
+        if o not in open_lines:
+            continue
         md_cap = _cap(t.md, counts[:n_md], t.decode_cap)
         rld_cap = _cap(t.rld, counts[n_md:], t.decode_cap)
         caps = md_cap + rld_cap
-        if short[o] and np.any(np.all(np.asarray(caps) <= np.asarray(short[o]), axis=1)):
+        seen = short[o][: n_short[o]]
+        if n_short[o] and np.any(np.all(np.array(caps) <= seen, axis=1)):
             continue
         lps += 1
         if flows_feasible(t, o, md_cap, rld_cap):
             return BruteResult(
                 cost, {c.key: int(k) for c, k in zip(cands, counts)}, o, n_combos, lps
             )
-        short[o].append(caps)
+        if n_short[o] == len(short[o]):
+            short[o] = np.concatenate((short[o], np.empty_like(short[o])))
+        short[o][n_short[o]] = caps
+        n_short[o] += 1
     return None
 
 

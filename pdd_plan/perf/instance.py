@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -154,6 +155,19 @@ class Instance:
     @property
     def compute_dtype(self) -> str:
         return self.dtype or self.model.weights.dtype
+
+    @cached_property
+    def value_key(self) -> tuple:
+        """Everything the perf model reads from this instance, by value and hashable: the key
+        of memoized timings, so equal instances of separate scenario loads (sweep points, the
+        report's regime cells) share them. Profiles by the repr of their dumped fields (floats
+        exactly)."""
+        rest = tuple(
+            getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if f.name not in ("model", "gpu")
+        )
+        return (repr(self.model.model_dump()), repr(self.gpu.model_dump()), rest)
 
     @cached_property
     def params(self) -> arch.ParamCounts:

@@ -13,11 +13,17 @@
 from __future__ import annotations
 
 import bisect
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import TypeVar
 
 import numpy as np
 
 from ..perf import roofline
 from ..perf.instance import Instance
+
+T = TypeVar("T")
 
 
 def _bilinear(
@@ -36,6 +42,42 @@ def _bilinear(
     return zf[ij] * gx * gy + zf[ij + m] * fx * gy + zf[ij + 1] * gx * fy + zf[ij + m + 1] * fx * fy
 
 
+# Tables already computed, by (what, instance, arguments). optimize replays every
+# architecture's plan (and each verification round) on the same requests, usually with the same
+# instance types: the tables are the same numbers, and tabulating them was most of a replay's
+# time (the default scenario: 8 prefill slices computed 3 times per optimize). Keys hold the
+# instance by value (Instance.value_key), so equal numbers are reused and nothing else; values
+# are read-only; bounded, least recently used first out.
+_CACHE: OrderedDict[tuple, object] = OrderedDict()
+_CACHE_MAX = 1024
+_CACHE_LOCK = threading.Lock()
+
+
+def _memo(key: tuple, compute: Callable[[], T]) -> T:
+    """compute(), or what it returned for the same key before."""
+    with _CACHE_LOCK:
+        if key in _CACHE:
+            _CACHE.move_to_end(key)
+            return _CACHE[key]  # type: ignore[return-value]
+    value = compute()  # outside the lock: threads of a sweep tabulate different keys at once
+    with _CACHE_LOCK:
+        _CACHE[key] = value
+        while len(_CACHE) > _CACHE_MAX:
+            _CACHE.popitem(last=False)
+    return value
+
+
+def _readonly(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    for a in arrays:
+        a.flags.writeable = False
+    return arrays
+
+
+def _instance_key(inst: Instance) -> tuple:
+    """Everything the perf model reads from an instance, hashable (Instance.value_key)."""
+    return inst.value_key
+
+
 def _context_grid(cmax: float, n: int) -> np.ndarray:
     return np.unique(np.linspace(0.0, max(float(cmax), 1.0), n))
 
@@ -52,11 +94,16 @@ class PrefillTimes:
 
     def __init__(self, inst: Instance, chunk: int):
         self.inst, self.chunk = inst, int(chunk)
-        self._slices: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._key = (_instance_key(inst), self.chunk)
         m = np.geomspace(1, self.chunk, 40)
         self.rg = np.unique(np.concatenate([m, np.linspace(1, self.chunk, 9)]).round())
 
-    def _slice(self, q: int, c_lo: float, c_hi: float):
+    def _slice(self, q: int, c_lo: float, c_hi: float) -> tuple[np.ndarray, np.ndarray]:
+        key = ("prefill", self._key, q, c_lo, c_hi)
+        cg, z = _memo(key, lambda: _readonly(*self._tabulate(q, c_lo, c_hi)))
+        return cg, z
+
+    def _tabulate(self, q: int, c_lo: float, c_hi: float) -> tuple[np.ndarray, np.ndarray]:
         if c_hi - c_lo < 1.0:
             cg = np.array([c_lo, c_lo + 1.0])
         else:
@@ -110,6 +157,10 @@ class StepTable:
         self.ctx = cg
         self.c0 = cg[0]
         self.inv_dc = (len(cg) - 1) / (hi - lo) if len(cg) > 1 else 0.0
+        key = ("step", _instance_key(inst), tuple(cg), self.bmax)
+        self.cols = _memo(key, lambda: self._columns(inst, cg))
+
+    def _columns(self, inst: Instance, cg: list[float]) -> tuple[tuple[float, ...], ...]:
         grid = _batch_grid(self.bmax)
         every = np.arange(self.bmax + 1)
         cols = []
@@ -117,8 +168,8 @@ class StepTable:
             s = np.array([roofline.decode_step(inst, float(b), c).total_s for b in grid])
             col = np.interp(every, grid, s)
             col[0] = s[0]
-            cols.append(col.tolist())
-        self.cols = cols
+            cols.append(tuple(col.tolist()))
+        return tuple(cols)
 
     def __call__(self, batch: int, mean_ctx: float) -> float:
         cols = self.cols
@@ -141,15 +192,20 @@ class ExtendTable:
     def __init__(self, inst: Instance, kmax: int, contexts: np.ndarray):
         self.kmax = max(int(kmax), 1)
         cg = np.unique(np.round(np.asarray(contexts, dtype=float)))
+        self.ctx = cg.tolist()
+        key = ("extend", _instance_key(inst), tuple(self.ctx), self.kmax)
+        self.cols = _memo(key, lambda: self._columns(inst))
+
+    def _columns(self, inst: Instance) -> tuple[tuple[float, ...], ...]:
         kg = np.unique(np.round(np.geomspace(1, self.kmax, 24)).astype(int))
         every = np.arange(self.kmax + 1)
-        self.ctx = cg.tolist()
-        self.cols = []
+        cols = []
         for c in self.ctx:
             s = np.array([roofline.extend_time(inst, float(k), c).total_s for k in kg])
             col = np.interp(every, kg, s)
             col[0] = 0.0
-            self.cols.append(col.tolist())
+            cols.append(tuple(col.tolist()))
+        return tuple(cols)
 
     def __call__(self, k: int, ctx: float) -> float:
         k = k if k <= self.kmax else self.kmax

@@ -1,0 +1,69 @@
+"""Results several test modules read, computed once per session.
+
+`report --html` on the default scenario's unverified plan replays every architecture and draws
+the 5x5 regime map around it (25 optimize runs): tests/test_report.py and tests/test_regimes.py
+both read that page, so it is built once, with every option either needs."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pdd_plan import profiles
+from pdd_plan.cli.common import dumps
+from pdd_plan.cli.main import app
+from pdd_plan.optimize import optimize
+from pdd_plan.report import figures
+from pdd_plan.resolve import load_scenario, resolve
+
+
+@contextmanager
+def _serial_regime_map() -> Iterator[None]:
+    """`report --html` with its regime map's 25 cells run in this process, not a process pool:
+    each pool worker imports the package first (seconds on a busy 2-core box), and the cells
+    share this process's memoized timings. The map is the same byte for byte whatever the
+    executor (tests/test_sweep.py); test_report.py's rerun uses the pool and compares."""
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(
+            figures, "regime_figure", functools.partial(figures.regime_figure, executor="serial")
+        )
+        yield
+
+
+@dataclass(frozen=True)
+class HtmlReport:
+    plan: dict  # what `optimize --no-verify` plans for the default scenario
+    html: str  # `report --html` of that plan (replayed by the report: it has no simulation)
+    plots: Path  # the `--plots` folder of the same run
+    stdout: str  # the report's tables (-f json)
+
+
+@pytest.fixture(scope="session")
+def serial_regime_map():
+    """A context manager: `report --html` inside it draws its regime map serially."""
+    return _serial_regime_map
+
+
+@pytest.fixture(scope="session")
+def example_plan() -> dict:
+    """The default scenario planned without verification (a plan file's dict)."""
+    path = profiles.example_path()
+    return optimize(resolve(load_scenario(path), str(path)), verify=False).dump()
+
+
+@pytest.fixture(scope="session")
+def unverified_html(example_plan, tmp_path_factory) -> HtmlReport:
+    work = tmp_path_factory.mktemp("unverified-report")
+    plan, out, pngs = work / "plan.yaml", work / "r.html", work / "png"
+    plan.write_text(dumps(example_plan, "yaml"))
+    args = ["report", str(plan), "--html", str(out), "--plots", str(pngs)]
+    with _serial_regime_map():
+        r = CliRunner().invoke(app, [*args, "--sim-requests", "300", "-f", "json"])
+    assert r.exit_code == 0, r.output
+    return HtmlReport(example_plan, out.read_text(encoding="utf-8"), pngs, r.stdout)
