@@ -17,6 +17,7 @@ from pdd_plan.optimize import metrics
 from pdd_plan.profiles import example_path
 from pdd_plan.resolve import load_scenario, resolve
 from pdd_plan.schema.plan import ArchitecturePlan
+from pdd_plan.sim.queues import P_MD
 from pdd_plan.sim.run import run
 from pdd_plan.workload.classes import build_classes
 
@@ -144,16 +145,24 @@ def test_kv_transfer_law_within_15_percent_of_the_replay(tmp_path, name, rate, c
         assert abs(an[k] / sim[k] - 1) <= 0.15, (name, k, an, sim)
 
 
+# The microbenchmark's TTFT at 40 req/s (6 prefill instances 85% busy, line 77%) read
+# +21/+4/-1% (P50/P90/P99: 0.249/0.936/1.726 s vs the 100k replay's 0.206/0.903/1.737). By
+# component (benchmarks/ttft_components.py) the prefill wait, the prefill and the KV transfer
+# were each within a few percent at every quantile; the first decode step was not: the plan put
+# it at the TPOT-target batch (57.4 ms) where the replay makes the first token one step at the
+# batch it joins, the operating one (33.6 ms on every request). The operating step is now
+# Little's law's, B = x step(B) for an instance decoding x tokens/s (it was u x the full batch,
+# 40.1 ms), for TTFT's first step and TPOT alike: 0.225/0.913/1.702 s vs 0.206/0.904/1.737
+# (+9/+1/-2%). What is left at the median (components over the replay's kept requests): the M/G/c wait's exponential shape past its atom (+3%: with the replay's own
+# service draws the law's wait P50 is 0.037 s vs 0.034, this bimodal service's conditional wait
+# has SCV 1.22), the classes' 20,000-request sample (+3%: its strata's E[S] is 0.37% above the
+# histogram's exact 0.1273 s) and the replay's wait/rest dependence (+2.5%: its own wait
+# shuffled moves its median from 0.207 to 0.212). At 30 req/s (4 instances 96% busy) the
+# figures are +19/+16/+13% (0.970/2.941/5.750 vs 0.812/2.534/5.103): the wait law evaluated on
+# the replay's own service draws and arrival rate gives its wait within 6% (mean 0.95 vs
+# 0.92 s), the rest is the sample's E[S] amplified by 1/(1 - rho) (8% at rho 0.955), and one
+# 100k replay's wait there is itself only good to about 10% (its tenths' means span 0.47-1.47 s).
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="microbenchmark at 40 req/s (line 77% busy, prefill 85%): analytic TTFT P50/P90/P99 "
-    "0.249/0.936/1.726 s vs a 100k replay's 0.206/0.903/1.737 (+21/+4/-1%; +24/+9/+14% before "
-    "the pool's smoothing of the line's input, +20/+6/+7% before its size-conditional part); "
-    "at 30 req/s (line 58%, prefill 96%) +21/+17/+13%: the median is the prefill pool's near "
-    "its cap, not the line's",
-)
 def test_microbenchmark_ttft_within_15_percent_of_the_replay(tmp_path):
     path = _scenario(tmp_path, "wan-microbench", 40.0)
     ctx = resolve(load_scenario(path), path)
@@ -166,3 +175,7 @@ def test_microbenchmark_ttft_within_15_percent_of_the_replay(tmp_path):
     sim = [float(np.percentile(res.ttft_s, q)) for q in (50, 90, 99)]
     for a, b in zip(an, sim):
         assert abs(a / b - 1) <= 0.15, (an, sim)
+    # the first token: one step at the operating batch, the step TPOT reports
+    k = res.kept()
+    first = (res.dec.first_s - res.kv_at_decode_s)[k][res.route[k] == P_MD]
+    assert float(np.mean(first)) == pytest.approx(s["tpot_ms"]["p50"] / 1e3, rel=0.03)

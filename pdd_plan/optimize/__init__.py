@@ -186,7 +186,7 @@ def optimize(
         inputs=sc,  # the scenario as validated: a plan file stands alone
         plans=plans,
         infeasible=infeasible,
-        comparison=metrics.comparison(plans, raw),
+        comparison=metrics.comparison(plans, raw, cls),
     )
 
 

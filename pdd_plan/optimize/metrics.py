@@ -106,7 +106,10 @@ def _kv_transfer(ft: pipeline.PathTimes, shares: dict[str, np.ndarray]) -> dict[
 
 
 def _operating_step(p: ArchPlan, role: str, tokens_per_s: float, mean_ctx: float) -> float:
-    """Decode step time at the batch the plan actually runs (utilization x full batch)."""
+    """Decode step time (s) at the batch the plan actually runs on `role`, the slowest of its
+    instance types. Each running request gains one token per step, so an instance decoding
+    `x` tokens/s holds B = x step(B) requests (Little's law); the load splits over the
+    instances by their TPOT-target capacity, and no instance runs above that batch."""
     opts = [
         o for o in p.options if o.cand.role == role and p.solution.counts.get(o.cand.key, 0) > 0
     ]
@@ -114,18 +117,68 @@ def _operating_step(p: ArchPlan, role: str, tokens_per_s: float, mean_ctx: float
         return 0.0
     cap = sum(p.solution.counts[o.cand.key] * o.cand.tokens_per_s for o in opts)
     u = min(tokens_per_s / cap, 1.0) if cap > 0 else 0.0
-    steps = []
-    for o in opts:
-        batch = max(1.0, u * o.cand.tokens_per_s * o.cand.step_s)
-        steps.append(roofline.decode_step(o.inst, batch, mean_ctx).total_s)
-    return max(steps)
+    return max(
+        _little_step(o.inst, u * o.cand.tokens_per_s, o.cand.tokens_per_s * o.cand.step_s, mean_ctx)
+        for o in opts
+    )
+
+
+def _little_step(inst, x: float, bmax: float, ctx: float) -> float:
+    """step(B) at the B in [1, bmax] with B = x step(B): B - x step(B) rises with B (a step
+    grows by less than 1/x per request while the instance is below capacity), so bisect."""
+
+    def step(b: float) -> float:
+        return roofline.decode_step(inst, b, ctx).total_s
+
+    lo, hi = 1.0, max(bmax, 1.0)
+    if lo >= x * step(lo):  # under one request in flight: a batch of one
+        return step(lo)
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        if mid < x * step(mid):
+            lo = mid
+        else:
+            hi = mid
+    return step(hi)
+
+
+def decode_context(cls: RequestClasses) -> float:
+    """Mean context (tokens) of a request in a decode batch: its input plus half its output."""
+    return float(np.dot(cls.weight, cls.input_tokens + cls.output_tokens / 2))
+
+
+def _steps(p: ArchPlan, role: str, tokens_per_s: float, mean_ctx: float) -> tuple[float, float]:
+    """(design, operating) step seconds of `role`: at the TPOT-target batch the tables plan
+    with, and at the batch `tokens_per_s` makes (:func:`_operating_step`)."""
+    design = max((o.cand.step_s for o in p.options if o.cand.role == role), default=0.0)
+    return design, _operating_step(p, role, tokens_per_s, mean_ctx)
+
+
+def _first_step_shift(
+    p: ArchPlan, cls: RequestClasses, rate: float, shares: dict[str, np.ndarray]
+) -> dict[str, float]:
+    """Seconds (<= 0) each path's TTFT moves from the tables' figure: its first token is one
+    decode step at the batch it joins (main decode on p_md, relay decode on the relay paths),
+    and that batch is the operating one, not the TPOT-target one the tables size with."""
+    t, ctx = p.times, decode_context(cls)
+    md_role = architectures.get(p.architecture).decode_role
+    out: dict[str, float] = {}
+    for role, tokens, paths in (
+        (md_role, t.md_tokens, ("p_md",)),
+        ("relay_decode", t.rld_tokens, ("p_rld_md", "p_rld")),
+    ):
+        load = rate * sum(float(np.dot(shares[k], tokens[k])) for k in shares)
+        design, op = _steps(p, role, load, ctx)
+        out.update(dict.fromkeys(paths, min(op - design, 0.0) if design > 0 and op > 0 else 0.0))
+    return out
 
 
 def summarize(p: ArchPlan, cls: RequestClasses, rate: float, prefill_dc: str) -> dict:
     shares = _shares(p, rate)
     t = p.times
     ft, fshares = _mixture(p, cls, shares)
-    fixed = np.concatenate([ft.ttft_fixed_s[k] for k in fshares])
+    sooner = _first_step_shift(p, cls, rate, shares)
+    fixed = np.concatenate([ft.ttft_fixed_s[k] + sooner.get(k, 0.0) for k in fshares])
     share = np.concatenate([fshares[k] for k in fshares])
     jitter = np.concatenate([ft.jitter(k) for k in fshares])
     jitter_var = np.concatenate([ft.jitter_var(k) for k in fshares])
@@ -135,13 +188,10 @@ def summarize(p: ArchPlan, cls: RequestClasses, rate: float, prefill_dc: str) ->
     _finite_or_refuse(p, [*ttft, kv["mean"]])
     tpot = np.concatenate([ft.tpot_s[k] for k in fshares])
     # the tables size decode at its TPOT-target batch; report the step at the batch the plan
-    # actually runs (utilization x that batch), which is what users see
+    # actually runs (_operating_step), which is what users see
     md_role = architectures.get(p.architecture).decode_role
-    md_opts = [o for o in p.options if o.cand.role == md_role]
-    design = max((o.cand.step_s for o in md_opts), default=0.0)
     md_load = rate * sum(float(np.dot(shares[k], t.md_tokens[k])) for k in shares)
-    mean_ctx = float(np.dot(cls.weight, cls.input_tokens + cls.output_tokens / 2))
-    op = _operating_step(p, md_role, md_load, mean_ctx)
+    design, op = _steps(p, md_role, md_load, decode_context(cls))
     if design > 0 and op > 0:
         tpot = tpot * min(op / design, 1.0)
     tp50, tp90 = pipeline.mixture_quantiles(tpot, share, (0.5, 0.9))
@@ -229,18 +279,26 @@ def utilization(p: ArchPlan, resource: str) -> float:
     return load / cap if cap > 0 else 1.0
 
 
-def p90_on_fleet_all_direct(p: ArchPlan) -> float:
-    """P90 TTFT of the same fleet and line with every request sent P -> MD (CDC-PD routing)."""
+def p90_on_fleet_all_direct(p: ArchPlan, mean_ctx: float | None = None) -> float:
+    """P90 TTFT of the same fleet and line with every request sent P -> MD (CDC-PD routing);
+    with `mean_ctx` (decode_context) the first step at the batch all output tokens make on MD."""
     t = _fine(p) or p.times  # the pool's weights are per stratum when the classes have strata
     fixed = t.ttft_fixed_s["p_md"]
+    if mean_ctx is not None:
+        every = p.rate * float(np.dot(p.pool.weight, t.md_tokens["p_md"]))
+        design, op = _steps(p, architectures.get(p.architecture).decode_role, every, mean_ctx)
+        fixed = fixed + (min(op - design, 0.0) if design > 0 and op > 0 else 0.0)
     jitter, var, atom = t.jitter("p_md"), t.jitter_var("p_md"), t.jitter_atom("p_md")
     w = p.pool.weight.copy()
     return pipeline.ttft_quantiles(fixed, w, p.pool, (0.9,), jitter, var, atom)[0]
 
 
-def comparison(plans: dict[str, dict], raw: dict[str, ArchPlan]) -> dict:
+def comparison(
+    plans: dict[str, dict], raw: dict[str, ArchPlan], cls: RequestClasses | None = None
+) -> dict:
     """PDD against its two baselines: BCR gains, and its P90 TTFT against the same fleet with
-    every request sent P -> MD (what CDC-PD routing would do on it)."""
+    every request sent P -> MD (what CDC-PD routing would do on it); `cls`: the classes the
+    plans were summarized over (decode's operating batch), as summarize."""
     relay, line_base, local = RELAY_ARCH, LINE_BASELINE, LOCAL_BASELINE
 
     def gain(a: str, b: str) -> float | None:
@@ -250,7 +308,9 @@ def comparison(plans: dict[str, dict], raw: dict[str, ArchPlan]) -> dict:
 
     red = direct = None
     if relay in raw:
-        direct = p90_on_fleet_all_direct(raw[relay])
+        direct = p90_on_fleet_all_direct(
+            raw[relay], decode_context(cls) if cls is not None else None
+        )
         direct = direct if np.isfinite(direct) else None  # all-direct may swamp the line
         red = _r(1.0 - plans[relay]["ttft_s"]["p90"] / direct) if direct else None
     return {
