@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import line_input
+from . import line_bursts, line_input
 
 
 def found_shift(
@@ -88,14 +88,33 @@ def class_delay(
     pool: line_input.FeedingPool | None,
     service_s: np.ndarray,
 ) -> np.ndarray:
-    """Each class's mean line delay beyond its bare transfer, fed by the prefill pool: the
-    Poisson-fed law's ``delay_s`` times ``R`` (:func:`line_input.queueing_ratio`: bursts and
-    the pool's smoothing) plus what its own prefill's silence changes, ``dV_k x response``
-    (:func:`found_shift`, :func:`delay_response`; ``service_s`` each class's prefill seconds);
-    never below 0. Without a pool: ``R`` alone."""
+    """Each class's mean line delay beyond its bare transfer, fed by the prefill pool: the sum
+    of :func:`delay_parts`, never below 0."""
+    base, burst = delay_parts(delay_s, sizes_s, weight, rho, ca2, pool, service_s)
+    return np.maximum(base + burst, 0.0)
+
+
+def delay_parts(
+    delay_s: np.ndarray,
+    sizes_s: np.ndarray,
+    weight: np.ndarray,
+    rho: float,
+    ca2: float,
+    pool: line_input.FeedingPool | None,
+    service_s: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(the Poisson-fed law's ``delay_s`` times the pool's smoothing ``I(t*)``
+    (:func:`line_input.renewal_and_pool`) plus what each class's own prefill's silence
+    changes, ``dV_k x response`` (:func:`found_shift`, :func:`delay_response`; ``service_s``
+    each class's prefill seconds), what bursts add at each size (:func:`line_bursts.burst_delay`:
+    renewal gaps of squared CV ``ca2``; zeros at ``ca2 = 1``)). Without a pool: no smoothing
+    and no silence."""
     d = np.asarray(delay_s, dtype=float)
-    r, t_star = line_input.ratio_and_scale(sizes_s, weight, rho, ca2, pool)
-    if pool is None or not np.isfinite(r):
-        return d * r
-    dv = found_shift(service_s, weight, rho, pool.count, t_star)
-    return np.maximum(d * r + dv * delay_response(sizes_s, weight, rho), 0.0)
+    r, i_star, t_star = line_input.renewal_and_pool(sizes_s, weight, rho, ca2, pool)
+    if not np.isfinite(r):
+        return d * r, np.zeros_like(d)
+    dv = np.zeros_like(d)
+    if pool is not None:
+        dv = found_shift(service_s, weight, rho, pool.count, t_star)
+    burst = line_bursts.burst_delay(sizes_s, weight, rho, ca2, dv)
+    return d * i_star + dv * delay_response(sizes_s, weight, rho), burst

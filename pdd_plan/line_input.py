@@ -187,11 +187,26 @@ def ratio_and_scale(
 ) -> tuple[float, float]:
     """(:func:`queueing_ratio`, the line's :func:`time_scale` it was taken at, renewal stretch
     included)."""
+    r, i_star, t_star = renewal_and_pool(sizes_s, weight, rho, ca2, pool)
+    if pool is None or not np.isfinite(r):
+        return r, t_star
+    return (r * i_star if r <= 1.0 else r - (1.0 - i_star)), t_star
+
+
+def renewal_and_pool(
+    sizes_s: np.ndarray,
+    weight: np.ndarray,
+    rho: float,
+    ca2: float,
+    pool: FeedingPool | None,
+) -> tuple[float, float, float]:
+    """The two parts :func:`queueing_ratio` composes, apart: (the renewal workload ratio
+    :func:`lindley.workload_ratio`, the pool's :func:`dispersion_ratio` ``I(t*)`` (1 without
+    a pool), ``t*`` the line's :func:`time_scale`, renewal stretch included)."""
     r = lindley.workload_ratio(sizes_s, weight, rho, ca2)
     t_star = time_scale(sizes_s, weight, rho, r) if np.isfinite(r) else float("inf")
     if pool is None or not np.isfinite(r):
-        return r, t_star
+        return r, 1.0, t_star
     w = np.asarray(pool.weight, dtype=float)
     es = float(np.dot(w, pool.service_s)) / float(np.sum(w))
-    i_star = dispersion_ratio(pool.rate_rps, es, pool.count, sizes_s, weight, rho, r)
-    return (r * i_star if r <= 1.0 else r - (1.0 - i_star)), t_star
+    return r, dispersion_ratio(pool.rate_rps, es, pool.count, sizes_s, weight, rho, r), t_star

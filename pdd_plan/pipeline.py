@@ -12,7 +12,7 @@ from functools import cached_property
 
 import numpy as np
 
-from . import lindley, line_delay, line_found, network
+from . import lindley, line_delay, line_law, network
 from .mgc_wait import WaitLaw, ggc_wait_law
 from .perf import arch, roofline
 from .perf.instance import Instance
@@ -273,24 +273,13 @@ def path_times(
             zero,
         )
     xb = network.line_bytes(m, cls.input_tokens, cls.hit_d, policy.drc)
-    # the line's PS share + pool wait (network.line_transfer_s); line_delay > 1: verification's
-    lt = network.line_transfer_s(xb, line, line_rho, cls.weight) * line_delay
-    # the bare transfer (no other flow in the way) is fixed; queueing beyond it is random
-    bare = network.bare_transfer_s(xb, line)
-    bare = np.minimum(bare, lt)
-    # bursts, the pool's smoothing and each transfer's own prefill's silence: line_found
-    if 0 < line_rho < 1 and (line_ca2 != 1.0 or pool is not None):
-        sz = xb / line.usable_bytes_s
-        lt = bare + line_found.class_delay(
-            lt - bare, sz, cls.weight, line_rho, line_ca2, pool, prefill_s
-        )
-    jitter = {"p_md": lt - bare}
-    # its shape: the PS share's conditional variance and no-delay atom
-    # (network.line_delay_shape), kept through the bursty and verification stretches above
-    cv2, atom = network.line_delay_shape(xb, line, line_rho, cls.weight)
-    j = jitter["p_md"]
-    with np.errstate(invalid="ignore", over="ignore"):  # no delay (j = 0): no variance
-        jitter_var = {"p_md": np.where(j > 0, cv2 * j * j, 0.0)}
+    # the line's PS share + pool wait, line_delay > 1: verification's; bursts, the pool's
+    # smoothing and each transfer's own prefill's silence; the delay's shape (line_law)
+    law = line_law.transfer_law(
+        xb, cls.weight, line, line_rho, line_delay, line_ca2, pool, prefill_s
+    )
+    lt, bare, atom = law.total, law.bare, law.atom
+    jitter, jitter_var = {"p_md": law.jitter}, {"p_md": law.jitter_var}
     ttft = {"p_md": prefill_s + bare + md_step_s}
     md_tok = {"p_md": out.copy()}
     rld_tok = {"p_md": np.zeros(len(cls))}

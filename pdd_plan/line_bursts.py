@@ -1,0 +1,178 @@
+"""A processor-sharing line fed bursts: the delay each transfer size sees (issue 13, arrival cv > 1).
+
+Fed Poisson arrivals, a PS line's mean delay beyond the bare transfer is ``tau rho / (1 - rho)``
+for every size (M/G/1-PS). Fed a renewal stream with gap squared CV ``ca2 > 1`` it is not that
+line stretched by one ratio: a burst's transfers arrive on a line its earlier members filled and
+are followed by its later ones, so the small transfers (which set the median) are slowed far more
+per second of their own than the big ones (narrow-line, cv 2: 4.3 x their size against 2.5 x
+for the top decile; benchmarks/line_bursts_by_size.py). This module gives the delay's excess
+over the Poisson-fed law, ``delta(tau)``, from two limits (seconds of the line's usable rate;
+``tau`` a transfer's own, ``m = E[tau^2] / (2 E[tau])`` the mean residual of a transfer found in
+service, ``lambda`` the arrival rate, ``N* = rho / (1 - rho)``):
+
+* **Small transfers**: one of ``tau`` is slowed by ``tau`` for every transfer it shares with.
+  Found at arrival: the FIFO wait's mean work ``E[W]`` (arrival-stationary; the GI/G/1 wait law,
+  :func:`lindley.gi_g1_wait`, exact for Gamma gaps) in units of ``m`` (exact for M/G/1-PS, whose
+  residuals found are i.i.d. equilibrium ones). Met during its stay ``T``: the rest of its burst,
+  the renewal function's excess ``M(t) - lambda t`` over the stay, each weighted by the share of
+  the stay still ahead (:func:`burst_mates`), ``B(T)`` transfers of mean size ``E[tau]``, with
+  ``T = tau (1 + E[W] / m)``. Slope ``s0 = (E[W] + E[tau] B(T)) / m`` (Poisson: ``E[W] = rho m /
+  (1 - rho)``, ``B = 0``: ``s0 = N*``); ``B -> 0`` as ``tau -> 0``.
+* **Long transfers**: by work conservation the line serves, during the stay ``T`` of a transfer
+  of ``tau``, the work found, the work arriving and the transfer, less what the others still hold
+  when it leaves: ``T = tau + W + A(T) - V_end``. With ``E[A(T)] = rho T + E[tau] (ca2 - 1) / 2``
+  for a long stay (the renewal function's asymptote, Cox 1962, "Renewal Theory"; the
+  ``B(T -> inf)`` above) and ``V_end`` the time-stationary work ``E[V] = lambda E[tau W] +
+  rho m`` (Brumelle's formula; a long stay ends at a time unrelated to its start),
+  ``E[D] = tau rho / (1 - rho) + K``, ``K = (E[W] + E[tau] B - E[V]) / (1 - rho)``: a long
+  stay's slope is the time-average ``1 / (1 - rho)`` whatever the arrivals; bursts move it by a
+  constant.
+
+Between them one exponential per class (:func:`burst_delay`): ``delta(tau) = K (1 - e^(-tau /
+L))``, ``L = K / (s0 - N*)``, which has both slopes and both offsets, ``B`` taken at the class's
+stay in both. Poisson arrivals give ``delta = 0`` (today's law); toward an idle line it vanishes
+(the next arrival of a Gamma stream comes within ``t`` with probability ~ ``(lambda t /
+ca2)^(1 / ca2)``, so slowly). No constant is fitted: ``E[W]``, ``B``, ``E[V]`` come from the
+sizes, the load and ``ca2`` alone.
+
+**No delay** (:func:`idle_ratio`): a transfer that finds the line idle and keeps it to itself
+sees none; the line is idle at an arrival with probability ``P(W = 0)`` (the GI/G/1 wait law's
+atom), not the Poisson ``1 - rho``, so the Poisson law's no-delay chance is scaled by their
+ratio. **Variance** (:func:`variance_ratio`): the found work's (small) and the arriving work's
+(long) over Poisson's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import gammainc
+
+from . import lindley
+
+_RENEWAL_SPAN = 50.0  # gap scales after which the renewal excess is at its asymptote (to ~1e-6)
+
+
+def _moments(
+    sizes_s: np.ndarray, weight: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, float, float]:
+    tau = np.asarray(sizes_s, dtype=float)
+    w = np.asarray(weight, dtype=float)
+    w = w / float(np.sum(w))
+    return tau, w, float(np.dot(w, tau)), float(np.dot(w, tau * tau))
+
+
+def _wait(sizes_s: np.ndarray, weight: np.ndarray, rho: float, ca2: float):
+    tau, w, e1, _ = _moments(sizes_s, weight)
+    if ca2 == 1.0 or not 0.0 < rho < 1.0 or e1 <= 0:
+        return None
+    keep = w > 0  # a class no request takes does not move the law (nor widen its lattice)
+    return lindley.gi_g1_wait(tau[keep], w[keep], rho / e1, ca2)
+
+
+def burst_mates(stay_s: np.ndarray, rate: float, ca2: float) -> np.ndarray:
+    """``(1 / T) integral_0^T (M(t) - lambda t) dt`` per stay ``T``: the transfers a renewal
+    stream (Gamma gaps, mean ``1 / rate``, squared CV ``ca2``) brings beyond Poisson's after an
+    arrival, each weighted by the share of the stay still ahead when it comes (a tagged
+    transfer's attained service grows about linearly over its stay, so one arriving at ``t``
+    shares ``1 - t / T`` of it). ``M(t) = sum_n P(S_n <= t)``, ``S_n`` Gamma of shape
+    ``n / ca2``: ``integral_0^T P(S_n <= t) dt = T G(n k, T / th) - n k th G(n k + 1, T / th)``
+    (``G`` the regularized lower incomplete gamma, ``k = 1 / ca2``, ``th = ca2 / rate``). 0 at
+    ``T = 0``, ``(ca2 - 1) / 2`` (Cox's renewal-function asymptote) as ``T -> inf``."""
+    t = np.asarray(stay_s, dtype=float)
+    k, th = 1.0 / ca2, ca2 / rate
+    top = _RENEWAL_SPAN * th  # beyond it the excess has reached its asymptote
+    x = np.minimum(t, top) / th
+    xm = float(x.max()) if x.size else 0.0
+    n = np.arange(1, int(np.ceil((xm + 10.0 * np.sqrt(xm) + 30.0) / k)) + 1)[:, None]
+    area = np.sum(x * gammainc(n * k, x) - n * k * gammainc(n * k + 1.0, x), axis=0) * th
+    tc = np.minimum(t, top)
+    area = area - rate * tc * tc / 2.0 + (t - tc) * (ca2 - 1.0) / 2.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(t > 0, area / np.where(t > 0, t, 1.0), 0.0)
+
+
+def _terms(
+    sizes_s: np.ndarray, weight: np.ndarray, rho: float, ca2: float, found_shift: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, lindley.WaitLaw] | None:
+    """(``K`` and ``L`` per class, the GI/G/1 wait law) of :func:`burst_delay`; None where the
+    queue has no steady state."""
+    tau, w, e1, e2 = _moments(sizes_s, weight)
+    law = _wait(tau, w, rho, ca2)
+    if law is None:
+        return None
+    m = e2 / (2.0 * e1)
+    dv = np.zeros_like(tau) if found_shift is None else np.asarray(found_shift, dtype=float)
+    found = law.mean
+    # the burst after it: the transfers the stay tau (1 + E[W] / m) meets beyond Poisson's
+    burst = e1 * burst_mates(tau * (1.0 + found / m), rho / e1, ca2)
+    # Brumelle: E[V] = lambda E[tau W] + lambda E[tau^2] / 2, W = E[W] + dv per class
+    v_time = rho * found + rho / e1 * float(np.dot(w, tau * dv)) + rho * m
+    v_poisson = rho * m / (1.0 - rho)
+    slope = (found + burst - v_poisson) / m  # s0 - N*
+    offset = (found + burst - v_time) / (1.0 - rho)  # K
+    # the limits disagree in sign (near Poisson): M/M/1-PS's own time scale
+    same = slope * offset > 0
+    scale = np.where(same, offset / np.where(same, slope, 1.0), m / (1.0 - rho))
+    return slope * scale, scale, law
+
+
+def burst_delay(
+    sizes_s: np.ndarray,
+    weight: np.ndarray,
+    rho: float,
+    ca2: float,
+    found_shift: np.ndarray | None = None,
+) -> np.ndarray:
+    """``delta(tau) = K (1 - e^(-tau / L))`` (s) per class of ``sizes_s`` (seconds at the line's
+    usable rate, request shares ``weight``): the PS line's mean delay fed renewal gaps of
+    squared CV ``ca2`` beyond the Poisson-fed one (module docstring). ``found_shift``: each class's work found beyond
+    ``E[W]`` (:func:`line_found.found_shift`, centred), which enters ``E[V]`` through
+    Brumelle's ``lambda E[tau W]``. Zeros for ``ca2 = 1`` or an idle line, inf when the GI/G/1
+    queue has no steady state."""
+    tau = np.asarray(sizes_s, dtype=float)
+    if ca2 == 1.0 or not 0.0 < rho < 1.0 or _moments(tau, weight)[2] <= 0:
+        return np.zeros_like(tau)
+    terms = _terms(tau, weight, rho, ca2, found_shift)
+    if terms is None:
+        return np.full_like(tau, np.inf)
+    amplitude, scale, _ = terms
+    return amplitude * -np.expm1(-tau / scale)
+
+
+def variance_ratio(sizes_s: np.ndarray, weight: np.ndarray, rho: float, ca2: float) -> np.ndarray:
+    """How much the delay's variance moves from the Poisson-fed PS share's, per size. A small
+    transfer's delay is ``tau`` times the number it shares with, which follows the work found
+    (in units of ``m``): its variance moves as the found work's, ``Var[W]`` of the GI/G/1 wait
+    law over M/G/1's (``E[W^2] = 2 E[W]^2 + lambda E[tau^3] / (3 (1 - rho))``, Takacs). A long
+    stay's comes from the work arriving meanwhile (Coffman-Muntz-Trotter's linear term), whose
+    variance over a long window is the renewal stream's ``(ca2 + cs2) / (1 + cs2)`` times a
+    Poisson one's (``cs2`` the sizes' squared CV: the index of dispersion for work at
+    ``t -> inf``). Between them the weight ``1 - e^(-tau / L)`` of :func:`burst_delay`. Ones
+    for ``ca2 = 1`` or an idle line."""
+    tau, w, e1, e2 = _moments(sizes_s, weight)
+    if ca2 == 1.0 or not 0.0 < rho < 1.0 or e1 <= 0:
+        return np.ones_like(tau)
+    terms = _terms(tau, w, rho, ca2, None)
+    if terms is None:
+        return np.ones_like(tau)
+    _, scale, law = terms
+    lam = rho / e1
+    pk = lam * e2 / (2.0 * (1.0 - rho))
+    pk_var = pk * pk + lam * float(np.dot(w, tau**3)) / (3.0 * (1.0 - rho))
+    small = (float(np.dot(law.weights, law.points**2)) - law.mean**2) / pk_var
+    cs2 = e2 / (e1 * e1) - 1.0
+    large = (ca2 + cs2) / (1.0 + cs2)
+    return small + (large - small) * -np.expm1(-tau / scale)
+
+
+def idle_ratio(sizes_s: np.ndarray, weight: np.ndarray, rho: float, ca2: float) -> float:
+    """``P(W = 0) / (1 - rho)``: how much more (or less) often than under Poisson arrivals a
+    transfer finds the line idle (the GI/G/1 wait law's atom at 0). 1 for ``ca2 = 1`` or an idle
+    line, 0 when the queue has no steady state."""
+    if ca2 == 1.0 or not 0.0 < rho < 1.0:
+        return 1.0
+    tau, w, e1, _ = _moments(sizes_s, weight)
+    if e1 <= 0:
+        return 1.0
+    law = _wait(tau, w, rho, ca2)
+    return 0.0 if law is None else (1.0 - law.wait_probability) / (1.0 - rho)
