@@ -91,11 +91,80 @@ def burst_mates(stay_s: np.ndarray, rate: float, ca2: float) -> np.ndarray:
         return np.where(t > 0, area / np.where(t > 0, t, 1.0), 0.0)
 
 
+def renewal_excess(age_s: np.ndarray, rate: float, ca2: float) -> np.ndarray:
+    """``M(s) - lambda s`` per ``s``: the arrivals a renewal stream (Gamma gaps, mean ``1 /
+    rate``, squared CV ``ca2``) puts in the ``s`` seconds before one of its arrivals beyond a
+    Poisson stream's (a renewal stream read backwards from an arrival is the same renewal
+    stream: the gaps are i.i.d.). ``M(s) = sum_n G(n k, s / th)`` (``S_n`` Gamma of shape
+    ``n k``, ``k = 1 / ca2``, ``th = ca2 / rate``). 0 at ``s = 0``, ``(ca2 - 1) / 2`` as
+    ``s -> inf`` (Cox)."""
+    s = np.asarray(age_s, dtype=float)
+    k, th = 1.0 / ca2, ca2 / rate
+    top = _RENEWAL_SPAN * th
+    x = np.minimum(s, top) / th
+    xm = float(x.max()) if x.size else 0.0
+    n = np.arange(1, int(np.ceil((xm + 10.0 * np.sqrt(xm) + 30.0) / k)) + 1)[:, None]
+    out = np.sum(gammainc(n * k, x), axis=0) - rate * np.minimum(s, top)
+    return np.where(s > top, (ca2 - 1.0) / 2.0, out)
+
+
+def found_count(
+    sizes_s: np.ndarray,
+    weight: np.ndarray,
+    rho: float,
+    ca2: float,
+    excess_s: np.ndarray,
+    renewal=None,
+) -> float:
+    """The mean number of transfers an arrival finds on the PS line fed renewal gaps: each
+    earlier arrival, ``s`` seconds before, still there with the chance its stay outlasts ``s``,
+    ``E[N_found] = integral_0^inf M'(s) P(T > s) ds = lambda E[T] + E[M(T) - lambda T]`` (by
+    parts; ``M`` the renewal function read back from the tagged arrival, :func:`renewal_excess`,
+    ``T`` an arrival's stay). The first term is Little's time-average number; the second the
+    burst's earlier members, fresh, so still there (the equilibrium residual ``m`` of the work
+    found counts them too few). Each class's stay at its mean ``T_k = tau_k / (1 - rho) +
+    excess_s`` (the Poisson-fed PS law plus the bursts' excess). Poisson: ``M(s) = lambda s``,
+    ``lambda E[T] = N*`` (M/G/1-PS). ``renewal``: ``M(s) - lambda s`` as a function of ``s``
+    (default :func:`renewal_excess`; the fixed point passes a tabulated one)."""
+    tau, w, e1, _ = _moments(sizes_s, weight)
+    lam = rho / e1
+    stay = tau / (1.0 - rho) + np.asarray(excess_s, dtype=float)
+    excess = renewal_excess(stay, lam, ca2) if renewal is None else renewal(stay)
+    return lam * float(np.dot(w, stay)) + float(np.dot(w, excess))
+
+
+def _limits(
+    tau: np.ndarray,
+    w: np.ndarray,
+    rho: float,
+    burst: np.ndarray,
+    count: float,
+    found: float,
+    v_time: float,
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """(``s0 - N*`` without the fresh members, ``K`` less their part, their count) per class for
+    ``count`` transfers found at arrival, ``found`` s of work found and ``burst`` s of the
+    burst met after it."""
+    e1 = float(np.dot(w, tau))
+    m = float(np.dot(w, tau * tau)) / (2.0 * e1)
+    # the transfers found beyond the work found's count E[W] / m: the burst's earlier members,
+    # fresh (about E[tau] each still to send), so each slows a transfer of tau by ~ min(tau, its
+    # rest) and no more: E[tau] (1 - e^(-tau / E[tau])) apiece
+    fresh = count - found / m
+    slope = (found + burst) / m - rho / (1.0 - rho)  # s0 - N* of the rest
+    offset = (found + burst - v_time) / (1.0 - rho) - fresh * e1  # K less the fresh ones'
+    return slope, offset, fresh
+
+
+_GRID = 65  # points of the tabulated renewal excess (its mean over the classes to ~1e-3)
+_COUNT_STEPS = 30  # secant steps for the count found at most (it takes 3-5)
+
+
 def _terms(
     sizes_s: np.ndarray, weight: np.ndarray, rho: float, ca2: float, found_shift: np.ndarray | None
-) -> tuple[np.ndarray, np.ndarray, lindley.WaitLaw] | None:
-    """(``K`` and ``L`` per class, the GI/G/1 wait law) of :func:`burst_delay`; None where the
-    queue has no steady state."""
+) -> tuple[np.ndarray, np.ndarray, float, lindley.WaitLaw] | None:
+    """(``K`` and ``L`` per class of the slow part, the fresh members' count, the GI/G/1 wait
+    law) of :func:`burst_delay`; None where the queue has no steady state."""
     tau, w, e1, e2 = _moments(sizes_s, weight)
     law = _wait(tau, w, rho, ca2)
     if law is None:
@@ -103,17 +172,48 @@ def _terms(
     m = e2 / (2.0 * e1)
     dv = np.zeros_like(tau) if found_shift is None else np.asarray(found_shift, dtype=float)
     found = law.mean
-    # the burst after it: the transfers the stay tau (1 + E[W] / m) meets beyond Poisson's
-    burst = e1 * burst_mates(tau * (1.0 + found / m), rho / e1, ca2)
     # Brumelle: E[V] = lambda E[tau W] + lambda E[tau^2] / 2, W = E[W] + dv per class
     v_time = rho * found + rho / e1 * float(np.dot(w, tau * dv)) + rho * m
-    v_poisson = rho * m / (1.0 - rho)
-    slope = (found + burst - v_poisson) / m  # s0 - N*
-    offset = (found + burst - v_time) / (1.0 - rho)  # K
+    # the count found depends on the stays, which depend on it: a fixed point, by the secant
+    # method from the work-found count E[W] / m (a few steps; plain iteration needs ~25)
+    # the burst after it: the transfers the stay tau (1 + E[W] / m) meets beyond Poisson's
+    # (the work-found stay: it moves the law by < 1% and keeps burst_mates out of the loop)
+    burst = e1 * burst_mates(tau * (1.0 + found / m), rho / e1, ca2)
+    # M(s) - lambda s tabulated once (quadratic steps: steep at 0) to the asymptote's reach
+    grid = _RENEWAL_SPAN * ca2 * e1 / rho * np.linspace(0.0, 1.0, _GRID) ** 2
+    table = renewal_excess(grid, rho / e1, ca2)
+
+    def renewal(t: np.ndarray) -> np.ndarray:
+        return np.interp(t, grid, table)
+
+    def gap(count: float) -> float:
+        slope, offset, fresh = _limits(tau, w, rho, burst, count, found, v_time)
+        amplitude, scale = _shape(slope, offset, m, rho)
+        delta = amplitude * -np.expm1(-tau / scale) + fresh * e1 * -np.expm1(-tau / e1)
+        return found_count(tau, w, rho, ca2, delta, renewal) - count
+
+    x0 = found / m
+    g0 = gap(x0)
+    x1 = x0 + g0
+    for _ in range(_COUNT_STEPS):
+        g1 = gap(x1)
+        if abs(g1) <= 1e-10 * max(1.0, abs(x1)) or g1 == g0:
+            break
+        x0, g0, x1 = x1, g1, x1 - g1 * (x1 - x0) / (g1 - g0)
+    count = x1
+    slope, offset, fresh = _limits(tau, w, rho, burst, count, found, v_time)
+    amplitude, scale = _shape(slope, offset, m, rho)
+    return amplitude, scale, fresh, law
+
+
+def _shape(
+    slope: np.ndarray, offset: np.ndarray, m: float, rho: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """(``K``, ``L``) of ``K (1 - e^(-tau / L))`` with slope ``slope`` at 0 and limit ``offset``."""
     # the limits disagree in sign (near Poisson): M/M/1-PS's own time scale
     same = slope * offset > 0
     scale = np.where(same, offset / np.where(same, slope, 1.0), m / (1.0 - rho))
-    return slope * scale, scale, law
+    return slope * scale, scale
 
 
 def burst_delay(
@@ -135,8 +235,9 @@ def burst_delay(
     terms = _terms(tau, weight, rho, ca2, found_shift)
     if terms is None:
         return np.full_like(tau, np.inf)
-    amplitude, scale, _ = terms
-    return amplitude * -np.expm1(-tau / scale)
+    amplitude, scale, fresh, _ = terms
+    e1 = _moments(tau, weight)[2]
+    return amplitude * -np.expm1(-tau / scale) + fresh * e1 * -np.expm1(-tau / e1)
 
 
 def variance_ratio(sizes_s: np.ndarray, weight: np.ndarray, rho: float, ca2: float) -> np.ndarray:
@@ -155,7 +256,7 @@ def variance_ratio(sizes_s: np.ndarray, weight: np.ndarray, rho: float, ca2: flo
     terms = _terms(tau, w, rho, ca2, None)
     if terms is None:
         return np.ones_like(tau)
-    _, scale, law = terms
+    _, scale, _, law = terms
     lam = rho / e1
     pk = lam * e2 / (2.0 * (1.0 - rho))
     pk_var = pk * pk + lam * float(np.dot(w, tau**3)) / (3.0 * (1.0 - rho))

@@ -48,26 +48,62 @@ def test_burst_mates_renewal_excess():
     assert line_bursts.burst_mates(np.array([1e5]), 2.0, 0.5)[0] == pytest.approx(-0.25, rel=1e-4)
 
 
+def _renewal_excess(t: np.ndarray, rate: float, ca2: float) -> np.ndarray:
+    """M(t) - lambda t by the plain sum over Gamma partial sums (shape n / ca2)."""
+    n = np.arange(1, 4000)[:, None]
+    return gammainc(n / ca2, np.asarray(t) * rate / ca2).sum(0) - rate * np.asarray(t)
+
+
+@pytest.mark.unit
+def test_renewal_excess_and_found_count():
+    t = np.array([0.0, 0.2, 1.5, 1e5])
+    assert line_bursts.renewal_excess(t, 2.0, 1.0) == pytest.approx(np.zeros(4), abs=1e-9)
+    got = line_bursts.renewal_excess(t, 2.0, CA2)
+    assert got[0] == 0.0 and got[-1] == pytest.approx((CA2 - 1) / 2, rel=1e-6)
+    assert got[1:3] == pytest.approx(_renewal_excess(t[1:3], 2.0, CA2), rel=1e-9)
+    # Poisson, no excess delay: Little's lambda E[T] with the M/G/1-PS stay tau / (1 - rho): N*
+    zero = np.zeros(2)
+    assert line_bursts.found_count(TAU, W, RHO, 1.0, zero) == pytest.approx(RHO / (1 - RHO))
+    # bursts: lambda E[T] + E[M(T) - lambda T] at each class's stay (hand sum)
+    d = np.array([0.05, 0.3])
+    stay = TAU / (1 - RHO) + d
+    lam = RHO / E1
+    hand = lam * np.dot(W, stay) + np.dot(W, _renewal_excess(stay, lam, CA2))
+    assert line_bursts.found_count(TAU, W, RHO, CA2, d) == pytest.approx(hand, rel=1e-9)
+    assert hand > lam * np.dot(W, stay)  # the burst's earlier members are still there
+
+
+def _count(got: np.ndarray) -> float:
+    """The count found at the law's own stays (the fixed point), by the hand sum."""
+    lam = RHO / E1
+    stay = TAU / (1 - RHO) + got
+    return float(lam * np.dot(W, stay) + np.dot(W, _renewal_excess(stay, lam, CA2)))
+
+
 @pytest.mark.unit
 def test_burst_delay_limits_from_the_wait_law():
     ew = _wait().mean
     v_poisson = RHO * M / (1 - RHO)  # Pollaczek-Khinchine
     v_time = RHO * ew + RHO * M  # Brumelle
     assert ew > v_poisson  # bursts: more work found
-    # small: the extra work found, in transfers of mean residual m, times its size (the rest
-    # of its burst has not come yet; it comes slowly, ~ t^(1 / ca2): 0.3% at 1e-9 s)
+    got = line_bursts.burst_delay(TAU, W, RHO, CA2)
+    n = _count(got)  # the law is its own count's fixed point
+    # small: the transfers found beyond N* (count-based), times its size (the rest of its
+    # burst has not come yet; it comes slowly, ~ t^(1 / ca2): 0.3% at 1e-9 s)
     tiny = line_bursts.burst_delay(*_probe(1e-9), RHO, CA2)[-1]
-    assert tiny == pytest.approx((ew - v_poisson) / M * 1e-9, rel=1e-2)
+    assert tiny == pytest.approx((n - RHO / (1 - RHO)) * 1e-9, rel=1e-2)
     # long: the Poisson law's tau rho / (1 - rho) plus the constant work conservation gives,
-    # the whole burst after it, E[tau] (ca2 - 1) / 2, included
+    # the whole burst after it, E[tau] (ca2 - 1) / 2, included (the count does not enter)
     huge = line_bursts.burst_delay(*_probe(1e5), RHO, CA2)[-1]
     assert huge == pytest.approx((ew + E1 * (CA2 - 1) / 2 - v_time) / (1 - RHO), rel=1e-6)
-    # in between, per class: K (1 - e^(-tau / L)), L = K / (s0 - N*), the burst over its stay
+    # in between, per class: the fresh members found beyond E[W] / m, E[tau] (1 - e^(-tau /
+    # E[tau])) each, plus K' (1 - e^(-tau / L)) with the work found's slope and the rest of K
     burst = E1 * line_bursts.burst_mates(TAU * (1 + ew / M), RHO / E1, CA2)
-    slope = (ew + burst - v_poisson) / M
-    offset = (ew + burst - v_time) / (1 - RHO)
-    got = line_bursts.burst_delay(TAU, W, RHO, CA2)
-    assert got == pytest.approx(offset * -np.expm1(-TAU * slope / offset), rel=1e-12)
+    fresh = n - ew / M
+    slope = (ew + burst) / M - RHO / (1 - RHO)
+    offset = (ew + burst - v_time) / (1 - RHO) - fresh * E1
+    hand = offset * -np.expm1(-TAU * slope / offset) + fresh * E1 * -np.expm1(-TAU / E1)
+    assert got == pytest.approx(hand, rel=1e-3)  # the count's renewal excess is tabulated
 
 
 @pytest.mark.unit
