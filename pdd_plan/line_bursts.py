@@ -11,13 +11,17 @@ over the Poisson-fed law, ``delta(tau)``, from two limits (seconds of the line's
 service, ``lambda`` the arrival rate, ``N* = rho / (1 - rho)``):
 
 * **Small transfers**: one of ``tau`` is slowed by ``tau`` for every transfer it shares with.
-  Found at arrival: the FIFO wait's mean work ``E[W]`` (arrival-stationary; the GI/G/1 wait law,
-  :func:`lindley.gi_g1_wait`, exact for Gamma gaps) in units of ``m`` (exact for M/G/1-PS, whose
-  residuals found are i.i.d. equilibrium ones). Met during its stay ``T``: the rest of its burst,
-  the renewal function's excess ``M(t) - lambda t`` over the stay, each weighted by the share of
-  the stay still ahead (:func:`burst_mates`), ``B(T)`` transfers of mean size ``E[tau]``, with
-  ``T = tau (1 + E[W] / m)``. Slope ``s0 = (E[W] + E[tau] B(T)) / m`` (Poisson: ``E[W] = rho m /
-  (1 - rho)``, ``B = 0``: ``s0 = N*``); ``B -> 0`` as ``tau -> 0``.
+  Found at arrival: ``N_f`` (:func:`found_count`): each earlier arrival, ``s`` back, still there
+  while its stay outlasts ``s``, ``N_f = lambda E[T] + E[M(T) - lambda T]`` (Little's number
+  plus the burst's earlier members, fresh; a fixed point, the stays carrying the excess). The
+  work found, the FIFO wait's ``E[W]`` (:func:`lindley.gi_g1_wait`, exact for Gamma gaps), in
+  units of ``m`` counts them too few (exact for M/G/1-PS's i.i.d. equilibrium residuals): the
+  ``N_f - E[W] / m`` beyond it each slow it by at most their rest, ``E[tau] (1 - e^(-tau /
+  E[tau]))``. Met during its stay ``T``: the rest of its burst, the renewal function's excess
+  ``M(t) - lambda t`` over the stay, each weighted by the share of the stay still ahead
+  (:func:`burst_mates`), ``B(T)`` transfers of mean size ``E[tau]``, with ``T = tau (1 + E[W]
+  / m)``. Slope ``s0 = N_f + E[tau] B(T) / m`` (Poisson: ``N_f = N*``, ``B = 0``: ``s0 =
+  N*``); ``B -> 0`` as ``tau -> 0``.
 * **Long transfers**: by work conservation the line serves, during the stay ``T`` of a transfer
   of ``tau``, the work found, the work arriving and the transfer, less what the others still hold
   when it leaves: ``T = tau + W + A(T) - V_end``. With ``E[A(T)] = rho T + E[tau] (ca2 - 1) / 2``
@@ -28,8 +32,9 @@ service, ``lambda`` the arrival rate, ``N* = rho / (1 - rho)``):
   stay's slope is the time-average ``1 / (1 - rho)`` whatever the arrivals; bursts move it by a
   constant.
 
-Between them one exponential per class (:func:`burst_delay`): ``delta(tau) = K (1 - e^(-tau /
-L))``, ``L = K / (s0 - N*)``, which has both slopes and both offsets, ``B`` taken at the class's
+Between them (:func:`burst_delay`) the fresh members' part plus one exponential per class for
+the rest, ``K' (1 - e^(-tau / L))``, ``K' = K - (N_f - E[W] / m) E[tau]``, ``L = K' / ((E[W] +
+E[tau] B) / m - N*)``, which has both slopes and both offsets, ``B`` taken at the class's
 stay in both. Poisson arrivals give ``delta = 0`` (today's law); toward an idle line it vanishes
 (the next arrival of a Gamma stream comes within ``t`` with probability ~ ``(lambda t /
 ca2)^(1 / ca2)``, so slowly). No constant is fitted: ``E[W]``, ``B``, ``E[V]`` come from the
