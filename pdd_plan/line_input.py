@@ -53,7 +53,7 @@ from scipy.linalg import eigh_tridiagonal
 
 from . import lindley
 
-_TAIL = 1e-12  # stationary mass left beyond the chain's truncation
+_TAIL = 1e-9  # stationary mass left beyond the chain's truncation
 
 
 @lru_cache(maxsize=512)
