@@ -34,7 +34,6 @@ from pdd_plan import lindley  # noqa: E402
 from pdd_plan.optimize import metrics  # noqa: E402
 from pdd_plan.optimize.objectives import solve_architecture  # noqa: E402
 from pdd_plan.optimize.planner import Caps  # noqa: E402
-from pdd_plan.profiles import example_path  # noqa: E402
 from pdd_plan.resolve import load_scenario, resolve  # noqa: E402
 from pdd_plan.schema.plan import ArchitecturePlan  # noqa: E402
 from pdd_plan.sim import replay  # noqa: E402
@@ -43,10 +42,7 @@ from pdd_plan.workload.classes import build_classes  # noqa: E402
 
 
 def _plan_and_replay(a: argparse.Namespace):
-    data = yaml.safe_load(example_path(a.scenario).read_text())
-    if a.rate is not None:
-        data["workload"]["rate_rps"] = a.rate
-    data["workload"]["arrival_cv"] = a.cv
+    data = stream.scenario_data(a.scenario, a.rate, a.cv)
     replay.run_line = stream._spy("line", replay.run_line)
     replay._prefill = stream._spy("prefill", replay._prefill)
     with TemporaryDirectory() as tmp:
@@ -120,18 +116,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{delay[k].mean() / tau[k].mean():9.2f} | {during[k].mean():6.2f} | "
             f"{law_d[k].mean():5.3f}"
         )
-    kv = res.kv_transfer_s[~np.isnan(res.kv_at_decode_s)]
-    sim = [*(float(np.percentile(kv, q)) for q in (50, 90, 99)), float(kv.mean())]
-    an = [s["kv_transfer_s"][k] for k in ("p50", "p90", "p99", "mean")]
-    print(
-        "KV P50/P90/P99/mean analytic "
-        + "/".join(f"{v:.3f}" for v in an)
-        + " replay "
-        + "/".join(f"{v:.3f}" for v in sim)
-        + " ("
-        + "/".join(f"{p / q - 1:+.0%}" for p, q in zip(an, sim))
-        + ")"
-    )
+    print(stream.kv_comparison(s, res))
     return 0
 
 

@@ -135,6 +135,33 @@ def _deciles(r, x, own, line, raw, cls, pois) -> None:
     )
 
 
+def scenario_data(name: str, rate: float | None, cv: float | None) -> dict:
+    """A bundled example's scenario, its rate and arrival CV replaced where given."""
+    data = yaml.safe_load(example_path(name).read_text())
+    if rate is not None:
+        data["workload"]["rate_rps"] = rate
+    if cv is not None:
+        data["workload"]["arrival_cv"] = cv
+    return data
+
+
+def kv_comparison(summary: dict, res) -> str:
+    """One line: the plan's KV-transfer P50/P90/P99/mean against the replay's (requests that
+    moved KV to main decode)."""
+    kv = res.kv_transfer_s[~np.isnan(res.kv_at_decode_s)]
+    sim = [*(float(np.percentile(kv, q)) for q in (50, 90, 99)), float(kv.mean())]
+    an = [summary["kv_transfer_s"][k] for k in ("p50", "p90", "p99", "mean")]
+    return (
+        "KV P50/P90/P99/mean analytic "
+        + "/".join(f"{v:.3f}" for v in an)
+        + " replay "
+        + "/".join(f"{v:.3f}" for v in sim)
+        + " ("
+        + "/".join(f"{p / q - 1:+.0%}" for p, q in zip(an, sim))
+        + ")"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scenario", default="pdd-paper")
@@ -143,11 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n", type=int, default=200_000)
     ap.add_argument("--seed", type=int, default=5)
     a = ap.parse_args(argv)
-    data = yaml.safe_load(example_path(a.scenario).read_text())
-    if a.rate is not None:
-        data["workload"]["rate_rps"] = a.rate
-    if a.cv is not None:
-        data["workload"]["arrival_cv"] = a.cv
+    data = scenario_data(a.scenario, a.rate, a.cv)
     replay.run_line = _spy("line", replay.run_line)
     replay._prefill = _spy("prefill", replay._prefill)
     with TemporaryDirectory() as tmp:
@@ -229,18 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     t_star = rho * float((tau * tau).mean()) / (2 * float(tau.mean()) * (1 - rho) ** 2)
     print(f"at the line's time scale t* {t_star:.2f} s: I(t*) {i_star:.3f}")
     _deciles(r, x, own, line, raw, cls, pois)
-    kv = res.kv_transfer_s[~np.isnan(res.kv_at_decode_s)]
-    sim = [*(float(np.percentile(kv, q)) for q in (50, 90, 99)), float(kv.mean())]
-    an = [s["kv_transfer_s"][k] for k in ("p50", "p90", "p99", "mean")]
-    print(
-        "KV P50/P90/P99/mean analytic "
-        + "/".join(f"{v:.3f}" for v in an)
-        + " replay "
-        + "/".join(f"{v:.3f}" for v in sim)
-        + " ("
-        + "/".join(f"{p / q - 1:+.0%}" for p, q in zip(an, sim))
-        + ")"
-    )
+    print(kv_comparison(s, res))
     return 0
 
 

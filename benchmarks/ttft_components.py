@@ -27,12 +27,14 @@ from tempfile import TemporaryDirectory
 import numpy as np
 import yaml
 
-from pdd_plan import lindley, pipeline
+sys.path.insert(0, str(Path(__file__).parent))
+import line_input_stream as stream  # noqa: E402
+
+from pdd_plan import lindley, pipeline  # noqa: E402
 from pdd_plan.mgc_wait import WaitLaw, ggc_wait_law
 from pdd_plan.optimize import metrics
 from pdd_plan.optimize.objectives import solve_architecture
 from pdd_plan.optimize.planner import Caps
-from pdd_plan.profiles import example_path
 from pdd_plan.resolve import load_scenario, resolve
 from pdd_plan.schema.plan import ArchitecturePlan
 from pdd_plan.sim.queues import P_MD
@@ -58,11 +60,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--cv", type=float, default=None, help="arrival CV (default: the scenario's)")
     ap.add_argument("--n", type=int, default=100_000)
     a = ap.parse_args(argv)
-    data = yaml.safe_load(example_path(a.scenario).read_text())
-    if a.rate is not None:
-        data["workload"]["rate_rps"] = a.rate
-    if a.cv is not None:
-        data["workload"]["arrival_cv"] = a.cv
+    data = stream.scenario_data(a.scenario, a.rate, a.cv)
     with TemporaryDirectory() as tmp:
         path = str(Path(tmp) / "s.yaml")
         Path(path).write_text(yaml.safe_dump(data))
