@@ -152,6 +152,21 @@ def test_deeply_nested_yaml_is_a_one_line_error(tmp_path):
     refused("validate", str(f), needle=str(f))
 
 
+def test_billion_laughs_is_refused_before_expansion(tmp_path):
+    # nine levels of nine aliases: 1 KB of text, 9^10 values once expanded
+    rows = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    rows += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 10)]
+    f = tmp_path / "laughs.yaml"
+    f.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    refused("validate", str(f), needle=(str(f), "aliases"))
+
+
+def test_aliases_that_stay_small_are_read(tmp_path):
+    f = tmp_path / "small.yaml"
+    f.write_text("a: &x [1, 2, 3]\nb: [*x, *x]\n", encoding="utf-8")
+    assert read_yaml(f) == {"a": [1, 2, 3], "b": [[1, 2, 3], [1, 2, 3]]}
+
+
 def test_device_file_is_not_a_regular_file():
     refused("validate", "/dev/zero", needle=("/dev/zero", "not a regular file"))
 

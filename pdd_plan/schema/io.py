@@ -100,9 +100,62 @@ def read_yaml(path: str | Path) -> Any:
     return parse_yaml_text(text, str(p))
 
 
+# What a YAML input may hold, checked on the event stream before any node is built: nesting
+# (the loader builds nodes recursively, so a few thousand `[` overflow the C stack) and the size
+# with every alias expanded (nine levels of `&a [*b, *b, ...]` are 1 KB of text and 9^9 nodes
+# once read). Scenario, plan and profile files nest under 15 levels and hold under 10^5 nodes.
+MAX_YAML_DEPTH = 200
+MAX_YAML_NODES = 2_000_000
+_OPEN = (yaml.SequenceStartEvent, yaml.MappingStartEvent)
+_CLOSE = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
+
+
+def _refuse_shape(file: str, mark: Any, problem: str, fix: str) -> InputError:
+    where = f"line {mark.line + 1}: " if mark is not None else ""
+    return InputError(file, None, f"{where}{problem}", fix)
+
+
+def check_yaml_shape(text: str, file: str) -> None:
+    """Refuse YAML nested deeper than MAX_YAML_DEPTH or larger than MAX_YAML_NODES nodes once
+    its aliases are expanded; one pass over the parser's events, no node built."""
+    sizes: dict[str, int] = {}  # anchor -> nodes under it, aliases expanded
+    stack: list[list] = [[None, 0]]  # [anchor, nodes so far] per open collection
+    for ev in yaml.parse(text, Loader=_SAFE_LOADER):
+        if isinstance(ev, _OPEN):
+            stack.append([ev.anchor, 1])
+            if len(stack) > MAX_YAML_DEPTH:
+                raise _refuse_shape(
+                    file,
+                    ev.start_mark,
+                    f"nested more than {MAX_YAML_DEPTH} levels deep",
+                    "flatten the lists and mappings",
+                )
+            continue
+        if isinstance(ev, _CLOSE):
+            anchor, n = stack.pop()
+        elif isinstance(ev, yaml.ScalarEvent):
+            anchor, n = ev.anchor, 1
+        elif isinstance(ev, yaml.AliasEvent):
+            anchor, n = None, sizes.get(ev.anchor, 1)
+        else:
+            continue
+        if anchor is not None:
+            sizes[anchor] = n
+        stack[-1][1] += n
+        if stack[-1][1] > MAX_YAML_NODES:
+            raise _refuse_shape(
+                file,
+                ev.start_mark,
+                f"expands to more than {MAX_YAML_NODES:,} values once its aliases (*name) "
+                "are expanded",
+                "write the values out instead of nesting anchors and aliases",
+            )
+
+
 def parse_yaml_text(text: str, file: str) -> Any:
     """Parse YAML with the unique-key safe loader; every failure is a one-line InputError."""
     try:
+        check_yaml_shape(text, file)
         return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 (a SafeLoader subclass)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
