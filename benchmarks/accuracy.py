@@ -1,6 +1,6 @@
 """Accuracy of the perf model: leave-one-source-out, per model family and per GPU.
 
-Usage: ``python benchmarks/accuracy.py [MEASUREMENTS.csv] [--write-band] [--date D]``
+Usage: ``python -m benchmarks.accuracy [MEASUREMENTS.csv] [--write-band] [--date D]``
 (default CSV: the bundled ``pdd_plan/data/calibration/calibration_measurements.csv``, read
 with the ``readings.yaml`` beside it).
 
@@ -33,9 +33,9 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from pdd_plan.atomic import write_atomic
-from pdd_plan.perf import calibration as cal
-from pdd_plan.perf import pooled
+from pdd_plan.calibration import fit as cal
+from pdd_plan.calibration import pooled
+from pdd_plan.common.atomic import write_atomic
 
 MEDIAN_TARGET = 0.15
 MAX_TARGET = 0.35
@@ -137,7 +137,7 @@ def band_yaml(entries: list[dict], date: str, csv_name: str) -> str:
         "measurements": csv_name,
         "date": date,
         "source": (
-            "written by `python benchmarks/accuracy.py --write-band`: per model family, the "
+            "written by `python -m benchmarks.accuracy --write-band`: per model family, the "
             "errors of predictions for rows whose source document was left out of the per-GPU "
             "efficiency fit (see BENCHMARKS.md, perf-model accuracy)"
         ),

@@ -1,8 +1,8 @@
 """Turn the H200 layer timings (benchmarks/h200_layers.py, its JSON in benchmarks/data/) into a
 measurements CSV with its readings, and compare them with the perf model.
 
-    python benchmarks/h200_kernel_rows.py            # the comparison table
-    python benchmarks/h200_kernel_rows.py --write    # (re)write the CSV and readings.yaml
+    python -m benchmarks.h200_kernel_rows            # the comparison table
+    python -m benchmarks.h200_kernel_rows --write    # (re)write the CSV and readings.yaml
 
 The CSV lives in pdd_plan/data/calibration/h200-kernels/ (a readings.yaml beside it, as for the
 bundled CSV), so `pdd-plan calibrate pdd_plan/data/calibration/h200-kernels/measurements.csv`
@@ -31,9 +31,9 @@ from pathlib import Path
 
 import yaml
 
-from pdd_plan import profiles
-from pdd_plan.atomic import write_atomic
-from pdd_plan.perf import calibration, measurements
+from pdd_plan.calibration import fit, measurements
+from pdd_plan.common.atomic import write_atomic
+from pdd_plan.inputs import profiles
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = [ROOT / "benchmarks/data/h200_layers_2026-12-01_run1.json",
@@ -152,7 +152,7 @@ def compare(path: Path) -> list[tuple]:
     rows = measurements.read_measurements(path)
     out = []
     for m in rows:
-        pred = calibration.predict(m, gpu)
+        pred = fit.predict(m, gpu)
         out.append((m, pred, pred / m.value - 1))
     return out
 

@@ -1,14 +1,14 @@
 """What bursty arrivals do to each transfer size on the line (issue 13, narrow-line at cv 2).
 
-Usage: ``python benchmarks/line_bursts_by_size.py [--scenario narrow-line] [--cv 2] [--rate R]
+Usage: ``python -m benchmarks.line_bursts_by_size [--scenario narrow-line] [--cv 2] [--rate R]
 [--n 100000]``
 
-A diagnostic, not a test: it plans PDD for the scenario as tests/test_kv_transfer_law.py does,
+A diagnostic, not a test: it plans PDD for the scenario as tests/unit/latency/test_kv_transfer_law.py does,
 replays it, and measures on the transfers the line received (the first 5% dropped as warm-up):
 
 * the line: its load, the time-average work and the work arrivals find (fluid, at the usable
   rate), the number in system an arrival finds, against the GI/G/1 wait law
-  (:func:`lindley.gi_g1_wait`: ``E[W]``, ``P(W = 0)``) with Gamma gaps of the measured and of
+  (:func:`gig1.gi_g1_wait`: ``E[W]``, ``P(W = 0)``) with Gamma gaps of the measured and of
   QNA's gap SCV;
 * per size decile: ``P(N = 0)`` and ``E[N]`` at arrival (N the transfers on the line), the work
   found, ``P(no delay)``, the mean delay beyond the bare transfer and its ratio to the size (the
@@ -27,15 +27,13 @@ from tempfile import TemporaryDirectory
 import numpy as np
 import yaml
 
-sys.path.insert(0, str(Path(__file__).parent))
-import line_input_stream as stream  # noqa: E402
-
-from pdd_plan import lindley  # noqa: E402
-from pdd_plan.optimize import metrics  # noqa: E402
-from pdd_plan.optimize.objectives import solve_architecture  # noqa: E402
-from pdd_plan.optimize.planner import Caps  # noqa: E402
-from pdd_plan.resolve import load_scenario, resolve  # noqa: E402
-from pdd_plan.schema.plan import ArchitecturePlan  # noqa: E402
+from benchmarks import line_input_stream as stream
+from pdd_plan.inputs.context import build_context, load_scenario  # noqa: E402
+from pdd_plan.inputs.schema.plan import ArchitecturePlan  # noqa: E402
+from pdd_plan.latency.prefill import gig1  # noqa: E402
+from pdd_plan.optimize import summary  # noqa: E402
+from pdd_plan.optimize.search.caps import Caps  # noqa: E402
+from pdd_plan.optimize.search.objectives import solve_architecture  # noqa: E402
 from pdd_plan.sim import replay  # noqa: E402
 from pdd_plan.sim.run import run  # noqa: E402
 from pdd_plan.workload.classes import build_classes  # noqa: E402
@@ -48,11 +46,11 @@ def _plan_and_replay(a: argparse.Namespace):
     with TemporaryDirectory() as tmp:
         path = str(Path(tmp) / "s.yaml")
         Path(path).write_text(yaml.safe_dump(data))
-        ctx = resolve(load_scenario(path), path)
+        ctx = build_context(load_scenario(path), path)
     cls = build_classes(ctx)
     caps = Caps(decode=ctx.scenario.search.decode_utilization)
     raw = solve_architecture(ctx, "pdd", cls, ctx.scenario.workload.rate_rps, caps)
-    s = metrics.summarize(raw, cls, raw.rate, ctx.prefill_dc)
+    s = summary.summarize(raw, cls, raw.rate, ctx.prefill_dc)
     res = run(ctx, ArchitecturePlan.model_validate(s), "pdd", a.n)
     return raw, cls, s, res
 
@@ -98,14 +96,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     w = np.ones_like(tau) / len(tau)
     for ca2 in (gap_scv, pool.departure_ca2):
-        law = lindley.gi_g1_wait(tau, w, lam, ca2)
+        law = gig1.gi_g1_wait(tau, w, lam, ca2)
         print(
             f"  GI/G/1 wait law, Gamma gaps SCV {ca2:.3f}: E[W] {law.mean:.3f} s, "
             f"P(W = 0) {1 - law.wait_probability:.3f}"
         )
-    ft, _ = metrics._mixture(raw, cls, metrics._shares(raw, raw.rate))
+    ft, _ = summary._mixture(raw, cls, summary._shares(raw, raw.rate))
     o = np.argsort(ft.line_bytes)
-    law_d = np.interp(x, ft.line_bytes[o], ft.jitter("p_md")[o])
+    law_d = np.interp(x, ft.line_bytes[o], ft.line_wait("p_md")[o])
     dec = np.minimum((np.argsort(np.argsort(x)) * 10) // len(x), 9)
     print("decile tau s | P(N=0) E[N] | found s | P(no delay) delay s delay/tau | during | law s")
     for b in range(10):

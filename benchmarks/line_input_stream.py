@@ -1,9 +1,9 @@
 """What the prefill pool does to the line's input stream (issue 13, the capped-line KV tails).
 
-Usage: ``python benchmarks/line_input_stream.py [--scenario pdd-paper] [--rate R] [--cv CV]
+Usage: ``python -m benchmarks.line_input_stream [--scenario pdd-paper] [--rate R] [--cv CV]
 [--n 200000] [--seed 5]``
 
-A diagnostic, not a test: it plans PDD for the scenario as tests/test_kv_transfer_law.py does,
+A diagnostic, not a test: it plans PDD for the scenario as tests/unit/latency/test_kv_transfer_law.py does,
 replays it, and measures the transfers the line received (the first 5% dropped as warm-up):
 
 * the stream: gap SCV (against QNA's departure SCV of the prefill pool), the correlation of a
@@ -18,10 +18,10 @@ replays it, and measures the transfers the line received (the first 5% dropped a
 * the fluid work (bytes at the line's rate) found by arrivals, big (top 10%) and the rest;
 * the work's index of dispersion over windows of ``t`` seconds, ``Var[A(t)] / (lambda t
   E[x^2])`` (1 for a Poisson stream of i.i.d. sizes), against the planner's analytic curve
-  (:func:`line_input.work_dispersion`, the pool as M/M/c) and its value at the line's time
-  scale ``t*`` (:func:`line_input.dispersion_ratio`, the factor the plan's line law now takes);
+  (:func:`input_stream.work_dispersion`, the pool as M/M/c) and its value at the line's time
+  scale ``t*`` (:func:`input_stream.dispersion_ratio`, the factor the plan's line law now takes);
 * per size decile: the transfers' own prefill, the work they found on the line (beyond the
-  average transfer's) against :func:`line_found.found_shift` (their instance's silence), and
+  average transfer's) against :func:`found_work.found_shift` (their instance's silence), and
   their mean delay beyond the bare transfer in the replay, a Poisson-fed control (same sizes)
   and the plan's law (its strata's delays at each transfer's size), with the share of the
   transfers over the replay's P99 that each decile holds.
@@ -37,14 +37,15 @@ from tempfile import TemporaryDirectory
 import numpy as np
 import yaml
 
-from pdd_plan import lindley, line_found, line_input
-from pdd_plan.optimize import metrics
-from pdd_plan.optimize.objectives import solve_architecture
-from pdd_plan.optimize.planner import Caps
-from pdd_plan.profiles import example_path
-from pdd_plan.queueing import limited_ps_numbers
-from pdd_plan.resolve import load_scenario, resolve
-from pdd_plan.schema.plan import ArchitecturePlan
+from pdd_plan.inputs.context import build_context, load_scenario
+from pdd_plan.inputs.profiles import example_path
+from pdd_plan.inputs.schema.plan import ArchitecturePlan
+from pdd_plan.latency.closed_forms import limited_ps_numbers
+from pdd_plan.latency.line import found_work, input_stream
+from pdd_plan.latency.prefill import gig1
+from pdd_plan.optimize import summary as optimize_summary
+from pdd_plan.optimize.search.caps import Caps
+from pdd_plan.optimize.search.objectives import solve_architecture
 from pdd_plan.sim import queues, replay
 from pdd_plan.sim.run import run
 from pdd_plan.workload.classes import build_classes
@@ -95,7 +96,7 @@ def _fluid_found(ready: np.ndarray, size: np.ndarray, cap: float) -> tuple[np.nd
     return found, area / float(ready[-1] - ready[0])
 
 
-def _deciles(r, x, own, line, raw, cls, pois) -> None:
+def _deciles(r, x, own, line, raw, classes, pois) -> None:
     """Per size decile: prefill, work found (replay, model), delay (replay, Poisson, law)."""
     f = min(line.capacity_bytes_s, line.flow_cap_bytes_s)
     ls = lambda rr, xx: queues.run_line(  # noqa: E731
@@ -107,15 +108,15 @@ def _deciles(r, x, own, line, raw, cls, pois) -> None:
     perm = np.random.default_rng(7).permutation(len(x))
     dp = np.empty(len(x))
     dp[perm] = ls(pois, x[perm]) - pois - x[perm] / f
-    ft, _ = metrics._mixture(raw, cls, metrics._shares(raw, raw.rate))
+    ft, _ = optimize_summary._mixture(raw, classes, optimize_summary._shares(raw, raw.rate))
     o = np.argsort(ft.line_bytes)
-    law = np.interp(x, ft.line_bytes[o], ft.jitter("p_md")[o])
+    law = np.interp(x, ft.line_bytes[o], ft.line_wait("p_md")[o])
     usable = line.usable_bytes_s
     found = _fluid_found(r, x, usable)[0]
     tau = x / usable
     pool = raw.pool
-    _, t_star = line_input.ratio_and_scale(tau, np.ones_like(tau), raw.line_rho, 1.0, pool)
-    shift = line_found.found_shift(own, np.ones_like(own), raw.line_rho, pool.count, t_star)
+    _, t_star = input_stream.ratio_and_scale(tau, np.ones_like(tau), raw.line_rho, 1.0, pool)
+    shift = found_work.found_shift(own, np.ones_like(own), raw.line_rho, pool.count, t_star)
     dec = np.minimum((np.argsort(np.argsort(x)) * 10) // len(x), 9)
     top = delay + x / f > np.quantile(delay + x / f, 0.99)
     print(
@@ -176,11 +177,11 @@ def main(argv: list[str] | None = None) -> int:
     with TemporaryDirectory() as tmp:
         path = str(Path(tmp) / "s.yaml")
         Path(path).write_text(yaml.safe_dump(data))
-        ctx = resolve(load_scenario(path), path)
+        ctx = build_context(load_scenario(path), path)
     cls = build_classes(ctx)
     caps = Caps(decode=ctx.scenario.search.decode_utilization)
     raw = solve_architecture(ctx, "pdd", cls, ctx.scenario.workload.rate_rps, caps)
-    s = metrics.summarize(raw, cls, raw.rate, ctx.prefill_dc)
+    s = optimize_summary.summarize(raw, cls, raw.rate, ctx.prefill_dc)
     res = run(ctx, ArchitecturePlan.model_validate(s), "pdd", a.n)
     line, pool = raw.line, raw.pool
     li = _SEEN["line"][0][0]
@@ -197,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     gaps = np.diff(r)
     es = float(np.dot(pool.weight, pool.service_s))
     cs2 = float(np.dot(pool.weight, pool.service_s**2)) / es**2 - 1.0
-    qna = lindley.departure_ca2(pool.count, min(pool.rho, 1.0), pool.ca2, cs2)
+    qna = gig1.departure_ca2(pool.count, min(pool.rho, 1.0), pool.ca2, cs2)
     print(f"gap SCV {_scv(gaps):.3f} (QNA departure {qna:.3f}); size SCV {_scv(x):.2f}")
     own = pf.ready[order] - pf.start[order]  # its own prefill service: its instance's gap
     print(
@@ -245,10 +246,12 @@ def main(argv: list[str] | None = None) -> int:
     print("work dispersion vs Poisson: " + ", ".join(idw))
     es = float(np.dot(pool.weight, pool.service_s)) / float(np.sum(pool.weight))
     ts = np.array([0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0])
-    model = line_input.work_dispersion(pool.rate_rps, es, pool.count, _scv(x), ts)
+    model = input_stream.work_dispersion(pool.rate_rps, es, pool.count, _scv(x), ts)
     print("analytic (M/M/c pool): " + ", ".join(f"{w:g} s {v:.2f}" for w, v in zip(ts, model)))
     tau = x / line.usable_bytes_s
-    i_star = line_input.dispersion_ratio(pool.rate_rps, es, pool.count, tau, np.ones_like(tau), rho)
+    i_star = input_stream.dispersion_ratio(
+        pool.rate_rps, es, pool.count, tau, np.ones_like(tau), rho
+    )
     t_star = rho * float((tau * tau).mean()) / (2 * float(tau.mean()) * (1 - rho) ** 2)
     print(f"at the line's time scale t* {t_star:.2f} s: I(t*) {i_star:.3f}")
     _deciles(r, x, own, line, raw, cls, pois)

@@ -1,6 +1,6 @@
 """How the optimizer scales, and whether the fleet MILP agrees with brute force.
 
-Run: python benchmarks/optimizer_scale.py [--repeat N] [--seeds N] [--skip-dinkelbach]
+Run: python -m benchmarks.optimizer_scale [--repeat N] [--seeds N] [--skip-dinkelbach]
 
 Prints markdown tables:
 1. `optimize(ctx, verify=False)` on the bundled default scenario and on
@@ -10,7 +10,7 @@ Prints markdown tables:
 2. The Dinkelbach path (best goodput per dollar, the rate free) on the default scenario with
    `workload.rate_rps` removed: iterations, optimality gap, MILPs, wall time. Target: <= 3 s
    per architecture.
-3. Brute force (`pdd_plan.optimize.bruteforce`: every integer decision, an independent LP for
+3. Brute force (`benchmarks.oracles.bruteforce`: every integer decision, an independent LP for
    the rest) against the MILP on seeded random small tables and on every combination the
    planner enumerates for a tiny llama-3.1-8b scenario: time and agreement.
 """
@@ -26,19 +26,15 @@ from pathlib import Path
 
 import yaml
 
-from pdd_plan.errors import InfeasibleError
-from pdd_plan.optimize import (
-    bruteforce,
-    fixed_rate,
-    metrics,
-    model,
-    optimize,
-    solve_architecture,
-)
-from pdd_plan.optimize.planner import Caps, plan_architecture
-from pdd_plan.profiles import example_path
-from pdd_plan.resolve import Context, resolve
-from pdd_plan.schema.scenario import Scenario
+from benchmarks.oracles import bruteforce
+from pdd_plan.common.errors import InfeasibleError
+from pdd_plan.inputs.context import Context, build_context
+from pdd_plan.inputs.profiles import example_path
+from pdd_plan.inputs.schema.scenario import Scenario
+from pdd_plan.optimize import milp, optimize, solve_architecture, summary
+from pdd_plan.optimize.search import fixed_rate
+from pdd_plan.optimize.search.caps import Caps
+from pdd_plan.optimize.search.plan import plan_architecture
 from pdd_plan.workload.classes import build_classes
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,7 +44,7 @@ DINKELBACH_TARGET_S = 3.0  # per architecture, default scenario with the rate fr
 
 
 def _ctx(d: dict, file: str = "") -> Context:
-    return resolve(Scenario.model_validate(d), file)
+    return build_context(Scenario.model_validate(d), file)
 
 
 def _shape(ctx: Context, n_classes: int) -> str:
@@ -73,7 +69,7 @@ def scale_rows(name: str, d: dict, file: str, repeat: int) -> list[str]:
             t0 = time.perf_counter()
             try:
                 p = solve_architecture(ctx, a, cls, rate, caps)
-                s = metrics.summarize(p, cls, p.rate, ctx.prefill_dc)
+                s = summary.summarize(p, cls, p.rate, ctx.prefill_dc)
                 info[a] = (p.milps, f"{s['cost_per_hour']:,.2f}", f"{s['bcr']:,.1f}")
             except InfeasibleError:
                 info[a] = (0, "infeasible", "-")
@@ -126,7 +122,7 @@ def dinkelbach_rows(d: dict) -> list[str]:
 
 
 def _tiny() -> dict:
-    """benchmarks/scenarios/tiny.yaml (the same case tests/test_optimizer.py checks)."""
+    """benchmarks/scenarios/tiny.yaml (the same case tests/unit/optimize/test_optimizer.py checks)."""
     return yaml.safe_load((Path(__file__).parent / "scenarios" / "tiny.yaml").read_text())
 
 
@@ -153,7 +149,7 @@ def _compare(t) -> tuple[float, float, bool, float | None]:
     ref = bruteforce.solve(t)
     tb = time.perf_counter() - t0
     t0 = time.perf_counter()
-    sol = model.solve(t)
+    sol = milp.solve(t)
     tm = time.perf_counter() - t0
     if ref is None or sol is None:
         agree = ref is None and sol is None
@@ -187,7 +183,7 @@ def _combination_rows(label: str, d: dict) -> list[str]:
     ctx = _ctx(d)
     cls = build_classes(ctx)
     rate = float(d["workload"]["rate_rps"])
-    real_solve, real_lb = model.solve, fixed_rate.decode_lb_per_rps
+    real_solve, real_lb = milp.solve, fixed_rate.decode_lb_per_rps
     for a in ctx.scenario.architectures:
         seen = []
 
@@ -195,14 +191,14 @@ def _combination_rows(label: str, d: dict) -> list[str]:
             _seen.append(t)
             return real_solve(t, *args, **kw)
 
-        model.solve = spy
+        milp.solve = spy
         fixed_rate.decode_lb_per_rps = lambda *x, **k: float("-inf")
         try:
             plan_architecture(ctx, a, cls, rate, Caps())
         except InfeasibleError:
             pass
         finally:
-            model.solve, fixed_rate.decode_lb_per_rps = real_solve, real_lb
+            milp.solve, fixed_rate.decode_lb_per_rps = real_solve, real_lb
         t0 = time.perf_counter()
         try:
             best = plan_architecture(ctx, a, cls, rate, Caps()).cost_per_hour

@@ -1,7 +1,7 @@
 """Serving checks: the measurement rows that are not instance throughput, predicted with the
 serving simulation (issue 12).
 
-Usage: ``python benchmarks/serving_checks.py [--requests MIN] [--seed S] [--no-held-out]``
+Usage: ``python -m benchmarks.serving_checks [--requests MIN] [--seed S] [--no-held-out]``
 
 ``data/calibration/readings.yaml`` marks each row of ``calibration_measurements.csv``
 ``predict`` (the perf model: ``benchmarks/accuracy.py``), ``simulate`` (a serving figure) or
@@ -34,28 +34,22 @@ import math
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import ModuleType, SimpleNamespace
 
 import numpy as np
 
-from pdd_plan import profiles
-from pdd_plan.perf import calibration as cal
+from pdd_plan.calibration import fit as cal
+from pdd_plan.inputs import profiles
+from pdd_plan.inputs.context import Context
+from pdd_plan.inputs.schema.plan import InstanceGroup
 from pdd_plan.perf import roofline
 from pdd_plan.perf.instance import Instance
-from pdd_plan.resolve import Context
-from pdd_plan.schema.plan import InstanceGroup
 from pdd_plan.sim.run import run
 
 
 def _sibling(name: str) -> ModuleType:
-    """A module beside this file (benchmarks/ is not a package), loaded once."""
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod  # dataclasses look their module up while the class is made
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
+    """A module beside this file in the benchmarks package."""
+    return importlib.import_module(f"benchmarks.{name}")
 
 
 scen = _sibling("serving_scenarios")

@@ -16,11 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pdd_plan.perf import arch
-from pdd_plan.perf import calibration as cal
-from pdd_plan.perf.readings import Reading, load_readings
-from pdd_plan.resolve import Context, resolve
-from pdd_plan.schema.plan import (
+from pdd_plan.calibration import fit as cal
+from pdd_plan.calibration.readings import Reading, load_readings
+from pdd_plan.inputs.context import Context, build_context
+from pdd_plan.inputs.schema.plan import (
     TPOT,
     TTFT,
     ArchitecturePlan,
@@ -30,7 +29,8 @@ from pdd_plan.schema.plan import (
     Solver,
     TransferSeconds,
 )
-from pdd_plan.schema.scenario import Scenario
+from pdd_plan.inputs.schema.scenario import Scenario
+from pdd_plan.perf import layers
 
 CSV = cal.calibration_dir() / "calibration_measurements.csv"
 DC = "dc"  # the one datacenter: IDC-PD moves KV over RDMA, no line
@@ -157,12 +157,12 @@ def scenario(r: Row) -> Scenario:
 def context(r: Row, gpu_profile=None) -> Context:
     """The scenario resolved, with the reading's weight and KV dtypes (the engine's settings)
     and, when given, another profile for the row's GPU (held-out factors)."""
-    ctx = resolve(scenario(r), "")
+    ctx = build_context(scenario(r), "")
     m = ctx.model
     if r.reading.dtype is not None:
         w = m.weights.model_copy(update={"dtype": r.reading.dtype})
         m = m.model_copy(update={"weights": w})
-    m = arch.with_kv_dtype(m, r.reading.kv_dtype)
+    m = layers.with_kv_dtype(m, r.reading.kv_dtype)
     gpus = dict(ctx.gpus)
     if gpu_profile is not None:
         gpus[r.reading.gpu] = gpu_profile

@@ -1,6 +1,6 @@
 """The simulator's engines against queueing closed forms (the figures behind tests/test_sim_queues).
 
-Usage: ``python benchmarks/sim_closed_forms.py [--n 2000000] [--seed 11]``
+Usage: ``python -m benchmarks.sim_closed_forms [--n 2000000] [--seed 11]``
 
 * prefill FIFO (Lindley, vectorized): M/M/1 and M/D/1 mean wait;
 * prefill least-loaded heap, 2 servers: M/M/2 mean wait (Erlang C);
@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from pdd_plan.sim.decode import DecodeInputs, Engine, run_decode
+from pdd_plan.sim.decode.decoder import DecodeInputs, Engine, run_decode
 from pdd_plan.sim.queues import LineInputs, fifo_least_loaded, lindley_wait, run_line
 
 

@@ -1,6 +1,6 @@
 """The hit-rate *shape*, not its mean, sets the line's KV-transfer percentiles (DESIGN §4.3).
 
-Usage: ``python benchmarks/sim_line_effect.py [--n 100000] [--seed 0]``
+Usage: ``python -m benchmarks.sim_line_effect [--n 100000] [--seed 0]``
 
 Same fleet, same line, same rate, same mean prefill-side hit rate (90%): only the spread of
 the hit rates differs.
@@ -23,10 +23,10 @@ import json
 
 import yaml
 
-from pdd_plan import profiles
+from pdd_plan.inputs import profiles
+from pdd_plan.inputs.context import build_context
+from pdd_plan.inputs.schema import Scenario
 from pdd_plan.optimize import optimize
-from pdd_plan.resolve import resolve
-from pdd_plan.schema import Scenario
 from pdd_plan.sim import run
 from pdd_plan.workload.distributions import mean
 
@@ -46,13 +46,13 @@ def main(argv: list[str] | None = None) -> int:
 
     path = profiles.example_path()
     base = yaml.safe_load(path.read_text())
-    ctx0 = resolve(Scenario.model_validate(base), str(path))
+    ctx0 = build_context(Scenario.model_validate(base), str(path))
     plan = optimize(ctx0)  # one fleet and line for both shapes
     p = plan.arch(args.architecture)
     rows = {}
     for name, hist in SHAPES.items():
         d = {**base, "workload": {**base["workload"], "prefix_hit": {"histogram": hist}}}
-        ctx = resolve(Scenario.model_validate(d), str(path))
+        ctx = build_context(Scenario.model_validate(d), str(path))
         s = run(ctx, plan, args.architecture, args.n, args.seed).summary()
         rows[name] = {
             "mean_hit": round(mean(ctx.scenario.workload.prefix_hit), 4),

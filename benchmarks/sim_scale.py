@@ -1,6 +1,6 @@
 """Simulator at scale: one million requests of the default scenario, wall time and peak memory.
 
-Usage: ``python benchmarks/sim_scale.py [--n 1000000] [--architecture pdd] [--scenario FILE]``
+Usage: ``python -m benchmarks.sim_scale [--n 1000000] [--architecture pdd] [--scenario FILE]``
 
 Optimizes the scenario (not timed against the budget), then times ``pdd_plan.sim.run`` on ``n``
 sampled requests: workload sampling, perf tables, prefill (least-loaded FIFO heap), line
@@ -19,9 +19,9 @@ import resource
 import sys
 import time
 
-from pdd_plan import profiles
+from pdd_plan.inputs import profiles
+from pdd_plan.inputs.context import build_context, load_scenario
 from pdd_plan.optimize import optimize
-from pdd_plan.resolve import load_scenario, resolve
 from pdd_plan.sim import run
 
 
@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     t = time.perf_counter()
-    ctx = resolve(load_scenario(args.scenario), args.scenario)
+    ctx = build_context(load_scenario(args.scenario), args.scenario)
     plan = optimize(ctx)
     print(f"optimize: {time.perf_counter() - t:.2f} s (not part of the simulation time)")
     rss0 = _maxrss_mib()

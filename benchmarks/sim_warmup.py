@@ -1,7 +1,7 @@
 """How much of a 20,000-request replay's gap to steady state is its empty start, and how much is
 plain window-to-window variance; and what the warm-up truncation (one-sided MSER-5) does.
 
-Usage: ``python benchmarks/sim_warmup.py [--util 0.9] [--cv 1] [--seeds 16] [--arch pdd]``
+Usage: ``python -m benchmarks.sim_warmup [--util 0.9] [--cv 1] [--seeds 16] [--arch pdd]``
 
 The default scenario's plan is made (``optimize``), then replayed with its rate scaled so the
 prefill pool runs ``--util`` busy (the plan's fleet fixed). Compared, as a fraction of the
@@ -26,11 +26,11 @@ import argparse
 
 import numpy as np
 
-from pdd_plan import profiles
+from pdd_plan.inputs import profiles
+from pdd_plan.inputs.context import build_context
+from pdd_plan.inputs.schema import Scenario
+from pdd_plan.inputs.schema.io import read_yaml
 from pdd_plan.optimize import optimize
-from pdd_plan.resolve import resolve
-from pdd_plan.schema import Scenario
-from pdd_plan.schema.io import read_yaml
 from pdd_plan.sim import run
 from pdd_plan.sim.warmup import BATCH, mser, truncate
 
@@ -67,7 +67,7 @@ def replay_table(arch: str, util: float, cv: float, seeds: int) -> None:
     path = str(profiles.example_path())
     d = read_yaml(path)
     d["workload"]["arrival_cv"] = cv
-    ctx = resolve(Scenario.model_validate(d), path)
+    ctx = build_context(Scenario.model_validate(d), path)
     p = optimize(ctx).arch(arch)
     p = p.model_copy(update={"goodput_rps": p.goodput_rps * util / p.prefill_utilization})
     refs, steady, steady_kept, steady_cuts = [], [], [], []

@@ -1,6 +1,6 @@
 """`pdd-plan trace stats` on a 1M-line Mooncake trace with prefix-block hash ids.
 
-Usage: ``python benchmarks/trace_mooncake_scale.py [--n 1000000] [--keep PATH]``
+Usage: ``python -m benchmarks.trace_mooncake_scale [--n 1000000] [--keep PATH]``
 
 Writes a Mooncake JSONL trace like the published conversation trace (sessions that share
 a growing prefix: each turn repeats its session's earlier blocks and adds new ones; 512-token

@@ -1,6 +1,6 @@
 """Trace reading at scale: write a 1M-request generic JSONL trace, read it back, summarise.
 
-Usage: ``python benchmarks/trace_scale.py [--n 1000000] [--no-tracemalloc]``
+Usage: ``python -m benchmarks.trace_scale [--n 1000000] [--no-tracemalloc]``
 
 Prints the wall time of each step and the memory: the process's peak resident set
 (``ru_maxrss``) before and after reading, and, in a second read under ``tracemalloc``

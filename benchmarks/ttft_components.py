@@ -1,13 +1,13 @@
 """The plan's TTFT against a replay's, component by component (issue 13, the microbenchmark).
 
-Usage: ``python benchmarks/ttft_components.py [--scenario wan-microbench] [--rate R]
+Usage: ``python -m benchmarks.ttft_components [--scenario wan-microbench] [--rate R]
 [--cv CV] [--n 100000]`` (rate and arrival CV default to the scenario's; the microbenchmark's
 40 req/s case: ``--rate 40``)
 
-A diagnostic, not a test: it plans PDD for the scenario as tests/test_kv_transfer_law.py does,
+A diagnostic, not a test: it plans PDD for the scenario as tests/unit/latency/test_kv_transfer_law.py does,
 replays it (the warm-up left out) and prints, as P50/P90/P99 (s):
 
-* the prefill wait: the plan's law (:attr:`pipeline.PrefillPool.wait_law`), the same law on the
+* the prefill wait: the plan's law (:attr:`prefill_pool.PrefillPool.wait_law`), the same law on the
   replay's own service draws at its own arrival rate, and the replay's (with P(wait) and the
   conditional wait's mean and SCV);
 * the prefill, the KV transfer and the first decode step (KV at main decode -> first token,
@@ -27,16 +27,15 @@ from tempfile import TemporaryDirectory
 import numpy as np
 import yaml
 
-sys.path.insert(0, str(Path(__file__).parent))
-import line_input_stream as stream  # noqa: E402
-
-from pdd_plan import lindley, pipeline  # noqa: E402
-from pdd_plan.mgc_wait import WaitLaw, ggc_wait_law
-from pdd_plan.optimize import metrics
-from pdd_plan.optimize.objectives import solve_architecture
-from pdd_plan.optimize.planner import Caps
-from pdd_plan.resolve import load_scenario, resolve
-from pdd_plan.schema.plan import ArchitecturePlan
+from benchmarks import line_input_stream as stream
+from pdd_plan.inputs.context import build_context, load_scenario
+from pdd_plan.inputs.schema.plan import ArchitecturePlan
+from pdd_plan.latency import ttft as ttft_law
+from pdd_plan.latency.prefill import gig1  # noqa: E402
+from pdd_plan.latency.prefill.gigc import WaitLaw, ggc_wait_law
+from pdd_plan.optimize import summary
+from pdd_plan.optimize.search.caps import Caps
+from pdd_plan.optimize.search.objectives import solve_architecture
 from pdd_plan.sim.queues import P_MD
 from pdd_plan.sim.run import run
 from pdd_plan.workload.classes import build_classes
@@ -49,7 +48,7 @@ def _pct(x: np.ndarray) -> str:
     return " / ".join(f"{float(np.percentile(x, 100 * q)):.4f}" for q in QS)
 
 
-def _law(law: WaitLaw | lindley.WaitLaw) -> str:
+def _law(law: WaitLaw | gig1.WaitLaw) -> str:
     return " / ".join(f"{law.quantile(q):.4f}" for q in QS)
 
 
@@ -64,7 +63,7 @@ def main(argv: list[str] | None = None) -> None:
     with TemporaryDirectory() as tmp:
         path = str(Path(tmp) / "s.yaml")
         Path(path).write_text(yaml.safe_dump(data))
-        ctx = resolve(load_scenario(path), path)
+        ctx = build_context(load_scenario(path), path)
     cls = build_classes(ctx)
     raw = solve_architecture(
         ctx,
@@ -73,7 +72,7 @@ def main(argv: list[str] | None = None) -> None:
         ctx.scenario.workload.rate_rps,
         Caps(decode=ctx.scenario.search.decode_utilization),
     )
-    s = metrics.summarize(raw, cls, raw.rate, ctx.prefill_dc)
+    s = summary.summarize(raw, cls, raw.rate, ctx.prefill_dc)
     res = run(ctx, ArchitecturePlan.model_validate(s), "pdd", a.n)
     k = res.kept()
     pool = raw.pool
@@ -96,7 +95,7 @@ def main(argv: list[str] | None = None) -> None:
         f"  wait  replay      {_pct(wait)}  P(wait) {len(w) / len(wait):.3f}  mean "
         f"{wait.mean():.4f}  conditional SCV {w.var() / w.mean() ** 2:.2f}"
     )
-    mix = pipeline.mixture_quantiles(pool.service_s, pool.weight, QS)
+    mix = ttft_law.mixture_quantiles(pool.service_s, pool.weight, QS)
     print(f"  prefill plan {' / '.join(f'{x:.4f}' for x in mix)}  replay {_pct(svc)}")
     kv = s["kv_transfer_s"]
     print(

@@ -1,7 +1,7 @@
 """Results several test modules read, computed once per session.
 
 `report --html` on the default scenario's unverified plan replays every architecture and draws
-the 5x5 regime map around it (25 optimize runs): tests/test_report.py and tests/test_regimes.py
+the 5x5 regime map around it (25 optimize runs): tests/integration/test_report.py and tests/unit/sweep/test_regimes.py
 both read that page, so it is built once, with every option either needs."""
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from pdd_plan import profiles
 from pdd_plan.cli.common import dumps
 from pdd_plan.cli.main import app
+from pdd_plan.inputs import profiles
+from pdd_plan.inputs.context import build_context, load_scenario
 from pdd_plan.optimize import optimize
 from pdd_plan.report import figures
-from pdd_plan.resolve import load_scenario, resolve
 
 
 @contextmanager
@@ -28,7 +28,7 @@ def _serial_regime_map() -> Iterator[None]:
     """`report --html` with its regime map's 25 cells run in this process, not a process pool:
     each pool worker imports the package first (seconds on a busy 2-core box), and the cells
     share this process's memoized timings. The map is the same byte for byte whatever the
-    executor (tests/test_sweep.py); test_report.py's rerun uses the pool and compares."""
+    executor (tests/unit/sweep/test_sweep.py); test_report.py's rerun uses the pool and compares."""
     with pytest.MonkeyPatch.context() as m:
         m.setattr(
             figures, "regime_figure", functools.partial(figures.regime_figure, executor="serial")
@@ -54,7 +54,7 @@ def serial_regime_map():
 def example_plan() -> dict:
     """The default scenario planned without verification (a plan file's dict)."""
     path = profiles.example_path()
-    return optimize(resolve(load_scenario(path), str(path)), verify=False).dump()
+    return optimize(build_context(load_scenario(path), str(path)), verify=False).dump()
 
 
 @pytest.fixture(scope="session")
@@ -67,3 +67,16 @@ def unverified_html(example_plan, tmp_path_factory) -> HtmlReport:
         r = CliRunner().invoke(app, [*args, "--sim-requests", "300", "-f", "json"])
     assert r.exit_code == 0, r.output
     return HtmlReport(example_plan, out.read_text(encoding="utf-8"), pngs, r.stdout)
+
+
+KINDS = ("unit", "integration", "slow")  # every test is one of these (`pytest -m unit`: fast)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test says what kind it is; an unmarked one fails collection, named."""
+    bare = [i.nodeid for i in items if not any(i.get_closest_marker(k) for k in KINDS)]
+    if bare:
+        raise pytest.UsageError(
+            f"{len(bare)} tests carry none of the markers {', '.join(KINDS)}: "
+            + ", ".join(bare[: 20 if not config.getoption("verbose") else None])
+        )

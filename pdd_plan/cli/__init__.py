@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from . import common
-from .main import app
+from pdd_plan.cli import common
+from pdd_plan.cli.main import app
 
 
 def main() -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import typer
 
-from ..errors import InputError
-from .common import check_format, dumps, echo, flag_names, write_atomic
+from pdd_plan.cli.common import check_format, dumps, echo, flag_names, write_atomic
+from pdd_plan.common.errors import InputError
 
 # fields the domain code names -> the flags that supply them
 FLAGS = {
@@ -25,8 +25,8 @@ FLAGS = {
 
 
 def _check_flags(model, gpu, gpus, tp, ep, dtype, kv_dtype, input_tokens, output_tokens) -> None:
-    from .. import profiles
-    from ..perf import arch
+    from pdd_plan.inputs import profiles
+    from pdd_plan.perf import layers
 
     if model is not None:
         profiles.model(model, "--model")
@@ -44,12 +44,12 @@ def _check_flags(model, gpu, gpus, tp, ep, dtype, kv_dtype, input_tokens, output
         if v is not None and v < 1:
             raise InputError(None, flag, f"must be >= 1, got {v}", "give a positive number")
     for v, flag in ((dtype, "--dtype"), (kv_dtype, "--kv-dtype")):
-        if v is not None and v not in arch.DTYPE_BYTES:
+        if v is not None and v not in layers.DTYPE_BYTES:
             raise InputError(None, flag, f"unknown dtype '{v}'", "use bf16, fp8 or fp4")
 
 
 def _fit_all(rows, gpus: list[str], write: bool, out_dir: Path | None, name: str) -> list[dict]:
-    from ..perf import calibration as cal
+    from pdd_plan.calibration import fit as cal
 
     results = []
     for g in gpus:
@@ -75,7 +75,7 @@ def _fit_all(rows, gpus: list[str], write: bool, out_dir: Path | None, name: str
 def _render(results: list[dict], name: str) -> None:
     from rich.console import Console
 
-    from ..report import fit
+    from pdd_plan.report import fit
 
     cols = ("gpu", "rows", "mfu", "mbu", "overhead ms", "chunk_half", "median |err|", "max")
     rows = []
@@ -134,7 +134,7 @@ def calibrate(
     format: str = typer.Option("table", "--format", "-f", help="table | json | yaml"),
 ) -> None:
     """Fit mfu, mbu, step overhead and chunk_half_tokens of each GPU to measured throughput."""
-    from ..perf import engine_results as er
+    from pdd_plan.calibration import engine_results as er
 
     fmt = check_format(format)
     files = [str(f) for f in (measurements or [])] + [str(f) for f in (from_files or [])]

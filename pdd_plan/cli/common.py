@@ -14,11 +14,8 @@ from typing import Any
 import typer
 import yaml
 
-from ..atomic import (
-    forget_inputs,
-    write_atomic,  # noqa: F401  (the commands write their files with it)
-)
-from ..errors import InputError, PddPlanError
+from pdd_plan.common.atomic import forget_inputs, write_atomic  # noqa: F401  (the commands write their files with it)
+from pdd_plan.common.errors import InputError, PddPlanError
 
 DEBUG = {"on": False}
 FORMATS = ("table", "json", "yaml")
@@ -75,7 +72,7 @@ def stdout_error(e: OSError) -> InputError:
     )
 
 
-# errors only a write gives; files are written through pdd_plan.atomic, which names them, so
+# errors only a write gives; files are written through pdd_plan.common.atomic, which names them, so
 # one of these reaching `guarded` came from printing (rich's console writes sys.stdout itself)
 _WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EPIPE, errno.EFBIG}
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from .. import limits
-from ..errors import InputError
-from .common import check_format, dumps, echo, guarded
+from pdd_plan.cli.common import check_format, dumps, echo, guarded
+from pdd_plan.common import limits
+from pdd_plan.common.errors import InputError
 
 REPORT_FORMATS = ("table", "json", "markdown")
 
@@ -57,9 +57,9 @@ def emit_cmd(
 ) -> None:
     """Deployment files for one architecture of a plan: SGLang launch scripts and router, or
     Kubernetes LeaderWorkerSet / RoleBasedGroup / DisaggregatedSet manifests per datacenter."""
-    from .. import emit as em
-    from ..emit.plan import EmitOptions, context
-    from ..plan_sites import check_sites
+    from pdd_plan import emit as em
+    from pdd_plan.emit.plan import EmitOptions, context
+    from pdd_plan.inputs.plan_fit import check_sites
 
     em.check_target(target)
     opts = EmitOptions(
@@ -70,7 +70,7 @@ def emit_cmd(
         trust_remote_code=trust_remote_code,
     )
     data = em.load_plan(plan)
-    from ..emit.plan import arch_plan
+    from pdd_plan.emit.plan import arch_plan
 
     arch_plan(data, architecture, plan)  # a missing architecture fails before any work
     ctx = context(data, plan)
@@ -117,9 +117,9 @@ def report_cmd(
 ) -> None:
     """Inputs recap, the plan per architecture, costs, analytic and simulated percentiles,
     binding constraints; --html adds plots (TTFT CDF, prefix hits, bathtub, costs, line use)."""
-    from .. import emit as em
-    from ..emit.plan import context
-    from ..report.model import build_report
+    from pdd_plan import emit as em
+    from pdd_plan.emit.plan import context
+    from pdd_plan.report.sections import build_report
 
     fmt = check_format(format, REPORT_FORMATS)
     if sim_requests < 100:
@@ -135,7 +135,7 @@ def report_cmd(
     rep = build_report(data)
     figures = []
     if html is not None or plots is not None:
-        from ..report.figures import build_figures
+        from pdd_plan.report.figures import build_figures
 
         ctx = context(data, plan)
         figures = build_figures(data, ctx, sim_requests, regimes=regimes)
@@ -143,18 +143,18 @@ def report_cmd(
         folder = em.prepare_dir(plots)
         em.write(folder, {f"{f.key}.png": em.File(f.png) for f in figures})
     if html is not None:
-        from ..report.html import render_html
+        from pdd_plan.report.html import render_html
 
         em.write(
             html.parent if str(html.parent) else Path("."),
             {html.name: em.File(render_html(rep, figures))},
         )
     if fmt == "table":
-        from ..report.render import render_rich
+        from pdd_plan.report.render import render_rich
 
         render_rich(rep, Console())
     elif fmt == "markdown":
-        from ..report.render import markdown
+        from pdd_plan.report.render import markdown
 
         echo(markdown(rep))
     else:

@@ -5,24 +5,24 @@ from __future__ import annotations
 import typer
 from rich.console import Console
 
-from ..errors import InputError
-from .common import check_format, dumps, echo, guarded
+from pdd_plan.cli.common import check_format, dumps, echo, guarded
+from pdd_plan.common.errors import InputError
 
 
 def _load(path: str):
     """(context, fleets) from a plan (`optimize --out`) or a scenario with a `fleet:` section."""
-    from ..evaluate import fleet
-    from ..resolve import resolve
-    from ..schema import Scenario
-    from ..schema.io import parse, read_yaml
-    from ..schema.plan import parse_plan
+    from pdd_plan.evaluate import fleet
+    from pdd_plan.inputs.context import build_context
+    from pdd_plan.inputs.schema import Scenario
+    from pdd_plan.inputs.schema.io import parse, read_yaml
+    from pdd_plan.inputs.schema.plan import parse_plan
 
     data = read_yaml(path)
     if isinstance(data, dict) and "plans" in data and "inputs" in data:
         plan = parse_plan(data, path)
-        ctx = resolve(plan.inputs, path)
+        ctx = build_context(plan.inputs, path)
         return ctx, fleet.from_plan(ctx, plan, path)
-    ctx = resolve(parse(Scenario, data, path), path)
+    ctx = build_context(parse(Scenario, data, path), path)
     return fleet.from_scenario(ctx)
 
 
@@ -47,7 +47,7 @@ def evaluate_cmd(
     """The highest request rate each architecture's fleet serves within the scenario's P90/P99
     TTFT and TPOT SLAs: analytic bisection, confirmed by the simulator at that rate and one step
     above. Cost, BCR, percentiles, path shares, and what gives out first."""
-    from ..evaluate import Options, evaluate
+    from pdd_plan.evaluate import Options, evaluate
 
     fmt = check_format(format)
     if requests < 100:
@@ -87,7 +87,7 @@ ROWS = (
 
 
 def render(out: dict, console: Console) -> None:
-    from ..report import fit
+    from pdd_plan.report import fit
 
     archs = out["architectures"]
     sla = out["sla"]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from .common import echo, flag_names, guarded, write_atomic
+from pdd_plan.cli.common import echo, flag_names, guarded, write_atomic
 
 line_app = typer.Typer(no_args_is_help=True, help="Leased-line profiles from measurements.")
 
@@ -44,7 +44,7 @@ def calibrate_cmd(
 ) -> None:
     """Write a line profile (the YAML of profiles/lines/) from iperf3 JSON: per-connection and
     aggregate goodput, RTT, retransmit rate, MSS, with each number's derivation in `source`."""
-    from ..network_calibrate import calibrate, read_iperf3, to_yaml
+    from pdd_plan.calibration.iperf3 import calibrate, read_iperf3, to_yaml
 
     with flag_names(**FLAGS):
         runs = [read_iperf3(f) for f in iperf3 or []]

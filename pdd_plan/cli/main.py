@@ -7,10 +7,11 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from .. import limits, profiles
-from ..atomic import check_output
-from ..errors import InputError
-from .common import DEBUG, check_format, dumps, echo, guarded, write_atomic
+from pdd_plan.cli.common import DEBUG, check_format, dumps, echo, guarded, write_atomic
+from pdd_plan.common import limits
+from pdd_plan.common.atomic import check_output
+from pdd_plan.common.errors import InputError
+from pdd_plan.inputs import profiles
 
 app = typer.Typer(
     add_completion=False,
@@ -49,8 +50,8 @@ def optimize(
     ),
 ) -> None:
     """Size prefill / relay-decode / main-decode pools and the line; compare with CDC-PD and IDC-PD."""
-    from ..optimize import optimize as run
-    from ..resolve import load_scenario, resolve
+    from pdd_plan.inputs.context import build_context, load_scenario
+    from pdd_plan.optimize import optimize as run
 
     fmt = check_format(format)
     path = _scenario_path(scenario)
@@ -65,11 +66,13 @@ def optimize(
             "use a few thousand or more",
         )
     limits.check("REQUESTS", sim_requests, None, "--sim-requests")
-    plan = run(resolve(sc, path), verify=not no_verify, sim_requests=sim_requests, timings=timings)
+    plan = run(
+        build_context(sc, path), verify=not no_verify, sim_requests=sim_requests, timings=timings
+    )
     if out is not None:
         write_atomic(out, plan.to_text("yaml"))
     if fmt == "table":
-        from ..report.table import render_plan
+        from pdd_plan.report.table import render_plan
 
         render_plan(plan, Console())
     else:
@@ -80,8 +83,8 @@ def optimize(
 @guarded
 def validate(file: str = typer.Argument(..., help="A scenario or profile YAML.")) -> None:
     """Check a scenario (or a GPU / model / line profile) and say what is wrong, if anything."""
-    from ..schema import GPUProfile, LineSKU, ModelProfile, Scenario
-    from ..schema.io import parse, read_yaml
+    from pdd_plan.inputs.schema import GPUProfile, LineSKU, ModelProfile, Scenario
+    from pdd_plan.inputs.schema.io import parse, read_yaml
 
     data = read_yaml(file)
     kind = Scenario
@@ -94,9 +97,9 @@ def validate(file: str = typer.Argument(..., help="A scenario or profile YAML.")
             kind = LineSKU
     obj = parse(kind, data, file)
     if kind is Scenario:
-        from ..resolve import resolve
+        from pdd_plan.inputs.context import build_context
 
-        resolve(obj, file)  # names of models, GPUs and lines must exist too
+        build_context(obj, file)  # names of models, GPUs and lines must exist too
     echo(f"ok: {file} is a valid {kind.__name__}\n")
 
 
@@ -128,17 +131,17 @@ def profiles_show(
             obj = profiles.load_profile(kind, name)
             data = obj.model_dump(mode="json")
             if kind == "models":
-                from ..perf import arch
+                from pdd_plan.perf import layers
 
-                p = arch.param_counts(obj)
-                w = arch.weight_bytes(obj)
+                p = layers.param_counts(obj)
+                w = layers.weight_bytes(obj)
                 data["computed"] = {
                     "total_params_b": round(p.total / 1e9, 2),
                     "active_params_b": round(p.active / 1e9, 2),
                     "weight_gb": round(w["total"] / 1e9, 1),
-                    "kv_bytes_per_token": round(arch.kv_bytes_per_token(obj), 1),
-                    "kv_fixed_bytes_per_request": round(arch.kv_fixed_bytes_per_request(obj), 1),
-                    "weight_flops_per_token": round(arch.weight_flops_per_token(obj)),
+                    "kv_bytes_per_token": round(layers.kv_bytes_per_token(obj), 1),
+                    "kv_fixed_bytes_per_request": round(layers.kv_fixed_bytes_per_request(obj), 1),
+                    "weight_flops_per_token": round(layers.weight_flops_per_token(obj)),
                 }
             echo(dumps(data, fmt))
             return
@@ -155,7 +158,7 @@ def profiles_show(
 
 
 def _register_more() -> None:
-    from .workload import register
+    from pdd_plan.cli.workload import register
 
     register(app)
 
@@ -163,34 +166,34 @@ def _register_more() -> None:
 _register_more()
 
 
-from .perf import register as _register_perf  # noqa: E402
+from pdd_plan.cli.perf import register as _register_perf  # noqa: E402
 
 _register_perf(app, profiles_app)
 
 
-from .sim import register as _register_sim  # noqa: E402
+from pdd_plan.cli.sim import register as _register_sim  # noqa: E402
 
 _register_sim(app)
 
 
-from .deploy import register as _register_deploy  # noqa: E402
+from pdd_plan.cli.deploy import register as _register_deploy  # noqa: E402
 
 _register_deploy(app)
 
 
-from .evaluate import register as _register_evaluate  # noqa: E402
+from pdd_plan.cli.evaluate import register as _register_evaluate  # noqa: E402
 
 _register_evaluate(app)
 
 
-from .sweep import register as _register_sweep  # noqa: E402
+from pdd_plan.cli.sweep import register as _register_sweep  # noqa: E402
 
 _register_sweep(app)
 
 
-from .line import register as _register_line  # noqa: E402
+from pdd_plan.cli.line import register as _register_line  # noqa: E402
 
 _register_line(app)
-from .regimes import register as _register_regimes  # noqa: E402
+from pdd_plan.cli.regimes import register as _register_regimes  # noqa: E402
 
 _register_regimes(app)

@@ -8,23 +8,23 @@ from pathlib import Path
 
 import typer
 
-from .. import limits
-from ..atomic import note_input
-from ..errors import InputError
-from .common import check_format, dumps, echo, flag_names, guarded, write_atomic
+from pdd_plan.cli.common import check_format, dumps, echo, flag_names, guarded, write_atomic
+from pdd_plan.common import limits
+from pdd_plan.common.atomic import note_input
+from pdd_plan.common.errors import InputError
 
 PHASES = ("prefill", "decode", "extend", "offline")
 
 
 def _instance(model: str, gpu: str, gpus, tp, ep, dp, dp_attention, dtype, kv_dtype, moe_opts=None):
-    from .. import profiles
-    from ..perf import arch
-    from ..perf.instance import Instance, parallelism_candidates
+    from pdd_plan.inputs import profiles
+    from pdd_plan.perf import layers
+    from pdd_plan.perf.instance import Instance, parallelism_candidates
 
     with flag_names(kv_dtype="--kv-dtype"):
-        m = arch.with_kv_dtype(profiles.model(model, "--model"), kv_dtype)
+        m = layers.with_kv_dtype(profiles.model(model, "--model"), kv_dtype)
     g = profiles.gpu(gpu, "--gpu")
-    if dtype is not None and dtype not in arch.DTYPE_BYTES:
+    if dtype is not None and dtype not in layers.DTYPE_BYTES:
         raise InputError(None, "--dtype", f"unknown dtype '{dtype}'", "use bf16, fp8 or fp4")
     if gpus is None and tp is None:
         if ep is None and dp is None and not dp_attention:
@@ -88,8 +88,8 @@ def perf_result(
     engine: str = "sglang",
 ) -> dict:
     """The numbers `pdd-plan perf` prints, as a plain dict."""
-    from ..perf import roofline
-    from ..perf.offline import ENGINES, offline_throughput
+    from pdd_plan.perf import roofline
+    from pdd_plan.perf.offline import ENGINES, offline_throughput
 
     if phase not in PHASES:
         raise InputError(None, "--phase", f"unknown phase '{phase}'", f"use {' | '.join(PHASES)}")
@@ -208,7 +208,7 @@ def _check_sizes(
 ) -> None:
     """Every size bounded before any work: the work (and memory) grows with the batch (one
     context per request in a decode step) and with the prefill passes (one per chunk)."""
-    from ..perf import arch
+    from pdd_plan.perf import layers
 
     limits.check("TOKENS", L, None, "--input-tokens")
     limits.check("TOKENS", out_n or 0, None, "--output-tokens")
@@ -223,7 +223,7 @@ def _check_sizes(
     ctx = _context(phase, L, out_n, extend_tokens)
     cap = inst.max_batch(ctx)
     if batch > cap:
-        per = float(arch.kv_bytes(inst.model, ctx)) * inst.kv_replication / 1e9
+        per = float(layers.kv_bytes(inst.model, ctx)) * inst.kv_replication / 1e9
         raise InputError(
             None,
             "--batch",
@@ -359,7 +359,7 @@ def perf(
         extend_tokens,
         engine,
     )
-    from ..perf.error_band import band_for_model
+    from pdd_plan.calibration.error_band import band_for_model
 
     # how far off such predictions were on held-out measurements of the model's family
     res["error_band"], res["error_band_note"] = band_for_model(inst.model)
@@ -377,7 +377,7 @@ def import_hf(
     """Build a model profile YAML from a HuggingFace config.json."""
     import yaml
 
-    from ..perf.hf_import import profile_from_hf
+    from pdd_plan.calibration.hf_import import profile_from_hf
 
     p = Path(config)
     if not p.is_file():
@@ -397,7 +397,7 @@ def import_hf(
 
 
 def register(app: typer.Typer, profiles_app: typer.Typer) -> None:
-    from .calibrate import calibrate
+    from pdd_plan.cli.calibrate import calibrate
 
     app.command("perf")(guarded(perf))
     app.command("calibrate")(guarded(calibrate))

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import typer
 
-from .. import profiles
-from ..atomic import check_output
-from ..errors import InputError
-from .common import check_format, dumps, echo, flag_names, guarded, write_atomic
+from pdd_plan.cli.common import check_format, dumps, echo, flag_names, guarded, write_atomic
+from pdd_plan.common.atomic import check_output
+from pdd_plan.common.errors import InputError
+from pdd_plan.inputs import profiles
 
 REGIME_FORMATS = ("table", "json", "csv")
 DEFAULT_X = "line_gbps=1:10:1"
@@ -37,8 +37,8 @@ def _value(text: str) -> int | float | str:
 
 
 def _check_name(flag: str, name: str) -> None:
-    from ..regimes.axes import NAMED
-    from ..schema.scenario import Scenario
+    from pdd_plan.inputs.schema.scenario import Scenario
+    from pdd_plan.sweep.regimes.axes import NAMED
 
     if "." in name or name in NAMED or name in Scenario.model_fields:
         return
@@ -57,8 +57,8 @@ def _check_name(flag: str, name: str) -> None:
 
 def parse_axis(flag: str, spec: str):
     """`NAME=START:STOP:STEP` or `NAME=V1,V2,...` -> a RegimeAxis; errors name `flag`."""
-    from ..regimes.axes import RegimeAxis
-    from .sweep_grid import parse_vary
+    from pdd_plan.cli.sweep_grid import parse_vary
+    from pdd_plan.sweep.regimes.axes import RegimeAxis
 
     name, sep, rest = spec.partition("=")
     name = name.strip()
@@ -91,7 +91,7 @@ def parse_axis(flag: str, spec: str):
 
 
 def _check_size(x, y) -> None:
-    from .. import limits
+    from pdd_plan.common import limits
 
     # the sweep's cap (each cell is three optimizations): a grid beyond it is a typo in STEP
     limits.check("SWEEP_POINTS", len(x.values) * len(y.values), None, "--x, --y")
@@ -149,11 +149,11 @@ def regimes_cmd(
 ) -> None:
     """Where PDD pays: optimize PDD, CDC-PD and IDC-PD at every cell of a two-axis grid and map
     PDD's BCR gain over each and its relay share; infeasible cells are marked."""
-    from ..optimize.sweep_executors import check_executor
-    from ..regimes.grid import regime_map
-    from ..regimes.output import csv_text, table_text
-    from ..schema.io import read_yaml
-    from .sweep import _Progress
+    from pdd_plan.cli.sweep import _Progress
+    from pdd_plan.inputs.schema.io import read_yaml
+    from pdd_plan.sweep.executors import check_executor
+    from pdd_plan.sweep.regimes.grid import regime_map
+    from pdd_plan.sweep.regimes.output import csv_text, table_text
 
     fmt = check_format(format, REGIME_FORMATS)
     ax, ay = parse_axis("--x", x), parse_axis("--y", y)
@@ -192,7 +192,7 @@ def regimes_cmd(
     if csv_out is not None:
         write_atomic(csv_out, csv_text(result))
     if png is not None:
-        from ..regimes.plot import regime_png
+        from pdd_plan.sweep.regimes.plot import regime_png
 
         write_atomic(png, regime_png(result, dpi))
     if fmt == "json":

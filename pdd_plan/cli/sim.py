@@ -10,13 +10,14 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from .. import limits, profiles
-from ..atomic import check_output, note_input, write_atomic
-from ..errors import InfeasibleError, InputError
-from ..plan_sites import check_sites
-from ..report import fit
-from ..schema.plan import ArchitecturePlan
-from .common import check_format, dumps, echo, guarded
+from pdd_plan.cli.common import check_format, dumps, echo, guarded
+from pdd_plan.common import limits
+from pdd_plan.common.atomic import check_output, note_input, write_atomic
+from pdd_plan.common.errors import InfeasibleError, InputError
+from pdd_plan.inputs import profiles
+from pdd_plan.inputs.plan_fit import check_sites
+from pdd_plan.inputs.schema.plan import ArchitecturePlan
+from pdd_plan.report import fit
 
 _SHOW_AFTER_S = 2.0
 
@@ -62,23 +63,23 @@ class LazyProgress:
 
 def _load(path: str, trace: str | None):
     """(context, Plan) from a plan file (optimize --out) or a scenario (optimized here)."""
-    from ..resolve import resolve
-    from ..schema import Scenario
-    from ..schema.io import parse, read_yaml
-    from ..schema.plan import parse_plan
+    from pdd_plan.inputs.context import build_context
+    from pdd_plan.inputs.schema import Scenario
+    from pdd_plan.inputs.schema.io import parse, read_yaml
+    from pdd_plan.inputs.schema.plan import parse_plan
 
     data = read_yaml(path)
     if isinstance(data, dict) and "plans" in data and "inputs" in data:
         plan = parse_plan(data, path)
-        return resolve(plan.inputs, path), plan
+        return build_context(plan.inputs, path), plan
     sc = parse(Scenario, data, path)
     if trace is not None:
         d = sc.model_dump(mode="json")
         d["workload"]["trace"] = str(Path(trace).resolve())
         sc = parse(Scenario, d, path)
-    from ..optimize import optimize
+    from pdd_plan.optimize import optimize
 
-    ctx = resolve(sc, path)
+    ctx = build_context(sc, path)
     try:
         return ctx, optimize(ctx)
     except InfeasibleError as e:  # no architecture has a plan: simulate may lift the line cap
@@ -97,8 +98,8 @@ def _check_counts(requests: int | None, window: int) -> None:
 def _lifted(ctx, plan, architecture: str) -> tuple[ArchitecturePlan, str]:
     """The architecture's plan with the line cap lifted, or the planner's own error (a plan
     file, or an architecture the line was not the problem for)."""
-    from ..optimize import infeasible_of
-    from ..optimize.lifted import line_cap_lifted
+    from pdd_plan.optimize import infeasible_of
+    from pdd_plan.optimize.lifted import line_cap_lifted
 
     why = (
         infeasible_of(plan).message
@@ -153,8 +154,8 @@ def simulate_cmd(
 ) -> None:
     """Replay the workload (or --trace) on a plan: TTFT/TPOT/KV-transfer percentiles, line use,
     path shares and SLA goodput, measured request by request."""
-    from ..sim import run
-    from ..sim.setup import spec
+    from pdd_plan.sim import run
+    from pdd_plan.sim.setup import spec
 
     fmt = check_format(format)
     spec(architecture)  # one-line error naming architectures.names()

@@ -8,9 +8,10 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from .. import limits, profiles
-from ..errors import InputError
-from .common import check_format, dumps, echo, guarded, write_atomic
+from pdd_plan.cli.common import check_format, dumps, echo, guarded, write_atomic
+from pdd_plan.common import limits
+from pdd_plan.common.errors import InputError
+from pdd_plan.inputs import profiles
 
 SWEEP_FORMATS = ("table", "json", "csv")
 _SAY_POINTS = 20  # grids from this size say so off a terminal (they run for minutes)
@@ -98,12 +99,12 @@ def sweep_cmd(
     An architecture with no plan at a point is a row with status infeasible and its reason.
     Rows come in point order whatever order they finish in: reruns give identical JSON / CSV.
     """
-    from ..optimize.sweep import sweep
-    from ..optimize.sweep_executors import check_executor
-    from ..schema.io import read_yaml
-    from .sweep_grid import check_grid, parse_vary
-    from .sweep_plot import sweep_png
-    from .sweep_table import sweep_csv, sweep_table
+    from pdd_plan.cli.sweep_grid import check_grid, parse_vary
+    from pdd_plan.cli.sweep_plot import sweep_png
+    from pdd_plan.cli.sweep_table import sweep_csv, sweep_table
+    from pdd_plan.inputs.schema.io import read_yaml
+    from pdd_plan.sweep.executors import check_executor
+    from pdd_plan.sweep.run import sweep
 
     fmt = check_format(format, SWEEP_FORMATS)
     if not vary:

@@ -12,9 +12,9 @@ import math
 import re
 from collections.abc import Sequence
 
-from .. import limits
-from ..errors import InputError
-from ..optimize.sweep_points import Vary
+from pdd_plan.common import limits
+from pdd_plan.common.errors import InputError
+from pdd_plan.sweep.points import Vary
 
 MAX_POINTS = limits.LIMITS["SWEEP_POINTS"].default  # in force: limits.value("SWEEP_POINTS")
 _TOL = 1e-9

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from .. import architectures
+from pdd_plan import architectures
 
 
 def sweep_png(result: dict) -> bytes:

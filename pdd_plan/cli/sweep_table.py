@@ -6,14 +6,14 @@ import io
 
 from rich.console import Console
 
-from ..report import fit
+from pdd_plan.report import fit
 
 
 def sweep_csv(result: dict) -> str:
     """One row per point and architecture (optimize/sweep_rows.py), pandas-written."""
     import pandas as pd
 
-    from ..optimize.sweep_rows import columns, rows
+    from pdd_plan.sweep.rows import columns, rows
 
     cols = columns(result)
     df = pd.DataFrame(rows(result), columns=cols, dtype=object)  # object: ints stay ints

@@ -8,9 +8,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .. import limits, profiles
-from ..errors import InputError
-from .common import check_format, dumps, echo, guarded, write_atomic
+from pdd_plan.cli.common import check_format, dumps, echo, guarded, write_atomic
+from pdd_plan.common import limits
+from pdd_plan.common.errors import InputError
+from pdd_plan.inputs import profiles
 
 trace_app = typer.Typer(
     no_args_is_help=True, help="Request traces: statistics and prefix-cache hit rates."
@@ -30,9 +31,9 @@ def stats(
     format: str = typer.Option("table", "--format", "-f", help="table | json | yaml"),
 ) -> None:
     """Lengths, arrival rate and the prefix-hit histogram of a trace."""
-    from ..workload.cache import CacheSpec
-    from ..workload.stats import trace_stats
-    from ..workload.traces import read_trace
+    from pdd_plan.workload.cache import CacheSpec
+    from pdd_plan.workload.stats import trace_stats
+    from pdd_plan.workload.traces import read_trace
 
     fmt = check_format(format)
     if cache_tokens is not None and cache_tokens < 512:
@@ -91,8 +92,8 @@ def bathtub_cmd(
     plot: Path = typer.Option(None, "--plot", help="Write a PNG of the curves here."),
 ) -> None:
     """Per-instance miss/hit token throughput and revenue against prefix hit rate; the valley."""
-    from ..perf.instance import parallelism_candidates
-    from ..workload.bathtub import bathtub, prefill_passes
+    from pdd_plan.perf.bathtub import bathtub, prefill_passes
+    from pdd_plan.perf.instance import parallelism_candidates
 
     fmt = check_format(format)
     if input_tokens < 1:
@@ -140,7 +141,7 @@ def bathtub_cmd(
         **res,
     }
     if plot is not None:
-        from ..report.plots import bathtub_png
+        from pdd_plan.report.plots import bathtub_png
 
         write_atomic(plot, bathtub_png(res))
     if fmt != "table":

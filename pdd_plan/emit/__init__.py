@@ -14,11 +14,11 @@ from pathlib import Path
 
 import yaml
 
-from ..atomic import check_outputs, write_atomic
-from ..errors import InputError, PddPlanError
-from . import flags, k8s, sglang, validation
-from .plan import ARCHITECTURES, Deployment, EmitOptions, build, dns, load_plan
-from .readme import k8s_file, readme, routing_yaml
+from pdd_plan.common.atomic import check_outputs, write_atomic
+from pdd_plan.common.errors import InputError, PddPlanError
+from pdd_plan.emit import flags, k8s, sglang, validation
+from pdd_plan.emit.plan import ARCHITECTURES, Deployment, EmitOptions, build, dns, load_plan
+from pdd_plan.emit.readme import k8s_file, readme, routing_yaml
 
 TARGETS = ("sglang", "lws", "rbg", "disaggregatedset")
 

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from .plan import data_file
+from pdd_plan.emit.plan import data_file
 
 _VAR = re.compile(r"^(\$\([A-Za-z_][A-Za-z0-9_]*\)|\$\{[A-Za-z_][A-Za-z0-9_]*\}|\$[A-Za-z_]\w*)$")
 _HOST = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$")

@@ -12,8 +12,8 @@ placeholder suffix ``.<dc>.pdd.local``, to be mapped by the user's multi-cluster
 
 from __future__ import annotations
 
-from .plan import DOMAIN, Deployment, Group, dns, label_value
-from .sglang import (
+from pdd_plan.emit.plan import DOMAIN, Deployment, Group, dns, label_value
+from pdd_plan.emit.sglang import (
     STAGING_ENV,
     listen_flags,
     multinode_flags,

@@ -14,13 +14,14 @@ from pathlib import Path
 
 import yaml
 
-from .. import architectures, profiles
-from ..architectures import ROLE_ORDER
-from ..errors import InputError
-from ..schema import plan as schema_plan
-from ..schema.gpu import GPUProfile
-from ..schema.model import ModelProfile
-from ..schema.plan import ArchitecturePlan, InstanceGroup, Plan
+from pdd_plan import architectures
+from pdd_plan.architectures import ROLE_ORDER
+from pdd_plan.common.errors import InputError
+from pdd_plan.inputs import profiles
+from pdd_plan.inputs.schema import plan as schema_plan
+from pdd_plan.inputs.schema.gpu import GPUProfile
+from pdd_plan.inputs.schema.model import ModelProfile
+from pdd_plan.inputs.schema.plan import ArchitecturePlan, InstanceGroup, Plan
 
 ARCHITECTURES = architectures.names()  # the built-in ones, for --architecture help
 DECODE_ROLES = ("main_decode", "decode")
@@ -79,7 +80,7 @@ def _moe_options(model: ModelProfile, gpu: GPUProfile, r: InstanceGroup) -> dict
     """The expert-parallel settings the perf model assumed for this row (perf/comm.py): DeepEP
     all-to-all when EP spans ranks, two-batch overlap where the engine default turns it on,
     redundant expert slots (with EPLB) when the row has them."""
-    from ..perf.instance import Instance
+    from pdd_plan.perf.instance import Instance
 
     if model.ffn.moe is None or r.ep <= 1:
         return {}
@@ -170,9 +171,9 @@ def load_plan(path: str | Path) -> Plan:
 
 def context(plan: Plan, file: str | None = None):
     """The resolved scenario (model and GPU profiles) a plan was made from."""
-    from ..resolve import resolve
+    from pdd_plan.inputs.context import build_context
 
-    return resolve(plan.inputs, file or "")
+    return build_context(plan.inputs, file or "")
 
 
 def arch_plan(plan: Plan, architecture: str, file: str | None = None) -> ArchitecturePlan:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import yaml
 
-from . import k8s
-from .plan import DOMAIN, Deployment, dns
-from .sglang import host, router_host
+from pdd_plan.emit import k8s
+from pdd_plan.emit.plan import DOMAIN, Deployment, dns
+from pdd_plan.emit.sglang import host, router_host
 
 RELAY_CAVEAT = (
     "SGLang has no relay-decode role upstream: `--disaggregation-mode` accepts only `prefill` and "

@@ -4,6 +4,6 @@ simulator). `fleet` reads the fleet, `analytic` searches, `confirm` replays, `ru
 
 from __future__ import annotations
 
-from .run import Options, evaluate
+from pdd_plan.evaluate.run import Options, evaluate
 
 __all__ = ["Options", "evaluate"]

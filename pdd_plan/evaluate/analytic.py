@@ -17,19 +17,21 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import architectures, network, pipeline
-from ..architectures import Architecture
-from ..optimize import metrics, tables
-from ..optimize import model as milp
-from ..optimize.arch_plan import ArchPlan
-from ..optimize.caps import Caps
-from ..optimize.enumeration import Shared, mean_context
-from ..perf import roofline
-from ..perf.instance import Instance
-from ..resolve import Context
-from ..schema.plan import ArchitecturePlan
-from ..workload.requests import RequestClasses
-from .fleet import FleetSpec, instance
+from pdd_plan import architectures
+from pdd_plan.architectures import Architecture
+from pdd_plan.evaluate.fleet import FleetSpec, instance
+from pdd_plan.inputs.context import Context
+from pdd_plan.inputs.schema.plan import ArchitecturePlan
+from pdd_plan.latency.line import transfer
+from pdd_plan.latency.prefill import pool as prefill_pool
+from pdd_plan.optimize import milp as milp
+from pdd_plan.optimize import summary, tables
+from pdd_plan.optimize.search.caps import Caps
+from pdd_plan.optimize.search.enumeration import Shared, mean_context
+from pdd_plan.optimize.solved import SolverResult
+from pdd_plan.perf import roofline
+from pdd_plan.perf.instance import Instance
+from pdd_plan.workload.requests import RequestClasses
 
 # the resources a fleet can run out of, in the order a tie is reported
 RESOURCES = ("prefill_queue", "ttft", "decode_tpot", "kv_memory", "line", "relay")
@@ -43,7 +45,7 @@ class FleetModel:
     ctx: Context
     spec: Architecture
     fleet: FleetSpec
-    cls: RequestClasses
+    classes: RequestClasses
     shared: Shared
     caps: Caps
     pinst: Instance  # a prefill instance (the first group's: its GPU sets the RDMA time)
@@ -53,28 +55,28 @@ class FleetModel:
     md: list[tables.DecodeOption]
     rld: list[tables.DecodeOption]
     counts: dict[str, int]  # decode candidate key -> instances in the fleet
-    line: network.LineConfig | None
+    line: transfer.LineConfig | None
     slow: list[str] = field(default_factory=list)  # decode groups whose batch of 1 breaks TPOT
 
     @property
     def mean_service_s(self) -> float:
-        return float(np.dot(self.cls.weight, self.service))
+        return float(np.dot(self.classes.weight, self.service))
 
 
-def _prefill(fm_ctx: Context, fs: FleetSpec, cls: RequestClasses):
+def _prefill(fm_ctx: Context, fs: FleetSpec, classes: RequestClasses):
     chunk = fm_ctx.scenario.search.prefill_chunk_tokens
     groups = [(i, g) for i, g in enumerate(fs.instances) if g.role == "prefill" and g.count > 0]
     if not groups:
-        return None, 0, np.zeros(len(cls)), np.zeros(len(cls.fine))
-    rate = np.zeros(len(cls))  # requests/s per class the pool serves when busy
-    strata = np.zeros(len(cls.fine))  # and per stratum
+        return None, 0, np.zeros(len(classes)), np.zeros(len(classes.fine))
+    rate = np.zeros(len(classes))  # requests/s per class the pool serves when busy
+    strata = np.zeros(len(classes.fine))  # and per stratum
     first = None
     n = 0
     for i, g in groups:
         inst = instance(fm_ctx, g, f"{fs.where}.instances[{i}]")
         first = first or inst
-        rate += g.count / pipeline.prefill_service_s(inst, cls, chunk)
-        strata += g.count / pipeline.prefill_strata_service_s(inst, cls, chunk)
+        rate += g.count / prefill_pool.prefill_service_s(inst, classes, chunk)
+        strata += g.count / prefill_pool.prefill_strata_service_s(inst, classes, chunk)
         n += g.count
     # mixed groups act as n identical servers of the same total capacity (exact for one type)
     return first, n, n / rate, n / strata
@@ -111,23 +113,23 @@ def _decode(ctx: Context, fs: FleetSpec, role: str, mean_ctx: float, fm_slow: li
     return opts, counts
 
 
-def fleet_model(ctx: Context, fs: FleetSpec, cls: RequestClasses, caps: Caps) -> FleetModel:
+def fleet_model(ctx: Context, fs: FleetSpec, classes: RequestClasses, caps: Caps) -> FleetModel:
     spec = architectures.get(fs.architecture)
-    mean_ctx = mean_context(cls)
+    mean_ctx = mean_context(classes)
     slow: list[str] = []
-    pinst, n_p, service, strata = _prefill(ctx, fs, cls)
+    pinst, n_p, service, strata = _prefill(ctx, fs, classes)
     md, c_md = _decode(ctx, fs, spec.decode_role, mean_ctx, slow)
     rld, c_rld = _decode(ctx, fs, "relay_decode", mean_ctx, slow) if spec.relays else ([], {})
     line = None
     if spec.crosses_line and fs.line is not None:
         sku = next(s for s in ctx.lines if s.name == fs.line.sku)
-        line = network.LineConfig(sku, fs.line.count)
+        line = transfer.LineConfig(sku, fs.line.count)
     return FleetModel(
         ctx,
         spec,
         fs,
-        cls,
-        Shared.of(ctx, spec, cls, caps),
+        classes,
+        Shared.of(ctx, spec, classes, caps),
         caps,
         pinst,
         n_p,
@@ -144,7 +146,7 @@ def fleet_model(ctx: Context, fs: FleetSpec, cls: RequestClasses, caps: Caps) ->
 def rate_bound(fm: FleetModel, caps: Caps | None = None) -> float:
     """A rate no routing can exceed: prefill, line and decode (main plus relay) at their caps
     (`caps` of 1: the stability limit, beyond which no queue has a steady state)."""
-    w, c = fm.cls.weight, caps or fm.caps
+    w, c = fm.classes.weight, caps or fm.caps
     bounds = [c.prefill * fm.n_prefill / fm.mean_service_s]
     if fm.line is not None:
         per_req = float(np.dot(w, fm.shared.line_bytes))
@@ -152,7 +154,7 @@ def rate_bound(fm: FleetModel, caps: Caps | None = None) -> float:
             # singular requests finishing on relay decode do not cross: bound by those that may
             bounds.append(c.line * fm.line.capacity_bytes_s / per_req / _crossing_floor(fm))
     cap = sum(fm.counts[o.cand.key] * c.decode * o.cand.tokens_per_s for o in fm.md + fm.rld)
-    bounds.append(cap / max(float(np.dot(w, fm.cls.output_tokens)), 1e-9))
+    bounds.append(cap / max(float(np.dot(w, fm.classes.output_tokens)), 1e-9))
     return max(min(bounds), 0.0)
 
 
@@ -166,7 +168,7 @@ def _crossing_floor(fm: FleetModel) -> float:
     lim = fm.ctx.scenario.policy.singular_max_output_tokens
     if not (fm.rld and fm.spec.singular_on_relay and lim is not None):
         return 1.0
-    return max(float(np.dot(fm.cls.weight, fm.cls.output_tokens > lim)), 1e-3)
+    return max(float(np.dot(fm.classes.weight, fm.classes.output_tokens > lim)), 1e-3)
 
 
 @dataclass
@@ -197,7 +199,7 @@ class AtRate:
 def _line_level(fm: FleetModel, rate: float) -> tuple[tables.LineOption, float]:
     if fm.line is None:
         return tables.rdma_option(), 0.0
-    load = rate * float(np.dot(fm.cls.weight, fm.shared.line_bytes))
+    load = rate * float(np.dot(fm.classes.weight, fm.shared.line_bytes))
     rho = load / fm.line.capacity_bytes_s
     level = min(max(rho, 1e-6) * (1 + 1e-6) + 1e-9, fm.caps.line)
     key = f"{fm.line.count}x{fm.line.sku.name}"
@@ -208,7 +210,7 @@ def _line_level(fm: FleetModel, rate: float) -> tuple[tables.LineOption, float]:
 def _limits(fm: FleetModel, rate: float, rho_p: float, rho_l: float, pt) -> dict[str, float]:
     """Each resource's load over its cap at `rate` (>= 1: out of it). Decode and relay take
     the routing that spares them most; TTFT the best path per class."""
-    w, c, cls = fm.cls.weight, fm.caps, fm.cls
+    w, c, cls = fm.classes.weight, fm.caps, fm.classes
     out = {"prefill_queue": rho_p / c.prefill, "line": rho_l / c.line if fm.line else 0.0}
 
     def cap(opts, attr: str) -> float:
@@ -240,18 +242,18 @@ def at_rate(fm: FleetModel, rate: float) -> AtRate:
     if rho_p >= fm.caps.prefill or rho_l >= fm.caps.line:
         return AtRate(rate, False, _limits(fm, rate, rho_p, rho_l, None))
     # the optimizer's law (PrefillPool.of): service moments over the strata, bursty arrivals
-    cls = fm.cls
-    pool = pipeline.PrefillPool(
+    cls = fm.classes
+    pool = prefill_pool.PrefillPool(
         fm.pinst, fm.n_prefill, fm.strata_service, rate, cls.fine.weight, cls.arrival_ca2
     )
     ctx, spec, caps = fm.ctx, fm.spec, fm.caps
-    pt = tables.path_table(ctx, spec, fm.cls, pool, fm.service, fm.md, fm.rld, line_opt, caps)
+    pt = tables.path_table(ctx, spec, fm.classes, pool, fm.service, fm.md, fm.rld, line_opt, caps)
     lim = _limits(fm, rate, rho_p, rho_l, pt)
     gpus = {
         (o.cand.datacenter, o.cand.gpu): fm.counts[o.cand.key] * o.cand.gpus for o in fm.md + fm.rld
     }
     t = tables.FleetTables(
-        weight=fm.cls.weight,
+        weight=fm.classes.weight,
         line_bytes=fm.shared.line_bytes,
         kv_bytes=fm.shared.kv_bytes,
         md=[o.cand for o in fm.md],
@@ -272,7 +274,7 @@ def _plan(fm: FleetModel, rate, pool, line_opt, rho_l, sol, pt) -> ArchitectureP
     """The fleet at `rate` as a typed plan: the MILP's routing, the fleet's real counts."""
     sol.counts = dict(fm.counts)  # every instance runs (the MILP needed only some)
     pol = fm.ctx.scenario.policy
-    ap = ArchPlan(
+    ap = SolverResult(
         architecture=fm.spec.name,
         rate=rate,
         prefill=fm.pinst,
@@ -289,7 +291,7 @@ def _plan(fm: FleetModel, rate, pool, line_opt, rho_l, sol, pt) -> ArchitectureP
         if fm.spec.singular_on_relay and fm.rld
         else None,
     )
-    d = metrics.summarize(ap, fm.cls, rate, fm.ctx.prefill_dc)
+    d = summary.summarize(ap, fm.classes, rate, fm.ctx.prefill_dc)
     d["instances"] = [g.model_dump() for g in fm.fleet.instances]
     if fm.fleet.line is not None and d["line"] is not None:
         d["line"]["cost_per_hour"] = fm.fleet.line.cost_per_hour

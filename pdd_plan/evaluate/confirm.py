@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..resolve import Context
-from ..schema.plan import ArchitecturePlan
-from ..sim.run import verify
+from pdd_plan.inputs.context import Context
+from pdd_plan.inputs.schema.plan import ArchitecturePlan
+from pdd_plan.sim.run import verify
 
 
 @dataclass(frozen=True)

@@ -11,15 +11,16 @@ import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass
 
-from .. import architectures, profiles
-from ..errors import InputError
-from ..network import LineConfig
-from ..perf.instance import Instance, _default_parallelism
-from ..plan_sites import allowed_sites, check_sites
-from ..resolve import Context
-from ..schema.fleet import ArchitectureFleet, FleetGroup, fleet_of
-from ..schema.gpu import GPUProfile
-from ..schema.plan import InstanceGroup, LineChoice, Plan
+from pdd_plan import architectures
+from pdd_plan.common.errors import InputError
+from pdd_plan.inputs import profiles
+from pdd_plan.inputs.context import Context
+from pdd_plan.inputs.plan_fit import allowed_sites, check_sites
+from pdd_plan.inputs.schema.fleet import ArchitectureFleet, FleetGroup, fleet_of
+from pdd_plan.inputs.schema.gpu import GPUProfile
+from pdd_plan.inputs.schema.plan import InstanceGroup, LineChoice, Plan
+from pdd_plan.latency.line.transfer import LineConfig
+from pdd_plan.perf.instance import Instance, _default_parallelism
 
 FLEET_FIX = "see the `fleet:` format in README.md (pdd-plan evaluate)"
 

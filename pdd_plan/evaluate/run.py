@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import architectures
-from ..optimize.caps import Caps
-from ..resolve import Context
-from ..workload.classes import build_classes
-from . import analytic, confirm
-from .fleet import FleetSpec, deployed
+from pdd_plan import architectures
+from pdd_plan.evaluate import analytic, confirm
+from pdd_plan.evaluate.fleet import FleetSpec, deployed
+from pdd_plan.inputs.context import Context
+from pdd_plan.optimize.search.caps import Caps
+from pdd_plan.workload.classes import build_classes
 
 # the simulator's bottleneck names as resources (analytic.RESOURCES)
 SIM_RESOURCE = {"prefill": "prefill_queue", "line": "line", "decode": "decode_tpot"}
@@ -140,7 +140,7 @@ def _gives_out(a: dict, sim: dict | None) -> dict:
     return {"resource": above["first_limit"], "at_rps": above["rate_rps"], "by": "analytic"}
 
 
-def evaluate_one(ctx: Context, fs: FleetSpec, cls, opt: Options) -> dict:
+def evaluate_one(ctx: Context, fs: FleetSpec, classes, opt: Options) -> dict:
     """One architecture's SLA goodput on its fleet; Infeasible with reasons when none."""
     spec = architectures.get(fs.architecture)
     ctx = deployed(ctx, fs.speed_factor)  # the analytic search and every replay alike
@@ -148,7 +148,7 @@ def evaluate_one(ctx: Context, fs: FleetSpec, cls, opt: Options) -> dict:
     # when it sizes a fleet, not part of the SLA an existing fleet is measured against (with it
     # the search stopped 10% short wherever decode binds, as the replay showed)
     caps = Caps(decode=1.0)
-    fm = analytic.fleet_model(ctx, fs, cls, caps)
+    fm = analytic.fleet_model(ctx, fs, classes, caps)
     _require_roles(fs, fm)
     lo, hi = analytic.search(fm)
     if not lo.ok:

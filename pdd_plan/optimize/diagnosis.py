@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import network
-from ..architectures import Architecture
-from ..errors import InfeasibleError
-from ..perf import roofline
-from ..perf.instance import Instance
-from ..resolve import Context
-from ..schema.plan import REASON_ORDER, Reason
-from ..schema.scenario import SLA
-from ..workload.requests import RequestClasses
-from . import tables
-from .caps import Caps
+from pdd_plan.architectures import Architecture
+from pdd_plan.common.errors import InfeasibleError
+from pdd_plan.inputs.context import Context
+from pdd_plan.inputs.schema.plan import REASON_ORDER, Reason
+from pdd_plan.inputs.schema.scenario import SLA
+from pdd_plan.latency.line import transfer
+from pdd_plan.optimize import tables
+from pdd_plan.optimize.search.caps import Caps
+from pdd_plan.perf import roofline
+from pdd_plan.perf.instance import Instance
+from pdd_plan.workload.requests import RequestClasses
 
 PREFIX = "no plan meets the scenario"
 
@@ -31,16 +31,16 @@ def _gpus_field(ctx: Context, dc: str, gpu: str | None = None) -> str:
 
 
 def ttft_floor_reasons(
-    sla: SLA, cls: RequestClasses, pinst: Instance, service: np.ndarray
+    sla: SLA, classes: RequestClasses, pinst: Instance, service: np.ndarray
 ) -> list[tuple[float, Reason]]:
     """An SLA no queueing can explain: prefill alone runs past the target for too many requests.
     Each reason comes with the factor the target would have to grow by (need / target)."""
     out = []
     for q, s in ((0.9, sla.ttft_p90_s), (0.99, sla.ttft_p99_s)):
-        over = float(np.dot(cls.weight, service > s))
+        over = float(np.dot(classes.weight, service > s))
         if over > 1 - q + 1e-9:
             order = np.argsort(service)
-            cum = np.cumsum(cls.weight[order])
+            cum = np.cumsum(classes.weight[order])
             need = float(service[order][min(np.searchsorted(cum, q - 1e-12), len(cum) - 1)])
             need = float(np.ceil(need * 100 - 1e-9) / 100)  # shown to 2 decimals: round up
             msg = (
@@ -103,11 +103,11 @@ def prefill_gpus_reason(ctx: Context, pinst: Instance, n_min: int) -> Reason:
     )
 
 
-def line_reason(ctx: Context, cls: RequestClasses, rate: float, caps: Caps) -> Reason:
+def line_reason(ctx: Context, classes: RequestClasses, rate: float, caps: Caps) -> Reason:
     """Why no line option qualifies at a fixed rate: the KV bytes/s against the biggest option."""
     sc = ctx.scenario
-    xb = network.line_bytes(ctx.model, cls.input_tokens, cls.hit_d, sc.policy.drc)
-    load = rate * float(np.dot(cls.weight, xb))  # bytes/s if every request crosses
+    xb = transfer.line_bytes(ctx.model, classes.input_tokens, classes.hit_d, sc.policy.drc)
+    load = rate * float(np.dot(classes.weight, xb))  # bytes/s if every request crosses
     mx = sc.link.max_lines if sc.link else 0
     if not ctx.lines or mx < 1:
         return Reason(
@@ -116,10 +116,10 @@ def line_reason(ctx: Context, cls: RequestClasses, rate: float, caps: Caps) -> R
             "(set link.candidates)",
             field="link.candidates",
         )
-    # what a line and its connection pool carry together (network.LineConfig.usable_bytes_s)
-    sku = max(ctx.lines, key=lambda s: network.LineConfig(s, 1).usable_bytes_s)
-    cap = network.LineConfig(sku, mx).usable_bytes_s * caps.line
-    need = int(np.floor(load / (network.LineConfig(sku, 1).usable_bytes_s * caps.line))) + 1
+    # what a line and its connection pool carry together (transfer.LineConfig.usable_bytes_s)
+    sku = max(ctx.lines, key=lambda s: transfer.LineConfig(s, 1).usable_bytes_s)
+    cap = transfer.LineConfig(sku, mx).usable_bytes_s * caps.line
+    need = int(np.floor(load / (transfer.LineConfig(sku, 1).usable_bytes_s * caps.line))) + 1
     r_max = rate * cap / load
     step = 10.0 ** (np.floor(np.log10(r_max)) - 2)
     r_ok = float(f"{np.floor(r_max * (1 - 1e-9) / step) * step:.3g}")  # under, 3 digits, down

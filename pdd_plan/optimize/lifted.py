@@ -1,7 +1,7 @@
 """A plan to replay when the line is the problem: GPUs sized as usual, the line's cap lifted.
 
 The planner's line-utilization cap is a planning rule, not physics. ``simulate`` on a scenario
-whose line cannot carry the offered KV under that cap must still replay it (issue 13): size
+whose line cannot carry the offered KV under that cap must still replay it: size
 the GPUs as if the line had room (each transfer keeps its real per-connection rate, so transfer
 times stay honest; only the pooled capacity stops binding), then put back the most line the
 scenario allows, ``link.max_lines`` of the chosen SKU. The simulator then shows what that line
@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..errors import InfeasibleError
-from ..network import LineConfig
-from ..resolve import Context
-from ..schema.plan import ArchitecturePlan, LineChoice
+from pdd_plan.common.errors import InfeasibleError
+from pdd_plan.inputs.context import Context
+from pdd_plan.inputs.schema.plan import ArchitecturePlan, LineChoice
+from pdd_plan.latency.line.transfer import LineConfig
 
 _ROOM = 1000.0  # the lifted line's capacity and pool, as a multiple of the real one
 
@@ -33,7 +33,9 @@ def _roomy(ctx: Context) -> Context:
 def line_cap_lifted(ctx: Context, architecture: str) -> ArchitecturePlan:
     """``architecture``'s plan with the line cap lifted (see the module doc); InfeasibleError
     when even a roomy line leaves it without a plan (then the line was not the problem)."""
-    from . import optimize  # the package's entry point (this module is one of its parts)
+    from pdd_plan.optimize import (
+        optimize,  # the package's entry point (this module is one of its parts)
+    )
 
     sc = ctx.scenario
     only = sc.model_copy(update={"architectures": [architecture]})

@@ -10,15 +10,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import network, pipeline
-from ..architectures import RELAY_PATHS, Architecture
-from ..perf import arch as perf_arch
-from ..perf import roofline
-from ..perf.instance import Instance, parallelism_candidates
-from ..resolve import Context
-from ..workload.requests import RequestClasses
-from . import owned as owned_prices
-from .caps import Caps
+from pdd_plan.architectures import RELAY_PATHS, Architecture
+from pdd_plan.inputs.context import Context
+from pdd_plan.latency import paths as latency_paths
+from pdd_plan.latency import ttft
+from pdd_plan.latency.line import transfer
+from pdd_plan.latency.prefill import pool as prefill_pool
+from pdd_plan.optimize.search import owned as owned_prices
+from pdd_plan.optimize.search.caps import Caps
+from pdd_plan.perf import layers as perf_arch
+from pdd_plan.perf import roofline
+from pdd_plan.perf.instance import Instance, parallelism_candidates
+from pdd_plan.workload.requests import RequestClasses
 
 QUANTILES = (0.9, 0.99)
 
@@ -49,7 +52,7 @@ class LineOption:
     ``capacity_bytes_s`` is what the line and its connection pool can carry together."""
 
     key: str
-    config: network.LineConfig | None  # None: RDMA inside one datacenter (IDC-PD)
+    config: transfer.LineConfig | None  # None: RDMA inside one datacenter (IDC-PD)
     level: float  # utilization cap
     cost_per_hour: float
     capacity_bytes_s: float
@@ -64,8 +67,8 @@ class PathTable:
     md_tokens: dict[str, np.ndarray]
     rld_tokens: dict[str, np.ndarray]
     crosses_line: dict[str, bool]
-    times: pipeline.PathTimes  # per class: the means of `fine` over each class's strata
-    fine: pipeline.PathTimes | None = None  # per stratum of the classes (None: no strata)
+    times: latency_paths.PathTimes  # per class: the means of `fine` over each class's strata
+    fine: latency_paths.PathTimes | None = None  # per stratum of the classes (None: no strata)
 
 
 @dataclass
@@ -140,7 +143,7 @@ def line_options(ctx: Context, levels: list[float]) -> list[LineOption]:
     out = []
     for sku in ctx.lines:
         for k in range(1, mx + 1):
-            cfg = network.LineConfig(sku, k)
+            cfg = transfer.LineConfig(sku, k)
             for lv in levels:
                 cost = owned_prices.line_cost(ctx, cfg)  # owned lines of the SKU first
                 out.append(
@@ -156,7 +159,7 @@ def line_options_at_load(ctx: Context, load_bytes_s: float, cap: float) -> list[
     out = []
     for sku in ctx.lines:
         for k in range(1, (sc.link.max_lines if sc.link else 0) + 1):
-            cfg = network.LineConfig(sku, k)
+            cfg = transfer.LineConfig(sku, k)
             rho = load_bytes_s / cfg.usable_bytes_s  # the pool may carry less than the line
             if rho < cap:
                 level = min(max(rho, 1e-6) * (1 + 1e-6) + 1e-9, cap)  # slack for rounding
@@ -176,26 +179,26 @@ def _relay_paths(spec: Architecture, rld: list[DecodeOption]) -> tuple[str, ...]
 
 def fine_times(
     ctx: Context,
-    cls: RequestClasses,
-    pool: pipeline.PrefillPool,
+    classes: RequestClasses,
+    pool: prefill_pool.PrefillPool,
     service_s: np.ndarray,
     md: list[DecodeOption],
     rld: list[DecodeOption],
     line: LineOption,
     caps: Caps,
-) -> pipeline.PathTimes:
-    """Path times per stratum of `cls` (per class when it has none), the line at `line.level`."""
+) -> latency_paths.PathTimes:
+    """Path times per stratum of `classes` (per class when it has none), the line at `line.level`."""
     sc = ctx.scenario
     md_step = max(o.cand.step_s for o in md)
     md_inst = min(md, key=lambda o: o.cand.cost_per_hour / o.cand.tokens_per_s).inst
     rld_inst = rld[0].inst if rld else None
     rld_step = max((o.cand.step_s for o in rld), default=0.0)
-    if cls.fine is not cls:
-        service_s = pipeline.prefill_strata_service_s(
-            pool.inst, cls, sc.search.prefill_chunk_tokens
+    if classes.fine is not classes:
+        service_s = prefill_pool.prefill_strata_service_s(
+            pool.inst, classes, sc.search.prefill_chunk_tokens
         )
-    return pipeline.path_times(
-        cls.fine,
+    return latency_paths.path_times(
+        classes.fine,
         service_s,
         pool.inst,
         md_inst,
@@ -214,8 +217,8 @@ def fine_times(
 def path_table(
     ctx: Context,
     spec: Architecture,
-    cls: RequestClasses,
-    pool: pipeline.PrefillPool,
+    classes: RequestClasses,
+    pool: prefill_pool.PrefillPool,
     service_s: np.ndarray,
     md: list[DecodeOption],
     rld: list[DecodeOption],
@@ -228,24 +231,29 @@ def path_table(
     misses its TTFT target for the share of its requests that do, not all or nothing at its mean
     request (a rare long class would otherwise push every plan onto faster GPUs)."""
     sc = ctx.scenario
-    fine = cls.fine
-    ft = fine_times(ctx, cls, pool, service_s, md, rld, line, caps)
-    times = ft.class_mean(cls)
-    n = len(cls)
+    fine = classes.fine
+    ft = fine_times(ctx, classes, pool, service_s, md, rld, line, caps)
+    times = ft.class_mean(classes)
+    n = len(classes)
     allowed = {"p_md": np.ones(n, bool)}
     # no line (every role in one datacenter): nothing to relay around
     relay = _relay_paths(spec, rld) if line.config is not None else ()
     if relay:
-        wants = pipeline.relay_wanted(times.ttft_mean_s("p_md"), pool, sc.sla.ttft_p90_s)
+        wants = latency_paths.relay_wanted(times.ttft_mean_s("p_md"), pool, sc.sla.ttft_p90_s)
         lim = sc.policy.singular_max_output_tokens
-        singular = cls.output_tokens <= (lim if lim is not None else -1)
+        singular = classes.output_tokens <= (lim if lim is not None else -1)
         for p in relay:
             allowed[p] = wants & singular if p == "p_rld" else wants
     miss = {
         q: {
-            p: cls.class_mean(
-                pipeline.miss_probability(
-                    ft.ttft_fixed_s[p], pool, s, ft.jitter(p), ft.jitter_var(p), ft.jitter_atom(p)
+            p: classes.class_mean(
+                ttft.miss_probability(
+                    ft.ttft_fixed_s[p],
+                    pool,
+                    s,
+                    ft.line_wait(p),
+                    ft.line_wait_var(p),
+                    ft.line_wait_atom(p),
                 )
             )
             for p in allowed
@@ -259,9 +267,11 @@ def path_table(
         rld_tokens={p: times.rld_tokens[p] for p in allowed},
         crosses_line={"p_md": True, "p_rld_md": True, "p_rld": False},
         times=times,
-        fine=ft if fine is not cls else None,
+        fine=ft if fine is not classes else None,
     )
 
 
-def kv_hold_bytes(ctx: Context, cls: RequestClasses) -> np.ndarray:
-    return np.asarray(perf_arch.kv_bytes(ctx.model, cls.input_tokens + cls.output_tokens / 2))
+def kv_hold_bytes(ctx: Context, classes: RequestClasses) -> np.ndarray:
+    return np.asarray(
+        perf_arch.kv_bytes(ctx.model, classes.input_tokens + classes.output_tokens / 2)
+    )

@@ -30,8 +30,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..schema.common import Strict
-from ..schema.io import load
+from pdd_plan.inputs.schema.common import Strict
+from pdd_plan.inputs.schema.io import load
 
 
 class DeepEP(Strict):
@@ -91,7 +91,7 @@ class MoEServing(Strict):
 @lru_cache(maxsize=1)
 def serving() -> MoEServing:
     """The bundled engine constants (data/profiles/runtime/moe-serving.yaml)."""
-    from ..profiles import data_dir
+    from pdd_plan.inputs.profiles import data_dir
 
     return load(MoEServing, str(data_dir() / "profiles" / "runtime" / "moe-serving.yaml"))
 

@@ -8,10 +8,10 @@ from functools import cached_property
 
 import numpy as np
 
-from ..errors import InputError
-from ..schema.gpu import GPUProfile
-from ..schema.model import ModelProfile
-from . import arch
+from pdd_plan.common.errors import InputError
+from pdd_plan.inputs.schema.gpu import GPUProfile
+from pdd_plan.inputs.schema.model import ModelProfile
+from pdd_plan.perf import layers
 
 
 @dataclass(frozen=True)
@@ -66,12 +66,12 @@ class Instance:
                 f"{where}: dp={self.dp} does not divide tp={self.tp}",
                 "pick dp dividing tp",
             )
-        if self.dtype is not None and self.dtype not in arch.DTYPE_BYTES:
+        if self.dtype is not None and self.dtype not in layers.DTYPE_BYTES:
             raise InputError(
                 None,
                 "dtype",
                 f"unknown weight dtype '{self.dtype}'",
-                f"use one of {', '.join(arch.DTYPE_BYTES)}",
+                f"use one of {', '.join(layers.DTYPE_BYTES)}",
             )
         heads = m.attention.num_heads
         if heads % self.attn_tp:
@@ -119,7 +119,7 @@ class Instance:
             return float(self.expert_load)
         if self.model.ffn.moe is None or self.ep <= 1:
             return 1.0
-        from .comm import serving
+        from pdd_plan.perf.comm import serving
 
         load = serving().expert_load
         return load.imbalance_with_eplb if self.redundant_experts else load.imbalance_without_eplb
@@ -132,7 +132,7 @@ class Instance:
             return False
         if self.two_batch_overlap is not None:
             return bool(self.two_batch_overlap) and self.ep > 1
-        from .comm import serving
+        from pdd_plan.perf.comm import serving
 
         default = serving().two_batch_overlap.default_with_dp_attention
         return default and self.ep > 1 and self.dp_attention
@@ -170,12 +170,12 @@ class Instance:
         return (repr(self.model.model_dump()), repr(self.gpu.model_dump()), rest)
 
     @cached_property
-    def params(self) -> arch.ParamCounts:
-        return arch.param_counts(self.model)
+    def params(self) -> layers.ParamCounts:
+        return layers.param_counts(self.model)
 
     @cached_property
     def weights(self) -> dict[str, float]:
-        return arch.weight_bytes(self.model, self.dtype)
+        return layers.weight_bytes(self.model, self.dtype)
 
     @cached_property
     def weight_bytes_per_gpu(self) -> float:
@@ -183,7 +183,7 @@ class Instance:
         other dense layers by TP, routed experts over all GPUs (EP ranks x expert-TP = tp),
         redundant expert copies included."""
         w, p = self.weights, self.params
-        attn = p.attention * arch.DTYPE_BYTES[self.compute_dtype]
+        attn = p.attention * layers.DTYPE_BYTES[self.compute_dtype]
         rest_dense = w["dense"] - attn
         experts = w["experts"]
         if self.redundant_experts:
@@ -240,11 +240,11 @@ class Instance:
 
     @cached_property
     def kv_capacity_tokens(self) -> float:
-        return self.kv_pool_bytes / arch.kv_bytes_per_token(self.model)
+        return self.kv_pool_bytes / layers.kv_bytes_per_token(self.model)
 
     def max_batch(self, context_tokens: float) -> int:
         """Requests of this context the KV pool holds at once."""
-        per = float(arch.kv_bytes(self.model, context_tokens))
+        per = float(layers.kv_bytes(self.model, context_tokens))
         return int(np.floor(self.kv_pool_bytes / per)) if per > 0 else 0
 
     @property

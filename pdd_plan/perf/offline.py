@@ -32,8 +32,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from . import arch, roofline
-from .instance import Instance
+from pdd_plan.perf import layers, roofline
+from pdd_plan.perf.instance import Instance
 
 
 @dataclass(frozen=True)
@@ -141,14 +141,14 @@ def offline_throughput(
         pool = inst.kv_pool_bytes_with(free_fraction=engine.kv_free_fraction)
     else:
         pool = inst.kv_pool_bytes
-    per_request = float(arch.kv_bytes(inst.model, isl + osl))
+    per_request = float(layers.kv_bytes(inst.model, isl + osl))
     kv_requests = pool / per_request if per_request > 0 else 0.0
     max_bs, max_tok = engine.batch_limits(kv_requests, isl, osl)
     token_cap = max_tok / (1.0 + isl / osl)
     limits = {"kv": kv_requests, "engine_max_batch": float(max_bs), "token_budget": token_cap}
     limit = min(limits, key=limits.get)
     batch = max(int(math.floor(limits[limit])), 0)
-    kv_tokens = pool / arch.kv_bytes_per_token(inst.model)
+    kv_tokens = pool / layers.kv_bytes_per_token(inst.model)
     if batch < 1:
         dec = roofline.decode_step(inst, 1, isl + osl / 2)
         return OfflineResult(

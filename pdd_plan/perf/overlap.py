@@ -15,7 +15,7 @@ transfer that waits (a receive stage) is not itself compute that hides another.
 
 from __future__ import annotations
 
-from . import arch, comm
+from pdd_plan.perf import comm, layers
 
 
 def cover_seconds(
@@ -29,7 +29,7 @@ def cover_seconds(
     s_other, s_routed, t_attn = rates
     m, p = inst.model, inst.params
     moe_share = p.moe_layers / m.num_layers  # the attention of the MoE layers
-    o = arch.output_projection_params(m)
+    o = layers.output_projection_params(m)
     # prefill over a cached prefix: the latent expansion runs with the projections
     expand = max(gemm_other - 2.0 * (p.active - p.routed_active) * tokens, 0.0)
     prep = (2.0 * (p.attention - o) * tokens + expand) * s_other * moe_share

@@ -23,8 +23,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from . import arch, comm, overlap
-from .instance import Instance
+from pdd_plan.perf import comm, layers, overlap
+from pdd_plan.perf.instance import Instance
 
 
 @dataclass(frozen=True)
@@ -146,7 +146,7 @@ def _weight_bytes_read(inst: Instance, tokens: float) -> float:
     m, w = inst.model, inst.weights
     dense = w["streamed_dense"]  # the embedding table is only looked up
     # attention weights are replicated across DP groups: each group streams its own copy
-    dense += inst.params.attention * arch.DTYPE_BYTES[inst.compute_dtype] * (inst.dp - 1)
+    dense += inst.params.attention * layers.DTYPE_BYTES[inst.compute_dtype] * (inst.dp - 1)
     if m.ffn.moe is None:
         return dense
     moe = m.ffn.moe
@@ -156,7 +156,7 @@ def _weight_bytes_read(inst: Instance, tokens: float) -> float:
 
 def _token_work(inst: Instance, tokens: float) -> Work:
     """GEMM FLOPs of `tokens` tokens, split into routed experts and the rest."""
-    per = 2.0 * inst.params.active  # = arch.weight_flops_per_token, cached on the instance
+    per = 2.0 * inst.params.active  # = layers.weight_flops_per_token, cached on the instance
     routed = 2.0 * inst.params.routed_active
     return Work(tokens, routed * tokens, (per - routed) * tokens)
 
@@ -247,11 +247,11 @@ def _prefill_work(inst: Instance, seqs: float, new_tokens: float, before: float)
     if seqs <= 0 or new_tokens <= 0:
         return Work(0.0)
     w = _token_work(inst, seqs * new_tokens)
-    attn, expand = arch.prefill_attention_flops(m, new_tokens, before)
+    attn, expand = layers.prefill_attention_flops(m, new_tokens, before)
     # cached KV is read once per pass (x replication when every TP rank holds the latent);
     # the new tokens' KV is written
-    kv_read = float(arch.kv_bytes(m, before))
-    kv_write = float(arch.kv_bytes(m, before + new_tokens)) - kv_read
+    kv_read = float(layers.kv_bytes(m, before))
+    kv_write = float(layers.kv_bytes(m, before + new_tokens)) - kv_read
     kv = seqs * (kv_read + kv_write) * inst.kv_replication
     return w + Work(0.0, 0.0, seqs * expand, seqs * attn, kv)
 
@@ -276,8 +276,8 @@ def mixed_pass(
     m = inst.model
     w = _prefill_work(inst, prefill_seqs, prefill_new, prefill_cached)
     if decode_batch > 0:
-        attn = float(arch.attention_flops_per_token(m, decode_context, "decode")) * decode_batch
-        kv = float(arch.attention_bytes_per_token(m, decode_context)) * decode_batch
+        attn = float(layers.attention_flops_per_token(m, decode_context, "decode")) * decode_batch
+        kv = float(layers.attention_bytes_per_token(m, decode_context)) * decode_batch
         w = w + _decode_work(inst, decode_batch, attn, kv)
     return _pass(inst, w, "decode" if decode_batch > 0 else "prefill")
 
@@ -359,8 +359,8 @@ def decode_step(inst: Instance, batch: float, context: float | np.ndarray) -> Pa
     )
     b = float(batch) if np.ndim(context) == 0 else float(len(ctx))
     scale = b / len(ctx)
-    attn = float(np.sum(arch.attention_flops_per_token(m, ctx, "decode"))) * scale
-    kv_read = float(np.sum(arch.attention_bytes_per_token(m, ctx))) * scale
+    attn = float(np.sum(layers.attention_flops_per_token(m, ctx, "decode"))) * scale
+    kv_read = float(np.sum(layers.attention_bytes_per_token(m, ctx))) * scale
     return _pass(inst, _decode_work(inst, b, attn, kv_read), "decode")
 
 

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..architectures import RELAY_ARCH
-from ..schema.plan import Plan
-from . import plots
-from .model import cost_breakdown
+from pdd_plan.architectures import RELAY_ARCH
+from pdd_plan.inputs.schema.plan import Plan
+from pdd_plan.report import plots
+from pdd_plan.report.sections import cost_breakdown
 
 HIT_PRICE_RATIO = 0.1
 
@@ -39,7 +39,7 @@ class Figure:
 
 
 def _prefill_instance(plan: Plan, ctx):
-    from ..sim.setup import row_instance
+    from pdd_plan.sim.setup import row_instance
 
     plans = plan.plans
     a = RELAY_ARCH if RELAY_ARCH in plans else next(iter(plans))
@@ -50,16 +50,16 @@ def _prefill_instance(plan: Plan, ctx):
 
 def replays(plan: Plan, ctx, n_requests: int, seed: int | None = None) -> dict:
     """{arch: SimResult} for every architecture of the plan."""
-    from ..sim.run import run
+    from pdd_plan.sim.run import run
 
     return {a: run(ctx, plan, a, n_requests, seed) for a in plan.plans}
 
 
 def regime_figure(plan: Plan, ctx, executor: str = "process") -> Figure | None:
     """The 5 x 5 map around the plan's point (None when the scenario has no line to vary)."""
-    from ..regimes.around import axes_around, centre
-    from ..regimes.grid import regime_map
-    from ..regimes.plot import regime_png
+    from pdd_plan.sweep.regimes.around import axes_around, centre
+    from pdd_plan.sweep.regimes.grid import regime_map
+    from pdd_plan.sweep.regimes.plot import regime_png
 
     sc = ctx.scenario
     at = centre(plan, [ln.gbps for ln in ctx.lines], sc.link.max_lines if sc.link else 1)
@@ -124,7 +124,7 @@ def build_figures(
         )
     )
     a, inst = _prefill_instance(plan, ctx)
-    from ..workload.bathtub import bathtub
+    from pdd_plan.perf.bathtub import bathtub
 
     L = int(max(1, round(float(np.median(first.input_tokens)))))
     chunk = ctx.scenario.search.prefill_chunk_tokens

@@ -6,8 +6,8 @@ from __future__ import annotations
 import base64
 from html import escape
 
-from .figures import Figure
-from .model import Report
+from pdd_plan.report.figures import Figure
+from pdd_plan.report.sections import Report
 
 CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 2em auto;
@@ -27,12 +27,12 @@ nav a { margin-right: 1em; }
 """
 
 
-def _table(columns: list[str], rows: list[list[str]], cls: str) -> str:
+def _table(columns: list[str], rows: list[list[str]], classes: str) -> str:
     head = "".join(f"<th>{escape(c)}</th>" for c in columns)
     body = "\n".join(
         "<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in r) + "</tr>" for r in rows
     )
-    return f'<table class="{cls}">\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody>\n</table>'
+    return f'<table class="{classes}">\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody>\n</table>'
 
 
 def render_html(rep: Report, figures: list[Figure]) -> str:

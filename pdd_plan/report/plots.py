@@ -9,7 +9,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from .. import architectures  # noqa: E402
+from pdd_plan import architectures  # noqa: E402
 
 
 def _png(fig) -> bytes:

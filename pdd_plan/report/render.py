@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from . import fit
-from .model import Report
+from pdd_plan.report import fit
+from pdd_plan.report.sections import Report
 
 
 def render_rich(rep: Report, console: Console) -> None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from ..architectures import LINE_BASELINE, LOCAL_BASELINE, PATHS, RELAY_ARCH, ROLE_ORDER, get
-from ..schema.plan import ArchitecturePlan, Plan
-from . import fit
-from .model import not_met_label
+from pdd_plan.architectures import LINE_BASELINE, LOCAL_BASELINE, PATHS, RELAY_ARCH, ROLE_ORDER, get
+from pdd_plan.inputs.schema.plan import ArchitecturePlan, Plan
+from pdd_plan.report import fit
+from pdd_plan.report.sections import not_met_label
 
 
 def _pct(x: float | None) -> str:

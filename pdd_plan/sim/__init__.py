@@ -1,4 +1,4 @@
-"""Trace-driven simulator: replay a workload on a plan and measure it (DESIGN §2, issue 5).
+"""Trace-driven simulator: replay a workload on a plan and measure it (DESIGN §2).
 
 ``run(ctx, plan, architecture, n_requests, seed)`` -> :class:`SimResult`;
 ``verify(ctx, plan, architecture, n_requests, seed)`` -> dict with the SLA checks the
@@ -7,8 +7,8 @@ optimizer uses to tighten and re-solve.
 
 from __future__ import annotations
 
-from .replay import simulate
-from .result import SimResult
-from .run import run, verify
+from pdd_plan.sim.replay import simulate
+from pdd_plan.sim.result import SimResult
+from pdd_plan.sim.run import run, verify
 
 __all__ = ["SimResult", "run", "simulate", "verify"]

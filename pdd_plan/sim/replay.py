@@ -1,11 +1,11 @@
-"""Replay requests on a fleet, stage by stage (DESIGN §4.3-4.4, issue 5).
+"""Replay requests on a fleet, stage by stage (DESIGN §4.3-4.4).
 
 Stages, each exact for its model unless noted (see the module docs of ``queues``/``decode``):
 
 1. **Prefill** - FIFO instances, each request to the instance that finishes it first (least
    loaded); service = chunked prefill of the uncached suffix (``roofline`` tables).
 2. **KV out of prefill** - to the line (``p_md``, ``p_rld_md``) in order of KV readiness; to RLD
-   over RDMA (``network.rdma_transfer_s``, no contention); without a line: to decode over RDMA.
+   over RDMA (``transfer.rdma_transfer_s``, no contention); without a line: to decode over RDMA.
 3. **Line** - FIFO wait for ``k`` connections of a finite pool (a transfer stripes over
    ``streams_per_transfer`` of them, so the pool serves ``connections // k`` transfers), then
    processor sharing over the line, each transfer capped at ``k`` x one TCP connection's rate
@@ -25,15 +25,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import network
-from ..errors import InputError
-from ..perf import arch, roofline
-from ..perf.instance import Instance
-from ..resolve import Context
-from ..workload.cache import PrefixCache
-from . import setup
-from .decode import DecodeInputs, DecodeResult, Engine, run_decode
-from .queues import (
+from pdd_plan.common.errors import InputError
+from pdd_plan.inputs.context import Context
+from pdd_plan.latency.line import transfer
+from pdd_plan.perf import layers, roofline
+from pdd_plan.perf.instance import Instance
+from pdd_plan.sim import setup
+from pdd_plan.sim.decode.decoder import DecodeInputs, DecodeResult, Engine, run_decode
+from pdd_plan.sim.queues import (
     P_RLD,
     P_RLD_MD,
     DRCHook,
@@ -44,9 +43,10 @@ from .queues import (
     fifo_least_loaded,
     run_line,
 )
-from .result import SimResult
-from .setup import PlanLike
-from .tables import ExtendTable, PrefillTimes, StepTable
+from pdd_plan.sim.result import SimResult
+from pdd_plan.sim.setup import PlanLike
+from pdd_plan.sim.timings import ExtendTable, PrefillTimes, StepTable
+from pdd_plan.workload.cache import PrefixCache
 
 
 def _groups(insts: list[Instance]) -> tuple[list[Instance], list[int]]:
@@ -118,9 +118,9 @@ def _prefill(ctx: Context, fl: setup.Fleet, r, progress: Progress | None) -> Pre
     start, server = fifo_least_loaded(r.arrival_s, services, counts, progress)
     grp = np.repeat(np.arange(len(types)), counts)[server]
     service = np.choose(grp, services) if len(types) > 1 else services[0]
-    full_kv = np.asarray(arch.kv_bytes(ctx.model, inp), dtype=float)
+    full_kv = np.asarray(layers.kv_bytes(ctx.model, inp), dtype=float)
     rdma_by_type = [
-        network.rdma_transfer_s(
+        transfer.rdma_transfer_s(
             full_kv,
             t.n_gpus,
             t.gpu.interconnect.rdma_gbps_per_gpu,
@@ -141,8 +141,8 @@ def _drc_hook(ctx: Context, fl: setup.Fleet, reqs: setup.SimRequests) -> DRCHook
         reqs.flat,
         reqs.offsets,
         r.input_tokens.tolist(),
-        network.line_bytes(ctx.model, inp, np.zeros(n), False).tolist(),
-        arch.kv_bytes_per_token(ctx.model),
+        transfer.line_bytes(ctx.model, inp, np.zeros(n), False).tolist(),
+        layers.kv_bytes_per_token(ctx.model),
         [math.nan] * n,
     )
 
@@ -199,7 +199,7 @@ def _move_kv(
     hook = _drc_hook(ctx, fl, reqs) if reqs.hashes and pol.drc else None
     sizes = None
     if hook is None:
-        sizes = network.line_bytes(ctx.model, inp, np.nan_to_num(hit_d), pol.drc)
+        sizes = transfer.line_bytes(ctx.model, inp, np.nan_to_num(hit_d), pol.drc)
         if planned is not None:  # p_rld sends nothing (run_line skips a negative size)
             sizes = np.where(planned == P_RLD, -1.0, sizes)
     pool = ln.pool
@@ -264,8 +264,8 @@ def _decode(
         output_tokens=out,
         step_ctx=step_ctx,
         ext_ctx=inp,
-        kv_md=np.asarray(arch.kv_bytes(model, inp + out), dtype=float),
-        kv_rld=np.asarray(arch.kv_bytes(model, inp + np.minimum(out, cap)), dtype=float),
+        kv_md=np.asarray(layers.kv_bytes(model, inp + out), dtype=float),
+        kv_rld=np.asarray(layers.kv_bytes(model, inp + np.minimum(out, cap)), dtype=float),
         md=md_eng,
         rld=rld_eng,
         extend=ext,

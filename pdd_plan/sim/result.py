@@ -32,10 +32,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..architectures import PATHS
-from .decode import DecodeResult
-from .queues import LineStats
-from .warmup import Truncation
+from pdd_plan.architectures import PATHS
+from pdd_plan.sim.decode.decoder import DecodeResult
+from pdd_plan.sim.queues import LineStats
+from pdd_plan.sim.warmup import Truncation
 
 QS = (50, 90, 99)
 

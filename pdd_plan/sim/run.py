@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..resolve import Context
-from . import setup
-from .queues import Progress
-from .replay import simulate
-from .result import SimResult, sig
-from .setup import PlanLike
-from .warmup import NONE_UNSTABLE, truncate
+from pdd_plan.inputs.context import Context
+from pdd_plan.sim import setup
+from pdd_plan.sim.queues import Progress
+from pdd_plan.sim.replay import simulate
+from pdd_plan.sim.result import SimResult, sig
+from pdd_plan.sim.setup import PlanLike
+from pdd_plan.sim.warmup import NONE_UNSTABLE, truncate
 
 WINDOW = 20_000  # requests an unstable line's figures are stated over (250 s at 80 req/s)
 

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import architectures
-from ..errors import InputError
-from ..resolve import Context
-from .distributions import sample, sample_requests
-from .requests import RequestClasses, Requests
-from .stats import HIT_BIN_EDGES
-from .trace_classes import classes_from_requests
+from pdd_plan import architectures
+from pdd_plan.common.errors import InputError
+from pdd_plan.inputs.context import Context
+from pdd_plan.workload.distributions import sample, sample_requests
+from pdd_plan.workload.requests import RequestClasses, Requests
+from pdd_plan.workload.stats import HIT_BIN_EDGES
+from pdd_plan.workload.traces.classes import classes_from_requests
 
 
 def _trace_path(ctx: Context, trace: str) -> Path:
@@ -44,7 +44,7 @@ def build_classes(ctx: Context) -> RequestClasses:
     per_bin = (len(HIT_BIN_EDGES) - 1) * (2 if split is not None else 1)
     buckets = max(1, w.classes // per_bin)
     if w.trace is not None:
-        from .traces import read_trace
+        from pdd_plan.workload.traces import read_trace
 
         path = _trace_path(ctx, w.trace)
         if not path.is_file():

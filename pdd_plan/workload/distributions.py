@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..schema.scenario import Distribution, Workload
-from .requests import Requests
-from .synthetic import arrival_gaps
+from pdd_plan.inputs.schema.scenario import Distribution, Workload
+from pdd_plan.workload.requests import Requests
+from pdd_plan.workload.synthetic import arrival_gaps
 
 
 def sample(dist: Distribution, n: int, rng: np.random.Generator) -> np.ndarray:

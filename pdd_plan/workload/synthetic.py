@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pdd_plan.atomic import atomic_open
-from pdd_plan.errors import InputError
+from pdd_plan.common.atomic import atomic_open
+from pdd_plan.common.errors import InputError
 from pdd_plan.workload.requests import Requests
 
 Seed = int | np.random.Generator | None
@@ -212,7 +212,7 @@ def write_generic_jsonl(
     requests: Requests, path: str | os.PathLike, *, chunk_rows: int = 100_000
 ) -> Path:
     """Write ``requests`` as generic JSONL (``arrival_s``, ``input_tokens``, ``output_tokens``,
-    ``hit_rate`` = ``hit_p`` when known), atomically (:mod:`pdd_plan.atomic`), creating
+    ``hit_rate`` = ``hit_p`` when known), atomically (:mod:`pdd_plan.common.atomic`), creating
     the folder if needed.
 
     Floats are written with ``repr`` so reading the file back gives the same values.

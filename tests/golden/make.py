@@ -1,5 +1,5 @@
 """Regenerate the golden outputs: `python tests/golden/make.py` (only when a change is meant
-to alter plans; say why in the commit). tests/test_golden.py runs the same commands and
+to alter plans; say why in the commit). tests/golden/test_golden.py runs the same commands and
 compares byte for byte."""
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def tree_text(folder: Path) -> str:
 
 
 def _planned(plan: Path, arch: str) -> bool:
-    from pdd_plan.schema.plan import load_plan
+    from pdd_plan.inputs.schema.plan import load_plan
 
     return arch in load_plan(plan).plans
 

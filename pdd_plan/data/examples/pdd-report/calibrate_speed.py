@@ -20,10 +20,10 @@ import math
 import re
 from pathlib import Path
 
-from pdd_plan.atomic import forget_inputs, write_atomic
+from pdd_plan.common.atomic import forget_inputs, write_atomic
 from pdd_plan.evaluate import Options, evaluate
 from pdd_plan.evaluate.fleet import from_scenario
-from pdd_plan.resolve import load_scenario, resolve
+from pdd_plan.inputs.context import build_context, load_scenario
 
 HERE = Path(__file__).resolve().parent
 SCENARIO = HERE / "pdd-report.yaml"
@@ -34,7 +34,7 @@ LOW, HIGH = 0.1, 2.0  # the bracket: a tenth of the modelled speed to twice it
 def idc_goodput(path: Path, speed: float, opt: Options) -> float:
     """IDC-PD's SLA goodput on the file's fleet when its engine runs at `speed`."""
     sc = load_scenario(path).model_copy(update={"architectures": ["idc_pd"]})
-    ctx, fleets = from_scenario(resolve(sc, str(path)))
+    ctx, fleets = from_scenario(build_context(sc, str(path)))
     fs = dataclasses.replace(fleets["idc_pd"], speed_factor=speed)
     out = evaluate(ctx, {"idc_pd": fs}, opt)
     r = out["architectures"].get("idc_pd")
@@ -79,7 +79,7 @@ def split_scan(path: Path, speed: float, total: int = 6) -> list[tuple[int, int,
         ]
         fleet = {**sc.fleet, "idc_pd": f.model_copy(update={"instances": groups})}
         s2 = sc.model_copy(update={"fleet": fleet, "architectures": ["idc_pd"]})
-        ctx, fleets = from_scenario(resolve(s2, str(path)))
+        ctx, fleets = from_scenario(build_context(s2, str(path)))
         fs = dataclasses.replace(fleets["idc_pd"], speed_factor=speed)
         out = evaluate(ctx, {"idc_pd": fs}, Options(simulate=False))
         r = out["architectures"].get("idc_pd")

@@ -14,11 +14,11 @@ import argparse
 import json
 from pathlib import Path
 
-from pdd_plan.atomic import write_atomic
+from pdd_plan.common.atomic import write_atomic
 from pdd_plan.evaluate import Options, analytic, evaluate
 from pdd_plan.evaluate.fleet import deployed, from_scenario
-from pdd_plan.optimize.caps import Caps
-from pdd_plan.resolve import load_scenario, resolve
+from pdd_plan.inputs.context import build_context, load_scenario
+from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.sim.run import verify
 from pdd_plan.workload.classes import build_classes
 
@@ -73,7 +73,7 @@ def _report_cost(ctx, gpus: dict[str, int], line_per_hour: float = 0.0) -> float
 
 def study(path: Path = SCENARIO, requests: int = 5000) -> dict:
     """Evaluate the file and set each prediction beside the report's figure."""
-    ctx, fleets = from_scenario(resolve(load_scenario(path), str(path)))
+    ctx, fleets = from_scenario(build_context(load_scenario(path), str(path)))
     ev = evaluate(ctx, fleets, Options(sim_requests=requests))
     a = ev["architectures"]
     pdd, idc, cdc = a["pdd"], a["idc_pd"], a["cdc_pd"]

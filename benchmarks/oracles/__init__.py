@@ -1,0 +1,1 @@
+"""Reference solvers tests and benchmarks check the planner against (brute force over combinations)."""

@@ -1,0 +1,134 @@
+"""How far off the perf model is, per model family, on measurements it was not fitted to.
+
+`benchmarks/accuracy.py --write-band` writes `data/calibration/error_band.yaml`: for each family
+(`dense`, `moe`) the median, 90th-percentile and largest absolute relative error of predicted
+against measured throughput, over rows held out of the fit (leave-one-source-out: each source
+document is predicted by factors fitted without it), with the row count and the date. This
+module only reads that file and picks the band of a model's family, for `perf` and, later, the
+optimizer's report (:func:`band_for_model`). Without the file there is no band: the result says
+`null` and why, and no number is made up.
+
+Layout read (family keys either under `families:` or at the top level):
+
+    basis: leave-one-source-out
+    date: '2026-11-30'
+    families:
+      dense: {median_abs_error: 0.07, p90_abs_error: 0.15, max_abs_error: 0.22, rows: 14}
+      moe:   {median_abs_error: 0.11, p90_abs_error: 0.25, max_abs_error: 0.31, rows: 14}
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pdd_plan.common.errors import InputError
+from pdd_plan.inputs.calibrated import calibration_dir
+from pdd_plan.inputs.schema.model import ModelProfile
+
+FAMILIES = ("dense", "moe")
+BASIS = "leave-one-source-out"
+# field in the band -> names the file may use for it
+KEYS = {
+    "median_abs_error": ("median_abs_error", "median"),
+    "p90_abs_error": ("p90_abs_error", "p90"),
+    "max_abs_error": ("max_abs_error", "max"),
+}
+
+
+def band_path() -> Path:
+    return calibration_dir() / "error_band.yaml"
+
+
+def family(model: ModelProfile) -> str:
+    """`moe` for a mixture-of-experts model, else `dense`."""
+    return "moe" if model.ffn.moe is not None else "dense"
+
+
+def _fraction(entry: dict, field: str, file: str, fam: str) -> float | None:
+    for key in KEYS[field]:
+        if key in entry:
+            v = entry[key]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < 10:
+                raise InputError(
+                    file, f"{fam}.{key}", f"not an error fraction: {v!r}", "e.g. 0.12 for 12 %"
+                )
+            return float(v)
+    return None
+
+
+def _rows(entry: dict, file: str, fam: str) -> int:
+    v = entry.get("rows")
+    if isinstance(v, list):
+        return len(v)
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        raise InputError(file, f"{fam}.rows", f"not a row count: {v!r}", "the held-out rows")
+    return v
+
+
+def parse_bands(data: Any, file: str) -> dict[str, dict]:
+    """family -> band, from the YAML document of an error-band file."""
+    if not isinstance(data, dict):
+        raise InputError(file, None, "not a mapping", "see pdd_plan/calibration/error_band.py")
+    fams = data.get("families", data)
+    if not isinstance(fams, dict):
+        raise InputError(file, "families", "not a mapping", "family -> band")
+    out: dict[str, dict] = {}
+    for fam in FAMILIES:
+        entry = fams.get(fam)
+        if entry is None:
+            continue
+        if not isinstance(entry, dict):
+            raise InputError(file, fam, "not a mapping", "median_abs_error, max_abs_error, rows")
+        band: dict[str, Any] = {"family": fam}
+        for field in KEYS:
+            band[field] = _fraction(entry, field, file, fam)
+        for need in ("median_abs_error", "max_abs_error"):
+            if band[need] is None:
+                raise InputError(file, f"{fam}.{need}", "missing", "write it with the benchmark")
+        band["rows"] = _rows(entry, file, fam)
+        band["basis"] = str(data.get("basis", BASIS))
+        if "date" in data:
+            band["date"] = str(data["date"])
+        out[fam] = band
+    return out
+
+
+@lru_cache(maxsize=8)
+def _load(path: str, mtime_ns: int) -> dict[str, dict]:
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+        raise InputError(path, None, f"cannot read it: {e}", "regenerate it") from None
+    return parse_bands(data, path)
+
+
+def load_bands(path: Path | None = None) -> dict[str, dict] | None:
+    """family -> band from the error-band file, or None when there is no file."""
+    p = Path(path) if path is not None else band_path()
+    if not p.is_file():
+        return None
+    return _load(str(p), p.stat().st_mtime_ns)
+
+
+def band_for_model(model: ModelProfile, path: Path | None = None) -> tuple[dict | None, str]:
+    """(band of the model's family or None, a note saying where it comes from or why none)."""
+    fam = family(model)
+    bands = load_bands(path)
+    if bands is None:
+        return None, (
+            "no error band: data/calibration/error_band.yaml is not there "
+            "(benchmarks/accuracy.py --write-band writes it)"
+        )
+    band = bands.get(fam)
+    if band is None:
+        return None, f"no error band for {fam} models in the error-band file"
+    note = (
+        f"{fam} models: predictions missed measurements they were not fitted to by a median "
+        f"{band['median_abs_error']:.0%}, at most {band['max_abs_error']:.0%} "
+        f"({band['rows']} rows, {band['basis']})"
+    )
+    return dict(band), note

@@ -1,0 +1,262 @@
+"""Measurement rows: the calibration CSV (and the readings beside it) parsed into typed rows,
+every bad cell a one-line error naming its row and column."""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from pdd_plan.calibration.readings import Reading, Readings, document_of, load_readings
+from pdd_plan.common.atomic import note_input
+from pdd_plan.common.errors import InputError
+from pdd_plan.inputs import profiles
+from pdd_plan.perf.offline import ENGINES, TRTLLM_BENCH, Engine
+
+# How the CSV's free-text columns map to profile names (the CSV keeps its own wording).
+HARDWARE = {
+    "H100 SXM 80GB": "h100",
+    "H200 SXM 141GB": "h200",
+    "H800": "h800",
+    "A100 SXM 80GB": "a100-80g",
+    "GB200": "gb200",
+}
+MODELS = {
+    "Llama-3.1-8B": "llama-3.1-8b",
+    # Llama-3.3-70B has Llama-3.1-70B's architecture (same config.json shapes)
+    "Llama-3.3-70B": "llama-3.1-70b",
+    "Llama-3.1-70B": "llama-3.1-70b",
+}
+# precision column -> (weight dtype, KV-cache dtype). ModelOpt FP8 checkpoints are run by
+# TensorRT-LLM with an FP8 KV cache; assumption, supported by the data: with BF16 KV the
+# H200 Llama-70B 2048/2048 row would need more than the GPU's HBM bandwidth.
+PRECISIONS = {"FP8 (ModelOpt)": ("fp8", "fp8"), "FP8": ("fp8", "fp8"), "BF16": ("bf16", None)}
+ENGINE_OF_SOURCE = {"TensorRT-LLM": TRTLLM_BENCH}
+
+
+@dataclass(frozen=True)
+class Measurement:
+    row: int  # 1-based data row in the CSV (header excluded)
+    source: str
+    gpu: str
+    n_gpus: int
+    tp: int
+    model: str
+    dtype: str
+    kv_dtype: str | None
+    isl: int
+    osl: int
+    value: float  # measured tokens/s over `value_gpus` GPUs
+    engine: Engine
+    phase: str = "offline"  # offline | prefill | decode
+    ep: int = 1
+    dp: int = 1
+    batch: int | None = None  # requests on the instance (None: engine/KV limits)
+    chunk: int = 8192  # prefill tokens per pass and DP group
+    value_gpus: float | None = None  # GPUs the figure covers (None: the instance's)
+    expert_dtype: str | None = None
+    redundant_experts: int = 0
+    two_batch_overlap: bool | None = None
+    single_batch_overlap: bool = False
+    expert_load: float | None = None
+    kernels_only: bool = False  # a kernel timing: predicted without the step overhead
+    cached: int = 0  # prefill on top of this many cached tokens (an extend)
+    document: str = ""  # leave-one-source-out group
+    reading: str = ""
+
+    @property
+    def label(self) -> str:
+        par = f"tp{self.tp}" + (f" ep{self.ep}" if self.ep > 1 else "")
+        return f"{self.gpu} {self.model} {par} {self.dtype} {self.phase} {self.isl}/{self.osl}"
+
+    @property
+    def family(self) -> str:
+        """dense | moe: the model family the error band is reported for."""
+        return "moe" if profiles.model(self.model).ffn.moe is not None else "dense"
+
+
+@dataclass(frozen=True)
+class SetAside:
+    """A CSV row the perf model does not predict, and why."""
+
+    row: int
+    source: str
+    document: str
+    use: str  # simulate | out
+    reading: str
+    metric: str
+    value: float
+
+
+def _lookup(table: dict[str, object], text: str, file: str, field: str, row: int):
+    for key, val in table.items():
+        if text.startswith(key) or key in text:
+            return val
+    raise InputError(
+        file,
+        f"row {row} {field}",
+        f"unknown {field} '{text}'",
+        f"known: {', '.join(table)}",
+    )
+
+
+NEED_COLUMNS = ("source", "hardware", "n_gpus", "model", "precision", "parallelism")
+NEED_COLUMNS += ("workload", "metric", "value")
+
+
+def _number(text: str, file: str, field: str, row: int, integer: bool = False) -> float:
+    """A finite, positive number from a CSV cell (a whole one with `integer`)."""
+    try:
+        x = float(text)
+    except ValueError:
+        x = float("nan")
+    if not (math.isfinite(x) and x > 0) or (integer and x != int(x)):
+        what = "a whole number >= 1" if integer else "a finite number > 0"
+        raise InputError(file, f"row {row} {field}", f"must be {what} (got {text!r})", "")
+    return x
+
+
+def _measurement(r: dict, i: int, f: str) -> Measurement:
+    short = [c for c in NEED_COLUMNS if r.get(c) is None]
+    if short or None in r:  # DictReader: None for missing cells, a None key for extra ones
+        header = [k for k in r if k is not None]
+        n = sum(r[k] is not None for k in header) + len(r.get(None) or [])
+        raise InputError(f, f"row {i}", f"has {n} cells, the header {len(header)}", "fix the row")
+    gpu = _lookup(HARDWARE, r["hardware"], f, "hardware", i)
+    model = _lookup(MODELS, r["model"], f, "model", i)
+    dtype, kv = _lookup(PRECISIONS, r["precision"], f, "precision", i)
+    m = re.search(r"ISL/OSL\s*=\s*(\d+)\s*/\s*(\d+)", r["workload"])
+    if not m or int(m.group(1)) < 1 or int(m.group(2)) < 1:
+        raise InputError(f, f"row {i} workload", "no 'ISL/OSL = a/b' (a, b >= 1) in it", "")
+    tp_m = re.search(r"TP(\d+)", r["parallelism"])
+    if "output throughput" not in r["metric"].lower():
+        raise InputError(
+            f, f"row {i} metric", f"unsupported metric '{r['metric']}'", "use output tok/s"
+        )
+    n = int(_number(r["n_gpus"], f, "n_gpus", i, integer=True))
+    engine = next((e for k, e in ENGINE_OF_SOURCE.items() if k in r["source"]), None)
+    return Measurement(
+        row=i,
+        source=r["source"],
+        gpu=gpu,
+        n_gpus=n,
+        tp=int(tp_m.group(1)) if tp_m else n,
+        model=model,
+        dtype=dtype,
+        kv_dtype=kv,
+        isl=int(m.group(1)),
+        osl=int(m.group(2)),
+        value=_number(r["value"], f, "value", i),
+        engine=engine or ENGINES["sglang"],
+    )
+
+
+def read_measurements(path: str | Path) -> list[Measurement]:
+    """The rows of a measurements CSV the perf model predicts (see `read_rows`)."""
+    return read_rows(path)[0]
+
+
+def _engine(r: Reading, base: Engine) -> Engine:
+    if r.engine is None:
+        return base
+    e = r.engine
+    return Engine(
+        name=f"{base.name} (row limits)",
+        limits="fixed",
+        max_batch=e.max_batch,
+        max_num_tokens=e.max_num_tokens,
+        kv_free_fraction=e.kv_free_fraction,
+        source="data/calibration/readings.yaml (the measurement's stated engine limits)",
+    )
+
+
+def _from_reading(i: int, r: dict, rd: Reading, base: Engine, doc: str, f: str) -> Measurement:
+    n = rd.n_gpus or 1
+    return Measurement(
+        row=i,
+        source=r["source"],
+        gpu=rd.gpu,
+        n_gpus=n,
+        tp=rd.tp or n,
+        model=rd.model,
+        dtype=rd.dtype,
+        kv_dtype=rd.kv_dtype,
+        isl=rd.isl or 0,
+        osl=rd.osl,
+        value=_number(r["value"], f, "value", i),
+        engine=_engine(rd, base),
+        phase=rd.phase,
+        ep=rd.ep,
+        dp=rd.dp,
+        batch=rd.batch,
+        chunk=rd.chunk,
+        value_gpus=rd.value_gpus,
+        expert_dtype=rd.expert_dtype,
+        redundant_experts=rd.redundant_experts,
+        two_batch_overlap=rd.two_batch_overlap,
+        single_batch_overlap=rd.single_batch_overlap,
+        expert_load=rd.expert_load,
+        kernels_only=rd.kernels_only,
+        cached=rd.cached,
+        document=doc,
+        reading=rd.reading,
+    )
+
+
+def _from_text(i: int, r: dict, f: str, engine: Engine, doc: str) -> Measurement:
+    return replace(_measurement(r, i, f), engine=engine, document=doc)
+
+
+def _csv_rows(p: Path) -> list[dict]:
+    f = str(p)
+    if not p.is_file():
+        raise InputError(f, None, "file not found", "give the measurements CSV path")
+    note_input(p)  # no output of this command may overwrite it
+    try:
+        with p.open(newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            missing = set(NEED_COLUMNS) - set(reader.fieldnames or [])
+            if missing:
+                raise InputError(
+                    f,
+                    None,
+                    f"missing columns: {', '.join(sorted(missing))}",
+                    "use the CSV layout",
+                )
+            rows = list(reader)
+    except (UnicodeDecodeError, csv.Error) as e:
+        raise InputError(
+            f, None, f"not a UTF-8 CSV file ({type(e).__name__})", "give the measurements CSV"
+        ) from None
+    if not rows:
+        raise InputError(f, None, "no measurement rows (only a header)", "add measured rows")
+    return rows
+
+
+def read_rows(path: str | Path) -> tuple[list[Measurement], list[SetAside]]:
+    """Parse a measurements CSV (columns: source, hardware, n_gpus, model, precision,
+    parallelism, workload, metric, value, unit, notes) with the readings beside it, if any:
+    (rows to predict, rows set aside with the reason). Without readings, a row whose metric
+    is not output throughput is refused with its row number."""
+    p = Path(path)
+    f = str(p)
+    rows = _csv_rows(p)
+    readings: Readings | None = load_readings(p)
+    out, aside = [], []
+    for i, r in enumerate(rows, start=1):
+        engine = next((e for k, e in ENGINE_OF_SOURCE.items() if k in r["source"]), None)
+        engine = engine or ENGINES["sglang"]
+        doc = document_of(r["source"], readings)
+        rd = readings.rows.get(i) if readings is not None else None
+        if rd is not None and rd.use != "predict":
+            aside.append(
+                SetAside(i, r["source"], doc, rd.use, rd.reading, r["metric"], float(r["value"]))
+            )
+        elif rd is not None and rd.explicit:
+            out.append(_from_reading(i, r, rd, engine, doc, f))
+        else:
+            m = _from_text(i, r, f, engine, doc)
+            out.append(m if rd is None else replace(m, reading=rd.reading))
+    return out, aside

@@ -1,0 +1,98 @@
+"""How each row of a measurements CSV is read: predicted, a serving check, or set aside.
+
+A CSV may have a ``readings.yaml`` beside it (the bundled one does:
+``data/calibration/readings.yaml``). Each entry says what the row measures in the perf model's
+terms, in words (``reading``) and, for rows the model predicts, as the run that reproduces it
+(instance, phase, lengths, batch, the GPUs the published figure covers). Rows whose figure is a
+serving quantity (per-request speed, TTFT, throughput at an SLO or at production load) check
+``simulate`` instead; rows with too little detail stay out. Without a readings file every row
+is parsed from the CSV text, as before (TensorRT-LLM-style rows).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, PositiveInt, model_validator
+
+from pdd_plan.inputs.schema.common import Strict
+from pdd_plan.inputs.schema.io import load
+
+Use = Literal["predict", "simulate", "out"]
+
+
+class EngineLimits(Strict):
+    max_batch: PositiveInt | None = None
+    max_num_tokens: PositiveInt = 8192
+    kv_free_fraction: float | None = Field(default=None, gt=0, le=1)
+
+
+class Reading(Strict):
+    use: Use
+    reading: str
+    gpu: str | None = None
+    model: str | None = None
+    n_gpus: PositiveInt | None = None
+    tp: PositiveInt | None = None
+    ep: PositiveInt = 1
+    dp: PositiveInt = 1
+    dtype: Literal["bf16", "fp8", "fp4"] | None = None
+    expert_dtype: Literal["bf16", "fp8", "fp4"] | None = None
+    kv_dtype: Literal["bf16", "fp8"] | None = None
+    phase: Literal["offline", "prefill", "decode"] = "offline"
+    isl: PositiveInt | None = None
+    osl: int = Field(default=0, ge=0)
+    batch: PositiveInt | None = None
+    chunk: PositiveInt = 8192
+    value_gpus: float | None = Field(default=None, gt=0)
+    engine: EngineLimits | None = None
+    redundant_experts: int = Field(default=0, ge=0)
+    two_batch_overlap: bool | None = None
+    single_batch_overlap: bool = False
+    expert_load: float | None = Field(default=None, ge=1)
+    # the figure times the forward pass's kernels alone (no serving engine: no scheduler or
+    # sampling between passes), so it is predicted without the step overhead
+    kernels_only: bool = False
+    cached: int = Field(default=0, ge=0)  # prefill: tokens already in the KV cache (an extend)
+
+    @model_validator(mode="after")
+    def _kernels_are_one_pass(self) -> Reading:
+        if self.kernels_only and self.phase == "offline":
+            raise ValueError("kernels_only times one pass: give phase prefill or decode")
+        if self.cached and self.phase != "prefill":
+            raise ValueError("cached (tokens already in the cache) is for phase prefill")
+        return self
+
+    @property
+    def explicit(self) -> bool:
+        """Whether the row's run is given here (else it is parsed from the CSV text)."""
+        return self.gpu is not None
+
+
+class Readings(Strict):
+    csv: str
+    date: str
+    documents: dict[str, str]  # document key -> text that identifies it in `source`
+    rows: dict[int, Reading]
+
+
+def readings_path(csv_path: str | Path) -> Path:
+    return Path(csv_path).with_name("readings.yaml")
+
+
+def load_readings(csv_path: str | Path) -> Readings | None:
+    """The readings beside a measurements CSV, or None when there are none."""
+    p = readings_path(csv_path)
+    if not p.is_file():
+        return None
+    return load(Readings, str(p))
+
+
+def document_of(source: str, readings: Readings | None) -> str:
+    """The document (leave-one-source-out group) a row's `source` cell belongs to."""
+    if readings is not None:
+        for key, text in readings.documents.items():
+            if text in source:
+                return key
+    return source.split(" ")[1] if source.startswith("github ") else source

@@ -1,0 +1,279 @@
+"""Every size a user controls, bounded in one place, and the optimizer's wall-clock deadline.
+
+Each limit is checked before the work (or the allocation) it bounds, and a value over it is a
+one-line InputError (exit 2) naming the field or flag, the limit and how to raise it. The
+values sit far above any real deployment; they exist so a typo (`samples: 2e9`,
+`--chunk 1`) fails in a millisecond rather than hanging or exhausting memory.
+
+Raising a limit: set the environment variable `PDD_PLAN_MAX_<NAME>` (e.g.
+`PDD_PLAN_MAX_REQUESTS=50000000`) to a positive integer. It is read on every check, so one
+shell or one test can change it without touching the code. README's "bad input" section lists
+the same table (tests/unit/common/test_limits.py checks they agree).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import time
+from collections.abc import Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pdd_plan.common.errors import InputError
+
+
+@dataclass(frozen=True)
+class Limit:
+    name: str  # the suffix of PDD_PLAN_MAX_<NAME>
+    default: int
+    unit: str
+    applies_to: str  # the fields and flags it bounds
+    why: str  # what grows with it, and why the default is generous
+
+    @property
+    def env(self) -> str:
+        return f"PDD_PLAN_MAX_{self.name}"
+
+
+LIMITS: dict[str, Limit] = {
+    lim.name: lim
+    for lim in (
+        Limit(
+            "REQUESTS",
+            10_000_000,
+            "requests",
+            "workload.samples, --sim-requests (optimize, sweep, report), simulate --requests",
+            "memory and replay time grow with it (samples: 2e9 used 23 GB before it was killed)",
+        ),
+        Limit(
+            "TOKENS",
+            10_000_000,
+            "tokens",
+            "workload.input_tokens / output_tokens, trace rows, perf/bathtub --input-tokens",
+            "above any model's context window; prefill loops run once per chunk",
+        ),
+        Limit(
+            "PREFILL_PASSES",
+            20_000,
+            "prefill passes",
+            "perf / bathtub: input tokens / --chunk (bathtub: summed over its 100 hit rates)",
+            "each pass is its own roofline evaluation (~0.2 ms); 10M tokens at --chunk 1: 10M passes",
+        ),
+        Limit(
+            "BATCH",
+            1_000_000,
+            "requests",
+            "perf --batch",
+            "a decode step evaluates one context per request; no instance holds a million",
+        ),
+        Limit(
+            "CLASSES",
+            1_000,
+            "classes",
+            "workload.classes",
+            "the MILP has variables per class x path x line option",
+        ),
+        Limit(
+            "LINES",
+            16,
+            "lines",
+            "link.max_lines",
+            "line options = count x SKU x utilization level (rate free: 4 lines 9 s, 32 lines 137 s)",
+        ),
+        Limit(
+            "LINE_CANDIDATES",
+            32,
+            "SKUs",
+            "link.candidates",
+            "line options multiply with link.max_lines and utilization levels",
+        ),
+        Limit(
+            "SEARCH_STEPS",
+            64,
+            "values",
+            "search.utilization_levels (entries), search.max_prefill_extra",
+            "each value is one more enumerated combination (one MILP) per prefill choice",
+        ),
+        Limit(
+            "GPUS",
+            10_000_000,
+            "GPUs",
+            "datacenters[].gpus (each GPU type)",
+            "pool-size ranges are enumerated up to the GPUs available",
+        ),
+        Limit(
+            "PLAN_INSTANCES",
+            10_000,
+            "instances",
+            "a plan's instances[].count, summed per architecture (and its line count)",
+            "simulate and emit work per instance (2 x 100,000 took 80 s and 256 MB of scripts)",
+        ),
+        Limit(
+            "SWEEP_POINTS",
+            2_000,
+            "points",
+            "sweep: the product of the --vary value counts",
+            "each point is a full optimize (seconds to minutes)",
+        ),
+    )
+}
+
+
+def value(name: str) -> int:
+    """The limit in force: its `PDD_PLAN_MAX_<NAME>` environment variable, or the default."""
+    lim = LIMITS[name]
+    raw = os.environ.get(lim.env)
+    if raw is None or not raw.strip():
+        return lim.default
+    try:
+        v = int(float(raw))
+    except (ValueError, OverflowError):
+        v = 0
+    if v < 1:
+        raise InputError(
+            None,
+            lim.env,
+            f"'{raw}' is not a positive integer",
+            f"unset it or give e.g. {lim.default}",
+        )
+    return v
+
+
+def exceeded(name: str, got: float) -> str:
+    """The problem text of a value over the limit (for validators that raise ValueError)."""
+    lim = LIMITS[name]
+    n = value(name)
+    return f"{got:,.0f} {lim.unit} is over the limit of {n:,} ({lim.why}); {raise_hint(name)}"
+
+
+def raise_hint(name: str) -> str:
+    return f"to go higher set {LIMITS[name].env}"
+
+
+def check(
+    name: str, got: float, file: str | None, field: str | None, fix: str | None = None
+) -> None:
+    """InputError naming `field` (a scenario key or a flag) when `got` is over limit `name`;
+    `fix` says how to get under it when that is not "use at most N"."""
+    n = value(name)
+    if not got <= n:  # NaN fails too
+        lim = LIMITS[name]
+        raise InputError(
+            file,
+            field,
+            f"{got:,.0f} {lim.unit} is over the limit of {n:,} ({lim.why})",
+            f"{fix or f'use at most {n:,}'}, or set {lim.env}=N to raise the limit",
+        )
+
+
+def check_trace_tokens(inputs: Any, outputs: Any, file: str, first_line: int) -> None:
+    """A chunk of trace rows (token-count arrays, the first row at `first_line`) under the
+    TOKENS limit; the error names the first row over it. Vectorized: one pass per chunk."""
+    n = value("TOKENS")
+    for what, col in (("input_tokens", inputs), ("output_tokens", outputs)):
+        over = np.flatnonzero(~(np.asarray(col) <= n))
+        if over.size:
+            k = int(over[0])
+            raise InputError(
+                file,
+                f"line {first_line + k} {what}",
+                f"{float(col[k]):,.0f} tokens is over the limit of {n:,} ({LIMITS['TOKENS'].why})",
+                f"fix the row (or skip it), or set {LIMITS['TOKENS'].env}=N to raise the limit",
+            )
+
+
+def prefill_passes(tokens: float, chunk: float) -> int:
+    """Chunked-prefill passes a prompt of `tokens` new tokens takes at `chunk` per pass."""
+    return max(int(math.ceil(tokens / max(chunk, 1.0))), 1)
+
+
+# -- the optimizer's deadline ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """Wall-clock end of one architecture's search (`search.time_limit_s`)."""
+
+    seconds: float
+    end: float  # time.monotonic() value
+    file: str | None
+    what: str
+
+    def left(self) -> float:
+        return self.end - time.monotonic()
+
+
+_DEADLINE: ContextVar[Deadline | None] = ContextVar("pdd_plan_deadline", default=None)
+
+
+@contextlib.contextmanager
+def deadline(seconds: float, file: str | None, what: str) -> Iterator[Deadline]:
+    """Within the block, `solver_seconds` and `check_deadline` hold the search to `seconds`.
+    Inside another deadline block the outer one stands (one architecture's planning, its
+    verification rounds included, shares one limit). A context variable, so thread-pool sweep
+    points each keep their own."""
+    outer = _DEADLINE.get()
+    if outer is not None:
+        yield outer
+        return
+    d = Deadline(float(seconds), time.monotonic() + float(seconds), file, what)
+    token = _DEADLINE.set(d)
+    try:
+        yield d
+    finally:
+        _DEADLINE.reset(token)
+
+
+def check_deadline() -> None:
+    """InputError naming search.time_limit_s once the search has run past it."""
+    d = _DEADLINE.get()
+    if d is not None and d.left() <= 0:
+        raise time_limit_error(d)
+
+
+def time_limit_error(d: Deadline) -> InputError:
+    return InputError(
+        d.file,
+        "search.time_limit_s",
+        f"{d.what} ran past the time limit of {d.seconds:g} s",
+        "raise search.time_limit_s, or shrink the search (fewer link.candidates, a smaller "
+        "link.max_lines, workload.classes or search.utilization_levels)",
+    )
+
+
+def solver_seconds(time_limit_s: float) -> float:
+    """What one MILP may take: `time_limit_s`, or less when the deadline is nearer. Raises the
+    time-limit error when nothing is left (a MILP cut off at its limit is not an answer)."""
+    d = _DEADLINE.get()
+    if d is None:
+        return time_limit_s
+    left = d.left()
+    if left <= 0:
+        raise time_limit_error(d)
+    return min(time_limit_s, left)
+
+
+def timed_out() -> bool:
+    """Whether a deadline is set and has passed (a MILP that stopped early ran out of it)."""
+    d = _DEADLINE.get()
+    return d is not None and d.left() <= 0
+
+
+__all__ = [
+    "LIMITS",
+    "Limit",
+    "value",
+    "check",
+    "exceeded",
+    "check_trace_tokens",
+    "prefill_passes",
+    "deadline",
+    "check_deadline",
+    "solver_seconds",
+    "timed_out",
+]

@@ -1,0 +1,79 @@
+"""Turn a validated Scenario into the objects the models use: profiles, prices, placement, lines."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from pdd_plan.common.errors import InputError
+from pdd_plan.inputs import profiles
+from pdd_plan.inputs.schema.gpu import GPUProfile
+from pdd_plan.inputs.schema.io import load
+from pdd_plan.inputs.schema.line import LineSKU
+from pdd_plan.inputs.schema.model import ModelProfile
+from pdd_plan.inputs.schema.scenario import Scenario, line_from_custom
+
+
+@dataclass(frozen=True)
+class Context:
+    scenario: Scenario
+    file: str
+    model: ModelProfile
+    gpus: dict[str, GPUProfile]  # name -> profile with the scenario's price applied
+    lines: list[LineSKU]
+    prefill_dc: str
+    relay_dc: str
+    main_dc: str
+    base_dir: Path
+
+    def available(self, dc: str) -> dict[str, int]:
+        return next(d.gpus for d in self.scenario.datacenters if d.name == dc)
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    return load(Scenario, path)
+
+
+def build_context(sc: Scenario, file: str) -> Context:
+    base = Path(file).resolve().parent if file else Path.cwd()
+    model_ref = sc.model
+    if model_ref.endswith((".yaml", ".yml")) and not Path(model_ref).is_absolute():
+        model_ref = str(base / model_ref)
+    model = profiles.model(model_ref, "model", file)
+    gpus: dict[str, GPUProfile] = {}
+    for i, dc in enumerate(sc.datacenters):
+        for name in dc.gpus:
+            if name not in gpus:
+                gpus[name] = profiles.gpu(name, f"datacenters[{i}].gpus.{name}", file)
+    for name in sc.prices:
+        if name not in gpus:
+            known = ", ".join(sorted(gpus)) or "none"
+            raise InputError(
+                file,
+                f"prices.{name}",
+                f"price for a GPU no datacenter lists (listed: {known})",
+                "remove it or add the GPU to a datacenter",
+            )
+    for name, g in list(gpus.items()):
+        if name in sc.prices:
+            price = g.price.model_copy(
+                update={"usd_per_gpu_hour": sc.prices[name], "source": "scenario prices"}
+            )
+            gpus[name] = g.model_copy(update={"price": price})
+    lines: list[LineSKU] = []
+    if sc.link is not None:
+        for i, c in enumerate(sc.link.candidates):
+            sku = (
+                profiles.line(c, f"link.candidates[{i}]", file)
+                if isinstance(c, str)
+                else line_from_custom(c, i)
+            )
+            if sc.link.rtt_ms is not None:
+                sku = sku.model_copy(update={"rtt_ms": sc.link.rtt_ms})
+            lines.append(sku)
+    names = [d.name for d in sc.datacenters]
+    p = sc.placement
+    prefill_dc = p.prefill or names[0]
+    relay_dc = p.relay_decode or prefill_dc
+    main_dc = p.main_decode or (names[1] if len(names) > 1 else names[0])
+    return Context(sc, file, model, gpus, lines, prefill_dc, relay_dc, main_dc, base)

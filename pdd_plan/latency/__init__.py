@@ -1,0 +1,1 @@
+"""The analytic TTFT/TPOT model: prefill queueing, the leased line, and their composition per path."""

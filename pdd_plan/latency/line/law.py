@@ -1,0 +1,68 @@
+"""The plan's law of one KV transfer over the line, per class: its mean time and
+its delay's mean, variance and no-delay chance beyond the bare transfer, as
+:func:`pipeline.path_times` composes them into TTFT and the KV-transfer percentiles."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pdd_plan.latency.line import bursts, found_work, input_stream, transfer
+
+
+@dataclass(frozen=True)
+class TransferLaw:
+    """Per class: ``total`` mean time from KV ready to delivered, ``bare`` alone on the line,
+    and the delay beyond it: mean ``line_wait``, variance ``line_wait_var``, ``P(no delay)`` ``atom``."""
+
+    total: np.ndarray
+    bare: np.ndarray
+    line_wait: np.ndarray
+    line_wait_var: np.ndarray
+    atom: np.ndarray
+
+
+def transfer_law(
+    size_bytes: np.ndarray,
+    weight: np.ndarray,
+    line: transfer.LineConfig,
+    rho: float,
+    stretch: float = 1.0,
+    ca2: float = 1.0,
+    pool: input_stream.FeedingPool | None = None,
+    prefill_s: np.ndarray | None = None,
+) -> TransferLaw:
+    """The law of transfers of ``size_bytes`` (request shares ``weight``) on ``line`` at
+    utilization ``rho``: the Poisson-fed limited-PS mean (:func:`transfer.line_transfer_s`,
+    times ``stretch``: verification's), the delay beyond the bare transfer moved by bursts
+    (renewal gaps of squared CV ``ca2``), the feeding ``pool``'s smoothing and each class's
+    own prefill silence (``prefill_s``; :func:`found_work.delay_parts`), its shape from the
+    PS share (:func:`transfer.line_delay_shape`; with bursts, the variance moved by
+    :func:`bursts.variance_ratio` plus the bursts' excess at the same squared CV, and the
+    no-delay chance scaled by how often the line is idle at an arrival,
+    :func:`bursts.idle_ratio`). Poisson arrivals: exactly the law before bursts."""
+    xb = np.asarray(size_bytes, dtype=float)
+    lt = transfer.line_transfer_s(xb, line, rho, weight) * stretch
+    # the bare transfer (no other flow in the way) is fixed; queueing beyond it is random
+    bare = np.minimum(transfer.bare_transfer_s(xb, line), lt)
+    sz = xb / line.usable_bytes_s
+    base, burst = lt - bare, np.zeros_like(xb)
+    if 0 < rho < 1 and (ca2 != 1.0 or pool is not None):
+        own = np.zeros_like(xb) if prefill_s is None else prefill_s
+        base, burst = found_work.delay_parts(lt - bare, sz, weight, rho, ca2, pool, own)
+        lt = bare + np.maximum(base + burst, 0.0)
+        base = np.maximum(base, 0.0)
+    j = lt - bare
+    # the PS share's squared CV holds for the delay without bursts (the pool's smoothing,
+    # verification's stretch); bursts move that part's variance (bursts.variance_ratio)
+    # and add their own excess at the same squared CV, taken independent of it
+    cv2, atom = transfer.line_delay_shape(xb, line, rho, weight)
+    with np.errstate(invalid="ignore", over="ignore"):  # no delay (j = 0): no variance
+        var = np.where(j > 0, cv2 * j * j, 0.0)
+    if 0 < rho < 1 and ca2 != 1.0:
+        atom = np.minimum(atom * bursts.idle_ratio(sz, weight, rho, ca2), 1.0)
+        with np.errstate(invalid="ignore", over="ignore"):
+            v = bursts.variance_ratio(sz, weight, rho, ca2)
+            var = np.where(j > 0, cv2 * (base * base * v + burst * burst), 0.0)
+    return TransferLaw(lt, bare, j, var, atom)

@@ -1,0 +1,200 @@
+"""Per-path TTFT/TPOT composition and the routing rule (DESIGN §4.4).
+
+Paths: `p_md` (prefill -> line -> main decode), `p_rld_md` (prefill -> RDMA -> relay decode,
+handing off to main decode by token IDs), `p_rld` (singular traffic finishing on relay decode).
+IDC-PD uses `p_md` with RDMA in place of the line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pdd_plan.inputs.schema.scenario import Policy
+from pdd_plan.latency.line import law as line_law
+from pdd_plan.latency.line import transfer
+from pdd_plan.latency.prefill.pool import PrefillPool
+from pdd_plan.perf import layers, roofline
+from pdd_plan.perf.instance import Instance
+from pdd_plan.workload.requests import RequestClasses
+
+PATHS = ("p_md", "p_rld_md", "p_rld")
+
+_EXTEND_CACHE: dict[tuple[int, int, int], tuple[Instance, float]] = {}
+
+
+def _extend_s(md: Instance, k: float, ctx: float) -> float:
+    """MD's extend recompute of k relay tokens at context ctx, memoized: the optimizer asks for
+    the same few (k, context) pairs under every line option."""
+    key = (id(md), int(round(max(k, 1.0))), int(round(ctx)))
+    hit = _EXTEND_CACHE.get(key)
+    if (
+        hit is None or hit[0] is not md
+    ):  # the entry keeps its instance alive, so ids can't be reused
+        if len(_EXTEND_CACHE) > 200_000:
+            _EXTEND_CACHE.clear()
+        hit = (md, roofline.extend_time(md, float(key[1]), float(key[2])).total_s)
+        _EXTEND_CACHE[key] = hit
+    return hit[1]
+
+
+@dataclass(frozen=True)
+class PathTimes:
+    """Each class's TTFT on each path as a fixed part plus random ones, and decode work per path.
+
+    TTFT = ttft_fixed_s + prefill wait (the pool's M/G/c law) + line queueing: a PS line's delay
+    beyond the bare transfer time, of mean ttft_line_wait_s, variance ttft_line_wait_var_s2 and
+    P(no delay) ttft_line_wait_atom (:func:`delay_shape.two_moment`; an exponential, variance =
+    mean^2 and no atom, where they are None).
+    """
+
+    ttft_fixed_s: dict[str, np.ndarray]  # path -> per class: prefill + bare transfer + first step
+    md_tokens: dict[str, np.ndarray]  # output tokens decoded on main decode per request
+    rld_tokens: dict[str, np.ndarray]  # output tokens decoded on relay decode per request
+    rld_hold_s: dict[str, np.ndarray]  # seconds a request occupies relay decode
+    line_bytes: np.ndarray  # per class, bytes crossing the line
+    line_s: np.ndarray  # per class, mean line transfer seconds
+    tpot_s: dict[str, np.ndarray]  # path -> per class mean time per output token
+    handoff_stall_s: np.ndarray
+    ttft_line_wait_s: dict[str, np.ndarray] | None = None  # path -> mean line queueing
+    ttft_line_wait_var_s2: dict[str, np.ndarray] | None = None  # path -> its variance
+    ttft_line_wait_atom: dict[str, np.ndarray] | None = None  # path -> P(no line delay)
+
+    def line_wait_atom(self, path: str) -> np.ndarray:
+        a = (self.ttft_line_wait_atom or {}).get(path)
+        return a if a is not None else np.zeros_like(self.ttft_fixed_s[path])
+
+    def line_wait_var(self, path: str) -> np.ndarray:
+        v = (self.ttft_line_wait_var_s2 or {}).get(path)
+        return v if v is not None else self.line_wait(path) ** 2
+
+    def line_wait(self, path: str) -> np.ndarray:
+        j = (self.ttft_line_wait_s or {}).get(path)
+        return j if j is not None else np.zeros_like(self.ttft_fixed_s[path])
+
+    def ttft_mean_s(self, path: str) -> np.ndarray:
+        """Fixed part plus the mean line queueing (the prefill wait excluded)."""
+        return self.ttft_fixed_s[path] + self.line_wait(path)
+
+    def class_mean(self, classes: RequestClasses) -> PathTimes:
+        """Times of `classes.fine` (the strata) averaged over each class of `classes`."""
+        if classes.nodes is None:
+            return self
+
+        def per(d: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+            return {k: classes.class_mean(v) for k, v in d.items()}
+
+        j = self.ttft_line_wait_s
+
+        def var(path: str) -> np.ndarray:
+            # a class's delay mixes its strata's: E[Var] + Var[E] (total variance)
+            m = self.line_wait(path)
+            mix = classes.class_mean(self.line_wait_var(path) + m * m) - classes.class_mean(m) ** 2
+            return np.maximum(mix, 0.0)
+
+        return PathTimes(
+            per(self.ttft_fixed_s),
+            per(self.md_tokens),
+            per(self.rld_tokens),
+            per(self.rld_hold_s),
+            classes.class_mean(self.line_bytes),
+            classes.class_mean(self.line_s),
+            per(self.tpot_s),
+            classes.class_mean(self.handoff_stall_s),
+            per(j) if j is not None else None,
+            {k: var(k) for k in j} if j is not None else None,
+            {k: classes.class_mean(self.line_wait_atom(k)) for k in j} if j is not None else None,
+        )
+
+
+def path_times(
+    classes: RequestClasses,
+    prefill_s: np.ndarray,
+    prefill: Instance,
+    md: Instance | None,
+    md_step_s: float,
+    line: transfer.LineConfig | None,
+    line_rho: float,
+    rld: Instance | None,
+    rld_step_s: float,
+    policy: Policy,
+    line_delay: float = 1.0,
+    line_ca2: float = 1.0,
+    pool: PrefillPool | None = None,
+) -> PathTimes:
+    """Compose TTFT parts and decode splits per class and path.
+
+    `md`/`md_step_s` is the decode pool the KV lands on (main decode, or IDC's decode in A).
+    `line` None means the transfer goes over RDMA inside one datacenter (IDC-PD).
+    `line_ca2`: squared CV of the gaps between transfers (the prefill pool's departures);
+    `pool`: the prefill pool feeding the line (its smoothing: :mod:`line_found`).
+    """
+    m = prefill.model
+    full_kv = np.asarray(layers.kv_bytes(m, classes.input_tokens))
+    g = prefill.gpu
+    rdma_full = transfer.gpu_rdma_transfer_s(full_kv, g, prefill.n_gpus)
+    out = classes.output_tokens
+    if line is None:  # IDC-PD: P -> D over RDMA, no DRC needed
+        ttft = prefill_s + rdma_full + md_step_s
+        zero = np.zeros(len(classes))
+        return PathTimes(
+            {"p_md": ttft},
+            {"p_md": out.copy()},
+            {"p_md": zero},
+            {"p_md": zero},
+            zero,
+            rdma_full,
+            {"p_md": np.full(len(classes), md_step_s)},
+            zero,
+        )
+    xb = transfer.line_bytes(m, classes.input_tokens, classes.hit_d, policy.drc)
+    # the line's PS share + pool wait, line_delay > 1: verification's; bursts, the pool's
+    # smoothing and each transfer's own prefill's silence; the delay's shape (line_law)
+    law = line_law.transfer_law(
+        xb, classes.weight, line, line_rho, line_delay, line_ca2, pool, prefill_s
+    )
+    lt, bare, atom = law.total, law.bare, law.atom
+    line_wait, line_wait_var = {"p_md": law.line_wait}, {"p_md": law.line_wait_var}
+    ttft = {"p_md": prefill_s + bare + md_step_s}
+    md_tok = {"p_md": out.copy()}
+    rld_tok = {"p_md": np.zeros(len(classes))}
+    hold = {"p_md": np.zeros(len(classes))}
+    tpot = {"p_md": np.full(len(classes), md_step_s)}
+    stall = np.zeros(len(classes))
+    if rld is not None:
+        first = prefill_s + rdma_full + rld_step_s
+        ctx = classes.input_tokens
+        # tokens RLD makes while the KV crawls to MD; catch_up also covers MD's extend
+        k = np.minimum(np.minimum(lt / rld_step_s, policy.relay_max_tokens), out)
+        ext = (
+            np.array([_extend_s(md, ki, c) for ki, c in zip(k, ctx)])
+            if md
+            else np.zeros(len(classes))
+        )
+        if policy.handoff == "catch_up":
+            k = np.minimum(np.minimum((lt + ext) / rld_step_s, policy.relay_max_tokens), out)
+            stall = np.where(k >= policy.relay_max_tokens, ext, 0.0)  # cap hit: MD still stalls
+        else:
+            stall = ext
+        ttft["p_rld_md"] = first
+        md_tok["p_rld_md"] = out - k
+        rld_tok["p_rld_md"] = k
+        hold["p_rld_md"] = k * rld_step_s
+        tpot["p_rld_md"] = (k * rld_step_s + (out - k) * md_step_s + stall) / np.maximum(out, 1)
+        ttft["p_rld"] = first
+        md_tok["p_rld"] = np.zeros(len(classes))
+        rld_tok["p_rld"] = out.copy()
+        hold["p_rld"] = out * rld_step_s
+        tpot["p_rld"] = np.full(len(classes), rld_step_s)
+    return PathTimes(
+        ttft, md_tok, rld_tok, hold, xb, lt, tpot, stall, line_wait, line_wait_var, {"p_md": atom}
+    )
+
+
+def relay_wanted(
+    ttft_p_md_s: np.ndarray, pool: PrefillPool, budget_s: float, q: float = 0.9
+) -> np.ndarray:
+    """The routing rule: relay a class when its direct path (mean line time included) would
+    break the TTFT budget at the q-quantile of the prefill wait."""
+    return ttft_p_md_s + pool.wait_quantile(q) > budget_s

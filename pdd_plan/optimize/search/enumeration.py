@@ -1,0 +1,217 @@
+"""What both drivers enumerate: main-decode sites, prefill instances with their decode sets
+(`PrefillChoice`), the combinations (`Combo`) that fix the MILP's context, and the
+`FleetTables` of one combination.
+
+Fixed and free rate differ only in how a prefill choice becomes combinations (pool sizes at a
+rate, or size ranges x utilization levels) and in what the MILP decides; see fixed_rate.py and
+free_rate.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from pdd_plan.architectures import Architecture
+from pdd_plan.common import limits
+from pdd_plan.inputs.context import Context
+from pdd_plan.inputs.schema.plan import Reason
+from pdd_plan.latency.line import transfer
+from pdd_plan.latency.prefill import pool as prefill_pool
+from pdd_plan.optimize import diagnosis, tables
+from pdd_plan.optimize.search import owned
+from pdd_plan.optimize.search.caps import Caps
+from pdd_plan.optimize.tables import DecodeOption, LineOption
+from pdd_plan.perf.instance import Instance
+from pdd_plan.workload.requests import RequestClasses
+
+
+@dataclass(frozen=True)
+class PrefillChoice:
+    """A main-decode site, a prefill instance (its service times) and the decode options."""
+
+    md_dc: str
+    pinst: Instance
+    service: np.ndarray
+    mean_service_s: float
+    max_n: int  # prefill instances the prefill datacenter's GPUs hold
+    md: list[DecodeOption]
+    rld: list[DecodeOption]
+
+
+@dataclass
+class Combo:
+    """One enumerated setting: the MILP's fixed context and a bound on its cost."""
+
+    md_dc: str
+    pinst: Instance
+    service: np.ndarray
+    n_lo: int
+    n_hi: int
+    rho: float  # prefill utilization (fixed rate: exact; variable rate: the cap)
+    fixed_cost: float
+    md: list[DecodeOption]
+    rld: list[DecodeOption]
+
+    @property
+    def label(self) -> str:
+        return f"prefill {self.n_lo} x {self.pinst.label}"
+
+
+def main_dcs(ctx: Context, spec: Architecture) -> list[str]:
+    """Where main decode may sit: by the prefill when the KV does not cross the line."""
+    if not spec.crosses_line:
+        return [ctx.prefill_dc]
+    pl = ctx.scenario.placement.main_decode
+    if pl is not None:
+        return [pl]
+    others = [d.name for d in ctx.scenario.datacenters if d.name != ctx.prefill_dc]
+    return others or [ctx.main_dc]
+
+
+def _gpus_in(ctx: Context, dc: str) -> list[str]:
+    return [g for g, n in ctx.available(dc).items() if n > 0]
+
+
+def decode_sets(
+    ctx: Context, spec: Architecture, pg: str, md_dc: str, mean_ctx: float
+) -> tuple[list[DecodeOption], list[DecodeOption]]:
+    """Decode options of the pool every request lands on, and of relay decode (if any)."""
+    if spec.decode_role == "decode":  # decode beside prefill, on its GPU type
+        return tables.decode_options(ctx, "decode", ctx.prefill_dc, [pg], mean_ctx), []
+    md = tables.decode_options(ctx, "main_decode", md_dc, _gpus_in(ctx, md_dc), mean_ctx)
+    rld: list[DecodeOption] = []
+    if spec.relays:
+        rgpus = _gpus_in(ctx, ctx.relay_dc)
+        rld = tables.decode_options(ctx, "relay_decode", ctx.relay_dc, rgpus, mean_ctx)
+    return md, rld
+
+
+def mean_context(classes: RequestClasses) -> float:
+    """Tokens of context a decoding request holds on average (input plus half its output)."""
+    return float(np.dot(classes.weight, classes.input_tokens + classes.output_tokens / 2))
+
+
+def prefill_choices(
+    ctx: Context, spec: Architecture, classes: RequestClasses, reasons: list[Reason]
+) -> Iterator[PrefillChoice]:
+    """Every main-decode site x prefill GPU x instance size. Appends to `reasons`, in order, why
+    a prefill GPU has no decode option, and (at the end) the TTFT floor prefill alone sets when
+    every instance breaks it."""
+    sla = ctx.scenario.sla
+    chunk = ctx.scenario.search.prefill_chunk_tokens
+    mean_ctx = mean_context(classes)
+    avail_p = ctx.available(ctx.prefill_dc)
+    floors = []
+    for md_dc in main_dcs(ctx, spec):
+        for pg in [g for g, n in avail_p.items() if n > 0]:
+            md, rld = decode_sets(ctx, spec, pg, md_dc, mean_ctx)
+            if not md:
+                reasons.append(diagnosis.tpot_reason(ctx, spec, pg, mean_ctx, md_dc))
+                continue
+            for pinst in tables.instances(ctx, pg):
+                service = prefill_pool.prefill_service_s(pinst, classes, chunk)
+                floors.append(diagnosis.ttft_floor_reasons(sla, classes, pinst, service))
+                es = float(np.dot(classes.weight, service))
+                max_n = avail_p.get(pg, 0) // pinst.n_gpus
+                yield PrefillChoice(md_dc, pinst, service, es, max_n, md, rld)
+    reasons += diagnosis.least_floor(floors)
+
+
+def gpus_left(ctx: Context) -> dict[tuple[str, str], int]:
+    return {(d.name, g): k for d in ctx.scenario.datacenters for g, k in d.gpus.items()}
+
+
+def decode_lb_per_rps(
+    classes: RequestClasses, opts: list[DecodeOption], cap: float, ctx: Context | None = None
+) -> float:
+    """$/hour per req/s that decode costs at the very least (cheapest tokens/s, no rounding,
+    with `ctx`, owned GPUs at the cheaper of their two prices). Pass main and relay decode together: every
+    output token is decoded on one of them (relay decode may be the cheaper per token, and
+    p_rld / p_rld_md move tokens there)."""
+    best = min(
+        (floor_cost(ctx, o) if ctx is not None else o.cand.cost_per_hour)
+        / (o.cand.tokens_per_s * cap)
+        for o in opts
+    )
+    return float(np.dot(classes.weight, classes.output_tokens)) * best
+
+
+def floor_cost(ctx: Context, o: DecodeOption) -> float:
+    c = o.cand
+    return owned.floor_cost(ctx, c.datacenter, c.gpu, c.gpus, c.cost_per_hour)
+
+
+def line_cost_lb(ctx: Context, spec: Architecture) -> float:
+    """$/hour any plan pays for the line at least (none without one; owned lines first)."""
+    if not spec.crosses_line:
+        return 0.0
+    return min((owned.line_cost(ctx, transfer.LineConfig(s, 1)) for s in ctx.lines), default=0.0)
+
+
+@dataclass(frozen=True)
+class Shared:
+    """Per architecture solve: what every combination's tables share (built once)."""
+
+    ctx: Context
+    spec: Architecture
+    classes: RequestClasses
+    caps: Caps
+    line_bytes: np.ndarray
+    kv_bytes: np.ndarray
+
+    @classmethod
+    def of(cls, ctx: Context, spec: Architecture, classes: RequestClasses, caps: Caps) -> Shared:
+        drc = ctx.scenario.policy.drc
+        xb = transfer.line_bytes(ctx.model, classes.input_tokens, classes.hit_d, drc)
+        return cls(ctx, spec, classes, caps, xb, tables.kv_hold_bytes(ctx, classes))
+
+
+def fleet_tables(
+    sh: Shared,
+    cb: Combo,
+    pool: prefill_pool.PrefillPool,
+    lines: list[LineOption],
+    rate: float | None,
+    budget: float | None = None,
+    rate_cap: float | None = None,
+) -> tables.FleetTables:
+    """The MILP of one combination: `rate` None makes the rate (and the prefill pool size within
+    the combination's range) variables."""
+    ctx, cls = sh.ctx, sh.classes
+    paths = []
+    for ln in lines:  # one TTFT table per line option: the search's deadline holds between them
+        limits.check_deadline()
+        paths.append(
+            tables.path_table(ctx, sh.spec, cls, pool, cb.service, cb.md, cb.rld, ln, sh.caps)
+        )
+    left = gpus_left(ctx)
+    pg = cb.pinst.gpu.name
+    variable = rate is None
+    es = float(np.dot(cls.weight, cb.service))
+    if not variable:
+        left[(ctx.prefill_dc, pg)] -= cb.n_lo * cb.pinst.n_gpus
+    return tables.FleetTables(
+        weight=cls.weight,
+        line_bytes=sh.line_bytes,
+        kv_bytes=sh.kv_bytes,
+        md=[o.cand for o in cb.md],
+        rld=[o.cand for o in cb.rld],
+        lines=lines,
+        paths=paths,
+        gpus_left=left,
+        decode_cap=sh.caps.decode,
+        rate_rps=rate,
+        rate_max=min(cb.rho * cb.n_hi / es, rate_cap or float("inf")) if variable else 0.0,
+        # at market price: the MILP counts owned GPUs (prefill's included) in define_owned
+        prefill_cost_per_hour=0.0 if variable else cb.n_lo * cb.pinst.cost_per_hour,
+        prefill_rate_per_instance=cb.rho / es if variable else 0.0,
+        prefill_instances=(cb.n_lo, cb.n_hi),
+        prefill_gpus=(ctx.prefill_dc, pg, cb.pinst.n_gpus),
+        prefill_instance_cost=cb.pinst.cost_per_hour,
+        budget_per_hour=budget,
+        owned=owned.gpus(ctx),
+        meta={"md_dc": cb.md_dc, "pool": pool, "combo": cb},
+    )

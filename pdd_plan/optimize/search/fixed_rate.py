@@ -1,0 +1,120 @@
+"""Minimum cost at a given rate: every prefill choice at each pool size from the smallest that
+carries the rate, one MILP per combination, cheapest fixed cost first; a combination whose fixed
+cost plus a lower bound on the rest cannot beat the incumbent is skipped."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from pdd_plan.architectures import Architecture
+from pdd_plan.inputs.context import Context
+from pdd_plan.inputs.schema.plan import Reason
+from pdd_plan.latency.prefill import pool as prefill_pool
+from pdd_plan.optimize import diagnosis, milp, solved, tables
+from pdd_plan.optimize.search import owned
+from pdd_plan.optimize.search.caps import Caps
+from pdd_plan.optimize.search.enumeration import (
+    Combo,
+    Shared,
+    decode_lb_per_rps,
+    fleet_tables,
+    line_cost_lb,
+    prefill_choices,
+)
+from pdd_plan.optimize.solved import SolverResult
+from pdd_plan.optimize.tables import LineOption
+from pdd_plan.workload.requests import RequestClasses
+
+
+def _combos(
+    ctx: Context,
+    spec: Architecture,
+    classes: RequestClasses,
+    rate: float,
+    caps: Caps,
+    reasons: list,
+) -> list[Combo]:
+    """Pool sizes from the smallest under the prefill cap to `max_prefill_extra` more."""
+    extra = ctx.scenario.search.max_prefill_extra
+    out = []
+    for ch in prefill_choices(ctx, spec, classes, reasons):
+        n_min = int(np.floor(rate * ch.mean_service_s / caps.prefill)) + 1
+        if n_min > ch.max_n:
+            reasons.append(diagnosis.prefill_gpus_reason(ctx, ch.pinst, n_min))
+            continue
+        for n_p in range(n_min, min(n_min + extra, ch.max_n + 1)):
+            rho = rate * ch.mean_service_s / n_p
+            cost = owned.pool_cost(ctx, ctx.prefill_dc, ch.pinst, n_p)
+            out.append(Combo(ch.md_dc, ch.pinst, ch.service, n_p, n_p, rho, cost, ch.md, ch.rld))
+    return out
+
+
+def _lines(sh: Shared, rate: float) -> list[LineOption]:
+    """The line options at this rate: the same for every combination."""
+    if not sh.spec.crosses_line:
+        return [tables.rdma_option()]
+    load = rate * float(np.dot(sh.classes.weight, sh.line_bytes))
+    return tables.line_options_at_load(sh.ctx, load, sh.caps.line)
+
+
+def plan(
+    ctx: Context,
+    spec: Architecture,
+    classes: RequestClasses,
+    rate: float,
+    caps: Caps,
+    duals: bool = False,
+) -> SolverResult:
+    """The cheapest plan of `spec` serving `rate` req/s; InfeasibleError with reasons if none."""
+    t0 = time.perf_counter()
+    sc = ctx.scenario
+    reasons: list[Reason] = []
+    combos = _combos(ctx, spec, classes, rate, caps, reasons)
+    if not combos:
+        raise diagnosis.infeasible(spec.name, reasons, sc.sla)
+    sh = Shared.of(ctx, spec, classes, caps)
+    lines = _lines(sh, rate)
+    if not lines and not any(solved.one_datacenter(ctx, cb) for cb in combos):
+        # no line option carries the bytes under its cap (the same for every combination): say
+        # so rather than fall through to a GPU-availability guess
+        reasons.append(diagnosis.line_reason(ctx, classes, rate, caps))
+        raise diagnosis.infeasible(spec.name, reasons, sc.sla)
+    line_lb = line_cost_lb(ctx, spec)
+    combos.sort(key=lambda c: c.fixed_cost)
+    best: SolverResult | None = None
+    milps = 0
+    reach: diagnosis.Reach = {}
+    for cb in combos:
+        local = solved.one_datacenter(ctx, cb)
+        cb_lines = [tables.rdma_option()] if local else lines
+        if not cb_lines:
+            continue
+        lb_cost = (
+            cb.fixed_cost
+            + (0.0 if local else line_lb)
+            + rate * decode_lb_per_rps(classes, cb.md + cb.rld, caps.decode, ctx)
+        )
+        if best is not None and lb_cost >= best.cost_per_hour * (1 - 1e-9):
+            continue  # bound: cannot beat the incumbent
+        chunk = sc.search.prefill_chunk_tokens
+        pool = prefill_pool.PrefillPool.of(cb.pinst, cb.n_lo, classes, chunk, rate)
+        t = fleet_tables(sh, cb, pool, cb_lines, rate)
+        milps += 1
+        sol = milp.solve(t, "cost", 0.0, sc.search.time_limit_s)
+        if sol is None:
+            diagnosis.track_reach(reach, t, cb.label)
+            continue
+        if best is None or -sol.cost_per_hour > -best.cost_per_hour + 1e-9:
+            best = solved.build(ctx, spec, classes, cb, t, sol, caps)
+    if best is None:
+        reasons += diagnosis.reach_reasons(reach, sc.sla)
+        if not reasons:
+            reasons.append(diagnosis.pools_reason(True))
+        raise diagnosis.infeasible(spec.name, reasons, sc.sla)
+    if duals:
+        solved.add_duals(best, "cost", 0.0, sc.search.time_limit_s)
+    best.solve_seconds = time.perf_counter() - t0
+    best.milps = milps
+    return best

@@ -1,0 +1,119 @@
+"""The best plan of one architecture as the drivers return it (`SolverResult`), built from the
+winning combination, its tables and the MILP's solution; metrics.py summarizes it."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pdd_plan.architectures import Architecture
+from pdd_plan.inputs.context import Context
+from pdd_plan.latency import paths
+from pdd_plan.latency.line import transfer
+from pdd_plan.latency.prefill import pool as prefill_pool
+from pdd_plan.optimize import milp, tables
+from pdd_plan.optimize.search import owned
+from pdd_plan.optimize.search.caps import Caps
+from pdd_plan.optimize.search.enumeration import Combo
+from pdd_plan.optimize.tables import DecodeOption
+from pdd_plan.perf.instance import Instance
+from pdd_plan.workload.requests import RequestClasses
+
+QS = (0.5, 0.9, 0.99)
+
+
+@dataclass
+class SolverResult:
+    architecture: str
+    rate: float
+    prefill: Instance
+    prefill_count: int
+    pool: prefill_pool.PrefillPool
+    line: transfer.LineConfig | None
+    line_rho: float
+    options: list[DecodeOption]
+    solution: milp.FleetSolution
+    times: paths.PathTimes
+    cost_per_hour: float
+    solve_seconds: float = 0.0
+    milps: int = 0
+    singular_max_output_tokens: int | None = None
+    main_dc: str = ""
+    tables: tables.FleetTables | None = None
+    extra: dict = field(default_factory=dict)
+    # path times per stratum with the line at the load the routing puts on it (line_rho), below
+    # the level the tables were sized at: what the plan's reported percentiles use
+    operating: paths.PathTimes | None = None
+
+
+def build(
+    ctx: Context,
+    spec: Architecture,
+    classes: RequestClasses,
+    cb: Combo,
+    t: tables.FleetTables,
+    sol: milp.FleetSolution,
+    caps: Caps,
+) -> SolverResult:
+    """The plan a combination's solution describes (at the rate it serves)."""
+    ln = t.lines[sol.line_index]
+    n_p = sol.prefill_count if sol.prefill_count is not None else cb.n_lo
+    chunk = ctx.scenario.search.prefill_chunk_tokens
+    pool = prefill_pool.PrefillPool.of(cb.pinst, n_p, classes, chunk, sol.rate_rps)
+    crossing = sum(sol.flows[p] for p in sol.flows if t.paths[sol.line_index].crosses_line[p])
+    rho_l = (
+        float(np.dot(crossing, t.line_bytes) / ln.capacity_bytes_s)
+        if np.isfinite(ln.capacity_bytes_s)
+        else 0.0
+    )
+    singular = ctx.scenario.policy.singular_max_output_tokens if spec.singular_on_relay else None
+    operating = None
+    if ln.config is not None and 0.0 < rho_l < ln.level * (1.0 - 1e-9):
+        # the tables put the line at its level (a bound the routing must stay under); what the
+        # plan reports is at the load its routing puts there (relayed requests stay off it)
+        at = dataclasses.replace(ln, level=rho_l)
+        operating = tables.fine_times(ctx, classes, pool, cb.service, cb.md, cb.rld, at, caps)
+    return SolverResult(
+        architecture=spec.name,
+        rate=sol.rate_rps,
+        prefill=cb.pinst,
+        prefill_count=n_p,
+        pool=pool,
+        line=ln.config,
+        line_rho=rho_l,
+        options=cb.md + cb.rld,
+        solution=sol,
+        times=t.paths[sol.line_index].times,
+        cost_per_hour=sol.cost_per_hour,
+        singular_max_output_tokens=singular,
+        main_dc=cb.md_dc,
+        tables=t,
+        extra={"line_level": ln.level, **_owned_split(ctx, cb, n_p, sol, ln.config)},
+        operating=operating,
+    )
+
+
+def _owned_split(
+    ctx: Context, cb: Combo, n_p: int, sol: milp.FleetSolution, line: transfer.LineConfig | None
+) -> dict:
+    """{"owned_split": (owned, new) $/hour} with an `owned:` section; nothing without one."""
+    if ctx.scenario.owned is None:
+        return {}
+    used = [(ctx.prefill_dc, cb.pinst, n_p)]
+    used += [(o.cand.datacenter, o.inst, sol.counts.get(o.cand.key, 0)) for o in cb.md + cb.rld]
+    return {"owned_split": owned.split(ctx, used, line)}
+
+
+def one_datacenter(ctx: Context, cb: Combo) -> bool:
+    """Prefill and main decode in one datacenter (relay decode sits by prefill): the KV moves
+    over RDMA, so the plan leases no line."""
+    return cb.md_dc == ctx.prefill_dc
+
+
+def add_duals(p: SolverResult, objective: str, lam: float, time_limit_s: float) -> None:
+    """Shadow prices of the winning MILP (its LP relaxation), re-solved once."""
+    sol = milp.solve(p.tables, objective, lam, time_limit_s, duals=True)
+    if sol is not None:
+        p.solution.shadow_prices = sol.shadow_prices

@@ -1,0 +1,130 @@
+"""Verification: replay each architecture's plan in the simulator and re-solve with a tighter
+cap on its bottleneck while the replay misses the SLA; a plan that still misses is no answer."""
+
+from __future__ import annotations
+
+from pdd_plan.common import limits
+from pdd_plan.common.errors import InfeasibleError
+from pdd_plan.inputs.context import Context
+from pdd_plan.inputs.schema.plan import ArchitecturePlan, Reason
+from pdd_plan.optimize import summary as optimize_summary
+from pdd_plan.optimize.search.caps import Caps
+from pdd_plan.optimize.search.objectives import solve_architecture
+from pdd_plan.optimize.solved import SolverResult
+from pdd_plan.workload.requests import RequestClasses
+
+SIM_KEYS = (
+    "ttft_s",
+    "tpot_ms",
+    "kv_transfer_s",
+    "line_utilization",
+    "route_share",
+    "rld_token_share",
+    "goodput_rps",
+    "warmup",  # the replay's first requests left out of the figures above
+)
+
+
+def verified(
+    ctx: Context, a: str, classes: RequestClasses, rate: float | None, n_requests: int, rounds: int
+) -> tuple[SolverResult, dict]:
+    """Solve, replay the plan in the simulator, and while the simulated SLA fails cap the
+    bottleneck 10% below the utilization the plan ran it at and re-solve (at most `rounds`
+    times). A plan whose replay still misses the SLA then, or whose re-solve under the tighter
+    cap finds no plan, does not meet the scenario: InfeasibleError with a `replay_sla` reason
+    carrying the replay's figures, so no comparison or ranking can pick it."""
+    from pdd_plan.sim.run import verify
+
+    caps = Caps(decode=ctx.scenario.search.decode_utilization)
+    history: list[dict] = []
+    kept = None
+    for i in range(rounds + 1):
+        try:
+            raw = solve_architecture(ctx, a, classes, rate, caps)
+        except InfeasibleError as e:
+            if kept is None:
+                raise
+            history.append({"round": i, "caps": dict(caps.__dict__), "infeasible": str(e)})
+            break
+        summary = optimize_summary.summarize(raw, classes, raw.rate, ctx.prefill_dc)
+        check_size(ctx, a, summary)
+        v = verify(ctx, ArchitecturePlan.model_validate(summary), a, n_requests, ctx.scenario.seed)
+        kept = (raw, summary, v)
+        history.append(
+            {
+                "round": i,
+                "caps": dict(caps.__dict__),
+                "sla_met": v["sla_met"],
+                "bottleneck": v["bottleneck"],
+            }
+        )
+        if v["sla_met"] or v["bottleneck"] is None or i == rounds:
+            break
+        caps = caps.tightened(v["bottleneck"], optimize_summary.utilization(raw, v["bottleneck"]))
+    raw, summary, v = kept
+    if not v["sla_met"]:
+        why = replay_miss(summary["cost_per_hour"], v, n_requests, history)
+        raise InfeasibleError(f"{a}: no plan meets the scenario: {why.message}", reasons=[why])
+    sim = {k: v[k] for k in SIM_KEYS if k in v}
+    sim.update(
+        {
+            "requests": v["requests"],  # replayed: a trace shorter than n_requests is all of it
+            "sla_met": v["sla_met"],
+            "checks": v["checks"],
+            "rounds": history,
+        }
+    )
+    summary["simulated"] = sim
+    return raw, summary
+
+
+def check_size(ctx: Context, a: str, summary: dict) -> None:
+    """A plan past the PLAN_INSTANCES limit (a rate that needs a huge fleet) is a one-line
+    error naming the rate, before the plan schema would refuse it as an internal error."""
+    total = sum(int(g["count"]) for g in summary["instances"])
+    limits.check(
+        "PLAN_INSTANCES",
+        total,
+        ctx.file,
+        "workload.rate_rps",
+        f"{a}'s plan needs {total:,} instances: lower the rate",
+    )
+
+
+# the SLA field each replay check compares against
+CHECK_FIELDS = {
+    "ttft_p90": "sla.ttft_p90_s",
+    "ttft_p99": "sla.ttft_p99_s",
+    "tpot_p90": "sla.tpot_ms",
+}
+CHECK_TEXT = {
+    "ttft_p90": ("TTFT P90", "s"),
+    "ttft_p99": ("TTFT P99", "s"),
+    "tpot_p90": ("TPOT P90", "ms"),
+}
+
+
+def replay_miss(cost: float, v: dict, n_requests: int, history: list[dict]) -> Reason:
+    """Why a verified plan is not an answer: the replay's figures against the SLA."""
+
+    def fig(k: str) -> str:
+        c = v["checks"][k]
+        name, unit = CHECK_TEXT[k]
+        sim = "-" if c["simulated"] is None else f"{c['simulated']:.3g}"
+        return f"{name} {sim} {unit} {'<=' if c['ok'] else '>'} {c['target']:g} {unit}"
+
+    failed = [k for k, c in v["checks"].items() if not c["ok"]]
+    met = [k for k in v["checks"] if k not in failed]
+    also = f" ({', '.join(fig(k) for k in met)})" if met else ""
+    fields = ", ".join(CHECK_FIELDS[k] for k in failed)
+    tries = f"{len(history) - 1} re-solve(s) with tighter caps"
+    if "infeasible" in history[-1]:
+        tries += " (the last found no plan)"
+    return Reason(
+        kind="replay_sla",
+        message=f"the simulator replay ({n_requests:,} requests) of its ${cost:,.1f}/h plan "
+        f"misses the SLA after {tries}: "
+        f"{', '.join(fig(k) for k in failed)}{also}; relax {fields}, or add capacity "
+        f"(bottleneck: {v['bottleneck'] or 'none found'})",
+        field=CHECK_FIELDS[failed[0]] if failed else None,
+    )

@@ -1,0 +1,1 @@
+"""Continuous-batching decode in the replay: the event loop (compiled with numba) and its state."""

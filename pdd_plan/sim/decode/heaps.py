@@ -1,0 +1,150 @@
+"""Binary heaps and FIFO queues on preallocated numpy arrays, for the compiled decode loop.
+
+Both hold request ids. A heap is a slice ``slots[base : base + size]`` of request ids ordered
+by ``(key[r], tie[r])`` - the same total order as the pure-Python ``(time, seq, ...)`` /
+``(tag, request)`` tuples the event loop used with ``heapq``, so the pop sequence is identical
+(the keys never tie on both fields). ``pos[r]`` is r's index in its heap, so a request can be
+removed from the middle (a request sits in at most one heap of a kind at a time).
+
+A FIFO queue is a linked list through ``link[r]``: ``head[k]``/``tail[k]``/``count[k]`` per
+queue. A request waits in at most one queue per ``link`` array at a time, so a queue needs no
+capacity of its own.
+
+Compiled with numba (see :mod:`pdd_plan.sim.decode.kernel`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numba
+from numba import types
+from numba.core.caching import FunctionCache
+
+i8, f8 = types.int64, types.float64
+I1, F1 = i8[::1], f8[::1]  # 1-D C-contiguous arrays
+IA, FA = i8[:], f8[:]  # 1-D any layout: a field of a record array
+
+# numba keys a cached function by its own bytecode and source file only, but the compiled
+# kernels inline each other across these modules (and the jit options live here): key every
+# one of them by all of their sources, so an edit to any recompiles them all
+_HERE = Path(__file__).resolve().parent
+_SOURCES = hashlib.sha256(
+    b"".join((_HERE / f).read_bytes() for f in ("heaps.py", "kernel.py"))
+).hexdigest()
+
+
+class _KernelCache(FunctionCache):
+    def _index_key(self, sig, codegen):
+        return (*super()._index_key(sig, codegen), _SOURCES)
+
+
+def jit(sig):
+    """``numba.njit(sig, cache=True)``: compiled for exactly this signature (callers' literal
+    arguments convert to it instead of compiling one more specialization each), cached on
+    disk by :class:`_KernelCache`. Without the runtime's reference counting (``_nrt=False``):
+    the kernels allocate nothing, and counting every array view made the loop 4x slower.
+    Without any writable cache location (a read-only install and home) numba refuses to
+    cache: compile on each run instead."""
+
+    def wrap(fn):
+        d = numba.njit(_nrt=False)(fn)
+        try:
+            d._cache = _KernelCache(fn)  # what Dispatcher.enable_caching does, keyed wider
+        except RuntimeError:
+            pass
+        d.compile(sig)
+        d.disable_compile()
+        return d
+
+    return wrap
+
+
+@jit(types.boolean(FA, IA, i8, i8))
+def _before(key, tie, a, b):
+    """Request a sorts before request b."""
+    return key[a] < key[b] or (key[a] == key[b] and tie[a] < tie[b])
+
+
+@jit(types.void(I1, IA, FA, IA, i8, i8))
+def _sift_up(slots, pos, key, tie, base, i):
+    r = slots[base + i]
+    while i > 0:
+        p = (i - 1) >> 1
+        q = slots[base + p]
+        if not _before(key, tie, r, q):
+            break
+        slots[base + i] = q
+        pos[q] = i
+        i = p
+    slots[base + i] = r
+    pos[r] = i
+
+
+@jit(types.void(I1, IA, FA, IA, i8, i8, i8))
+def _sift_down(slots, pos, key, tie, base, size, i):
+    r = slots[base + i]
+    while True:
+        c = 2 * i + 1
+        if c >= size:
+            break
+        if c + 1 < size and _before(key, tie, slots[base + c + 1], slots[base + c]):
+            c += 1
+        q = slots[base + c]
+        if not _before(key, tie, q, r):
+            break
+        slots[base + i] = q
+        pos[q] = i
+        i = c
+    slots[base + i] = r
+    pos[r] = i
+
+
+@jit(types.void(I1, IA, FA, IA, i8, i8, i8))
+def heap_push(slots, pos, key, tie, base, size, r):
+    """Push r onto the heap of ``size`` entries at ``base``; the caller counts it."""
+    slots[base + size] = r
+    _sift_up(slots, pos, key, tie, base, size)
+
+
+@jit(i8(I1, IA, FA, IA, i8, i8))
+def heap_pop(slots, pos, key, tie, base, size):
+    """Pop the first request of a non-empty heap; the caller counts it."""
+    r = slots[base]
+    last = size - 1
+    if last > 0:
+        slots[base] = slots[base + last]
+        _sift_down(slots, pos, key, tie, base, last, 0)
+    return r
+
+
+@jit(types.void(I1, IA, FA, IA, i8, i8, i8))
+def heap_remove(slots, pos, key, tie, base, size, r):
+    """Take r out of its heap wherever it is; the caller counts it."""
+    i = pos[r]
+    last = size - 1
+    if i == last:
+        return
+    slots[base + i] = slots[base + last]
+    _sift_down(slots, pos, key, tie, base, last, i)
+    _sift_up(slots, pos, key, tie, base, i)
+
+
+@jit(types.void(IA, IA, IA, IA, i8, i8))
+def fifo_push(head, tail, count, link, k, r):
+    if count[k]:
+        link[tail[k]] = r
+    else:
+        head[k] = r
+    tail[k] = r
+    link[r] = -1
+    count[k] += 1
+
+
+@jit(i8(IA, IA, IA, i8))
+def fifo_pop(head, count, link, k):
+    r = head[k]
+    head[k] = link[r]
+    count[k] -= 1
+    return r

@@ -1,0 +1,60 @@
+"""The default scenario gives the same plan every time, byte for byte, in every format: in
+one process and across processes. Solver wall-clock seconds appear only with --timings."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pdd_plan.cli.main import app
+
+pytestmark = pytest.mark.integration
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "pdd-paper.yaml"
+
+
+def _same(x: str, y: str, what: str) -> None:
+    if x != y:
+        diff = difflib.unified_diff(x.splitlines(), y.splitlines(), "first", what, lineterm="", n=2)
+        pytest.fail(f"{what} differs from the first run:\n" + "\n".join(list(diff)[:80]))
+
+
+def _run_in_process(*args: str) -> str:
+    r = CliRunner().invoke(app, ["optimize", *args], env={"COLUMNS": "160"})
+    assert r.exit_code == 0, r.output
+    return r.stdout
+
+
+@pytest.mark.parametrize("fmt", ["json", "yaml", "table"])
+def test_default_scenario_is_byte_identical(fmt):
+    a = _run_in_process("--format", fmt, "--no-verify")
+    b = _run_in_process("--format", fmt, "--no-verify")
+    c = _run_in_process(str(EXAMPLE), "--format", fmt, "--no-verify")  # the repo's copy
+    _same(a, b, "second in-process run")
+    _same(a, c, "run on examples/pdd-paper.yaml")
+    assert "seconds" not in a
+
+
+def test_verified_plan_is_identical_in_a_fresh_interpreter():
+    a = _run_in_process("--format", "json")
+    out = subprocess.run(
+        [sys.executable, "-c", "from pdd_plan.cli import main; main()", "optimize", "-f", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    _same(a, out, "fresh-interpreter run")
+    assert json.loads(a)["schema_version"] == 2
+
+
+def test_timings_only_on_request():
+    plan = json.loads(_run_in_process("--format", "json", "--no-verify", "--timings"))
+    for p in plan["plans"].values():
+        assert p["solver"]["seconds"] >= 0.0

@@ -1,0 +1,156 @@
+"""The held-out error band: read from data/calibration/error_band.yaml by model family, carried
+by `perf --format json` and its table, `null` with a note (never a made-up number) without the
+file, and a malformed file turned into a one-line error."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from pdd_plan.calibration import error_band
+from pdd_plan.cli.main import app
+from pdd_plan.common.errors import InputError
+from pdd_plan.inputs import profiles
+
+BAND = {
+    "basis": "leave-one-source-out",
+    "date": "2026-11-30",
+    "families": {
+        "dense": {
+            "median_abs_error": 0.071,
+            "p90_abs_error": 0.14,
+            "max_abs_error": 0.22,
+            "rows": 14,
+        },
+        "moe": {"median": 0.12, "p90": 0.27, "max": 0.33, "rows": [11, 12, 13, 14, 15]},
+    },
+}
+
+
+def _write(tmp_path, data) -> object:
+    p = tmp_path / "error_band.yaml"
+    p.write_text(yaml.safe_dump(data) if not isinstance(data, str) else data)
+    return p
+
+
+def _runner() -> CliRunner:
+    try:
+        return CliRunner(mix_stderr=False)
+    except TypeError:
+        return CliRunner()
+
+
+@pytest.mark.unit
+def test_family_from_the_model_profile():
+    assert error_band.family(profiles.model("llama-3.1-70b")) == "dense"
+    assert error_band.family(profiles.model("qwen3-32b")) == "dense"
+    assert error_band.family(profiles.model("deepseek-v3")) == "moe"
+    assert error_band.family(profiles.model("qwen3-235b-a22b")) == "moe"
+
+
+@pytest.mark.unit
+def test_band_picked_by_family(tmp_path):
+    p = _write(tmp_path, BAND)
+    band, note = error_band.band_for_model(profiles.model("llama-3.1-8b"), p)
+    assert band == {
+        "family": "dense",
+        "median_abs_error": 0.071,
+        "p90_abs_error": 0.14,
+        "max_abs_error": 0.22,
+        "rows": 14,
+        "basis": "leave-one-source-out",
+        "date": "2026-11-30",
+    }
+    assert "median 7%" in note and "at most 22%" in note and "14 rows" in note
+    band, _ = error_band.band_for_model(profiles.model("deepseek-v3"), p)
+    # short key names, and rows given as the list of held-out rows
+    assert (band["family"], band["median_abs_error"], band["max_abs_error"]) == ("moe", 0.12, 0.33)
+    assert band["rows"] == 5
+
+
+@pytest.mark.unit
+def test_families_at_the_top_level_and_a_missing_family(tmp_path):
+    p = _write(tmp_path, {"dense": BAND["families"]["dense"]})
+    band, _ = error_band.band_for_model(profiles.model("qwen3-32b"), p)
+    assert band["basis"] == "leave-one-source-out" and "date" not in band
+    band, note = error_band.band_for_model(profiles.model("kimi-k2"), p)
+    assert band is None and "no error band for moe" in note
+
+
+@pytest.mark.unit
+def test_no_file_no_numbers(tmp_path):
+    band, note = error_band.band_for_model(profiles.model("deepseek-v3"), tmp_path / "none.yaml")
+    assert band is None and "error_band.yaml is not there" in note
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("data", "field"),
+    [
+        ({"families": {"dense": {"max_abs_error": 0.2, "rows": 3}}}, "dense.median_abs_error"),
+        ({"families": {"dense": {"median": "7%", "max": 0.2, "rows": 3}}}, "dense.median"),
+        ({"families": {"dense": {"median": -0.1, "max": 0.2, "rows": 3}}}, "dense.median"),
+        ({"families": {"moe": {"median": 0.1, "max": 0.2, "rows": 0}}}, "moe.rows"),
+        ({"families": {"moe": [0.1, 0.2]}}, "moe"),
+        ({"families": [1, 2]}, "families"),
+        ("- just\n- a list\n", None),
+    ],
+)
+def test_malformed_band_file(tmp_path, data, field):
+    p = _write(tmp_path, data)
+    with pytest.raises(InputError) as e:
+        error_band.load_bands(p)
+    assert e.value.file == str(p) and e.value.field == field
+
+
+@pytest.mark.unit
+def test_a_rewritten_file_is_read_again(tmp_path):
+    p = _write(tmp_path, BAND)
+    assert error_band.load_bands(p)["dense"]["max_abs_error"] == 0.22
+    data = json.loads(json.dumps(BAND))
+    data["families"]["dense"]["max_abs_error"] = 0.3
+    p.write_text(yaml.safe_dump(data))
+    st = p.stat()
+    os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    assert error_band.load_bands(p)["dense"]["max_abs_error"] == 0.3
+
+
+PERF = ["perf", "-m", "llama-3.1-8b", "-g", "h100", "--phase", "decode", "-L", "2048", "-B", "8"]
+
+
+@pytest.mark.integration
+def test_perf_json_carries_the_band(tmp_path, monkeypatch):
+    p = _write(tmp_path, BAND)
+    monkeypatch.setattr(error_band, "band_path", lambda: p)
+    r = _runner().invoke(app, [*PERF, "-f", "json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["error_band"]["family"] == "dense" and d["error_band"]["max_abs_error"] == 0.22
+    assert d["error_band"]["basis"] == "leave-one-source-out"
+    r = _runner().invoke(app, PERF)
+    assert r.exit_code == 0 and "error band" in r.stdout and "median 7%" in r.stdout
+
+
+@pytest.mark.integration
+def test_perf_json_without_a_band_file_says_null(tmp_path, monkeypatch):
+    monkeypatch.setattr(error_band, "band_path", lambda: tmp_path / "absent.yaml")
+    r = _runner().invoke(app, [*PERF, "-f", "json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["error_band"] is None and "not there" in d["error_band_note"]
+
+
+@pytest.mark.integration
+def test_perf_with_a_broken_band_file_is_one_line(tmp_path, monkeypatch):
+    p = _write(tmp_path, {"families": {"moe": {"median": 0.1}}})
+    monkeypatch.setattr(error_band, "band_path", lambda: p)
+    r = _runner().invoke(
+        app, ["perf", "-m", "deepseek-v3", "-g", "h200", "--phase", "decode", "-L", "4096"]
+    )
+    assert r.exit_code == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "error_band.yaml" in lines[0] and "moe.max" in lines[0]

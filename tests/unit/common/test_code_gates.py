@@ -1,0 +1,177 @@
+"""Gates on the code itself, so a newcomer can keep finding things in one hop: no import cycle
+(imports inside functions included), no module over 450 lines, complexity at most 15, and no
+comparison with an architecture name outside the architecture spec."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pdd_plan import architectures
+
+pytestmark = pytest.mark.unit
+
+PKG = Path(__file__).resolve().parents[3] / "pdd_plan"
+MAX_LINES = 450
+MAX_COMPLEXITY = 15
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PKG.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in sorted(PKG.rglob("*.py"))}
+
+
+def _resolve(current: str, is_pkg: bool, node: ast.ImportFrom) -> str:
+    if node.level == 0:
+        return node.module or ""
+    base = current.split(".") if is_pkg else current.split(".")[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> the pdd_plan modules it imports, anywhere in its body. `from pkg import name`
+    counts as importing pkg.name when that is a module, else pkg itself."""
+    mods = _modules()
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+    for m, path in mods.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        is_pkg = path.name == "__init__.py"
+        for node in ast.walk(tree):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = _resolve(m, is_pkg, node)
+                for a in node.names:
+                    sub = f"{base}.{a.name}"
+                    targets.append(sub if sub in mods else base)
+            for t in targets:
+                if t in mods and t != m:
+                    graph[m].add(t)
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle as a path of modules, or None (iterative depth-first search)."""
+    state: dict[str, int] = {}  # 1: on the stack, 2: done
+    for root in sorted(graph):
+        if state.get(root):
+            continue
+        stack = [(root, iter(sorted(graph[root])))]
+        path = [root]
+        state[root] = 1
+        while stack:
+            node, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                state[node] = 2
+                stack.pop()
+                path.pop()
+            elif state.get(nxt) == 1:
+                return path[path.index(nxt) :] + [nxt]
+            elif not state.get(nxt):
+                state[nxt] = 1
+                stack.append((nxt, iter(sorted(graph[nxt]))))
+                path.append(nxt)
+    return None
+
+
+def test_cycle_finder_finds_a_planted_cycle():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_no_import_cycle():
+    cycle = find_cycle(import_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_graph_sees_imports_inside_functions():
+    g = import_graph()
+    # cli.main imports ..optimize inside the optimize command's body
+    assert "pdd_plan.optimize" in g["pdd_plan.cli.main"]
+
+
+def test_no_module_over_the_line_limit():
+    long = {
+        m: n
+        for m, p in _modules().items()
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert not long, f"modules over {MAX_LINES} lines: {long}"
+
+
+def _name_comparisons(path: Path) -> list[str]:
+    names = set(architectures.names())
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Compare) and any(
+            isinstance(op, ast.Eq | ast.NotEq) for op in node.ops
+        ):
+            for side in [node.left, *node.comparators]:
+                if isinstance(side, ast.Constant) and side.value in names:
+                    out.append(f"{path.name}:{node.lineno} compares with '{side.value}'")
+    return out
+
+
+def test_architecture_names_are_compared_only_in_the_spec():
+    spec = PKG / "architectures.py"
+    found = [x for p in PKG.rglob("*.py") if p != spec for x in _name_comparisons(p)]
+    assert not found, "ask pdd_plan.architectures instead: " + "; ".join(found)
+
+
+def test_name_comparison_detector_sees_one():
+    probe = PKG.parent / "tests" / "_probe_arch_compare.py"
+    probe.write_text('def f(a):\n    return a == "idc_pd"\n', encoding="utf-8")
+    try:
+        assert _name_comparisons(probe) == ["_probe_arch_compare.py:2 compares with 'idc_pd'"]
+    finally:
+        probe.unlink()
+
+
+def test_complexity_at_most_15():
+    ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
+    if not Path(ruff).exists():
+        pytest.skip("ruff is not installed (it is in the test extras)")
+    r = subprocess.run(
+        [
+            ruff,
+            "check",
+            "--select",
+            "C901",
+            "--config",
+            f"lint.mccabe.max-complexity={MAX_COMPLEXITY}",
+            "--output-format",
+            "concise",
+            str(PKG),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_the_top_level_holds_packages_not_loose_modules():
+    loose = sorted(p.name for p in PKG.glob("*.py") if p.name != "__init__.py")
+    assert len(loose) <= 4, f"pdd_plan/ has {len(loose)} top-level modules: {loose}"
+
+
+def test_no_two_modules_share_a_confusable_name():
+    # one model.py (the LLM profile's schema), one tables.py (the MILP's), no queues beside queueing
+    names = [p.name for p in PKG.rglob("*.py") if "data" not in p.parts]
+    for name in ("model.py", "tables.py", "queueing.py"):
+        assert names.count(name) <= 1, f"{names.count(name)} modules named {name}"
+    assert not (set(names) >= {"queues.py", "queueing.py"})

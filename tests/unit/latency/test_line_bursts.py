@@ -1,0 +1,182 @@
+"""A PS line fed bursts (issue 13, pdd_plan/latency/line/bursts.py and line_law.py): the size-dependent
+GI/G/1-PS delay excess against hand arithmetic from the GI/G/1 wait law, its two limits, the
+idle chance, the variance's limits, and the Poisson limit (today's law, unchanged). The replay
+check is tests/unit/latency/test_kv_transfer_law.py (narrow-line at arrival cv 2)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.special import gammainc
+
+from pdd_plan.inputs import profiles
+from pdd_plan.latency.line import bursts, transfer
+from pdd_plan.latency.line import law as line_law
+from pdd_plan.latency.prefill import gig1
+
+TAU = np.array([0.1, 0.5])  # seconds of the line per transfer
+W = np.array([0.7, 0.3])
+E1, E2 = 0.7 * 0.1 + 0.3 * 0.5, 0.7 * 0.01 + 0.3 * 0.25
+M = E2 / (2 * E1)  # mean residual of a transfer found in service
+RHO, CA2 = 0.6, 4.0
+
+
+def _wait() -> gig1.WaitLaw:
+    law = gig1.gi_g1_wait(TAU, W, RHO / E1, CA2)
+    assert law is not None
+    return law
+
+
+def _probe(t: float) -> tuple[np.ndarray, np.ndarray]:
+    """A zero-weight class of size ``t`` beside the two real ones (moments unchanged)."""
+    return np.r_[TAU, t], np.r_[W, 0.0]
+
+
+@pytest.mark.slow
+def test_burst_mates_renewal_excess():
+    # Poisson gaps bring no excess; Gamma gaps: 0 at once, Cox's (ca2 - 1) / 2 in the long run,
+    # and in between the stay-weighted mean of M(t) - lambda t, by quadrature
+    t = np.array([0.0, 0.3, 2.0, 1e5])
+    assert bursts.burst_mates(t, 2.0, 1.0) == pytest.approx(np.zeros(4), abs=1e-9)
+    got = bursts.burst_mates(t, 2.0, CA2)
+    assert got[0] == 0.0 and got[-1] == pytest.approx((CA2 - 1) / 2, rel=1e-4)
+    k, th = 1 / CA2, CA2 / 2.0
+    n = np.arange(1, 2000)[:, None]
+    for i in (1, 2):
+        u = np.linspace(0.0, t[i], 20001)[1:]
+        excess = gammainc(n * k, u / th).sum(0) - 2.0 * u
+        assert got[i] == pytest.approx(excess.mean(), rel=2e-3)
+    assert 0 < got[1] < got[2] < got[3]
+    # smoother than Poisson (ca2 < 1): fewer follow, (ca2 - 1) / 2 < 0
+    assert bursts.burst_mates(np.array([1e5]), 2.0, 0.5)[0] == pytest.approx(-0.25, rel=1e-4)
+
+
+def _renewal_excess(t: np.ndarray, rate: float, ca2: float) -> np.ndarray:
+    """M(t) - lambda t by the plain sum over Gamma partial sums (shape n / ca2)."""
+    n = np.arange(1, 4000)[:, None]
+    return gammainc(n / ca2, np.asarray(t) * rate / ca2).sum(0) - rate * np.asarray(t)
+
+
+@pytest.mark.unit
+def test_renewal_excess_and_found_count():
+    t = np.array([0.0, 0.2, 1.5, 1e5])
+    assert bursts.renewal_excess(t, 2.0, 1.0) == pytest.approx(np.zeros(4), abs=1e-9)
+    got = bursts.renewal_excess(t, 2.0, CA2)
+    assert got[0] == 0.0 and got[-1] == pytest.approx((CA2 - 1) / 2, rel=1e-6)
+    assert got[1:3] == pytest.approx(_renewal_excess(t[1:3], 2.0, CA2), rel=1e-9)
+    # Poisson, no excess delay: Little's lambda E[T] with the M/G/1-PS stay tau / (1 - rho): N*
+    zero = np.zeros(2)
+    assert bursts.found_count(TAU, W, RHO, 1.0, zero) == pytest.approx(RHO / (1 - RHO))
+    # bursts: lambda E[T] + E[M(T) - lambda T] at each class's stay (hand sum)
+    d = np.array([0.05, 0.3])
+    stay = TAU / (1 - RHO) + d
+    lam = RHO / E1
+    hand = lam * np.dot(W, stay) + np.dot(W, _renewal_excess(stay, lam, CA2))
+    assert bursts.found_count(TAU, W, RHO, CA2, d) == pytest.approx(hand, rel=1e-9)
+    assert hand > lam * np.dot(W, stay)  # the burst's earlier members are still there
+
+
+def _count(got: np.ndarray) -> float:
+    """The count found at the law's own stays (the fixed point), by the hand sum."""
+    lam = RHO / E1
+    stay = TAU / (1 - RHO) + got
+    return float(lam * np.dot(W, stay) + np.dot(W, _renewal_excess(stay, lam, CA2)))
+
+
+@pytest.mark.unit
+def test_burst_delay_limits_from_the_wait_law():
+    ew = _wait().mean
+    v_poisson = RHO * M / (1 - RHO)  # Pollaczek-Khinchine
+    v_time = RHO * ew + RHO * M  # Brumelle
+    assert ew > v_poisson  # bursts: more work found
+    got = bursts.burst_delay(TAU, W, RHO, CA2)
+    n = _count(got)  # the law is its own count's fixed point
+    # small: the transfers found beyond N* (count-based), times its size (the rest of its
+    # burst has not come yet; it comes slowly, ~ t^(1 / ca2): 0.3% at 1e-9 s)
+    tiny = bursts.burst_delay(*_probe(1e-9), RHO, CA2)[-1]
+    assert tiny == pytest.approx((n - RHO / (1 - RHO)) * 1e-9, rel=1e-2)
+    # long: the Poisson law's tau rho / (1 - rho) plus the constant work conservation gives,
+    # the whole burst after it, E[tau] (ca2 - 1) / 2, included (the count does not enter)
+    huge = bursts.burst_delay(*_probe(1e5), RHO, CA2)[-1]
+    assert huge == pytest.approx((ew + E1 * (CA2 - 1) / 2 - v_time) / (1 - RHO), rel=1e-6)
+    # in between, per class: the fresh members found beyond E[W] / m, E[tau] (1 - e^(-tau /
+    # E[tau])) each, plus K' (1 - e^(-tau / L)) with the work found's slope and the rest of K
+    burst = E1 * bursts.burst_mates(TAU * (1 + ew / M), RHO / E1, CA2)
+    fresh = n - ew / M
+    slope = (ew + burst) / M - RHO / (1 - RHO)
+    offset = (ew + burst - v_time) / (1 - RHO) - fresh * E1
+    hand = offset * -np.expm1(-TAU * slope / offset) + fresh * E1 * -np.expm1(-TAU / E1)
+    assert got == pytest.approx(hand, rel=1e-3)  # the count's renewal excess is tabulated
+
+
+@pytest.mark.unit
+def test_burst_delay_poisson_idle_and_found_shift():
+    assert np.array_equal(bursts.burst_delay(TAU, W, RHO, 1.0), np.zeros(2))
+    assert np.array_equal(bursts.burst_delay(TAU, W, 0.0, CA2), np.zeros(2))
+    # toward an idle line the excess vanishes (the bare transfer), if slowly: a Gamma
+    # stream's next arrival comes within t with probability ~ (lambda t / ca2)^(1 / ca2)
+    near = [bursts.burst_delay(TAU, W, r, CA2).max() for r in (1e-2, 1e-4, 1e-6, 1e-9)]
+    assert near == sorted(near, reverse=True) and near[-1] < 0.01 * TAU.max()
+    # more bursty, more delay, at every size
+    assert np.all(bursts.burst_delay(TAU, W, RHO, 6.0) > bursts.burst_delay(TAU, W, RHO, CA2))
+    # the big transfers finding less work (their prefill's silence) lower the time-average
+    # work (Brumelle's lambda E[tau W]), so the long offset rises
+    dv = np.array([0.03, -0.07])
+    ew = _wait().mean
+    v_time = RHO * ew + RHO / E1 * float(np.dot(W, TAU * dv)) + RHO * M
+    offset = (ew + E1 * (CA2 - 1) / 2 - v_time) / (1 - RHO)
+    got = bursts.burst_delay(np.r_[TAU, 1e5], np.r_[W, 0.0], RHO, CA2, np.r_[dv, 0.0])
+    assert got[-1] == pytest.approx(offset, rel=1e-6)
+    # a smoother-than-Poisson stream (ca2 < 1): less delay
+    assert np.all(bursts.burst_delay(TAU, W, RHO, 0.5) < 0)
+
+
+@pytest.mark.unit
+def test_idle_ratio_is_the_wait_laws_atom():
+    law = _wait()
+    assert bursts.idle_ratio(TAU, W, RHO, CA2) == pytest.approx(
+        (1 - law.wait_probability) / (1 - RHO), rel=1e-12
+    )
+    assert bursts.idle_ratio(TAU, W, RHO, CA2) < 1.0  # bursts keep the line busier
+    assert bursts.idle_ratio(TAU, W, RHO, 1.0) == 1.0
+    assert bursts.idle_ratio(TAU, W, 0.0, CA2) == 1.0
+
+
+@pytest.mark.unit
+def test_variance_ratio_limits():
+    law = _wait()
+    lam = RHO / E1
+    pk = lam * E2 / (2 * (1 - RHO))
+    e3 = 0.7 * 0.1**3 + 0.3 * 0.5**3
+    var_mg1 = pk * pk + lam * e3 / (3 * (1 - RHO))  # Takacs: E[W^2] - E[W]^2
+    var_gi = float(np.dot(law.weights, law.points**2)) - law.mean**2
+    small = bursts.variance_ratio(*_probe(1e-9), RHO, CA2)[-1]
+    assert small == pytest.approx(var_gi / var_mg1, rel=1e-6)
+    cs2 = E2 / E1**2 - 1
+    large = bursts.variance_ratio(*_probe(1e5), RHO, CA2)[-1]
+    assert large == pytest.approx((CA2 + cs2) / (1 + cs2), rel=1e-9)
+    assert np.array_equal(bursts.variance_ratio(TAU, W, RHO, 1.0), np.ones(2))
+    # the lattice M/G/1 wait law agrees with Takacs' variance (the small limit's reference)
+    m1 = gig1.gi_g1_wait(TAU, W, lam, 1.0)
+    assert float(np.dot(m1.weights, m1.points**2)) - m1.mean**2 == pytest.approx(var_mg1, rel=0.02)
+
+
+@pytest.mark.unit
+def test_transfer_law_poisson_is_the_network_law():
+    line = transfer.LineConfig(profiles.line("eth-1g"), 1)
+    xb = np.array([5e6, 2e7, 2.5e8])
+    w = np.array([0.5, 0.4, 0.1])
+    got = line_law.transfer_law(xb, w, line, 0.63)
+    lt = transfer.line_transfer_s(xb, line, 0.63, w)
+    bare = np.minimum(transfer.bare_transfer_s(xb, line), lt)
+    cv2, atom = transfer.line_delay_shape(xb, line, 0.63, w)
+    assert np.array_equal(got.total, lt) and np.array_equal(got.bare, bare)
+    assert np.array_equal(got.line_wait, lt - bare) and np.array_equal(got.atom, atom)
+    assert got.line_wait_var == pytest.approx(cv2 * (lt - bare) ** 2, rel=1e-12)
+    # bursts: more delay, most of all (per second of transfer) for the small ones, fewer
+    # transfers that see none
+    b = line_law.transfer_law(xb, w, line, 0.63, ca2=4.0)
+    gain = (b.line_wait - got.line_wait) / (xb / line.usable_bytes_s)
+    # (the smallest meet less of their burst: it has not come yet when they are done)
+    assert np.all(b.line_wait > got.line_wait) and min(gain[0], gain[1]) > gain[2]
+    assert np.all(b.atom < got.atom) and np.all(b.total == b.bare + b.line_wait)

@@ -1,0 +1,129 @@
+"""Every table the CLI prints stays readable on an 80- (and 60-) column terminal or a pipe:
+no line wider than the console and no cell cut to `…` (rich's default when a table is too
+wide). The bundled examples drive every command; `fit` itself is checked on hand-made rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+from pdd_plan.cli.main import app
+from pdd_plan.report import fit
+
+ROOT = Path(__file__).resolve().parents[3]
+EX = ROOT / "examples"
+CSV = ROOT / "pdd_plan" / "data" / "calibration" / "calibration_measurements.csv"
+WIDTHS = (80, 60)
+
+
+def _run(argv: list[str], width: int) -> str:
+    r = CliRunner().invoke(app, argv, env={"COLUMNS": str(width)})
+    assert r.exit_code == 0, (argv, r.output)
+    return r.stdout
+
+
+def _assert_fits(text: str, width: int, what: str) -> None:
+    assert "…" not in text, f"{what}: a cell was cut at {width} columns:\n{text}"
+    for ln in text.splitlines():
+        assert len(ln) <= width, f"{what}: {len(ln)} > {width} columns: {ln!r}"
+
+
+@pytest.fixture(scope="module")
+def plans(tmp_path_factory) -> dict[str, Path]:
+    """Verified plans of two examples (narrow-line has an architecture that misses)."""
+    d = tmp_path_factory.mktemp("plans")
+    out = {}
+    for ex in ("pdd-paper", "narrow-line"):
+        out[ex] = d / f"{ex}.yaml"
+        _run(["optimize", str(EX / f"{ex}.yaml"), "-f", "yaml", "--out", str(out[ex])], 160)
+    return out
+
+
+COMMANDS = {
+    "optimize": lambda p: ["optimize", str(EX / "narrow-line.yaml"), "--sim-requests", "2000"],
+    "optimize-no-verify": lambda p: ["optimize", str(EX / "mooncake-conversation.yaml"), "--no-verify"],
+    "report": lambda p: ["report", str(p["narrow-line"])],
+    "report-paper": lambda p: ["report", str(p["pdd-paper"])],
+    "simulate": lambda p: ["simulate", str(p["narrow-line"]), "-a", "pdd", "-n", "2000"],
+    "sweep": lambda p: [
+        "sweep", str(EX / "pdd-paper.yaml"), "--vary", "workload.rate_rps=20:40:20",
+        "--vary", "sla.tpot_ms=5:35:30", "--executor", "serial",
+    ],
+    "perf": lambda p: [
+        "perf", "-m", "deepseek-v3", "-g", "h200", "--phase", "offline", "-L", "4096",
+        "--output-tokens", "256",
+    ],
+    "trace-stats": lambda p: ["trace", "stats", str(ROOT / "traces" / "mooncake_conversation_trace.jsonl")],
+    "bathtub": lambda p: ["bathtub", "--model", "deepseek-v4-pro", "--gpu", "h100", "--input-tokens", "65536"],
+    "calibrate": lambda p: ["calibrate", str(CSV)],
+}  # fmt: skip
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("cmd", list(COMMANDS))
+def test_command_tables_fit(cmd, width, plans):
+    text = _run(COMMANDS[cmd](plans), width)
+    assert "┃" in text or "│" in text, text  # a table was printed
+    _assert_fits(text, width, cmd)
+
+
+@pytest.mark.integration
+def test_plan_table_keeps_every_figure_at_60_columns(plans):
+    # the key figures are whole numbers in the table, not `p50/p…`
+    text = _run(["report", str(plans["pdd-paper"])], 160)
+    wide = _run(["optimize", str(EX / "pdd-paper.yaml"), "--no-verify"], 160)
+    narrow = _run(["optimize", str(EX / "pdd-paper.yaml"), "--no-verify"], 60)
+    for label in ("TTFT p50 s", "TTFT p90 s", "TTFT p99 s", "TPOT p50 ms", "BCR req/$"):
+        assert label in narrow
+    row = lambda t, k: next(ln for ln in t.splitlines() if ln.startswith(f"│ {k}"))  # noqa: E731
+    for k in ("TTFT p99 s", "$/h", "on p_md"):
+        assert row(wide, k).split() == row(narrow, k).split(), k
+    assert "Latency" in text
+
+
+# ------------------------------------------------------------------------------ fit itself
+COLS = ["arch", "paths p_md / p_rld_md / p_rld (analytic)", "TTFT p50", "p90", "p99", "checks"]
+ROWS = [
+    ["pdd", "95.0% / 5.0% / 0.0%", "0.489", "1.556", "8.880", "ttft_p90 2.845 <= 10.0: ok"],
+    ["idc_pd", "100.0% / 0.0% / 0.0%", "0.075", "0.694", "1.232", "ttft_p90 0.677 <= 10.0: ok"],
+]
+
+
+def _render(width: int, **kw) -> str:
+    c = Console(width=width, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+    fit.show(c, "t", COLS, ROWS, **kw)
+    return c.export_text()
+
+
+@pytest.mark.unit
+def test_widths_give_each_column_its_longest_word():
+    w = fit.widths(["a", "b"], [["one two three", "x"]], 3 * 2 + 1 + 6)
+    assert w == [5, 1]  # "three" whole; the spare column gets nothing it does not need
+    assert fit.widths(["a"], [["abcdefgh"]], 3 + 1 + 7) is None  # a word wider than the room
+    assert fit.widths(["a", "b"], [["ab cd", "xy"]], 100) == [5, 2]  # natural widths
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("width", [200, 80, 60, 40, 24])
+def test_layouts_never_cut_a_cell(width):
+    text = _render(width)
+    _assert_fits(text, width, "fit")
+    for r in ROWS:
+        for cell in r[2:5]:
+            assert cell in text  # numbers whole, on one line
+
+
+@pytest.mark.unit
+def test_layout_falls_back_wide_then_per_architecture_then_records():
+    wide, stacked, records = _render(200), _render(54), _render(40)
+    assert wide.count("┏") == 1 and "t: pdd" not in wide
+    assert stacked.count("┏") == 2 and "t: pdd" in stacked and "t: idc_pd" in stacked
+    # records: one key/value table per row; a bare `p90` reads as `TTFT p90`
+    assert "TTFT p90" in records and "t: idc_pd" in records and "┏" not in records
+    assert fit.record_labels(["x", "analytic p50", "p90", "simulated p50", "p90", "SLA"]) == [
+        "x", "analytic p50", "analytic p90", "simulated p50", "simulated p90", "SLA",
+    ]  # fmt: skip

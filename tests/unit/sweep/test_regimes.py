@@ -1,0 +1,239 @@
+"""`pdd-plan regimes`: the axes' readings against hand arithmetic and the bundled line prices,
+cells equal to `optimize` run by hand at the same points, PDD's BCR never below CDC-PD's,
+bad axes as one-line errors, the JSON / CSV / PNG outputs, and the report's small map."""
+
+from __future__ import annotations
+
+import copy
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pdd_plan.architectures import LINE_BASELINE, LOCAL_BASELINE, RELAY_ARCH
+from pdd_plan.cli.main import app
+from pdd_plan.common.errors import InputError
+from pdd_plan.inputs import profiles
+from pdd_plan.inputs.context import build_context
+from pdd_plan.inputs.schema.io import parse, read_yaml
+from pdd_plan.inputs.schema.scenario import Scenario
+from pdd_plan.optimize import optimize
+from pdd_plan.sweep.regimes.around import axes_around
+from pdd_plan.sweep.regimes.axes import (
+    LOW_HIT_BELOW,
+    RegimeAxis,
+    apply_axes,
+    line_price_per_month,
+    low_hit_histogram,
+)
+from pdd_plan.sweep.regimes.grid import GAIN_LINE, GAIN_LOCAL, regime_map
+
+ROOT = Path(__file__).resolve().parents[3]
+EXAMPLE = str(ROOT / "examples" / "pdd-paper.yaml")
+PNG = b"\x89PNG\r\n\x1a\n"
+# a narrow line (1 Gb/s: relay decode is what makes 2 req/s feasible there, as in
+# examples/narrow-line.yaml), a middling one and a wide one; a small rate and a larger one
+X = RegimeAxis("line_gbps", (1, 4, 10))
+Y = RegimeAxis("rate_rps", (2, 10))
+
+
+def _runner() -> CliRunner:
+    try:
+        return CliRunner(mix_stderr=False)
+    except TypeError:
+        return CliRunner()
+
+
+def invoke(*args: str):
+    return _runner().invoke(app, ["regimes", *map(str, args)])
+
+
+def _err_line(r) -> str:
+    text = (r.stderr if hasattr(r, "stderr") else r.output).strip()
+    assert "Traceback" not in text
+    lines = text.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), text
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def small_map() -> dict:
+    return regime_map(read_yaml(EXAMPLE), EXAMPLE, X, Y, executor="serial")
+
+
+# ------------------------------------------------------------------------------ axis readings
+@pytest.mark.unit
+@pytest.mark.parametrize("name", ["eth-10g", "eth-20g", "eth-25g", "eth-40g", "eth-100g"])
+def test_line_price_matches_the_bundled_profiles(name) -> None:
+    """The interpolation the eth-20g profile's source explains reproduces every metro-lit
+    profile's monthly price (20/25/40 G are themselves that interpolation, 10/100 G the ends)."""
+    sku = profiles.line(name)
+    assert line_price_per_month(sku.gbps) == sku.cost_per_month
+
+
+@pytest.mark.unit
+def test_line_price_hand_arithmetic() -> None:
+    assert line_price_per_month(4) == 4 * 275  # below 10 G: the 10 G $/Gbps
+    assert line_price_per_month(55) == round((275 - 45 * 175 / 90) * 55)  # 187.5 $/Gbps
+    assert line_price_per_month(400) == 40_000  # above 100 G: $100/Gbps, as eth-400g
+
+
+@pytest.mark.unit
+def test_low_hit_share_rescales_each_side_keeping_its_shape() -> None:
+    bins = [[0.0, 0.2, 0.05], [0.2, 0.6, 0.04], [0.6, 0.95, 0.06], [0.95, 1.0, 0.85]]
+    out = low_hit_histogram(bins, 0.30)  # low side 0.15 -> 0.30: x2; high 0.85 -> 0.70
+    assert [b[2] for b in out] == pytest.approx([0.10, 0.08, 0.12, 0.70])
+    assert sum(b[2] for b in out if b[1] <= LOW_HIT_BELOW) == pytest.approx(0.30)
+    data = apply_axes(read_yaml(EXAMPLE), [RegimeAxis("low_hit_share", (0.3,))], [0.3], EXAMPLE)
+    parse(Scenario, data, EXAMPLE)  # shares still sum to 1
+
+
+@pytest.mark.unit
+def test_line_axis_is_one_line_and_price_axis_prices_every_candidate() -> None:
+    base = read_yaml(EXAMPLE)
+    d = apply_axes(
+        base,
+        [RegimeAxis("line_price", (50,)), RegimeAxis("line_gbps", (20,))],
+        [50, 20],
+        EXAMPLE,
+    )
+    # line_gbps applies first whatever the order given; line_price then prices its one line
+    assert d["link"]["max_lines"] == 1
+    assert [(c["gbps"], c["cost_per_month"]) for c in d["link"]["candidates"]] == [(20.0, 1000.0)]
+    d = apply_axes(base, [RegimeAxis("line_price", (50,))], [50], EXAMPLE)
+    costs = {c["name"]: c["cost_per_month"] for c in d["link"]["candidates"]}
+    assert costs == {"eth-10g": 500, "eth-25g": 1250, "eth-40g": 2000, "eth-100g": 5000}
+    assert base["link"]["candidates"][0] == "eth-10g"  # the input is not modified
+
+
+@pytest.mark.unit
+def test_axes_around_the_default_point() -> None:
+    x, y = axes_around(20.0, 40.0)
+    assert x.values == (5, 10, 20, 40, 80) and y.values == (20, 30, 40, 50, 60)
+
+
+# ------------------------------------------------------------------------------ the map
+def _by_hand(gbps: float, rate: float) -> dict:
+    """The scenario at one cell, written without the regimes code: one line of `gbps` at the
+    interpolated price (hand arithmetic), the rate set."""
+    d = copy.deepcopy(read_yaml(EXAMPLE))
+    d["workload"]["rate_rps"] = rate
+    per_gbps = 275 if gbps <= 10 else 275 - (gbps - 10) * 175 / 90
+    d["link"] = {
+        "candidates": [
+            {
+                "gbps": gbps,
+                "cost_per_month": round(per_gbps * gbps),
+                "per_connection_gbps": 10 if gbps > 10 else None,
+            }
+        ],
+        "max_lines": 1,
+    }
+    return d
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("ix, iy", [(0, 0), (1, 1), (2, 1)])
+def test_cells_agree_with_optimize_at_the_same_points(small_map, ix, iy) -> None:
+    cell = small_map["cells"][iy * len(X.values) + ix]
+    assert (cell["x"], cell["y"]) == (X.values[ix], Y.values[iy])
+    plan = optimize(
+        build_context(parse(Scenario, _by_hand(cell["x"], cell["y"]), EXAMPLE), EXAMPLE), False
+    )
+    for a in (RELAY_ARCH, LINE_BASELINE, LOCAL_BASELINE):
+        row = cell["architectures"][a]
+        assert (row["status"] == "ok") == (a in plan.plans), a
+        if a in plan.plans:
+            p = plan.plans[a]
+            assert row["bcr"] == p.bcr and row["cost_per_hour"] == p.cost_per_hour, a
+            assert row["route_p_rld_md"] == p.route_share.p_rld_md, a
+    assert cell[GAIN_LINE] == plan.comparison.bcr_gain_vs_cdc_pd
+    assert cell[GAIN_LOCAL] == plan.comparison.bcr_gain_vs_idc_pd
+    if RELAY_ARCH in plan.plans:
+        p = plan.plans[RELAY_ARCH]
+        assert cell["rld_token_share"] == p.rld_token_share
+        share = p.route_share.p_rld_md + p.route_share.p_rld
+        assert cell["relay_request_share"] == pytest.approx(share, abs=1e-4)
+
+
+@pytest.mark.unit
+def test_pdd_bcr_is_never_below_cdc_pd(small_map) -> None:
+    """PDD may send every request P->MD, which is CDC-PD's plan: wherever CDC-PD has a plan,
+    PDD has one at least as good."""
+    for c in small_map["cells"]:
+        cdc, pdd = c["architectures"][LINE_BASELINE], c["architectures"][RELAY_ARCH]
+        if cdc["status"] == "ok":
+            assert pdd["status"] == "ok", (c["x"], c["y"])
+            assert pdd["bcr"] >= cdc["bcr"], (c["x"], c["y"])
+            assert c["regime"] in ("same", "relay_pays")
+    assert small_map["counts"]["pdd_worse"] == 0
+    # the narrow line at 2 req/s: CDC-PD cannot meet the P99, PDD relays its low-hit requests
+    first = small_map["cells"][0]
+    assert first["regime"] == "pdd_only" and first["relay_request_share"] > 0
+
+
+# ------------------------------------------------------------------------------ command line
+@pytest.mark.integration
+def test_cli_writes_json_csv_png(small_map, tmp_path) -> None:
+    j, c, p = tmp_path / "m.json", tmp_path / "m.csv", tmp_path / "m.png"
+    args = ["--x", "line_gbps=1,4,10", "--y", "rate_rps=2:10:8", "--executor", "serial"]
+    r = invoke(*args, "--json", j, "--csv", c, "--png", p, "-f", "json")
+    assert r.exit_code == 0, r.output
+    data = json.loads(j.read_text())
+    assert data == json.loads(r.stdout)
+    assert data["cells"] == small_map["cells"]  # the CLI's map is the library's
+    rows = list(csv.DictReader(io.StringIO(c.read_text())))
+    assert len(rows) == 6 and rows[0]["line_gbps"] == "1" and rows[0]["rate_rps"] == "2"
+    assert rows[0]["regime"] == data["cells"][0]["regime"]
+    assert float(rows[5]["pdd_bcr"]) == data["cells"][5]["architectures"][RELAY_ARCH]["bcr"]
+    assert p.read_bytes().startswith(PNG)
+    assert not [n for n in tmp_path.iterdir() if n.name.startswith(".")]  # atomic writes
+    table = invoke(*args).stdout
+    assert "line capacity (Gb/s, one line)" in table and "only" in table
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "args, field",
+    [
+        (["--x", "nosuch=1:2:1"], "--x nosuch"),
+        (["--x", "line_gbs=1,2"], "--x line_gbs"),  # did you mean line_gbps
+        (["--x", "line_gbps=abc"], "--x line_gbps"),
+        (["--x", "line_gbps=10:1:1"], "--x line_gbps"),
+        (["--x", "line_gbps=0,10"], "--x line_gbps"),
+        (["--x", "line_gbps"], "--x"),
+        (["--y", "low_hit_share=0.2,1.5"], "--y low_hit_share"),
+        (["--x", "rate_rps=1,2"], "--y rate_rps"),  # the same axis twice
+        (["--y", "model=nosuch-model"], "--y model"),
+        (["--x", "rtt_ms=-1,5"], "--x rtt_ms"),
+        (["--png", "map.txt"], "--png"),
+        (["--format", "yaml"], "--format"),
+    ],
+)
+def test_bad_axis_is_one_line(args, field, tmp_path) -> None:
+    args = [tmp_path / a if a.endswith(".txt") else a for a in args]
+    r = invoke("--executor", "serial", *args)
+    assert r.exit_code == 2
+    assert f"field '{field}'" in _err_line(r)
+
+
+@pytest.mark.unit
+def test_low_hit_axis_needs_a_histogram(tmp_path) -> None:
+    d = read_yaml(EXAMPLE)
+    d["workload"]["prefix_hit"] = {"fixed": 0.9}
+    with pytest.raises(InputError, match="not a histogram"):
+        regime_map(d, EXAMPLE, RegimeAxis("low_hit_share", (0.1,)), Y, executor="serial")
+
+
+# ------------------------------------------------------------------------------ report --html
+@pytest.mark.integration
+def test_report_html_has_the_small_map(unverified_html) -> None:
+    # conftest.py: `report --html --plots` of the unverified default plan (shared with
+    # test_report.py)
+    html, pngs = unverified_html.html, unverified_html.plots
+    assert 'id="fig-regimes"' in html and "5x5 map around this scenario" in html
+    assert "without verification" in html and "(20 Gb/s of line, 40 req/s)" in html
+    assert (pngs / "regimes.png").read_bytes().startswith(PNG)
