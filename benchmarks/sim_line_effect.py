@@ -1,4 +1,4 @@
-"""The hit-rate *shape*, not its mean, sets the line's KV-transfer percentiles (DESIGN §4.3).
+"""The hit-rate *shape*, not its mean, sets the line's KV-transfer percentiles.
 
 Usage: ``python -m benchmarks.sim_line_effect [--n 100000] [--seed 0]``
 

@@ -1,10 +1,7 @@
 """pdd-plan: capacity planner and cost/BCR analyzer for PDD LLM serving.
 
 The public API, loaded on first use (the CLI's `--help` should not import the MILP or numba):
-
-    >>> import pdd_plan
-    >>> ctx = pdd_plan.build_context(pdd_plan.load_scenario("examples/pdd-paper.yaml"), "x")
-    >>> plan = pdd_plan.optimize(ctx, verify=False)    # doctest: +SKIP
+`load_scenario`, `build_context`, `optimize`, `simulate`, `evaluate` (README.md shows them).
 """
 
 from __future__ import annotations

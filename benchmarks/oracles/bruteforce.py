@@ -3,7 +3,7 @@
 Enumerates every integer decision -- instances per decode candidate, 0..K each, and every line
 option -- and checks each with a pure LP over the continuous rest (the requests/s of each class
 on each path), solved by `scipy.optimize.linprog` (HiGHS). It shares no code with `model.py`:
-it reads the same `FleetTables` and restates the constraints from DESIGN.md §4.5, so agreement
+it reads the same `FleetTables` and restates the constraints from docs/model.md, so agreement
 between the two is a check of the MILP's formulation and of the solver.
 
 Cost depends on the integer decisions only (instances, the line, the fixed prefill pool), so the
@@ -97,7 +97,7 @@ def flows_feasible(
 ) -> bool:
     """Can the rate be routed through line option `line` given the decode pools' capacities
     (tokens/s, KV bytes) after the utilization cap? Variables: share of the rate per (path,
-    class); rows restated from DESIGN.md §4.5."""
+    class); rows restated from docs/model.md"""
     pt: PathTable = t.paths[line]
     ln: LineOption = t.lines[line]
     rate = float(t.rate_rps)

@@ -1,4 +1,4 @@
-"""Per-path TTFT/TPOT composition and the routing rule (DESIGN §4.4).
+"""Per-path TTFT/TPOT composition and the routing rule.
 
 Paths: `p_md` (prefill -> line -> main decode), `p_rld_md` (prefill -> RDMA -> relay decode,
 handing off to main decode by token IDs), `p_rld` (singular traffic finishing on relay decode).

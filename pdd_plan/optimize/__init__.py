@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pdd_plan.common import limits
+from pdd_plan.common.entry import make_callable
 from pdd_plan.common.errors import InfeasibleError
 from pdd_plan.inputs.context import Context
 from pdd_plan.inputs.schema.plan import Infeasible, Plan
@@ -83,3 +84,5 @@ def infeasible_of(e: InfeasibleError) -> Infeasible:
 
 
 __all__ = ["optimize", "solve_architecture", "dinkelbach", "InfeasibleError", "Plan"]
+
+make_callable(__name__, optimize)  # pdd_plan.optimize(ctx) is the public entry point

@@ -1,4 +1,4 @@
-"""The bathtub: per-instance throughput and revenue against prefix hit rate (DESIGN §4.2).
+"""The bathtub: per-instance throughput and revenue against prefix hit rate.
 
 A request of L input tokens at hit rate x prefills n = (1 - x) L new tokens in chunks of C.
 Full chunks batch well; the short last chunk (the tail chunk) runs alone and pays a whole

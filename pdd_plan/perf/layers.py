@@ -276,7 +276,7 @@ def kv_fixed_bytes_per_request(m: ModelProfile) -> float:
 
 
 def kv_bytes(m: ModelProfile, tokens: np.ndarray | float) -> np.ndarray | float:
-    """KV bytes of a context of `tokens` tokens (vectorized), per DESIGN §4.1:
+    """KV bytes of a context of `tokens` tokens (vectorized), per docs/model.md:
     per_token * tokens + per-request state. For DeepSeek-V4 the per-request state is the
     sliding window, which holds min(tokens, window) uncompressed rows in every layer.
     """

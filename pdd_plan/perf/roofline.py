@@ -1,4 +1,4 @@
-"""Roofline timing of forward passes: prefill chunks, decode steps, extend (DESIGN §4.1).
+"""Roofline timing of forward passes: prefill chunks, decode steps, extend.
 
 A pass runs its GEMMs (weights x tokens) and its attention kernels (queries x cached KV) one
 after the other, and each kernel class is bound by its own roofline:

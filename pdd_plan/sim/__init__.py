@@ -1,4 +1,4 @@
-"""Trace-driven simulator: replay a workload on a plan and measure it (DESIGN §2).
+"""Trace-driven simulator: replay a workload on a plan and measure it.
 
 ``run(ctx, plan, architecture, n_requests, seed)`` -> :class:`SimResult`;
 ``verify(ctx, plan, architecture, n_requests, seed)`` -> dict with the SLA checks the

@@ -1,4 +1,4 @@
-"""Replay requests on a fleet, stage by stage (DESIGN §4.3-4.4).
+"""Replay requests on a fleet, stage by stage.
 
 Stages, each exact for its model unless noted (see the module docs of ``queues``/``decode``):
 

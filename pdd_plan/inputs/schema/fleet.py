@@ -45,31 +45,42 @@ class FleetGroup(Strict):
     """`count` identical instances of one role, GPU type and size in one datacenter."""
 
     role: Literal["prefill", "relay_decode", "main_decode", "decode"]
+    """`prefill`, `relay_decode`, `main_decode` (PDD, CDC-PD) or `decode` (IDC-PD)."""
     gpu: str
+    """GPU profile name."""
     datacenter: str
+    """Datacenter the instances run in."""
     count: int = Field(ge=0, le=MAX_INSTANCES_PER_GROUP)
+    """Instances in the group."""
     gpus_per_instance: int = Field(ge=1, le=MAX_GPUS_PER_INSTANCE)
-    tp: int | None = Field(default=None, ge=1, le=MAX_GPUS_PER_INSTANCE)  # None: = GPUs
+    """GPUs per instance."""
+    tp: int | None = Field(default=None, ge=1, le=MAX_GPUS_PER_INSTANCE)
+    """Tensor parallelism (default: the optimizer's recipe for that size)."""
     dp: int | None = Field(default=None, ge=1, le=MAX_GPUS_PER_INSTANCE)  # None: the recipe's
+    """Attention data parallelism (default: the recipe's)."""
     ep: int | None = Field(default=None, ge=1, le=MAX_GPUS_PER_INSTANCE)  # None: the recipe's
-    # extra routed-expert slots (SGLang --ep-num-redundant-experts, EPLB on): ep may then
-    # divide experts + redundant_experts
+    """Expert parallelism (default: the recipe's)."""
     redundant_experts: int = Field(default=0, ge=0, le=MAX_REDUNDANT_EXPERTS)
+    """Extra expert slots per layer (SGLang `--ep-num-redundant-experts` with EPLB)."""
 
 
 class FleetLine(Strict):
     """The leased line(s) between the datacenters: a line SKU and how many."""
 
     sku: str
+    """Line profile name."""
     count: int = Field(default=1, ge=1, le=MAX_INSTANCES_PER_GROUP)
+    """Lines of that SKU."""
 
 
 class ArchitectureFleet(Strict):
     instances: list[FleetGroup] = Field(min_length=1, max_length=MAX_GROUPS)
+    """The fleet's instance groups."""
     line: FleetLine | None = None
-    # the deployment's engine as measured against the perf model: one factor on the speed of
-    # prefill, extend and decode passes alike (e.g. an engine run without MTP: < 1)
+    """The leased line, for architectures that cross it."""
     speed_factor: float = Field(default=1.0, ge=MIN_SPEED_FACTOR, le=MAX_SPEED_FACTOR)
+    """The deployment's engine speed against the perf model: every pass takes 1/speed_factor of
+    the model's time."""
 
 
 def _known_keys(v: dict[str, ArchitectureFleet]) -> dict[str, ArchitectureFleet]:

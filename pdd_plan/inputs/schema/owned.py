@@ -22,9 +22,13 @@ class OwnedGPUs(Strict):
     """`count` GPUs of type `gpu` already in `datacenter`, each counted at `cost_per_gpu_hour`."""
 
     datacenter: str
+    """Datacenter the GPUs are in."""
     gpu: str
+    """GPU profile name."""
     count: NonNegativeInt
-    cost_per_gpu_hour: float = Field(ge=0, le=MAX_PRICE)  # 0: sunk; else amortized $/GPU-hour
+    """GPUs owned (at most the datacenter's `gpus` for that type)."""
+    cost_per_gpu_hour: float = Field(ge=0, le=MAX_PRICE)
+    """What an owned GPU counts at: 0 if sunk, else its amortized $/GPU-hour."""
 
     @field_validator("count")
     @classmethod
@@ -38,8 +42,11 @@ class OwnedLines(Strict):
     """`count` lines of SKU `sku` already leased, each counted at `cost_per_month`."""
 
     sku: str  # a name in link.candidates (a profile name, or an inline line's name)
+    """A line name in `link.candidates` (a profile name, or an inline line's name)."""
     count: NonNegativeInt
-    cost_per_month: float = Field(ge=0, le=MAX_PRICE)  # 0: sunk; else amortized $/line-month
+    """Lines of that SKU owned."""
+    cost_per_month: float = Field(ge=0, le=MAX_PRICE)
+    """What an owned line counts at: 0 if sunk, else its amortized $/month."""
 
     @field_validator("count")
     @classmethod
@@ -51,7 +58,9 @@ class OwnedLines(Strict):
 
 class Owned(Strict):
     gpus: list[OwnedGPUs] = []
+    """Owned GPUs per datacenter and type."""
     lines: list[OwnedLines] = []
+    """Owned lines per SKU."""
 
     @model_validator(mode="after")
     def _unique(self) -> Owned:

@@ -35,9 +35,13 @@ ARCHITECTURES: tuple[str, ...] = architectures.names()  # the built-in ones (the
 
 class Lognormal(Strict):
     mu: float
+    """Mean of the logarithm of the value."""
     sigma: float = Field(ge=0)
+    """Standard deviation of the logarithm (0: every draw is exp(mu))."""
     min: float = Field(ge=0)
+    """Draws below this are clipped to it."""
     max: float = Field(gt=0)
+    """Draws above this are clipped to it."""
 
     @model_validator(mode="after")
     def _order(self) -> Lognormal:
@@ -50,8 +54,12 @@ class Distribution(Strict):
     """Exactly one of fixed / lognormal / histogram ([[lo, hi, share], ...], shares sum to 1)."""
 
     fixed: float | None = Field(default=None, ge=0)
+    """Every request has this value."""
     lognormal: Lognormal | None = None
+    """A clipped lognormal: `{mu, sigma, min, max}`."""
     histogram: list[tuple[float, float, float]] | None = None
+    """Bins `[[lo, hi, share], ...]`: a share of requests drawn uniformly in [lo, hi]; shares sum
+    to 1."""
 
     @model_validator(mode="after")
     def _one_kind(self) -> Distribution:
@@ -82,25 +90,30 @@ def _under(name: str, got: float) -> None:
 
 
 class Workload(Strict):
-    rate_rps: float | None = Field(default=None, gt=0, le=1e6)  # None: highest goodput per dollar
+    rate_rps: float | None = Field(default=None, gt=0, le=1e6)
+    """Requests per second to plan for. Omit it and each architecture gets its highest SLA
+    goodput per dollar (or most goodput within `budget_per_hour`)."""
     input_tokens: Distribution | None = None
+    """Prompt length per request (a distribution); not needed with a trace."""
     output_tokens: Distribution | None = None
-    prefix_hit: Distribution = Distribution(fixed=0.0)  # per-request prefill-side hit rate, 0..1
-    trace: str | None = None  # a trace file; replaces the distributions above
-    # burstiness of synthetic arrivals: the coefficient of variation of the gaps between
-    # requests (gamma-distributed, mean 1/rate_rps); 1 is Poisson, above 1 bursty, below 1
-    # smoother. The simulator draws such arrivals and the planner's prefill-queue law
-    # (Allen-Cunneen G/G/c, c_a^2 = cv^2) sizes for them. A trace keeps its own timestamps
+    """Generated tokens per request (a distribution); not needed with a trace."""
+    prefix_hit: Distribution = Distribution(fixed=0.0)
+    """Per-request prefix-cache hit rate on the prefill side, a fraction in [0, 1]."""
+    trace: str | None = None
+    """A request trace file (Mooncake JSONL, Azure CSV or generic JSONL/CSV) to plan for; it
+    replaces the distributions above."""
     arrival_cv: float = Field(default=1.0, gt=0, le=10)
-    # request classes the optimizer routes (hit bin x length bucket; 8 hit bins, so 24 = 3
-    # length buckets; when a relaying architecture may finish singular requests on relay
-    # decode, x output <= policy.singular_max_output_tokens or not, with half the length
-    # buckets, at least 1): each class gets one routing decision and the MILP grows with the count.
-    # Prefill times and TTFT misses are averaged over >= 192 strata whatever the count, so costs
-    # do not move with it (large.yaml: 12 to 192 classes within 5%); 24 suits most workloads,
-    # 48 when routing should split long from short requests of one hit bin more finely
+    """Coefficient of variation of the gaps between synthetic arrivals (gamma-distributed, mean
+    1/rate_rps): 1 is Poisson, above 1 bursty. The simulator draws such arrivals and the
+    prefill-queue law sizes for them; a trace keeps its own timestamps."""
     classes: PositiveInt = 24
-    samples: PositiveInt = 20000  # requests drawn to build classes from distributions
+    """Request classes the optimizer routes (8 hit bins x length buckets, split at
+    `policy.singular_max_output_tokens` where relay decode may finish requests). Each class
+    gets one routing decision; prefill times and TTFT misses are averaged over at least 192
+    strata whatever the count, so costs do not move with it. 24 suits most workloads, 48 when
+    routing should split long from short requests of one hit bin."""
+    samples: PositiveInt = 20000
+    """Requests drawn from the distributions to build the classes."""
 
     @field_validator("input_tokens", "output_tokens")
     @classmethod
@@ -157,7 +170,9 @@ class Workload(Strict):
 
 class Datacenter(Strict):
     name: str
-    gpus: dict[str, int]  # GPU profile name -> GPUs available
+    """The datacenter's name, used by `placement`, `owned` and fleets."""
+    gpus: dict[str, int]
+    """GPUs available there per GPU profile name (owned ones included)."""
 
     @field_validator("gpus")
     @classmethod
@@ -171,13 +186,22 @@ class Datacenter(Strict):
 
 class CustomLine(Strict):
     gbps: float = Field(gt=0, le=MAX_LINE_GBPS)
+    """Line capacity in Gb/s."""
     cost_per_month: float = Field(gt=0, le=MAX_LINE_USD_PER_MONTH)
+    """Lease price in $/month."""
     rtt_ms: float = Field(default=10.0, ge=0)
+    """Round-trip time in ms."""
     name: str | None = None
+    """The line's name (default: `custom-<index>-<gbps>g`)."""
     tcp_efficiency: float = Field(default=0.9, gt=0, le=1)
+    """Goodput / line rate after Ethernet, IP and TCP overheads and retransmits."""
     connections: PositiveInt = DEFAULT_CONNECTIONS
+    """TCP connections in the transfer engine's pool between the datacenters."""
     streams_per_transfer: PositiveInt = DEFAULT_STREAMS_PER_TRANSFER
+    """Connections one KV transfer is striped over (Mooncake's lanes per peer)."""
     per_connection_gbps: PositiveFloat | None = None
+    """One connection's measured goodput (from `line calibrate`); default: from window / RTT and
+    loss."""
 
     @model_validator(mode="after")
     def _streams_fit_pool(self) -> CustomLine:
@@ -186,9 +210,13 @@ class CustomLine(Strict):
 
 
 class Link(Strict):
-    candidates: list[str | CustomLine] = Field(min_length=1)  # SKU names or inline lines
+    candidates: list[str | CustomLine] = Field(min_length=1)
+    """Lines the optimizer may lease: bundled SKU names (`pdd-plan profiles list`) or inline
+    lines."""
     max_lines: PositiveInt = 4
+    """Most lines of one SKU the optimizer may lease."""
     rtt_ms: float | None = Field(default=None, ge=0)  # overrides every candidate's RTT
+    """Overrides every candidate's RTT (ms)."""
 
     @field_validator("max_lines")
     @classmethod
@@ -204,15 +232,21 @@ class Link(Strict):
 
 
 class Placement(Strict):
-    prefill: str | None = None  # datacenter names; default: first datacenter
-    relay_decode: str | None = None  # default: the prefill datacenter
-    main_decode: str | None = None  # default: second datacenter
+    prefill: str | None = None
+    """Datacenter of prefill (default: the first)."""
+    relay_decode: str | None = None
+    """Datacenter of relay decode (default: the prefill datacenter)."""
+    main_decode: str | None = None
+    """Datacenter of main decode (default: the second)."""
 
 
 class SLA(Strict):
     ttft_p90_s: PositiveFloat
+    """Time to first token, 90th percentile, in seconds."""
     ttft_p99_s: PositiveFloat
+    """Time to first token, 99th percentile, in seconds (at least the P90)."""
     tpot_ms: PositiveFloat
+    """Time per output token in ms (the decode step the batch size must meet)."""
 
     @model_validator(mode="after")
     def _order(self) -> SLA:
@@ -222,29 +256,45 @@ class SLA(Strict):
 
 
 class Policy(Strict):
-    drc: bool = True  # decode-side radix cache on MD: only the missing suffix crosses the line
+    drc: bool = True
+    """Main decode's radix cache: only the prefix it lacks crosses the line."""
     handoff: Literal["catch_up", "one_shot"] = "catch_up"
-    singular_max_output_tokens: int | None = Field(default=500, ge=0)  # p_rld allowed below this
-    relay_max_tokens: PositiveInt = 256  # cap on tokens RLD generates before handing off
+    """How relay decode hands a request to main decode: `catch_up` (keeps decoding while main
+    decode recomputes the relayed tokens) or `one_shot` (stops, main decode recomputes, the
+    user sees a stall)."""
+    singular_max_output_tokens: int | None = Field(default=500, ge=0)
+    """Requests with at most this many output tokens may finish on relay decode and never cross
+    the line (`p_rld`); null: never."""
+    relay_max_tokens: PositiveInt = 256
+    """Most tokens relay decode generates before handing off."""
     md_hit_ratio: float = Field(default=1.0, ge=0, le=1)  # MD's hit / prefill-side hit (DRC)
-    # how the simulator relays: "plan" applies the plan's routing (relay at or below its hit
-    # threshold), so the replay verifies the plan that was made; "backlog" relays a request
-    # when the line's current backlog predicts a TTFT miss (a load-aware router)
+    """Main decode's hit rate / the prefill side's, for distribution workloads (traces simulate
+    both caches)."""
     router: Literal["plan", "backlog"] = "plan"
+    """How the simulator relays: `plan` applies the plan's routing (so the replay verifies the
+    plan made), `backlog` relays a request when the line's backlog predicts a TTFT miss."""
 
 
 class Search(Strict):
     """Optimizer knobs (documented defaults; rarely changed)."""
 
     utilization_levels: list[float] = [0.5, 0.65, 0.8, 0.9]
+    """Line and prefill utilization caps tried when the rate is free."""
     max_gpus_per_instance: PositiveInt = 32
+    """Largest instance considered (GPUs)."""
     parallelisms: PositiveInt = (
         2  # instance sizes per GPU type and role, from the smallest that fits
     )
-    prefill_chunk_tokens: PositiveInt = 8192  # SGLang --chunked-prefill-size
-    decode_utilization: float = Field(default=0.9, gt=0, lt=1)  # cap on decode batch slots
-    max_prefill_extra: PositiveInt = 8  # prefill pool sizes tried above the smallest stable one
+    """Instance sizes tried per GPU type and role, from the smallest that fits the model."""
+    prefill_chunk_tokens: PositiveInt = 8192
+    """Chunked-prefill size (SGLang `--chunked-prefill-size`)."""
+    decode_utilization: float = Field(default=0.9, gt=0, lt=1)
+    """Cap on the share of decode batch slots used."""
+    max_prefill_extra: PositiveInt = 8
+    """Prefill pool sizes tried above the smallest stable one."""
     time_limit_s: PositiveFloat = 30.0
+    """Wall-clock seconds for one architecture's whole planning (every MILP, Dinkelbach step and
+    verification replay); past it the run stops with an error."""
 
     @field_validator("utilization_levels")
     @classmethod
@@ -263,23 +313,41 @@ class Search(Strict):
 
 class Scenario(Strict):
     name: str
-    model: str  # profile name or path to a model YAML
+    """The scenario's name, printed with its plans."""
+    model: str
+    """Bundled model profile name, or a path to a model YAML."""
     workload: Workload
+    """The traffic to plan for."""
     datacenters: list[Datacenter] = Field(min_length=1)
+    """Datacenters and the GPUs available in each."""
     link: Link | None = None
+    """The leased line(s) between prefill's and main decode's datacenters; needed by `pdd` and
+    `cdc_pd`."""
     placement: Placement = Placement()
+    """Which datacenter each role runs in."""
     sla: SLA
+    """Latency targets every plan must meet."""
     prices: dict[str, Annotated[float, Field(gt=0, le=MAX_USD_PER_GPU_HOUR)]] = {}
+    """$/GPU-hour per GPU type, overriding the profiles' defaults."""
     policy: Policy = Policy()
+    """Serving policy: prefix caching, hand-off, singular routing."""
     architectures: list[str] = list(ARCHITECTURES)
+    """Architectures to plan and compare: `pdd`, `cdc_pd`, `idc_pd`."""
     objective: Literal["bcr", "cost", "goodput"] = "bcr"
+    """`bcr`: min cost at `rate_rps`, or without a rate the best goodput per dollar (Dinkelbach);
+    `cost`: min cost (needs a rate); `goodput`: most req/s within `budget_per_hour`."""
     budget_per_hour: float | None = Field(default=None, gt=0, le=MAX_BUDGET_PER_HOUR)
+    """$/hour cap, for `objective: goodput`."""
     search: Search = Search()
+    """Optimizer knobs (rarely changed)."""
     seed: int = Field(default=0, ge=0)  # numpy's generator takes non-negative seeds
-    # an existing fleet for `pdd-plan evaluate`; left out of dumps when absent (plans stay as they were)
+    """Sampling seed: same inputs and seed, same plan byte for byte."""
     fleet: Fleet | None = Field(default=None, exclude_if=lambda v: v is None)
-    # capacity already there: optimize plans the increment; left out of dumps when absent
+    """An existing fleet for `pdd-plan evaluate`: per architecture (or `all`) its instances, line
+    and `speed_factor`."""
     owned: Owned | None = Field(default=None, exclude_if=lambda v: v is None)
+    """Capacity already there: `optimize` uses it first, at its own price, and plans the
+    increment."""
 
     @model_validator(mode="after")
     def _owned_known(self) -> Scenario:

@@ -1,4 +1,4 @@
-"""Bytes that cross the line, and transfer times over the line and over RDMA (DESIGN §4.3).
+"""Bytes that cross the line, and transfer times over the line and over RDMA.
 
 The line model: each transfer holds ``k = streams_per_transfer`` connections of a
 finite pool of ``c`` and stripes its slices over them (Mooncake's TCP lanes), so the pool serves
