@@ -14,6 +14,7 @@ from pdd_plan.inputs import profiles
 from pdd_plan.inputs.schema.line import LineSKU
 from pdd_plan.latency import ttft
 from pdd_plan.latency.line import delay_shape, transfer
+from pdd_plan.latency.line.law import transfer_law
 from pdd_plan.latency.prefill import pool as prefill_pool
 from pdd_plan.perf.instance import parallelism_candidates
 
@@ -151,12 +152,14 @@ def test_line_shape_is_cmt_where_one_transfer_fills_the_line():
     x = np.array([1e6, 1e7, 1e8])
     w = np.array([0.5, 0.3, 0.2])
     rho = 0.6
-    cv2, atom = transfer.line_delay_shape(x, line, rho, w)
+    law = transfer_law(x, w, line, rho)
     c = line.capacity_bytes_s
     tau = x / c
     e1 = float(np.dot(w, tau))
     resid = float(np.dot(w, tau**2)) / (2 * e1)
-    extra = transfer.line_transfer_s(x, line, rho, w) - transfer.bare_transfer_s(x, line)
+    extra = law.total - transfer.bare_transfer_s(x, line)
+    assert np.array_equal(law.line_wait, extra)
+    cv2, atom = law.line_wait_var / extra**2, law.atom
     np.testing.assert_allclose(extra, tau * rho / (1 - rho), rtol=1e-6)
     var = delay_shape.ps_sojourn_variance(tau, resid, rho)
     np.testing.assert_allclose(cv2, var / extra**2, rtol=1e-5)
