@@ -197,4 +197,4 @@ def relay_wanted(
 ) -> np.ndarray:
     """The routing rule: relay a class when its direct path (mean line time included) would
     break the TTFT budget at the q-quantile of the prefill wait."""
-    return ttft_p_md_s + pool.wait_quantile(q) > budget_s
+    return ttft_p_md_s + pool.wait_law.quantile(q) > budget_s

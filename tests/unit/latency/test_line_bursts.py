@@ -21,7 +21,7 @@ M = E2 / (2 * E1)  # mean residual of a transfer found in service
 RHO, CA2 = 0.6, 4.0
 
 
-def _wait() -> gig1.WaitLaw:
+def _wait() -> gig1.LatticeWait:
     law = gig1.gi_g1_wait(TAU, W, RHO / E1, CA2)
     assert law is not None
     return law

@@ -123,13 +123,12 @@ def test_ttft_law_against_monte_carlo(pool):
     b = rng.random(n) < law.q[0]
     e = np.where(b, law.shift[0] + rng.exponential(law.scale[0], n), 0.0)
     u = rng.random(n)
-    single = pool.single_law
-    if single is not None:  # one instance: the exact lattice law
-        c = np.cumsum(single.weights) / single.weights.sum()
-        w = single.points[np.minimum(np.searchsorted(c, u), len(c) - 1)]  # inverse CDF
-    else:  # a pool: an atom at 0, else t0 + Exp(delta) (pdd_plan/latency/prefill/gigc.py)
-        wl = pool.wait_law
-        w = np.where(u < wl.p_exp, wl.t0 + rng.exponential(1 / wl.delta, n), 0.0)
+    # either law as its points (inverse CDF over them) and its exponential tail
+    wl = pool.wait_law
+    c = np.cumsum(np.r_[wl.weights, wl.tail.mass])
+    i = np.minimum(np.searchsorted(c, u), len(c) - 1)
+    tail = wl.tail.shift + rng.exponential(1 / min(wl.tail.rate, 1e300), n)
+    w = np.where(i < len(wl.points), wl.points[np.minimum(i, len(wl.points) - 1)], tail)
     t = np.array([0.2, 0.6, 1.0, 2.0])
     mc = np.array([(w + e > x).mean() for x in t])
     got = ttft.ttft_survival(t, pool, np.full(4, m), np.full(4, v), np.full(4, a))
