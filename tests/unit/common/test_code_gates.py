@@ -1,6 +1,6 @@
 """Gates on the code itself, so a newcomer can keep finding things in one hop: no import cycle
-(imports inside functions included), no module over 450 lines, complexity at most 15, and no
-comparison with an architecture name outside the architecture spec."""
+(imports inside functions included), no module over 450 lines, complexity at most 15, no
+comparison with an architecture name and no path name spelled outside the architecture spec."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from pdd_plan import architectures
+from pdd_plan.inputs.schema.plan import RouteShare
+from pdd_plan.sim.queues import Route
 
 pytestmark = pytest.mark.unit
 
@@ -139,6 +141,34 @@ def test_name_comparison_detector_sees_one():
         assert _name_comparisons(probe) == ["_probe_arch_compare.py:2 compares with 'idc_pd'"]
     finally:
         probe.unlink()
+
+
+def _path_literals(path: Path) -> list[str]:
+    names = set(architectures.PATHS)
+    return [
+        f"{path.name}:{node.lineno} spells '{node.value}'"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names
+    ]
+
+
+def test_path_names_are_spelled_only_in_the_spec():
+    # a path's name is a plan-file key: one spelling, architectures.P_MD / P_RLD_MD / P_RLD
+    spec = PKG / "architectures.py"
+    found = [x for p in sorted(PKG.rglob("*.py")) if p != spec for x in _path_literals(p)]
+    assert not found, "use architectures' path constants: " + "; ".join(found)
+
+
+def test_path_literal_detector_sees_keys_and_comparisons(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text('X = {"p_md": 1}\nY = f"{X[\'p_rld\']}" == "p_rld_md s"  # "p_rld_md"\n')
+    assert _path_literals(probe) == ["probe.py:1 spells 'p_md'", "probe.py:2 spells 'p_rld'"]
+
+
+def test_path_names_match_the_plan_schema_and_the_replay():
+    # the route-share fields of a plan file and the replay's route codes follow PATHS in order
+    assert tuple(RouteShare.model_fields) == architectures.PATHS
+    assert tuple(r.name.lower() for r in Route) == architectures.PATHS
 
 
 def test_complexity_at_most_15():
