@@ -31,8 +31,8 @@ from benchmarks import line_input_stream as stream
 from pdd_plan.inputs.context import build_context, load_scenario
 from pdd_plan.inputs.schema.plan import ArchitecturePlan
 from pdd_plan.latency import ttft as ttft_law
-from pdd_plan.latency.prefill import gig1  # noqa: E402
-from pdd_plan.latency.prefill.gigc import WaitLaw, ggc_wait_law
+from pdd_plan.latency.prefill.gigc import ggc_wait_law
+from pdd_plan.latency.prefill.wait import WaitLaw
 from pdd_plan.optimize import summary
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.objectives import solve_architecture
@@ -48,7 +48,7 @@ def _pct(x: np.ndarray) -> str:
     return " / ".join(f"{float(np.percentile(x, 100 * q)):.4f}" for q in QS)
 
 
-def _law(law: WaitLaw | gig1.WaitLaw) -> str:
+def _law(law: WaitLaw) -> str:
     return " / ".join(f"{law.quantile(q):.4f}" for q in QS)
 
 
@@ -80,12 +80,12 @@ def main(argv: list[str] | None = None) -> None:
     svc = res.prefill_s[k]
     arr = res.arrival_s[k]
     seen = (len(arr) - 1) / float(arr[-1] - arr[0])
-    law = pool.single_law or pool.wait_law  # one instance: the exact GI/G/1 law
+    law = pool.wait_law  # one instance: the exact GI/G/1 law; a pool: Tijms' expansion
     es = float(np.dot(pool.weight, pool.service_s))
     print(f"{a.scenario} at {raw.rate:g} req/s: {pool.count} prefill instances, rho {pool.rho:.4f}")
     print(f"  service E[S]: plan {es:.5f} s, replay {svc.mean():.5f} s")
     print(
-        f"  wait  plan        {_law(law)}  P(wait) {pool.wait_probability:.3f}  mean {law.mean:.4f}"
+        f"  wait  plan        {_law(law)}  P(wait) {law.wait_probability:.3f}  mean {law.mean:.4f}"
     )
     if pool.count > 1:
         own = ggc_wait_law(pool.count, seen, svc, np.ones_like(svc), pool.ca2)

@@ -11,10 +11,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-PATHS: tuple[str, ...] = ("p_md", "p_rld_md", "p_rld")
+# the request paths; their names are plan-file keys (route shares), so they never change
+P_MD = "p_md"  # prefill -> KV transfer -> decode pool
+P_RLD_MD = "p_rld_md"  # prefill -> RDMA -> relay decode, handing off to main decode
+P_RLD = "p_rld"  # singular requests that finish on relay decode
+PATHS: tuple[str, ...] = (P_MD, P_RLD_MD, P_RLD)
+RELAY_PATHS = (P_RLD_MD, P_RLD)
+# whether a path's KV crosses the line (p_rld's never leaves relay decode's datacenter)
+PATH_CROSSES_LINE: dict[str, bool] = {P_MD: True, P_RLD_MD: True, P_RLD: False}
 ROLES: tuple[str, ...] = ("prefill", "relay_decode", "main_decode", "decode")
 ROLE_ORDER = {r: i for i, r in enumerate(ROLES)}
-RELAY_PATHS = ("p_rld_md", "p_rld")
 
 
 @dataclass(frozen=True)
@@ -30,7 +36,7 @@ class Architecture:
     def __post_init__(self) -> None:
         if self.decode_role not in ("main_decode", "decode"):
             raise ValueError(f"decode_role must be main_decode or decode, not {self.decode_role}")
-        if "p_md" not in self.paths or any(p not in PATHS for p in self.paths):
+        if P_MD not in self.paths or any(p not in PATHS for p in self.paths):
             raise ValueError(f"paths must include p_md and come from {PATHS}")
         if self.relays and not self.crosses_line:
             # relay decode exists to hide the line's transfer; without a line nothing to hide
@@ -44,7 +50,7 @@ class Architecture:
     @property
     def singular_on_relay(self) -> bool:
         """Short-output (singular) requests may finish on relay decode."""
-        return "p_rld" in self.paths
+        return P_RLD in self.paths
 
     @property
     def roles(self) -> tuple[str, ...]:
@@ -64,9 +70,9 @@ class Architecture:
         return role == "relay_decode" or (role == "prefill" and has_relay)
 
 
-PDD = Architecture("pdd", "PDD", "main_decode", True, ("p_md", "p_rld_md", "p_rld"), "#1f77b4", "o")
-CDC_PD = Architecture("cdc_pd", "CDC-PD", "main_decode", True, ("p_md",), "#ff7f0e", "s")
-IDC_PD = Architecture("idc_pd", "IDC-PD", "decode", False, ("p_md",), "#2ca02c", "^")
+PDD = Architecture("pdd", "PDD", "main_decode", True, PATHS, "#1f77b4", "o")
+CDC_PD = Architecture("cdc_pd", "CDC-PD", "main_decode", True, (P_MD,), "#ff7f0e", "s")
+IDC_PD = Architecture("idc_pd", "IDC-PD", "decode", False, (P_MD,), "#2ca02c", "^")
 
 # the reference architectures: PDD is compared against these two
 RELAY_ARCH, LINE_BASELINE, LOCAL_BASELINE = "pdd", "cdc_pd", "idc_pd"

@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from pdd_plan.cli import figure_data
 from pdd_plan.cli.common import dumps
 from pdd_plan.cli.main import app
 from pdd_plan.inputs import profiles
 from pdd_plan.inputs.context import build_context, load_scenario
 from pdd_plan.optimize import optimize
-from pdd_plan.report import figures
 
 
 @contextmanager
@@ -31,7 +31,9 @@ def _serial_regime_map() -> Iterator[None]:
     executor (tests/unit/sweep/test_sweep.py); test_report.py's rerun uses the pool and compares."""
     with pytest.MonkeyPatch.context() as m:
         m.setattr(
-            figures, "regime_figure", functools.partial(figures.regime_figure, executor="serial")
+            figure_data,
+            "regime_data",
+            functools.partial(figure_data.regime_data, executor="serial"),
         )
         yield
 

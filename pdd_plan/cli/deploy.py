@@ -135,10 +135,12 @@ def report_cmd(
     rep = build_report(data)
     figures = []
     if html is not None or plots is not None:
+        # the replays, bathtub and regime map; they pull in the simulator and matplotlib
+        from pdd_plan.cli.figure_data import figure_data
         from pdd_plan.report.figures import build_figures
 
         ctx = context(data, plan)
-        figures = build_figures(data, ctx, sim_requests, regimes=regimes)
+        figures = build_figures(data, figure_data(data, ctx, sim_requests, regimes=regimes))
     if plots is not None:
         folder = em.prepare_dir(plots)
         em.write(folder, {f"{f.key}.png": em.File(f.png) for f in figures})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 from rich.console import Console
 
+from pdd_plan.architectures import PATHS
 from pdd_plan.cli.common import check_format, dumps, echo, guarded
 from pdd_plan.common.errors import InputError
 
@@ -78,9 +79,7 @@ ROWS = (
     ("TTFT p99 s", lambda r: _f(r["ttft_s"]["p99"])),
     ("TPOT p50 ms", lambda r: _f(r["tpot_ms"]["p50"], 1)),
     ("TPOT p90 ms", lambda r: _f(r["tpot_ms"]["p90"], 1)),
-    ("p_md %", lambda r: _f(r["route_share"]["p_md"], 1, 100)),
-    ("p_rld_md %", lambda r: _f(r["route_share"]["p_rld_md"], 1, 100)),
-    ("p_rld %", lambda r: _f(r["route_share"]["p_rld"], 1, 100)),
+    *((f"{p} %", lambda r, p=p: _f(r["route_share"][p], 1, 100)) for p in PATHS),
     ("RLD tokens %", lambda r: _f(r["rld_token_share"], 1, 100)),
     ("gives out first", lambda r: r["gives_out_first"]["resource"]),
 )

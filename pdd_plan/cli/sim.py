@@ -10,6 +10,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from pdd_plan.architectures import PATHS
 from pdd_plan.cli.common import check_format, dumps, echo, guarded
 from pdd_plan.common import limits
 from pdd_plan.common.atomic import check_output, note_input, write_atomic
@@ -285,8 +286,8 @@ def _render(s: dict, c: Console) -> None:
     sla = s["sla"]
     r = s["route_share"]
     lines = [
-        f"paths p_md / p_rld_md / p_rld: {r['p_md'] * 100:.1f}% / {r['p_rld_md'] * 100:.1f}% / "
-        f"{r['p_rld'] * 100:.1f}%;  RLD share of output tokens {s['rld_token_share'] * 100:.1f}%",
+        f"paths {' / '.join(PATHS)}: {' / '.join(f'{r[k] * 100:.1f}%' for k in PATHS)};  "
+        f"RLD share of output tokens {s['rld_token_share'] * 100:.1f}%",
     ]
     if s.get("line_utilization") is not None:
         lines += _line_lines(s)

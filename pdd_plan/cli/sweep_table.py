@@ -6,6 +6,7 @@ import io
 
 from rich.console import Console
 
+from pdd_plan.architectures import PATHS
 from pdd_plan.report import fit
 
 
@@ -52,7 +53,7 @@ def _cells(p: dict, a: str, keys: list[str], verify: bool) -> list[str]:
     if verify:
         met = r.get("sim_sla_met")
         cells.append("-" if met is None else ("yes" if met else "[red]no[/red]"))
-    routes = "/".join(_fmt(r[f"route_{k}"], pct=True) for k in ("p_md", "p_rld_md", "p_rld"))
+    routes = "/".join(_fmt(r[f"route_{k}"], pct=True) for k in PATHS)
     return [
         *cells,
         routes.replace("%", "") if ok else "-",

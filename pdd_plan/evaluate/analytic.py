@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pdd_plan import architectures
-from pdd_plan.architectures import Architecture
+from pdd_plan.architectures import P_RLD_MD, Architecture
 from pdd_plan.evaluate.fleet import FleetSpec, instance
 from pdd_plan.inputs.context import Context
 from pdd_plan.inputs.schema.plan import ArchitecturePlan
@@ -229,8 +229,8 @@ def _limits(fm: FleetModel, rate: float, rho_p: float, rho_l: float, pt) -> dict
         miss.append(float(np.dot(w, best)) / (1.0 - q))
     out["ttft"] = max(miss)
     if fm.rld:
-        wants = pt.allowed.get("p_rld_md", np.zeros(len(w), bool))
-        need = rate * float(np.dot(w * wants, pt.rld_tokens["p_rld_md"]))
+        wants = pt.allowed.get(P_RLD_MD, np.zeros(len(w), bool))
+        need = rate * float(np.dot(w * wants, pt.rld_tokens[P_RLD_MD]))
         out["relay"] = need / max(cap(fm.rld, "tokens_per_s"), 1e-9)
     return out
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from pdd_plan.architectures import Architecture
 from pdd_plan.common.errors import InputError
 from pdd_plan.inputs import profiles
 from pdd_plan.inputs.schema.gpu import GPUProfile
@@ -28,6 +29,18 @@ class Context:
 
     def available(self, dc: str) -> dict[str, int]:
         return next(d.gpus for d in self.scenario.datacenters if d.name == dc)
+
+
+def main_dcs(ctx: Context, spec: Architecture) -> list[str]:
+    """Where main decode may sit (the placement rule the optimizer enumerates and a plan's
+    sites are checked against): by the prefill when the KV does not cross the line."""
+    if not spec.crosses_line:
+        return [ctx.prefill_dc]
+    pl = ctx.scenario.placement.main_decode
+    if pl is not None:
+        return [pl]
+    others = [d.name for d in ctx.scenario.datacenters if d.name != ctx.prefill_dc]
+    return others or [ctx.main_dc]
 
 
 def load_scenario(path: str | Path) -> Scenario:

@@ -14,16 +14,12 @@ from collections import defaultdict
 
 from pdd_plan import architectures
 from pdd_plan.common.errors import InputError
-from pdd_plan.inputs.context import Context
+from pdd_plan.inputs.context import Context, main_dcs
 from pdd_plan.inputs.schema.plan import PLAN_FIX, Plan
 
 
 def allowed_sites(ctx: Context, architecture: str) -> dict[str, list[str]]:
     """Datacenters each role of `architecture` may use under the scenario's placement."""
-    from pdd_plan.optimize.search.enumeration import (
-        main_dcs,  # the optimizer's rule, not a copy of it
-    )
-
     spec = architectures.get(architecture)
     out = {"prefill": [ctx.prefill_dc], spec.decode_role: main_dcs(ctx, spec)}
     if spec.relays:

@@ -1,8 +1,9 @@
 """Per-path TTFT/TPOT composition and the routing rule.
 
-Paths: `p_md` (prefill -> line -> main decode), `p_rld_md` (prefill -> RDMA -> relay decode,
-handing off to main decode by token IDs), `p_rld` (singular traffic finishing on relay decode).
-IDC-PD uses `p_md` with RDMA in place of the line.
+The paths are the architecture spec's (:data:`pdd_plan.architectures.PATHS`): `p_md` (prefill
+-> line -> main decode), `p_rld_md` (prefill -> RDMA -> relay decode, handing off to main decode
+by token IDs), `p_rld` (singular traffic finishing on relay decode). IDC-PD uses `p_md` with
+RDMA in place of the line.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pdd_plan.architectures import P_MD, P_RLD, P_RLD_MD
 from pdd_plan.inputs.schema.scenario import Policy
 from pdd_plan.latency.line import law as line_law
 from pdd_plan.latency.line import transfer
@@ -18,8 +20,6 @@ from pdd_plan.latency.prefill.pool import PrefillPool
 from pdd_plan.perf import layers, roofline
 from pdd_plan.perf.instance import Instance
 from pdd_plan.workload.requests import RequestClasses
-
-PATHS = ("p_md", "p_rld_md", "p_rld")
 
 _EXTEND_CACHE: dict[tuple[int, int, int], tuple[Instance, float]] = {}
 
@@ -139,13 +139,13 @@ def path_times(
         ttft = prefill_s + rdma_full + md_step_s
         zero = np.zeros(len(classes))
         return PathTimes(
-            {"p_md": ttft},
-            {"p_md": out.copy()},
-            {"p_md": zero},
-            {"p_md": zero},
+            {P_MD: ttft},
+            {P_MD: out.copy()},
+            {P_MD: zero},
+            {P_MD: zero},
             zero,
             rdma_full,
-            {"p_md": np.full(len(classes), md_step_s)},
+            {P_MD: np.full(len(classes), md_step_s)},
             zero,
         )
     xb = transfer.line_bytes(m, classes.input_tokens, classes.hit_d, policy.drc)
@@ -155,12 +155,12 @@ def path_times(
         xb, classes.weight, line, line_rho, line_delay, line_ca2, pool, prefill_s
     )
     lt, bare, atom = law.total, law.bare, law.atom
-    line_wait, line_wait_var = {"p_md": law.line_wait}, {"p_md": law.line_wait_var}
-    ttft = {"p_md": prefill_s + bare + md_step_s}
-    md_tok = {"p_md": out.copy()}
-    rld_tok = {"p_md": np.zeros(len(classes))}
-    hold = {"p_md": np.zeros(len(classes))}
-    tpot = {"p_md": np.full(len(classes), md_step_s)}
+    line_wait, line_wait_var = {P_MD: law.line_wait}, {P_MD: law.line_wait_var}
+    ttft = {P_MD: prefill_s + bare + md_step_s}
+    md_tok = {P_MD: out.copy()}
+    rld_tok = {P_MD: np.zeros(len(classes))}
+    hold = {P_MD: np.zeros(len(classes))}
+    tpot = {P_MD: np.full(len(classes), md_step_s)}
     stall = np.zeros(len(classes))
     if rld is not None:
         first = prefill_s + rdma_full + rld_step_s
@@ -177,18 +177,18 @@ def path_times(
             stall = np.where(k >= policy.relay_max_tokens, ext, 0.0)  # cap hit: MD still stalls
         else:
             stall = ext
-        ttft["p_rld_md"] = first
-        md_tok["p_rld_md"] = out - k
-        rld_tok["p_rld_md"] = k
-        hold["p_rld_md"] = k * rld_step_s
-        tpot["p_rld_md"] = (k * rld_step_s + (out - k) * md_step_s + stall) / np.maximum(out, 1)
-        ttft["p_rld"] = first
-        md_tok["p_rld"] = np.zeros(len(classes))
-        rld_tok["p_rld"] = out.copy()
-        hold["p_rld"] = out * rld_step_s
-        tpot["p_rld"] = np.full(len(classes), rld_step_s)
+        ttft[P_RLD_MD] = first
+        md_tok[P_RLD_MD] = out - k
+        rld_tok[P_RLD_MD] = k
+        hold[P_RLD_MD] = k * rld_step_s
+        tpot[P_RLD_MD] = (k * rld_step_s + (out - k) * md_step_s + stall) / np.maximum(out, 1)
+        ttft[P_RLD] = first
+        md_tok[P_RLD] = np.zeros(len(classes))
+        rld_tok[P_RLD] = out.copy()
+        hold[P_RLD] = out * rld_step_s
+        tpot[P_RLD] = np.full(len(classes), rld_step_s)
     return PathTimes(
-        ttft, md_tok, rld_tok, hold, xb, lt, tpot, stall, line_wait, line_wait_var, {"p_md": atom}
+        ttft, md_tok, rld_tok, hold, xb, lt, tpot, stall, line_wait, line_wait_var, {P_MD: atom}
     )
 
 
@@ -197,4 +197,4 @@ def relay_wanted(
 ) -> np.ndarray:
     """The routing rule: relay a class when its direct path (mean line time included) would
     break the TTFT budget at the q-quantile of the prefill wait."""
-    return ttft_p_md_s + pool.wait_quantile(q) > budget_s
+    return ttft_p_md_s + pool.wait_law.quantile(q) > budget_s

@@ -7,6 +7,7 @@ import numpy as np
 
 from pdd_plan.latency.line import delay_shape
 from pdd_plan.latency.prefill.pool import PrefillPool
+from pdd_plan.latency.prefill.wait import wait_plus_exponential_survival
 
 
 def ttft_survival(
@@ -16,58 +17,21 @@ def ttft_survival(
     line_wait_var: np.ndarray | None = None,
     line_wait_atom: np.ndarray | None = None,
 ) -> np.ndarray:
-    """P(W + E > slack) per class: W the prefill wait, E the line's queueing of mean `line_wait`
+    """P(W + E > slack) per class: W the prefill wait (the pool's law), E the line's queueing of mean `line_wait`
     (zero: no line), variance `line_wait_var` (None: exponential) and P(E = 0) `line_wait_atom`,
     E = B (shift + X) of :func:`delay_shape.two_moment`, so P(W + E > t) =
     q P(W + X > t - shift) + (1 - q) P(W > t). 1 where slack < 0."""
+    wait = pool.wait_law
     if line_wait is None or line_wait_var is None:
-        return _wait_plus_exponential(slack, pool, line_wait)
+        return wait_plus_exponential_survival(wait, slack, line_wait)
     law = delay_shape.two_moment(
         line_wait, line_wait_var, 0.0 if line_wait_atom is None else line_wait_atom
     )
     s = np.asarray(slack, dtype=float)
-    out = law.q * _wait_plus_exponential(s - law.shift, pool, law.scale)
+    out = law.q * wait_plus_exponential_survival(wait, s - law.shift, law.scale)
     if np.any(law.q < 1.0):
-        out = out + (1.0 - law.q) * _wait_plus_exponential(s, pool, None)
+        out = out + (1.0 - law.q) * wait_plus_exponential_survival(wait, s, None)
     return out
-
-
-def _wait_plus_exponential(
-    slack: np.ndarray, pool: PrefillPool, line_wait: np.ndarray | None = None
-) -> np.ndarray:
-    """P(W + E > slack) per class: W the prefill wait (the pool's law: one instance exact,
-    a pool an atom at 0, else t0 + Exp(a)), E exponential with mean `line_wait` (zero or None:
-    E = 0). 1 where slack < 0."""
-    t = np.maximum(np.asarray(slack, dtype=float), 0.0)
-    single = pool.single_law
-    if single is not None:  # one instance: the exact wait law, summed over its points
-        m = np.zeros_like(t) if line_wait is None else np.asarray(line_wait, float)
-        return np.where(np.asarray(slack) < 0, 1.0, single.plus_exponential_survival(t, m))
-    law = pool.wait_law
-    if not law.stable:
-        return np.ones_like(t)
-    pw, a, t0 = law.p_exp, law.delta, law.t0
-    m = (
-        np.zeros_like(t)
-        if line_wait is None
-        else np.broadcast_to(np.asarray(line_wait, float), t.shape)
-    )
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        b = np.where(m > 0, 1.0 / np.where(m > 0, m, 1.0), np.inf)
-        e_only = np.where(m > 0, np.exp(-b * t), 0.0)
-        if pw > 0:
-            u = np.maximum(t - t0, 0.0)  # the exponential part of a long wait starts at t0
-            close = np.abs(b - a) < 1e-9 * np.maximum(a, 1.0)
-            conv = np.where(
-                close,
-                (1 + a * u) * np.exp(-a * u),
-                (b * np.exp(-a * u) - a * np.exp(-b * u)) / np.where(close, 1.0, b - a),
-            )
-            both = (1 - pw) * e_only + pw * np.where(t < t0, 1.0, conv)
-        else:
-            both = e_only
-    out = np.where(m > 0, both, law.survival(t))
-    return np.where(np.asarray(slack) < 0, 1.0, np.clip(out, 0.0, 1.0))
 
 
 def miss_probability(

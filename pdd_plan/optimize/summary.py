@@ -5,7 +5,16 @@ from __future__ import annotations
 import numpy as np
 
 from pdd_plan import architectures
-from pdd_plan.architectures import LINE_BASELINE, LOCAL_BASELINE, RELAY_ARCH
+from pdd_plan.architectures import (
+    LINE_BASELINE,
+    LOCAL_BASELINE,
+    P_MD,
+    P_RLD,
+    P_RLD_MD,
+    PATHS,
+    RELAY_ARCH,
+    RELAY_PATHS,
+)
 from pdd_plan.common.errors import InfeasibleError
 from pdd_plan.inputs.schema.plan import Reason
 from pdd_plan.latency import paths as latency_paths
@@ -95,11 +104,11 @@ def _kv_transfer(ft: latency_paths.PathTimes, shares: dict[str, np.ndarray]) -> 
     but p_rld): the bare transfer plus the line's delay law per stratum (delay_shape.two_moment;
     a transfer's delay depends on its size, not on its path), as the simulator's kv_transfer_s
     measures it. A plan with no such request: the mean over all."""
-    w = sum(v for k, v in shares.items() if k != "p_rld")
-    j = ft.line_wait("p_md")
+    w = sum(v for k, v in shares.items() if k != P_RLD)
+    j = ft.line_wait(P_MD)
     bare = ft.line_s - j
     qs = delay_shape.transfer_quantiles(
-        bare, j, ft.line_wait_var("p_md"), ft.line_wait_atom("p_md"), w, QS
+        bare, j, ft.line_wait_var(P_MD), ft.line_wait_atom(P_MD), w, QS
     )
     if qs is None:
         every = sum(shares.values())
@@ -167,8 +176,8 @@ def _first_step_shift(
     md_role = architectures.get(p.architecture).decode_role
     out: dict[str, float] = {}
     for role, tokens, paths in (
-        (md_role, t.md_tokens, ("p_md",)),
-        ("relay_decode", t.rld_tokens, ("p_rld_md", "p_rld")),
+        (md_role, t.md_tokens, (P_MD,)),
+        ("relay_decode", t.rld_tokens, RELAY_PATHS),
     ):
         load = rate * sum(float(np.dot(shares[k], tokens[k])) for k in shares)
         design, op = _steps(p, role, load, ctx)
@@ -200,7 +209,7 @@ def summarize(p: SolverResult, classes: RequestClasses, rate: float, prefill_dc:
     tp50, tp90 = ttft_law.mixture_quantiles(tpot, share, (0.5, 0.9))
     out_tok = float(np.dot(classes.weight, classes.output_tokens))
     rld_tok = sum(float(np.dot(shares[k], t.rld_tokens[k])) for k in shares)
-    route = {k: _r(float(shares[k].sum()) if k in shares else 0.0) for k in latency_paths.PATHS}
+    route = {k: _r(float(shares[k].sum()) if k in shares else 0.0) for k in PATHS}
     line = None
     if p.line is not None:
         line = {
@@ -216,7 +225,7 @@ def summarize(p: SolverResult, classes: RequestClasses, rate: float, prefill_dc:
     if "owned_split" in p.extra:  # an `owned:` section: owned and new spend apart
         mine, new = p.extra["owned_split"]
         spend = {"cost_owned_per_hour": _r(mine, 2), "cost_new_per_hour": _r(new, 2)}
-    relayed = (shares.get("p_rld_md", 0) + shares.get("p_rld", 0)) > 1e-9
+    relayed = (shares.get(P_RLD_MD, 0) + shares.get(P_RLD, 0)) > 1e-9
     relay_below = _relay_threshold(classes.hit_p[relayed])
     return {
         "instances": instances(p, prefill_dc),
@@ -286,12 +295,12 @@ def p90_on_fleet_all_direct(p: SolverResult, mean_ctx: float | None = None) -> f
     """P90 TTFT of the same fleet and line with every request sent P -> MD (CDC-PD routing);
     with `mean_ctx` (decode_context) the first step at the batch all output tokens make on MD."""
     t = _fine(p) or p.times  # the pool's weights are per stratum when the classes have strata
-    fixed = t.ttft_fixed_s["p_md"]
+    fixed = t.ttft_fixed_s[P_MD]
     if mean_ctx is not None:
-        every = p.rate * float(np.dot(p.pool.weight, t.md_tokens["p_md"]))
+        every = p.rate * float(np.dot(p.pool.weight, t.md_tokens[P_MD]))
         design, op = _steps(p, architectures.get(p.architecture).decode_role, every, mean_ctx)
         fixed = fixed + (min(op - design, 0.0) if design > 0 and op > 0 else 0.0)
-    line_wait, var, atom = t.line_wait("p_md"), t.line_wait_var("p_md"), t.line_wait_atom("p_md")
+    line_wait, var, atom = t.line_wait(P_MD), t.line_wait_var(P_MD), t.line_wait_atom(P_MD)
     w = p.pool.weight.copy()
     return ttft_law.ttft_quantiles(fixed, w, p.pool, (0.9,), line_wait, var, atom)[0]
 

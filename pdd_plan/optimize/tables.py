@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pdd_plan.architectures import RELAY_PATHS, Architecture
+from pdd_plan.architectures import P_MD, P_RLD, PATH_CROSSES_LINE, RELAY_PATHS, Architecture
 from pdd_plan.inputs.context import Context
 from pdd_plan.latency import paths as latency_paths
 from pdd_plan.latency import ttft
@@ -235,15 +235,15 @@ def path_table(
     ft = fine_times(ctx, classes, pool, service_s, md, rld, line, caps)
     times = ft.class_mean(classes)
     n = len(classes)
-    allowed = {"p_md": np.ones(n, bool)}
+    allowed = {P_MD: np.ones(n, bool)}
     # no line (every role in one datacenter): nothing to relay around
     relay = _relay_paths(spec, rld) if line.config is not None else ()
     if relay:
-        wants = latency_paths.relay_wanted(times.ttft_mean_s("p_md"), pool, sc.sla.ttft_p90_s)
+        wants = latency_paths.relay_wanted(times.ttft_mean_s(P_MD), pool, sc.sla.ttft_p90_s)
         lim = sc.policy.singular_max_output_tokens
         singular = classes.output_tokens <= (lim if lim is not None else -1)
         for p in relay:
-            allowed[p] = wants & singular if p == "p_rld" else wants
+            allowed[p] = wants & singular if p == P_RLD else wants
     miss = {
         q: {
             p: classes.class_mean(
@@ -265,7 +265,7 @@ def path_table(
         miss=miss,
         md_tokens={p: times.md_tokens[p] for p in allowed},
         rld_tokens={p: times.rld_tokens[p] for p in allowed},
-        crosses_line={"p_md": True, "p_rld_md": True, "p_rld": False},
+        crosses_line=dict(PATH_CROSSES_LINE),
         times=times,
         fine=ft if fine is not classes else None,
     )

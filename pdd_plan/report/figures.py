@@ -1,19 +1,18 @@
-"""The report's plots: what each shows and where its data come from, as PNG bytes.
+"""The report's plots, as PNG bytes: what each shows, from data computed before it is drawn
+(:class:`FigureData`; ``pdd_plan.cli.figure_data`` replays the plans, takes the bathtub and
+runs the regime map). Rendering computes nothing.
 
-* TTFT CDF per architecture: each architecture's plan replayed by the simulator
-  (``sim.run.run``) on ``n_requests`` requests of the plan's workload at the plan's rate, with
-  the scenario's seed; the optimizer's analytic P50/P90/P99 as markers.
+* TTFT CDF per architecture: each architecture's plan replayed by the simulator; the
+  optimizer's analytic P50/P90/P99 as markers.
 * Prefix-hit histogram: the prefill-side hit rates of the replayed requests (sampled from the
   scenario's ``prefix_hit`` distribution, or read from its trace).
-* Bathtub: ``workload.bathtub`` on the PDD plan's prefill instance (else the first
-  architecture's) at the median input length of the replay and the scenario's prefill chunk;
-  cached tokens billed at 0.1 of uncached ones.
+* Bathtub: on the PDD plan's prefill instance (else the first architecture's) at the median
+  input length of the replay.
 * Cost breakdown: $/h per role and the line, per architecture (the typed plan).
 * Line utilization: analytic (plan) vs simulated (the plan's verification replay when it has
-  one, else the replay above), per architecture.
+  one, else the report's replay), per architecture.
 * TTFT percentiles: analytic vs simulated (same simulated source as line utilization).
-* Where PDD pays: a 5 x 5 regime map (``regimes.grid.regime_map``, without verification)
-  around the plan's own line capacity and rate (``regimes.around``).
+* Where PDD pays: a 5 x 5 regime map around the plan's own line capacity and rate.
 """
 
 from __future__ import annotations
@@ -22,12 +21,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pdd_plan.architectures import RELAY_ARCH
 from pdd_plan.inputs.schema.plan import Plan
 from pdd_plan.report import plots
 from pdd_plan.report.sections import cost_breakdown
-
-HIT_PRICE_RATIO = 0.1
+from pdd_plan.sweep.regimes.plot import regime_png
 
 
 @dataclass
@@ -38,37 +35,41 @@ class Figure:
     png: bytes
 
 
-def _prefill_instance(plan: Plan, ctx):
-    from pdd_plan.sim.setup import row_instance
+@dataclass(frozen=True)
+class Replayed:
+    """One architecture's report replay as the figures read it: every request's TTFT (s),
+    and the replay's line utilization and TTFT percentiles (its summary)."""
 
-    plans = plan.plans
-    a = RELAY_ARCH if RELAY_ARCH in plans else next(iter(plans))
-    row = plans[a].groups("prefill")[0]
-    inst = row_instance(ctx, row)
-    return a, inst
-
-
-def replays(plan: Plan, ctx, n_requests: int, seed: int | None = None) -> dict:
-    """{arch: SimResult} for every architecture of the plan."""
-    from pdd_plan.sim.run import run
-
-    return {a: run(ctx, plan, a, n_requests, seed) for a in plan.plans}
+    ttft_s: np.ndarray
+    line_utilization: float | None
+    ttft_pct: dict | None
 
 
-def regime_figure(plan: Plan, ctx, executor: str = "process") -> Figure | None:
-    """The 5 x 5 map around the plan's point (None when the scenario has no line to vary)."""
-    from pdd_plan.sweep.regimes.around import axes_around, centre
-    from pdd_plan.sweep.regimes.grid import regime_map
-    from pdd_plan.sweep.regimes.plot import regime_png
+@dataclass(frozen=True)
+class RegimeData:
+    """The regime map around the plan: its centre (line Gb/s, req/s) and the map's answer."""
 
-    sc = ctx.scenario
-    at = centre(plan, [ln.gbps for ln in ctx.lines], sc.link.max_lines if sc.link else 1)
-    if at is None:
-        return None
-    x, y = axes_around(*at)
-    data = sc.model_dump(mode="json")
-    res = regime_map(data, ctx.file, x, y, verify=False, executor=executor)
-    c = res["counts"]
+    at: tuple[float, float]
+    result: dict
+
+
+@dataclass(frozen=True)
+class FigureData:
+    """What the figures show besides the plan itself."""
+
+    n_requests: int  # replayed per architecture
+    seed: int
+    source: str  # "distribution", or the trace the requests came from
+    replays: dict[str, Replayed]
+    hit_p: np.ndarray  # prefill-side hit rate of each replayed request (the first replay's)
+    bathtub_arch: str  # whose prefill instance the bathtub is taken on
+    bathtub: dict  # perf.bathtub's answer with its inputs (model, gpu, instance, length, ...)
+    regimes: RegimeData | None  # None: not asked for, or no line to vary
+
+
+def regime_figure(data: RegimeData) -> Figure:
+    """The 5 x 5 map around the plan's point."""
+    at, c = data.at, data.result["counts"]
     return Figure(
         "regimes",
         "Where PDD pays: a small regime map",
@@ -79,85 +80,75 @@ def regime_figure(plan: Plan, ctx, executor: str = "process") -> Figure | None:
         "cell need not equal the plan above. Hatched: PDD has no plan. Cells: "
         f"{c['relay_pays']} relay pays, {c['pdd_only']} only PDD has a plan, {c['same']} same "
         f"BCR as CDC-PD, {c['no_pdd']} no PDD plan. `pdd-plan regimes` draws larger maps.",
-        regime_png(res, dpi=80),
+        regime_png(data.result, dpi=80),
     )
 
 
-def build_figures(
-    plan: Plan, ctx, n_requests: int = 3000, seed: int | None = None, regimes: bool = True
-) -> list[Figure]:
+def build_figures(plan: Plan, data: FigureData) -> list[Figure]:
+    """The report's figures of ``plan``, drawn from ``data`` (computed beforehand)."""
     plans = plan.plans
     sla = plan.sla.model_dump()
-    sims = replays(plan, ctx, n_requests, seed)
-    s = ctx.scenario.seed if seed is None else seed
-    first = next(iter(sims.values()))
     src = (
         "sampled from the scenario's distributions"
-        if first.source == "distribution"
-        else f"trace {first.source}"
+        if data.source == "distribution"
+        else f"trace {data.source}"
     )
-    figs: list[Figure] = []
     note = (
-        f"simulator replay: {n_requests:,} requests per architecture, {src}, seed {s}; "
-        "circles: analytic percentiles"
+        f"simulator replay: {data.n_requests:,} requests per architecture, {src}, seed "
+        f"{data.seed}; circles: analytic percentiles"
     )
-    figs.append(
+    figs = [
         Figure(
             "ttft_cdf",
             "TTFT CDF per architecture",
             f"Simulated TTFT distribution of each architecture's plan ({note}). Dotted/dashed "
             "lines: the SLA's P90 and P99 targets.",
             plots.ttft_cdf_png(
-                {a: r.ttft_s for a, r in sims.items()},
+                {a: r.ttft_s for a, r in data.replays.items()},
                 {a: plans[a].ttft_s.model_dump() for a in plans},
                 sla,
                 note,
             ),
-        )
-    )
-    figs.append(
+        ),
         Figure(
             "prefix_hit",
             "Prefix-hit histogram",
-            f"Prefill-side prefix hit rate of the {len(first.hit_p):,} replayed requests ({src}).",
-            plots.hit_hist_png(first.hit_p, f"prefill-side hit rates, {src}"),
-        )
-    )
-    a, inst = _prefill_instance(plan, ctx)
-    from pdd_plan.perf.bathtub import bathtub
-
-    L = int(max(1, round(float(np.median(first.input_tokens)))))
-    chunk = ctx.scenario.search.prefill_chunk_tokens
-    res = bathtub(inst, L, chunk, HIT_PRICE_RATIO)
-    res = {
-        "model": ctx.model.name,
-        "gpu": inst.gpu.name,
-        "instance": inst.label,
-        "input_tokens": L,
-        "chunk": chunk,
-        "hit_price_ratio": HIT_PRICE_RATIO,
-        **res,
-    }
-    v = res["valley"]
-    figs.append(
-        Figure(
-            "bathtub",
-            "Bathtub on the prefill instance",
-            f"Uncached-token throughput and revenue against prefix hit rate on the {a} plan's "
-            f"prefill instance ({inst.label}), {L:,}-token inputs (median of the replay), chunk "
-            f"{chunk}, cached tokens billed at x{HIT_PRICE_RATIO:g}. Valley at "
-            f"{v['hit_rate'] * 100:.0f}% hit, {v['revenue_drop'] * 100:.1f}% below hit rate 0.",
-            plots.bathtub_png(res),
-        )
-    )
-    figs.append(
+            f"Prefill-side prefix hit rate of the {len(data.hit_p):,} replayed requests ({src}).",
+            plots.hit_hist_png(data.hit_p, f"prefill-side hit rates, {src}"),
+        ),
+        _bathtub_figure(data),
         Figure(
             "cost",
             "Cost breakdown",
             "Dollars per hour of each architecture's plan, by role and the leased line.",
             plots.cost_png({a: cost_breakdown(p) for a, p in plans.items()}),
-        )
+        ),
+        *_simulated_figures(plan, data, sla),
+    ]
+    if data.regimes is not None:
+        figs.append(regime_figure(data.regimes))
+    return figs
+
+
+def _bathtub_figure(data: FigureData) -> Figure:
+    res = data.bathtub
+    v = res["valley"]
+    return Figure(
+        "bathtub",
+        "Bathtub on the prefill instance",
+        "Uncached-token throughput and revenue against prefix hit rate on the "
+        f"{data.bathtub_arch} plan's prefill instance ({res['instance']}), "
+        f"{res['input_tokens']:,}-token inputs (median of the replay), chunk {res['chunk']}, "
+        f"cached tokens billed at x{res['hit_price_ratio']:g}. Valley at "
+        f"{v['hit_rate'] * 100:.0f}% hit, {v['revenue_drop'] * 100:.1f}% below hit rate 0.",
+        plots.bathtub_png(res),
     )
+
+
+def _simulated_figures(plan: Plan, data: FigureData, sla: dict) -> list[Figure]:
+    """Line utilization and TTFT percentiles, analytic vs simulated: the plan's verification
+    replay when every architecture has one, else the report's replay."""
+    plans = plan.plans
     have_sim = all(p.simulated for p in plans.values())
     util = {}
     pct = {}
@@ -167,29 +158,22 @@ def build_figures(
             su = p.simulated.line_utilization
             st = p.simulated.ttft_s.model_dump()
         else:
-            summ = sims[arch].summary()
-            su, st = summ.get("line_utilization"), summ.get("ttft_s")
+            su, st = data.replays[arch].line_utilization, data.replays[arch].ttft_pct
         util[arch] = (ln.utilization, su) if ln else (None, None)
         pct[arch] = (p.ttft_s.model_dump(), st)
     sim_label = "simulated (plan's verification)" if have_sim else "simulated (report replay)"
-    figs.append(
+    return [
         Figure(
             "line_utilization",
             "Line utilization",
             "Share of the leased line's capacity in use: the optimizer's analytic figure vs the "
             f"{sim_label}. IDC-PD has no line.",
             plots.line_util_png(util, sim_label),
-        )
-    )
-    figs.append(
+        ),
         Figure(
             "ttft_percentiles",
             "TTFT percentiles",
             f"Analytic vs {sim_label} TTFT P50/P90/P99 per architecture.",
             plots.ttft_percentiles_png(pct, sla),
-        )
-    )
-    fig = regime_figure(plan, ctx) if regimes else None
-    if fig is not None:
-        figs.append(fig)
-    return figs
+        ),
+    ]

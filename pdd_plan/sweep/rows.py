@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from pdd_plan.architectures import PATHS
 from pdd_plan.common.errors import InfeasibleError
 from pdd_plan.inputs.schema.plan import ArchitecturePlan, Infeasible, Plan
 
-ROUTES = ("p_md", "p_rld_md", "p_rld")
 # the per-architecture figures of a row, in output order (the varied values come first)
 ROW_KEYS = (
     "status",
@@ -22,7 +22,7 @@ ROW_KEYS = (
     "ttft_p90_s",
     "ttft_p99_s",
     "tpot_p90_ms",
-    *(f"route_{r}" for r in ROUTES),
+    *(f"route_{r}" for r in PATHS),
     "gpus",
     "line",
     "pareto",
@@ -44,7 +44,7 @@ def plan_row(plan: ArchitecturePlan, verify: bool) -> dict:
         "ttft_p90_s": plan.ttft_s.p90,
         "ttft_p99_s": plan.ttft_s.p99,
         "tpot_p90_ms": plan.tpot_ms.p90,
-        **{f"route_{r}": getattr(plan.route_share, r) for r in ROUTES},
+        **{f"route_{r}": getattr(plan.route_share, r) for r in PATHS},
         "gpus": sum(g.count * g.gpus_per_instance for g in plan.instances),
         "line": f"{line.count}x {line.sku}" if line else None,
         "pareto": False,
@@ -115,7 +115,6 @@ def rows(result: dict) -> list[dict]:
 
 
 __all__ = [
-    "ROUTES",
     "ROW_KEYS",
     "SIM_ROW_KEYS",
     "plan_row",

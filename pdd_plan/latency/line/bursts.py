@@ -167,7 +167,7 @@ _COUNT_STEPS = 30  # secant steps for the count found at most (it takes 3-5)
 
 def _terms(
     sizes_s: np.ndarray, weight: np.ndarray, rho: float, ca2: float, found_shift: np.ndarray | None
-) -> tuple[np.ndarray, np.ndarray, float, gig1.WaitLaw] | None:
+) -> tuple[np.ndarray, np.ndarray, float, gig1.LatticeWait] | None:
     """(``K`` and ``L`` per class of the slow part, the fresh members' count, the GI/G/1 wait
     law) of :func:`burst_delay`; None where the queue has no steady state."""
     tau, w, e1, e2 = _moments(sizes_s, weight)

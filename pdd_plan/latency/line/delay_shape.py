@@ -1,7 +1,7 @@
 """The shape of a transfer's line delay beyond its bare transfer time.
 
 A processor-sharing line slows a transfer by the others it shares with; its mean is the
-limited-PS law of :func:`network.line_transfer_s`. Its spread is far from exponential: a small
+limited-PS law of :mod:`limited_ps`. Its spread is far from exponential: a small
 transfer is slowed by the few flows present when it starts (often none), a big one by the
 average load over a long stay, so its delay concentrates around the mean.
 

@@ -40,7 +40,7 @@ served seconds ``b``). Small ``tau``: ``tau dV / m``, the extra transfers found 
 line; large: ``dV / (1 - rho)``, the extra work all served, and the work arriving meanwhile.
 The line is taken as one PS server of its usable rate, ``tau`` a transfer's seconds at that
 rate and ``m = E[tau^2] / (2 E[tau])`` the mean residual of a transfer found in service (the
-choice of :func:`network.line_delay_shape`, which keeps both limits exact for any size law).
+choice of :func:`limited_ps.delay_shape`, which keeps both limits exact for any size law).
 On the default replay this predicts every size decile's mean delay within 3% of the replay's
 (tests/unit/latency/test_kv_transfer_law.py).
 """

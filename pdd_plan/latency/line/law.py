@@ -1,6 +1,8 @@
-"""The plan's law of one KV transfer over the line, per class: its mean time and
-its delay's mean, variance and no-delay chance beyond the bare transfer, as
-:func:`pipeline.path_times` composes them into TTFT and the KV-transfer percentiles."""
+"""The plan's law of one KV transfer over the line, per class: its mean time and its delay's
+mean, variance and no-delay chance beyond the bare transfer. The one place a transfer's delay
+is put together (from :mod:`limited_ps`, :mod:`found_work` and :mod:`bursts`), as
+:func:`pdd_plan.latency.paths.path_times` composes it into TTFT and the KV-transfer
+percentiles."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pdd_plan.latency.line import bursts, found_work, input_stream, transfer
+from pdd_plan.latency.line import bursts, found_work, input_stream, limited_ps, transfer
 
 
 @dataclass(frozen=True)
@@ -34,16 +36,17 @@ def transfer_law(
     prefill_s: np.ndarray | None = None,
 ) -> TransferLaw:
     """The law of transfers of ``size_bytes`` (request shares ``weight``) on ``line`` at
-    utilization ``rho``: the Poisson-fed limited-PS mean (:func:`transfer.line_transfer_s`,
-    times ``stretch``: verification's), the delay beyond the bare transfer moved by bursts
-    (renewal gaps of squared CV ``ca2``), the feeding ``pool``'s smoothing and each class's
-    own prefill silence (``prefill_s``; :func:`found_work.delay_parts`), its shape from the
-    PS share (:func:`transfer.line_delay_shape`; with bursts, the variance moved by
+    utilization ``rho``: the Poisson-fed limited-PS mean (:func:`poisson_mean_s`, times
+    ``stretch``: verification's), the delay beyond the bare transfer moved by bursts (renewal
+    gaps of squared CV ``ca2``), the feeding ``pool``'s smoothing and each class's own
+    prefill silence (``prefill_s``; :func:`found_work.delay_parts`), its shape from the PS
+    share (:func:`limited_ps.delay_shape`; with bursts, the variance moved by
     :func:`bursts.variance_ratio` plus the bursts' excess at the same squared CV, and the
     no-delay chance scaled by how often the line is idle at an arrival,
     :func:`bursts.idle_ratio`). Poisson arrivals: exactly the law before bursts."""
     xb = np.asarray(size_bytes, dtype=float)
-    lt = transfer.line_transfer_s(xb, line, rho, weight) * stretch
+    queue = limited_ps.limited_ps(xb, line, rho, weight)
+    lt = poisson_mean_s(xb, line, queue) * stretch
     # the bare transfer (no other flow in the way) is fixed; queueing beyond it is random
     bare = np.minimum(transfer.bare_transfer_s(xb, line), lt)
     sz = xb / line.usable_bytes_s
@@ -57,7 +60,7 @@ def transfer_law(
     # the PS share's squared CV holds for the delay without bursts (the pool's smoothing,
     # verification's stretch); bursts move that part's variance (bursts.variance_ratio)
     # and add their own excess at the same squared CV, taken independent of it
-    cv2, atom = transfer.line_delay_shape(xb, line, rho, weight)
+    cv2, atom = limited_ps.delay_shape(xb, line, rho, weight, queue)
     with np.errstate(invalid="ignore", over="ignore"):  # no delay (j = 0): no variance
         var = np.where(j > 0, cv2 * j * j, 0.0)
     if 0 < rho < 1 and ca2 != 1.0:
@@ -66,3 +69,13 @@ def transfer_law(
             v = bursts.variance_ratio(sz, weight, rho, ca2)
             var = np.where(j > 0, cv2 * (base * base * v + burst * burst), 0.0)
     return TransferLaw(lt, bare, j, var, atom)
+
+
+def poisson_mean_s(
+    x: np.ndarray, line: transfer.LineConfig, queue: limited_ps.LimitedPS
+) -> np.ndarray:
+    """Mean time from KV ready to KV delivered for ``x``-byte transfers with Poisson arrivals:
+    the hold (``x`` times the queue's seconds per byte) plus slow start where every transfer
+    pays it, the pool wait, and one RTT on delivery."""
+    hold = x * queue.per_byte + line.every_transfer_slow_start_s(x)
+    return hold + queue.wait + line.sku.rtt_ms / 1e3

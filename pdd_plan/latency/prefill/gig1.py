@@ -27,16 +27,19 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import gammainc
 
+from pdd_plan.latency.prefill.wait import NO_TAIL, ExponentialTail
+
 GRID = 1 << 14  # lattice points (FFT size); 2^14 keeps a call at a few ms
 SPAN_DECAYS = 48.0  # grid span in units of 1 / theta: the tail beyond it is ~e^-48
 POINTS = 256  # points of the compact law the TTFT mixture uses (bins of equal width)
 
 
 @dataclass(frozen=True)
-class WaitLaw:
-    """The stationary wait: ``P(W = 0)`` as an atom and the lattice masses beyond it.
+class LatticeWait:
+    """The stationary wait: ``P(W = 0)`` as an atom and the lattice masses beyond it; a
+    :class:`~pdd_plan.latency.prefill.wait.WaitLaw` of points only.
 
-    ``grid``/``mass``: the fine lattice (points ``k h``, ``mass[0]`` the no-wait atom);
+    ``step``/``mass``: the fine lattice (points ``k h``, ``mass[0]`` the no-wait atom);
     ``points``/``weights``: the same law in at most :data:`POINTS` bins, each at its own
     conditional mean (so the mean and ``P(W = 0)`` are exact), for sums over a mixture."""
 
@@ -44,6 +47,14 @@ class WaitLaw:
     mass: np.ndarray
     points: np.ndarray
     weights: np.ndarray
+
+    @property
+    def stable(self) -> bool:
+        return True  # a law exists only for a stable server (gi_g1_wait says None otherwise)
+
+    @property
+    def tail(self) -> ExponentialTail:
+        return NO_TAIL
 
     @property
     def wait_probability(self) -> float:
@@ -74,17 +85,6 @@ class WaitLaw:
         y0, y1 = ys[k - 1], ys[k]
         f = (y0 - (1.0 - q)) / (y0 - y1) if y0 > y1 else 0.0
         return float(xs[k - 1] + f * (xs[k] - xs[k - 1]))
-
-    def plus_exponential_survival(self, t: np.ndarray, m: np.ndarray) -> np.ndarray:
-        """P(W + E > t) for E exponential of mean ``m`` (0: E = 0), element-wise over ``t``
-        and ``m``: sum over the bins of P(bin) x (1 past the bin, e^-(t - w)/m before it)."""
-        t = np.asarray(t, dtype=float)[..., None]
-        m = np.broadcast_to(np.asarray(m, dtype=float), np.shape(t)[:-1])[..., None]
-        w, p = self.points, self.weights
-        past = w > t
-        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-            e = np.where(m > 0, np.exp(-np.maximum(t - w, 0.0) / np.where(m > 0, m, 1.0)), 0.0)
-        return np.clip(np.sum(p * np.where(past, 1.0, e), axis=-1), 0.0, 1.0)
 
 
 def _convolve(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -141,7 +141,7 @@ def _gamma_lattice(rate: float, ca2: float, h: float, n: int) -> np.ndarray:
     return np.maximum(out, 0.0)
 
 
-def _solve(service_s: np.ndarray, weight: np.ndarray, rate: float, ca2: float) -> WaitLaw:
+def _solve(service_s: np.ndarray, weight: np.ndarray, rate: float, ca2: float) -> LatticeWait:
     theta = _cramer_root(service_s, weight, rate, ca2)
     span = max(SPAN_DECAYS / theta, 4.0 * float(service_s.max()))
     n = GRID
@@ -168,7 +168,7 @@ def _solve(service_s: np.ndarray, weight: np.ndarray, rate: float, ca2: float) -
     gen = np.exp(c.sum() - big_c)
     mass = np.maximum(np.real(np.fft.ifft(gen)), 0.0)
     mass /= mass.sum()
-    return WaitLaw(h, mass, *_bins(mass, h))
+    return LatticeWait(h, mass, *_bins(mass, h))
 
 
 def _bins(mass: np.ndarray, h: float) -> tuple[np.ndarray, np.ndarray]:
@@ -186,12 +186,12 @@ def _bins(mass: np.ndarray, h: float) -> tuple[np.ndarray, np.ndarray]:
     return pts, np.r_[mass[0], p[keep]]
 
 
-_CACHE: dict[tuple, WaitLaw] = {}
+_CACHE: dict[tuple, LatticeWait] = {}
 
 
 def gi_g1_wait(
     service_s: np.ndarray, weight: np.ndarray, rate: float, ca2: float
-) -> WaitLaw | None:
+) -> LatticeWait | None:
     """The stationary FIFO wait of one server taking services ``service_s`` (seconds) with
     probabilities ``weight``, arrivals at ``rate`` per second with Gamma gaps of squared CV
     ``ca2`` (1: Poisson). None when ``rho = rate E[S] >= 1`` (no steady state)."""
@@ -206,7 +206,7 @@ def gi_g1_wait(
     if hit is None:
         if rate <= 0 or es <= 0:
             one = np.ones(1)
-            hit = WaitLaw(1.0, one, np.zeros(1), one)
+            hit = LatticeWait(1.0, one, np.zeros(1), one)
         else:
             hit = _solve(s, w, float(rate), float(ca2))
         if len(_CACHE) > 2048:

@@ -39,12 +39,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from pdd_plan.latency.closed_forms import erlang_c, ggc_wait
+from pdd_plan.latency.prefill.wait import ExponentialTail
 
 
 @dataclass(frozen=True)
-class WaitLaw:
+class ExpansionWait:
     """P(W > 0) = ``p_wait`` and P(W > t) = min(p_wait, gamma e^(-delta t)) for t > 0: an atom at
-    0 of 1 - p_exp, then with probability ``p_exp`` a wait of t0 + Exp(delta)."""
+    0 of 1 - p_exp, then with probability ``p_exp`` a wait of t0 + Exp(delta); a
+    :class:`~pdd_plan.latency.prefill.wait.WaitLaw` of one point and a tail."""
 
     p_wait: float
     gamma: float
@@ -53,6 +55,22 @@ class WaitLaw:
     @property
     def stable(self) -> bool:
         return self.delta > 0.0
+
+    @property
+    def wait_probability(self) -> float:
+        return self.p_wait
+
+    @property
+    def points(self) -> np.ndarray:
+        return np.zeros(1)
+
+    @property
+    def weights(self) -> np.ndarray:
+        return np.array([1.0 - self.p_exp])
+
+    @property
+    def tail(self) -> ExponentialTail:
+        return ExponentialTail(self.p_exp, self.t0, self.delta)
 
     @property
     def p_exp(self) -> float:
@@ -147,15 +165,15 @@ def tail_decay_rate(c: int, rate: float, es: float, log_mgf: LogMGF, ca2: float 
 
 def wait_law(
     c: int, rate: float, es: float, es2: float, log_mgf: LogMGF, ca2: float = 1.0
-) -> WaitLaw:
+) -> ExpansionWait:
     """The wait law of a G/G/c FIFO pool (c > 1): service mean ``es`` and second moment ``es2``
     (s, s^2) with log-MGF ``log_mgf``, ``rate`` arrivals per second with gap squared CV ``ca2``;
     P(wait) as :func:`pdd_plan.latency.closed_forms.ggc_wait` says."""
     pw, _ = ggc_wait(c, rate, es, es2, ca2)
     if rate * es >= c:
-        return WaitLaw(1.0, float("inf"), 0.0)  # unstable: every wait is unbounded
+        return ExpansionWait(1.0, float("inf"), 0.0)  # unstable: every wait is unbounded
     if pw <= 0.0:
-        return WaitLaw(0.0, 0.0, 1.0)
+        return ExpansionWait(0.0, 0.0, 1.0)
     # gamma / P(wait) from the Poisson system: the expansion's area equals Kimura's mean there
     pw1 = erlang_c(c, rate * es)
     d1 = tail_decay_rate(c, rate, es, log_mgf)
@@ -163,12 +181,12 @@ def wait_law(
     if ratio > 1.0:  # a shifted exponential: pw1 (t0 + 1/d1) = mean, so gamma/pw1 = e^(d1 t0)
         ratio = math.exp(ratio - 1.0)
     d = d1 if ca2 == 1.0 else tail_decay_rate(c, rate, es, log_mgf, ca2)
-    return WaitLaw(pw, pw * ratio, d)
+    return ExpansionWait(pw, pw * ratio, d)
 
 
 def ggc_wait_law(
     c: int, rate: float, values: np.ndarray, weights: np.ndarray, ca2: float = 1.0
-) -> WaitLaw:
+) -> ExpansionWait:
     """:func:`wait_law` of the discrete service law (values s, weights)."""
     s = np.asarray(values, dtype=float)
     w = np.asarray(weights, dtype=float) / float(np.sum(weights))

@@ -8,9 +8,9 @@ from functools import cached_property
 
 import numpy as np
 
-from pdd_plan.latency.closed_forms import ggc_wait
 from pdd_plan.latency.prefill import gig1
-from pdd_plan.latency.prefill.gigc import WaitLaw, ggc_wait_law
+from pdd_plan.latency.prefill.gigc import ggc_wait_law
+from pdd_plan.latency.prefill.wait import WaitLaw
 from pdd_plan.perf import roofline
 from pdd_plan.perf.instance import Instance
 from pdd_plan.workload.requests import RequestClasses
@@ -33,22 +33,19 @@ class PrefillPool:
     def rho(self) -> float:
         return float(self.rate_rps * np.dot(self.weight, self.service_s) / self.count)
 
-    @property
-    def single_law(self) -> gig1.WaitLaw | None:
-        """One instance: the exact GI/G/1 wait (Lindley's equation, pdd_plan/latency/prefill/gig1.py) in place
-        of the two-moment law; None for a pool (c > 1) or an unstable one."""
-        if self.count != 1:
-            return None
-        return gig1.gi_g1_wait(self.service_s, self.weight, self.rate_rps, self.ca2)
-
-    @property
-    def _wait(self) -> tuple[float, float]:
-        law = self.single_law
-        if law is not None:
-            return law.wait_probability, law.mean
-        es = float(np.dot(self.weight, self.service_s))
-        es2 = float(np.dot(self.weight, self.service_s**2))
-        return ggc_wait(self.count, self.rate_rps, es, es2, self.ca2)
+    @cached_property
+    def wait_law(self) -> WaitLaw:
+        """The wait a request finds, chosen once by the pool's size. One instance: the exact
+        GI/G/1 law (Lindley's equation, :mod:`gig1`). A pool (c > 1), or one instance with no
+        steady state: Tijms' asymptotic expansion with the exact decay rate (:mod:`gigc`;
+        against a 200k-request replay of the default scenario's pool, cv 1, wait P50/P90/P99
+        0.030/0.408/0.949 s vs 0.030/0.413/0.939 s, where an exponential of the Allen-Cunneen
+        mean gave 0.044/0.420/0.957 s), unbounded when unstable."""
+        if self.count == 1:
+            exact = gig1.gi_g1_wait(self.service_s, self.weight, self.rate_rps, self.ca2)
+            if exact is not None:
+                return exact
+        return ggc_wait_law(self.count, self.rate_rps, self.service_s, self.weight, self.ca2)
 
     @property
     def departure_ca2(self) -> float:
@@ -59,39 +56,6 @@ class PrefillPool:
         es = float(np.dot(self.weight, self.service_s))
         cs2 = max(float(np.dot(self.weight, self.service_s**2)) / es**2 - 1.0, 0.0)
         return gig1.departure_ca2(self.count, min(self.rho, 1.0), self.ca2, cs2)
-
-    @property
-    def wait_probability(self) -> float:
-        return self._wait[0]
-
-    @property
-    def mean_wait_s(self) -> float:
-        single = self.single_law
-        return single.mean if single is not None else self.wait_law.mean
-
-    @cached_property
-    def wait_law(self) -> WaitLaw:
-        """P(W > t) = min(P(wait), gamma e^(-delta t)). c > 1: Tijms' asymptotic expansion with
-        the exact decay rate (:mod:`pdd_plan.latency.prefill.gigc`; against a 200k-request replay of the
-        default scenario's pool, cv 1, wait P50/P90/P99 0.030/0.408/0.949 s vs 0.030/0.413/0.939 s,
-        where an exponential of the Allen-Cunneen mean gave 0.044/0.420/0.957 s). c = 1: the
-        exponential approximation of mean E[W] (gamma = P(wait), delta = P(wait) / E[W]), exact
-        for M/M/1 (where one instance is stable, :attr:`single_law`, exact, is used instead)."""
-        if self.count > 1:
-            return ggc_wait_law(self.count, self.rate_rps, self.service_s, self.weight, self.ca2)
-        p, mw = self._wait
-        if not np.isfinite(mw):
-            return WaitLaw(1.0, float("inf"), 0.0)
-        return WaitLaw(p, p, p / mw) if p > 0 and mw > 0 else WaitLaw(0.0, 0.0, 1.0)
-
-    def wait_survival(self, t: np.ndarray) -> np.ndarray:
-        """P(W > t): one instance, the exact law; a pool, the two-moment law of wait_law."""
-        single = self.single_law
-        return (single if single is not None else self.wait_law).survival(t)
-
-    def wait_quantile(self, q: float) -> float:
-        single = self.single_law
-        return (single if single is not None else self.wait_law).quantile(q)
 
     @classmethod
     def of(

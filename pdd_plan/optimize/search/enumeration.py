@@ -1,5 +1,5 @@
-"""What both drivers enumerate: main-decode sites, prefill instances with their decode sets
-(`PrefillChoice`), the combinations (`Combo`) that fix the MILP's context, and the
+"""What both drivers enumerate: main-decode sites (:func:`inputs.context.main_dcs`), prefill
+instances with their decode sets (`PrefillChoice`), the combinations (`Combo`) that fix the MILP's context, and the
 `FleetTables` of one combination.
 
 Fixed and free rate differ only in how a prefill choice becomes combinations (pool sizes at a
@@ -16,7 +16,7 @@ import numpy as np
 
 from pdd_plan.architectures import Architecture
 from pdd_plan.common import limits
-from pdd_plan.inputs.context import Context
+from pdd_plan.inputs.context import Context, main_dcs
 from pdd_plan.inputs.schema.plan import Reason
 from pdd_plan.latency.line import transfer
 from pdd_plan.latency.prefill import pool as prefill_pool
@@ -58,17 +58,6 @@ class Combo:
     @property
     def label(self) -> str:
         return f"prefill {self.n_lo} x {self.pinst.label}"
-
-
-def main_dcs(ctx: Context, spec: Architecture) -> list[str]:
-    """Where main decode may sit: by the prefill when the KV does not cross the line."""
-    if not spec.crosses_line:
-        return [ctx.prefill_dc]
-    pl = ctx.scenario.placement.main_decode
-    if pl is not None:
-        return [pl]
-    others = [d.name for d in ctx.scenario.datacenters if d.name != ctx.prefill_dc]
-    return others or [ctx.main_dc]
 
 
 def _gpus_in(ctx: Context, dc: str) -> list[str]:

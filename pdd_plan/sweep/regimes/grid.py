@@ -15,24 +15,14 @@ from collections.abc import Callable
 from concurrent.futures import Executor
 from typing import Any
 
-from pdd_plan.architectures import LINE_BASELINE, LOCAL_BASELINE, RELAY_ARCH
+from pdd_plan.architectures import LINE_BASELINE, RELAY_ARCH
 from pdd_plan.common.errors import InfeasibleError, InputError, PddPlanError
 from pdd_plan.sweep.executors import check_executor, run_all
 from pdd_plan.sweep.regimes.axes import RegimeAxis, apply_axes
+from pdd_plan.sweep.regimes.cells import ARCHS, GAIN_LINE, GAIN_LOCAL, REGIMES
 from pdd_plan.sweep.rows import infeasible_rows, point_rows
 from pdd_plan.sweep.run import SweepPointError
 
-ARCHS = (RELAY_ARCH, LINE_BASELINE, LOCAL_BASELINE)
-GAIN_LINE = f"bcr_gain_vs_{LINE_BASELINE}"
-GAIN_LOCAL = f"bcr_gain_vs_{LOCAL_BASELINE}"
-# regime of a cell, PDD against CDC-PD (the baseline that crosses the same line)
-REGIMES = {
-    "relay_pays": "PDD has the higher BCR (its relay paths are used)",
-    "pdd_only": "PDD has a plan, CDC-PD has none",
-    "same": "same BCR: PDD's best plan sends every request P->MD",
-    "pdd_worse": "PDD's BCR below CDC-PD's (must not happen: PDD may route as CDC-PD does)",
-    "no_pdd": "PDD has no plan",
-}
 _TIE = 1e-9  # BCRs are rounded to 4 decimals by the plan; equal fleets give equal figures
 
 

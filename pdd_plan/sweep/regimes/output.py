@@ -5,11 +5,11 @@ from __future__ import annotations
 import csv
 import io
 
-from pdd_plan.sweep.regimes.grid import GAIN_LINE, GAIN_LOCAL
-from pdd_plan.sweep.rows import ROUTES
+from pdd_plan.architectures import PATHS
+from pdd_plan.sweep.regimes.cells import GAIN_LINE, GAIN_LOCAL
 
 CELL_KEYS = ("regime", GAIN_LINE, GAIN_LOCAL, "relay_request_share", "rld_token_share")
-ARCH_KEYS = ("status", "bcr", "cost_per_hour", *(f"route_{r}" for r in ROUTES), "line", "reason")
+ARCH_KEYS = ("status", "bcr", "cost_per_hour", *(f"route_{r}" for r in PATHS), "line", "reason")
 
 
 def columns(result: dict) -> list[str]:

@@ -7,7 +7,7 @@ import io
 import math
 
 from pdd_plan.architectures import LINE_BASELINE, LOCAL_BASELINE, RELAY_ARCH, get
-from pdd_plan.sweep.regimes.grid import GAIN_LINE, GAIN_LOCAL
+from pdd_plan.sweep.regimes.cells import GAIN_LINE, GAIN_LOCAL
 
 _HATCH = "///"
 

@@ -1,6 +1,7 @@
-"""Gates on the code itself, so a newcomer can keep finding things in one hop: no import cycle
-(imports inside functions included), no module over 450 lines, complexity at most 15, and no
-comparison with an architecture name outside the architecture spec."""
+"""Gates on the code itself, so a newcomer can keep finding things in one hop: a layer order
+and no import cycle between modules or packages (imports inside functions included), report
+rendering only, no module over 450 lines, complexity at most 15, no
+comparison with an architecture name and no path name spelled outside the architecture spec."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from pdd_plan import architectures
+from pdd_plan.inputs.schema.plan import RouteShare
+from pdd_plan.sim.queues import Route
 
 pytestmark = pytest.mark.unit
 
@@ -88,6 +91,102 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+# the layers, lowest first: a package imports from its own row and the rows before it
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("architectures", "common"),  # base: the architecture spec; errors, atomic writes, limits
+    ("inputs",),  # schemas, profiles, the resolved Context
+    ("perf", "workload", "latency"),  # models
+    ("calibration",),  # fitting
+    ("optimize", "evaluate", "sim"),  # planning
+    ("sweep",),  # many runs
+    ("report", "emit", "cli", "data"),  # edges (data: the example scripts shipped with it)
+)
+LAYER_OF = {pkg: i for i, row in enumerate(LAYERS) for pkg in row}
+
+
+def _package(module: str) -> str | None:
+    """The top-level package of a pdd_plan module (None for pdd_plan itself, the lazy API)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else None
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Imports from a lower layer to a higher one, as 'module -> module'."""
+    out = []
+    for m, targets in sorted(graph.items()):
+        a = _package(m)
+        for t in sorted(targets):
+            b = _package(t)
+            if a is not None and b is not None and LAYER_OF[b] > LAYER_OF[a]:
+                out.append(f"{m} ({LAYERS[LAYER_OF[a]][0]} row) -> {t}")
+    return out
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Top-level package -> the packages its modules import."""
+    out: dict[str, set[str]] = {p: set() for p in LAYER_OF}
+    for m, targets in graph.items():
+        a = _package(m)
+        for t in targets:
+            b = _package(t)
+            if a is not None and b is not None and a != b:
+                out[a].add(b)
+    return out
+
+
+def test_every_package_has_a_layer():
+    packages = {_package(m) for m in _modules()} - {None}
+    assert packages == set(LAYER_OF), f"unplaced: {packages - set(LAYER_OF)}"
+
+
+def test_no_import_from_a_lower_layer_to_a_higher_one():
+    found = upward_imports(import_graph())
+    assert not found, "imports against the layer order: " + "; ".join(found)
+
+
+def test_no_package_cycle():
+    # the module-level gate cannot see a cycle between packages through different modules
+    cycle = find_cycle(package_graph(import_graph()))
+    assert cycle is None, "package cycle: " + " -> ".join(cycle or [])
+
+
+def test_layer_gate_sees_a_planted_upward_import():
+    g = {"pdd_plan.inputs.plan_fit": {"pdd_plan.optimize.search.enumeration"}}
+    assert upward_imports(g) == [
+        "pdd_plan.inputs.plan_fit (inputs row) -> pdd_plan.optimize.search.enumeration"
+    ]
+    assert (
+        find_cycle(
+            package_graph(
+                {
+                    "pdd_plan.sim.a": {"pdd_plan.optimize.b"},
+                    "pdd_plan.optimize.c": {"pdd_plan.sim.d"},
+                }
+            )
+        )
+        is not None
+    )
+
+
+def _closure(graph: dict[str, set[str]], roots: set[str]) -> set[str]:
+    seen, todo = set(), list(roots)
+    while todo:
+        m = todo.pop()
+        if m not in seen:
+            seen.add(m)
+            todo.extend(graph.get(m, ()))
+    return seen
+
+
+def test_report_renders_only():
+    # report draws what it is handed: neither the simulator nor the optimizer is reachable
+    g = import_graph()
+    report = {m for m in g if _package(m) == "report"}
+    reached = _closure(g, report)
+    solving = sorted(m for m in reached if _package(m) in ("sim", "optimize", "evaluate"))
+    assert not solving, f"report reaches {solving}"
+
+
 def test_cycle_finder_finds_a_planted_cycle():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
@@ -139,6 +238,34 @@ def test_name_comparison_detector_sees_one():
         assert _name_comparisons(probe) == ["_probe_arch_compare.py:2 compares with 'idc_pd'"]
     finally:
         probe.unlink()
+
+
+def _path_literals(path: Path) -> list[str]:
+    names = set(architectures.PATHS)
+    return [
+        f"{path.name}:{node.lineno} spells '{node.value}'"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names
+    ]
+
+
+def test_path_names_are_spelled_only_in_the_spec():
+    # a path's name is a plan-file key: one spelling, architectures.P_MD / P_RLD_MD / P_RLD
+    spec = PKG / "architectures.py"
+    found = [x for p in sorted(PKG.rglob("*.py")) if p != spec for x in _path_literals(p)]
+    assert not found, "use architectures' path constants: " + "; ".join(found)
+
+
+def test_path_literal_detector_sees_keys_and_comparisons(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text('X = {"p_md": 1}\nY = f"{X[\'p_rld\']}" == "p_rld_md s"  # "p_rld_md"\n')
+    assert _path_literals(probe) == ["probe.py:1 spells 'p_md'", "probe.py:2 spells 'p_rld'"]
+
+
+def test_path_names_match_the_plan_schema_and_the_replay():
+    # the route-share fields of a plan file and the replay's route codes follow PATHS in order
+    assert tuple(RouteShare.model_fields) == architectures.PATHS
+    assert tuple(r.name.lower() for r in Route) == architectures.PATHS
 
 
 def test_complexity_at_most_15():

@@ -21,7 +21,7 @@ M = E2 / (2 * E1)  # mean residual of a transfer found in service
 RHO, CA2 = 0.6, 4.0
 
 
-def _wait() -> gig1.WaitLaw:
+def _wait() -> gig1.LatticeWait:
     law = gig1.gi_g1_wait(TAU, W, RHO / E1, CA2)
     assert law is not None
     return law
@@ -162,17 +162,27 @@ def test_variance_ratio_limits():
 
 
 @pytest.mark.unit
-def test_transfer_law_poisson_is_the_network_law():
+def test_transfer_law_poisson_is_the_limited_ps_queue_by_hand():
+    # eth-1g: one transfer fills the line, 16 slots; M/M/1 in total, so E[N] = rho / (1 - rho)
+    # and E[N_q] = rho^17 / (1 - rho) (the geometric tail past 16), by Little's law the hold
+    # per byte E[N_s] / (rho C) and the FIFO wait E[N_q] E[x] / (rho C) x (1 + cs^2) / 2
     line = transfer.LineConfig(profiles.line("eth-1g"), 1)
+    assert line.pool == 16 and line.flow_cap_bytes_s >= line.capacity_bytes_s
     xb = np.array([5e6, 2e7, 2.5e8])
     w = np.array([0.5, 0.4, 0.1])
-    got = line_law.transfer_law(xb, w, line, 0.63)
-    lt = transfer.line_transfer_s(xb, line, 0.63, w)
-    bare = np.minimum(transfer.bare_transfer_s(xb, line), lt)
-    cv2, atom = transfer.line_delay_shape(xb, line, 0.63, w)
-    assert np.array_equal(got.total, lt) and np.array_equal(got.bare, bare)
-    assert np.array_equal(got.line_wait, lt - bare) and np.array_equal(got.atom, atom)
-    assert got.line_wait_var == pytest.approx(cv2 * (lt - bare) ** 2, rel=1e-12)
+    rho, c = 0.63, line.capacity_bytes_s
+    got = line_law.transfer_law(xb, w, line, rho)
+    n_q = rho**17 / (1 - rho)
+    n_s = rho / (1 - rho) - n_q
+    ex, ex2 = float(w @ xb), float(w @ xb**2)
+    wait = n_q * ex / (rho * c) * (ex2 / ex**2) / 2
+    lt = xb * n_s / (rho * c) + wait + line.sku.rtt_ms / 1e3
+    bare = xb / c + line.sku.rtt_ms / 1e3
+    np.testing.assert_allclose(got.total, lt, rtol=1e-9)
+    np.testing.assert_allclose(got.bare, bare, rtol=1e-12)
+    assert np.array_equal(got.line_wait, got.total - got.bare)
+    # no delay only for a transfer that finds the line idle: under 1 - rho, fewer the longer
+    assert np.all(got.atom < 1 - rho) and np.all(np.diff(got.atom) < 0)
     # bursts: more delay, most of all (per second of transfer) for the small ones, fewer
     # transfers that see none
     b = line_law.transfer_law(xb, w, line, 0.63, ca2=4.0)

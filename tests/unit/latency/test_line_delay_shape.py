@@ -14,6 +14,7 @@ from pdd_plan.inputs import profiles
 from pdd_plan.inputs.schema.line import LineSKU
 from pdd_plan.latency import ttft
 from pdd_plan.latency.line import delay_shape, transfer
+from pdd_plan.latency.line.law import transfer_law
 from pdd_plan.latency.prefill import pool as prefill_pool
 from pdd_plan.perf.instance import parallelism_candidates
 
@@ -122,13 +123,12 @@ def test_ttft_law_against_monte_carlo(pool):
     b = rng.random(n) < law.q[0]
     e = np.where(b, law.shift[0] + rng.exponential(law.scale[0], n), 0.0)
     u = rng.random(n)
-    single = pool.single_law
-    if single is not None:  # one instance: the exact lattice law
-        c = np.cumsum(single.weights) / single.weights.sum()
-        w = single.points[np.minimum(np.searchsorted(c, u), len(c) - 1)]  # inverse CDF
-    else:  # a pool: an atom at 0, else t0 + Exp(delta) (pdd_plan/latency/prefill/gigc.py)
-        wl = pool.wait_law
-        w = np.where(u < wl.p_exp, wl.t0 + rng.exponential(1 / wl.delta, n), 0.0)
+    # either law as its points (inverse CDF over them) and its exponential tail
+    wl = pool.wait_law
+    c = np.cumsum(np.r_[wl.weights, wl.tail.mass])
+    i = np.minimum(np.searchsorted(c, u), len(c) - 1)
+    tail = wl.tail.shift + rng.exponential(1 / min(wl.tail.rate, 1e300), n)
+    w = np.where(i < len(wl.points), wl.points[np.minimum(i, len(wl.points) - 1)], tail)
     t = np.array([0.2, 0.6, 1.0, 2.0])
     mc = np.array([(w + e > x).mean() for x in t])
     got = ttft.ttft_survival(t, pool, np.full(4, m), np.full(4, v), np.full(4, a))
@@ -151,12 +151,14 @@ def test_line_shape_is_cmt_where_one_transfer_fills_the_line():
     x = np.array([1e6, 1e7, 1e8])
     w = np.array([0.5, 0.3, 0.2])
     rho = 0.6
-    cv2, atom = transfer.line_delay_shape(x, line, rho, w)
+    law = transfer_law(x, w, line, rho)
     c = line.capacity_bytes_s
     tau = x / c
     e1 = float(np.dot(w, tau))
     resid = float(np.dot(w, tau**2)) / (2 * e1)
-    extra = transfer.line_transfer_s(x, line, rho, w) - transfer.bare_transfer_s(x, line)
+    extra = law.total - transfer.bare_transfer_s(x, line)
+    assert np.array_equal(law.line_wait, extra)
+    cv2, atom = law.line_wait_var / extra**2, law.atom
     np.testing.assert_allclose(extra, tau * rho / (1 - rho), rtol=1e-6)
     var = delay_shape.ps_sojourn_variance(tau, resid, rho)
     np.testing.assert_allclose(cv2, var / extra**2, rtol=1e-5)

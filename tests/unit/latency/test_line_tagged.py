@@ -45,7 +45,7 @@ def test_a_line_one_transfer_fills_is_mm1_ps(rho):
 @pytest.mark.parametrize("c, rho, tol", [(400, 0.75, 1e-9), (32, 0.75, 1e-3), (12, 0.5, 1e-3)])
 def test_the_mean_is_the_limited_ps_per_byte(c, rho, tol):
     # PS with a state-dependent total rate is insensitive: E[T | x] is linear in x, the
-    # Little's-law figure E[N_s] / lambda per mean size (network.line_transfer_s's hold);
+    # Little's-law figure E[N_s] / lambda per mean size (limited_ps's hold);
     # exactly where the pool never binds, to P(pool full) (~1e-4 here) where it may: the
     # tagged chain starts from the found number as if served at once
     cap, f, mean = 18.0, 13.4, 3.0

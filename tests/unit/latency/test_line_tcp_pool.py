@@ -18,6 +18,7 @@ from pdd_plan.inputs.schema.line import LineSKU
 from pdd_plan.latency import closed_forms
 from pdd_plan.latency.closed_forms import erlang_c
 from pdd_plan.latency.line import tcp, transfer
+from pdd_plan.latency.line.law import transfer_law
 from pdd_plan.sim.queues import LineInputs, LineStats, run_line
 from pdd_plan.sim.result import SimResult
 
@@ -186,7 +187,7 @@ def test_pool_wait_matches_erlang_c(k):
     # (its hold is x / cap: the line has room, so the mean hold is E[S])
     rho = lam * es * cap / line.usable_bytes_s
     xs = _strata(size)
-    got = float(np.mean(transfer.line_transfer_s(xs, line, rho, np.ones(xs.size)))) - es
+    got = float(np.mean(transfer_law(xs, np.ones(xs.size), line, rho).total)) - es
     assert got == pytest.approx(want, rel=0.05)
 
 
@@ -241,7 +242,7 @@ def test_pool_behind_a_busy_line_matches_the_replay(connections, per_connection_
     start, end, _, _, _ = run_line(inp)
     sim = float(np.mean(end - ready))
     xs = _strata(size)
-    got = float(np.mean(transfer.line_transfer_s(xs, line, rho, np.ones(xs.size))))
+    got = float(np.mean(transfer_law(xs, np.ones(xs.size), line, rho).total))
     assert got == pytest.approx(sim, rel=0.08)
 
 
@@ -256,10 +257,10 @@ def test_pool_is_stable_whenever_the_line_is():
     assert line.pool == 16 and line.flow_cap_bytes_s >= line.capacity_bytes_s
     rho, x = 0.95, np.array([50e6])
     assert rho / (1 - rho) > line.pool  # the old law's offered load: over the pool
-    t = transfer.line_transfer_s(x, line, rho, np.ones(1)) - line.sku.rtt_ms / 1e3
+    t = transfer_law(x, np.ones(1), line, rho).total - line.sku.rtt_ms / 1e3
     # exponential sizes (one class with cs^2 = 0 halves the wait: give it two strata whose
     # spread has cs^2 = 1, sizes 0 and 2 E[x])
-    t2 = transfer.line_transfer_s(np.array([0.0, 2 * x[0]]), line, rho, np.ones(2))
+    t2 = transfer_law(np.array([0.0, 2 * x[0]]), np.ones(2), line, rho).total
     mean2 = float(np.mean(t2)) - line.sku.rtt_ms / 1e3
     assert np.isfinite(t).all() and mean2 == pytest.approx(x[0] / (line.capacity_bytes_s * 0.05))
     n_s, n_q = closed_forms.limited_ps_numbers(16, rho, 1.0, 1.0)

@@ -11,8 +11,9 @@ import pytest
 from scipy.optimize import brentq
 
 from pdd_plan.latency import ttft
-from pdd_plan.latency.prefill import gig1
+from pdd_plan.latency.prefill import gig1, wait
 from pdd_plan.latency.prefill import pool as prefill_pool
+from pdd_plan.latency.prefill.gigc import ExpansionWait
 
 pytestmark = pytest.mark.unit
 
@@ -100,8 +101,11 @@ def test_plus_exponential_is_the_convolution():
     law = gig1.gi_g1_wait(s, w, 0.5, 1.0)
     t = np.array([0.5, 1.0, 3.0, 6.0])
     want = 0.5 * np.exp(-t) + 0.5 * (np.exp(-0.5 * t) - 0.5 * np.exp(-t)) / 0.5
-    got = law.plus_exponential_survival(t, np.ones(4))
+    got = wait.wait_plus_exponential_survival(law, t, np.ones(4))
     assert np.allclose(got, want, atol=3e-3)
+    # no line delay: the law's survival read on its 256 bins, a step per bin (within a bin's mass)
+    no_line = wait.wait_plus_exponential_survival(law, t)
+    assert np.allclose(no_line, 0.5 * np.exp(-0.5 * t), atol=1e-2)
 
 
 def test_workload_ratio_of_gim1():
@@ -127,13 +131,11 @@ def test_single_instance_pool_uses_the_exact_law():
     svc, wt = np.array([0.1, 1.0]), np.array([0.9, 0.1])
     pool = prefill_pool.PrefillPool(None, 1, svc, 1.0, wt, 4.0)
     law = gig1.gi_g1_wait(svc, wt, 1.0, 4.0)
-    assert pool.single_law is law
-    assert pool.mean_wait_s == law.mean and pool.wait_probability == law.wait_probability
-    assert pool.wait_quantile(0.9) == law.quantile(0.9)
+    assert pool.wait_law is law and pool.wait_law is pool.wait_law  # chosen once
     fixed = np.array([0.3, 0.5])
     got = ttft.ttft_survival(np.array([1.0, -0.1]) - fixed, pool, np.array([0.2, 0.2]))
     assert got[1] == 1.0 and 0 < got[0] < 1
     # more than one instance keeps the pooled law; an unstable one is unbounded as before
-    assert prefill_pool.PrefillPool(None, 2, svc, 1.0, wt, 4.0).single_law is None
-    over = prefill_pool.PrefillPool(None, 1, svc, 6.0, wt, 4.0)
-    assert over.single_law is None and over.mean_wait_s == float("inf")
+    assert isinstance(prefill_pool.PrefillPool(None, 2, svc, 1.0, wt, 4.0).wait_law, ExpansionWait)
+    over = prefill_pool.PrefillPool(None, 1, svc, 6.0, wt, 4.0).wait_law
+    assert not over.stable and over.mean == float("inf") and over.wait_probability == 1.0

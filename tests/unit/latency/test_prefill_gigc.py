@@ -135,12 +135,10 @@ def test_single_instance_pool_is_not_this_modules():
     svc, w = np.array([0.1, 0.3]), np.array([0.5, 0.5])
     pool = prefill_pool.PrefillPool(inst, 1, svc, 4.0, w)
     law = gig1.gi_g1_wait(svc, w, 4.0, 1.0)
-    assert pool.single_law is law
-    for q in (0.5, 0.9, 0.99):
-        assert pool.wait_quantile(q) == law.quantile(q)
+    assert pool.wait_law is law
     # M/G/1 mean is P-K whatever the law's shape: 0.8 x 0.05 / (2 x 0.2 x 0.2) = 0.5 s
-    assert pool.mean_wait_s == pytest.approx(
+    assert pool.wait_law.mean == pytest.approx(
         closed_forms.ggc_wait(1, 4.0, 0.2, 0.05, 1.0)[1], rel=0.01
     )
     over = prefill_pool.PrefillPool(inst, 1, svc, 6.0, w)  # rho 1.2
-    assert over.single_law is None and not over.wait_law.stable
+    assert isinstance(over.wait_law, gigc.ExpansionWait) and not over.wait_law.stable
