@@ -31,7 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pdd_plan.calibration.json_fields import count, number, string
 from pdd_plan.common.errors import InputError
+from pdd_plan.common.files import read_text
 
 SGLANG, VLLM, TRTLLM, CSV = "sglang-bench-serving", "vllm-bench-serve", "trtllm-bench", "csv"
 # A run at a finite arrival rate measured capacity only if the server fell behind: completed
@@ -41,6 +43,8 @@ KEPT_UP_SHARE = 0.9
 # trtllm-bench `quantization` / `kv_cache_dtype` values -> pdd-plan dtypes
 QUANT_DTYPES = {"FP8": "fp8", "FP8_BLOCK_SCALES": "fp8", "NVFP4": "fp4", "FP4": "fp4"}
 TORCH_DTYPES = {"bfloat16": "bf16", "float16": "bf16", "fp8": "fp8"}
+TRUE, FALSE = {"1", "true", "yes"}, {"0", "false", "no"}
+MAX_SIZE = 1_000_000  # GPUs of one instance or requests in flight: far above any real run
 
 
 @dataclass(frozen=True)
@@ -68,33 +72,52 @@ class EngineRun:
 # ------------------------------------------------------------------ file formats
 
 
-def _num(rec: dict, key: str, file: str, where: str, required: bool = True) -> float | None:
+FIX_FILE = "give the file the benchmark wrote"
+
+
+def _num(
+    rec: dict, key: str, file: str, where: str, required: bool = True, **bounds: Any
+) -> float | None:
+    """A number of a record (``"inf"``: infinity, where ``allow_inf``), checked: a string, a
+    negative, NaN or 1e300 is a one-line error naming the key."""
+    allow_inf = bounds.pop("allow_inf", False)
     v = rec.get(key)
     if v is None:
         if required:
-            raise InputError(file, f"{where}{key}", "missing", "give the file the tool wrote")
+            raise InputError(file, f"{where}{key}", "missing", FIX_FILE)
         return None
-    if isinstance(v, str) and v.strip().lower() in ("inf", "infinity"):
+    if allow_inf and (
+        (isinstance(v, str) and v.strip().lower() in ("inf", "infinity"))
+        or (isinstance(v, float) and v == math.inf)
+    ):
         return math.inf
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise InputError(file, f"{where}{key}", f"not a number: {v!r}", "give the tool's file")
-    return float(v)
+    return number(v, file, f"{where}{key}", FIX_FILE, **bounds)
 
 
 def _lengths(rec: dict, file: str, where: str) -> tuple[float, float]:
-    done = _num(rec, "completed", file, where)
+    """Mean input and output tokens per completed request (each at least one token)."""
+    done = _num(rec, "completed", file, where, whole=True)
     if not done or done < 1:
         raise InputError(file, f"{where}completed", "no completed requests", "rerun the benchmark")
-    isl = _num(rec, "total_input_tokens", file, where) / done
-    osl = _num(rec, "total_output_tokens", file, where) / done
-    return isl, osl
+    out = []
+    for key in ("total_input_tokens", "total_output_tokens"):
+        total = _num(rec, key, file, where, whole=True)
+        if total < done:
+            raise InputError(
+                file,
+                f"{where}{key}",
+                f"{total:g} tokens for {done:g} completed requests (under one each)",
+                FIX_FILE,
+            )
+        out.append(total / done)
+    return out[0], out[1]
 
 
 def _offered_load_note(rec: dict, file: str, where: str) -> str | None:
-    rate = _num(rec, "request_rate", file, where, required=False)
+    rate = _num(rec, "request_rate", file, where, required=False, lo_open=True, allow_inf=True)
+    served = _num(rec, "request_throughput", file, where, required=False) or 0.0
     if rate is None or math.isinf(rate):
         return None
-    served = _num(rec, "request_throughput", file, where, required=False) or 0.0
     if served < KEPT_UP_SHARE * rate:
         return None  # the server fell behind the arrivals: it ran at capacity
     return (
@@ -103,8 +126,34 @@ def _offered_load_note(rec: dict, file: str, where: str) -> str | None:
     )
 
 
-def _int_or_none(v: Any) -> int | None:
-    return None if v is None else int(v)
+def _size(rec: dict, key: str, file: str, where: str) -> int | None:
+    """A parallel size or concurrency (vLLM `--metadata tp=8` gives the string "8")."""
+    v = rec.get(key)
+    if isinstance(v, str) and v.strip().isdigit():
+        v = int(v.strip())
+    return None if v is None else count(v, file, f"{where}{key}", FIX_FILE, hi=MAX_SIZE)
+
+
+def _flag(rec: dict, key: str, file: str, where: str) -> bool | None:
+    v = rec.get(key)
+    if v is None or isinstance(v, bool):
+        return v
+    s = str(v).strip().lower()
+    if isinstance(v, int | str) and s in TRUE | FALSE:
+        return s in TRUE
+    raise InputError(
+        file, f"{where}{key}", f"must be true or false (got {v!r})"[:200], "e.g. dp_attention=true"
+    )
+
+
+def _name(rec: dict, key: str, file: str, where: str) -> str | None:
+    v = rec.get(key)
+    return None if v is None else string(v, file, f"{where}{key}", FIX_FILE)
+
+
+def _throughput(rec: dict, key: str, file: str, where: str) -> float:
+    """Measured output tokens/s: above zero (a run that produced nothing measured nothing)."""
+    return _num(rec, key, file, where, lo_open=True)
 
 
 def _serving_run(rec: dict, file: str, i: int, fmt: str) -> EngineRun:
@@ -113,21 +162,20 @@ def _serving_run(rec: dict, file: str, i: int, fmt: str) -> EngineRun:
     where = f"line {i}: "
     isl, osl = _lengths(rec, file, where)
     meta = rec if fmt == VLLM else {}
-    dp = meta.get("dp_attention")
     return EngineRun(
         file=file,
         record=i,
         fmt=fmt,
-        model=rec.get("model_id"),
-        gpu_name=meta.get("gpu"),
-        tp=_int_or_none(meta.get("tp")),
-        ep=_int_or_none(meta.get("ep")),
+        model=_name(rec, "model_id", file, where),
+        gpu_name=_name(meta, "gpu", file, where),
+        tp=_size(meta, "tp", file, where),
+        ep=_size(meta, "ep", file, where),
         pp=None,
-        dp_attention=None if dp is None else str(dp).lower() in ("1", "true", "yes"),
+        dp_attention=_flag(meta, "dp_attention", file, where),
         isl=isl,
         osl=osl,
-        output_tps=_num(rec, "output_throughput", file, where),
-        max_concurrency=_int_or_none(rec.get("max_concurrency")),
+        output_tps=_throughput(rec, "output_throughput", file, where),
+        max_concurrency=_size(rec, "max_concurrency", file, where),
         dtype=None,
         kv_dtype=None,
         note=_offered_load_note(rec, file, where),
@@ -147,42 +195,61 @@ def _quant(v: Any) -> str | None:
     return None if v is None else QUANT_DTYPES.get(str(v).upper())
 
 
+def _length(rec: dict, key: str, file: str, where: str) -> float:
+    return _num(rec, key, file, where, lo=1.0)
+
+
 def _trtllm_json(rec: dict, file: str) -> EngineRun:
     eng, world = _section(rec, "engine", file), _section(rec, "world_info", file)
     req, perf = _section(rec, "request_info", file), _section(rec, "performance", file)
     machine = rec.get("machine") if isinstance(rec.get("machine"), dict) else {}
-    dtype = _quant(eng.get("quantization")) or TORCH_DTYPES.get(str(eng.get("dtype")).lower())
+    dtype = _quant(_name(eng, "quantization", file, "engine.")) or TORCH_DTYPES.get(
+        str(_name(eng, "dtype", file, "engine.")).lower()
+    )
+    tp, pp = (_size(world, k, file, "world_info.") for k in ("tp_size", "pp_size"))
+    for v, key in ((tp, "tp_size"), (pp, "pp_size")):
+        if v is None:
+            raise InputError(file, f"world_info.{key}", "missing", FIX_FILE)
     return EngineRun(
         file=file,
         record=1,
         fmt=TRTLLM,
-        model=eng.get("model"),
-        gpu_name=machine.get("name"),
-        tp=int(_num(world, "tp_size", file, "world_info.")),
-        ep=_int_or_none(_num(world, "ep_size", file, "world_info.", required=False)),
-        pp=int(_num(world, "pp_size", file, "world_info.")),
+        model=_name(eng, "model", file, "engine."),
+        gpu_name=_name(machine, "name", file, "machine."),
+        tp=tp,
+        ep=_size(world, "ep_size", file, "world_info."),
+        pp=pp,
         dp_attention=None,
-        isl=_num(req, "avg_input_length", file, "request_info."),
-        osl=_num(req, "avg_output_length", file, "request_info."),
-        output_tps=_num(perf, "system_output_throughput_tok_s", file, "performance."),
+        isl=_length(req, "avg_input_length", file, "request_info."),
+        osl=_length(req, "avg_output_length", file, "request_info."),
+        output_tps=_throughput(perf, "system_output_throughput_tok_s", file, "performance."),
         max_concurrency=None,
         dtype=dtype,
-        kv_dtype=_quant(eng.get("kv_cache_dtype")),
+        kv_dtype=_quant(_name(eng, "kv_cache_dtype", file, "engine.")),
     )
 
 
-# label in trtllm-bench's printed report -> (EngineRun field, kind); `report_statistics`
+def _text_number(v: str) -> float | str:
+    """A number as the report prints it; the text itself when it is none (the check says so)."""
+    try:
+        return float(v)
+    except ValueError:
+        return v
+
+
+# label in trtllm-bench's printed report -> (EngineRun field, reader); `report_statistics`
 TEXT_FIELDS = {
-    "Model": ("model", str),
-    "TP Size": ("tp", int),
-    "PP Size": ("pp", int),
-    "EP Size": ("ep", int),
-    "Quantization": ("dtype", _quant),
-    "KV Cache Dtype": ("kv_dtype", _quant),
-    "Average Input Length (tokens)": ("isl", float),
-    "Average Output Length (tokens)": ("osl", float),
-    "Total Output Throughput (tokens/sec)": ("output_tps", float),
+    "Model": ("model", _name),
+    "TP Size": ("tp", _size),
+    "PP Size": ("pp", _size),
+    "EP Size": ("ep", _size),
+    "Quantization": ("dtype", lambda r, k, f, w: _quant(_name(r, k, f, w))),
+    "KV Cache Dtype": ("kv_dtype", lambda r, k, f, w: _quant(_name(r, k, f, w))),
+    "Average Input Length (tokens)": ("isl", _length),
+    "Average Output Length (tokens)": ("osl", _length),
+    "Total Output Throughput (tokens/sec)": ("output_tps", _throughput),
 }
+TEXT_NAMES = {"model", "dtype", "kv_dtype"}
 
 
 def _trtllm_text(text: str, file: str) -> EngineRun:
@@ -191,7 +258,8 @@ def _trtllm_text(text: str, file: str) -> EngineRun:
         label, sep, value = line.partition(":")
         spec = TEXT_FIELDS.get(label.strip())
         if sep and spec and value.strip() not in ("", "None"):
-            got[spec[0]] = spec[1](value.strip())
+            v = value.strip() if spec[0] in TEXT_NAMES else _text_number(value.strip())
+            got[spec[0]] = spec[1]({label.strip(): v}, label.strip(), file, "")
     m = re.search(r"MACHINE DETAILS\s*\n=+\n([^,\n]+),", text)
     for need, label in (("output_tps", "Total Output Throughput"), ("tp", "TP Size")):
         if need not in got:
@@ -240,12 +308,16 @@ def _records(text: str, file: str) -> list[dict]:
         return [doc] if isinstance(doc, dict) else [{"": doc}]
     except json.JSONDecodeError:
         pass
+    except RecursionError:
+        raise InputError(file, None, "JSON nested too deeply", FIX_FILE) from None
     out = []
     for i, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
             rec = json.loads(line)
+        except RecursionError:
+            raise InputError(file, f"line {i}", "JSON nested too deeply", FIX_FILE) from None
         except json.JSONDecodeError as e:
             raise InputError(
                 file,
@@ -259,14 +331,8 @@ def _records(text: str, file: str) -> list[dict]:
 
 def read_runs(path: str | Path) -> list[EngineRun]:
     """The runs in one engine result file (format detected from its content)."""
-    p = Path(path)
-    f = str(p)
-    if not p.is_file():
-        raise InputError(f, None, "file not found", "give the path of a benchmark result file")
-    try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f, None, f"cannot read it: {e}", "give a text result file") from None
+    f = str(path)
+    text = read_text(path, "give the path of a benchmark result file")
     if not text.strip():
         raise InputError(f, None, "empty", "give the file the benchmark wrote")
     if "PERFORMANCE OVERVIEW" in text and "WORLD + RUNTIME INFORMATION" in text:

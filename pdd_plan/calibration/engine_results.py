@@ -23,6 +23,7 @@ from typing import Any
 from pdd_plan.calibration import fit
 from pdd_plan.calibration.engine_formats import CSV, SGLANG, TRTLLM, VLLM, EngineRun, read_runs  # noqa: F401
 from pdd_plan.calibration.fit import Measurement
+from pdd_plan.common import limits
 from pdd_plan.common.errors import InputError
 from pdd_plan.inputs import profiles
 from pdd_plan.perf.offline import ENGINES, TRTLLM_BENCH
@@ -150,6 +151,8 @@ def _lengths_of(run: EngineRun, d: Defaults) -> tuple[int, int]:
     if isl is None or osl is None:
         field = "input_tokens" if isl is None else "output_tokens"
         raise InputError(run.file, field, "mean length not in the file", "give it")
+    for v, field in ((isl, "input_tokens"), (osl, "output_tokens")):
+        limits.check("TOKENS", v, run.file, field)
     return max(1, round(isl)), max(1, round(osl))
 
 

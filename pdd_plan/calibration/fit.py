@@ -111,6 +111,34 @@ class FitResult:
     errors_after: list[float]
     success: bool
     message: str
+    free: tuple[str, ...] = FACTORS  # the factors fitted; the others kept at their priors
+    at_bound: tuple[str, ...] = ()  # free factors the fit pushed onto a bound
+
+    @property
+    def fixed(self) -> tuple[str, ...]:
+        return tuple(k for k in FACTORS if k not in self.free)
+
+    @property
+    def summary(self) -> str:
+        """How many measurements fitted how many factors, and which were held."""
+        held = f"; held at their priors: {', '.join(self.fixed)}" if self.fixed else ""
+        return f"{len(self.rows)} measurement(s) for {len(self.free)} free factor(s){held}"
+
+    @property
+    def warnings(self) -> list[str]:
+        """A factor on its bound: the measurements ask for more (or less) than the physical
+        range allows, so the figure is suspect (a typo'd throughput) or the model misses
+        something; the fit is then no estimate of that factor."""
+        out = []
+        for k in self.at_bound:
+            lo, hi = BOUNDS[k]
+            side = "upper" if abs(self.factors[k] - hi) <= abs(self.factors[k] - lo) else "lower"
+            out.append(
+                f"{self.gpu}: {k} sits at its {side} bound {hi if side == 'upper' else lo:g} "
+                f"(median |error| {self.median_after:.1%} after the fit): check the measured "
+                "figures; this factor is not estimated"
+            )
+        return out
 
     @property
     def median_before(self) -> float:
@@ -125,8 +153,45 @@ def _models(rows: list[Measurement]):
     return {m: profiles.model(m) for m in {r.model for r in rows}}
 
 
+def _sensitivity(preds, x0: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """|d log prediction| summed over the rows, per factor, for a 5 % step from the prior
+    (downwards when the prior sits on the upper bound): which factors the rows can see."""
+    base = np.log(preds(x0))
+    out = []
+    for i in range(len(FACTORS)):
+        step = max(0.05 * abs(x0[i]), 0.05 * float(X_SCALE[i]))
+        x = x0.copy()
+        x[i] = x0[i] + step if x0[i] + step <= hi[i] else x0[i] - step
+        x[i] = min(max(x[i], lo[i]), hi[i])
+        out.append(float(np.abs(np.log(preds(x)) - base).sum()))
+    return np.array(out)
+
+
+def free_factors(preds, n_rows: int, x0, lo, hi) -> tuple[str, ...]:
+    """The factors a fit of one GPU to `n_rows` measurements may move: all four with four rows
+    or more; else as many as there are rows, those the rows are most sensitive to (one
+    measurement cannot tell four factors apart: the rest stay at their priors)."""
+    if n_rows >= len(FACTORS):
+        return FACTORS
+    sens = _sensitivity(preds, x0, lo, hi)
+    order = sorted(range(len(FACTORS)), key=lambda i: (-sens[i], i))  # ties: FACTORS order
+    keep = sorted(order[:n_rows])
+    return tuple(FACTORS[i] for i in keep)
+
+
+# The fit's step scale per factor (x_scale): fractions of peak, ms, tokens.
+X_SCALE = np.array([0.05, 0.05, 0.5, 16.0])
+AT_BOUND = 1e-3  # relative to the bound's range: a free factor this close sits on it
+
+
+def _at_bound(x: np.ndarray, free: list[int], lo: np.ndarray, hi: np.ndarray) -> tuple[str, ...]:
+    tol = AT_BOUND * (hi - lo)
+    return tuple(FACTORS[i] for i in free if x[i] - lo[i] <= tol[i] or hi[i] - x[i] <= tol[i])
+
+
 def fit(rows: list[Measurement], gpu: GPUProfile) -> FitResult:
-    """Least-squares fit of the four factors of `gpu` to `rows` (all on that GPU)."""
+    """Least-squares fit of the factors of `gpu` to `rows` (all on that GPU): all four, or with
+    fewer rows than factors as many as there are rows (`free_factors`)."""
     from scipy.optimize import least_squares
 
     if not rows:
@@ -143,10 +208,20 @@ def fit(rows: list[Measurement], gpu: GPUProfile) -> FitResult:
         g = with_efficiency(gpu, **dict(zip(FACTORS, map(float, x))))
         return np.array([predict(r, g, models[r.model]) for r in rows])
 
-    def residuals(x: np.ndarray) -> np.ndarray:
+    free_names = free_factors(preds, len(rows), x0, lo, hi)
+    free = [FACTORS.index(k) for k in free_names]
+
+    def full(xf: np.ndarray) -> np.ndarray:
+        x = x0.copy()
+        x[free] = xf
+        return x
+
+    def residuals(xf: np.ndarray) -> np.ndarray:
+        x = full(xf)
         err = np.log(preds(x) / meas)
         prior = []
-        for k, v, v0 in zip(FACTORS, x, x0):
+        for i in free:
+            k, v, v0 = FACTORS[i], x[i], x0[i]
             if k in PRIOR_SCALE:
                 prior.append(PRIOR_WEIGHT * (v - v0) / PRIOR_SCALE[k])
             else:
@@ -156,14 +231,15 @@ def fit(rows: list[Measurement], gpu: GPUProfile) -> FitResult:
     before = preds(x0) / meas - 1.0
     sol = least_squares(
         residuals,
-        x0,
-        bounds=(lo, hi),
-        x_scale=np.maximum(np.abs(x0), [0.05, 0.05, 0.5, 16.0]),
+        x0[free],
+        bounds=(lo[free], hi[free]),
+        x_scale=np.maximum(np.abs(x0), X_SCALE)[free],
         diff_step=1e-3,
         loss="linear",
     )
-    after = preds(sol.x) / meas - 1.0
-    factors = {k: float(v) for k, v in zip(FACTORS, sol.x)}
+    x = full(sol.x)
+    after = preds(x) / meas - 1.0
+    factors = {k: float(v) for k, v in zip(FACTORS, x)}
     return FitResult(
         gpu.name,
         factors,
@@ -173,6 +249,8 @@ def fit(rows: list[Measurement], gpu: GPUProfile) -> FitResult:
         [float(v) for v in after],
         bool(sol.success),
         str(sol.message),
+        free=free_names,
+        at_bound=_at_bound(x, free, lo, hi),
     )
 
 
@@ -196,7 +274,8 @@ def calibration_yaml(res: FitResult, csv_name: str, date: str | None = None) -> 
         f"fitted by pdd-plan calibrate to {csv_name} rows {rows} ({res.gpu}, "
         f"throughput measured by: {'; '.join(res.sources)}), {date}; scipy least_squares on log errors within bounds "
         f"{', '.join(f'{k} {BOUNDS[k]}' for k in FACTORS)}, weak prior towards the analytic "
-        f"defaults; median |error| {res.median_before:.1%} analytic -> {res.median_after:.1%}"
+        f"defaults; {res.summary}; median |error| {res.median_before:.1%} analytic -> "
+        f"{res.median_after:.1%}" + "".join(f"; warning: {w}" for w in res.warnings)
     )
     data = {
         "gpu": res.gpu,

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from pdd_plan.calibration.json_fields import count
 from pdd_plan.common.errors import InputError
 from pdd_plan.inputs.schema.model import ModelProfile
 
 GQA_ARCHS = ("LlamaForCausalLM", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "MistralForCausalLM")
 MLA_ARCHS = ("DeepseekV3ForCausalLM", "KimiK2ForCausalLM")
 SUPPORTED = (*GQA_ARCHS, *MLA_ARCHS, "DeepseekV32ForCausalLM", "DeepseekV4ForCausalLM")
+# Far above any model's widths, layers, vocabularies and expert counts (about 1e6 at most).
+MAX_DIMENSION = 1e9
 
 
 def _need(cfg: dict, key: str, file: str) -> Any:
@@ -27,17 +30,59 @@ def _need(cfg: dict, key: str, file: str) -> Any:
 
 def _count(cfg: dict, key: str, file: str, default: int | None = None, minimum: int = 1) -> int:
     """A whole number >= `minimum` from the config (`default` when the key is absent): a 0,
-    a negative, a fraction or a boolean is named here rather than dividing by zero later."""
+    a negative, a fraction, a string, a boolean or 1e300 is named here rather than dividing by
+    zero or overflowing later."""
     v = cfg.get(key)
     if v is None and default is not None:
         return default
     v = _need(cfg, key, file)
-    ok = isinstance(v, int | float) and not isinstance(v, bool) and float(v).is_integer()
-    if not ok or v < minimum:
+    return count(v, file, key, "fix config.json", lo=minimum, hi=MAX_DIMENSION)
+
+
+def _kv_heads(cfg: dict, file: str, heads: int, default: int | None = None) -> int:
+    """num_key_value_heads: at most the query heads, and (GQA) a divisor of them."""
+    kv = _count(cfg, "num_key_value_heads", file, default=default)
+    if kv > heads or heads % kv:
         raise InputError(
-            file, key, f"must be a whole number >= {minimum} (got {v!r})", "fix config.json"
+            file,
+            "num_key_value_heads",
+            f"{kv} does not divide num_attention_heads {heads} into whole groups"
+            + (" (more KV heads than query heads)" if kv > heads else ""),
+            "fix config.json",
         )
-    return int(v)
+    return kv
+
+
+def _maybe_count(cfg: dict, key: str, file: str) -> int | None:
+    """An optional count (absent or null: None)."""
+    return None if cfg.get(key) is None else _count(cfg, key, file)
+
+
+def _architecture(cfg: dict, file: str) -> str:
+    """`architectures[0]`, a supported class name."""
+    archs = cfg.get("architectures")
+    ok = isinstance(archs, list) and archs and isinstance(archs[0], str)
+    arch = archs[0] if ok else None
+    if arch not in SUPPORTED:
+        got = (
+            f"unsupported architecture '{arch}'"
+            if ok
+            else f"must be a list of class names (got {archs!r})"[:200]
+        )
+        raise InputError(
+            file,
+            "architectures",
+            got,
+            f"supported: {', '.join(SUPPORTED)}; write the profile by hand for others",
+        )
+    return arch
+
+
+def _flag(cfg: dict, key: str, file: str) -> bool:
+    v = cfg.get(key, False)
+    if not isinstance(v, bool):
+        raise InputError(file, key, f"must be true or false (got {v!r})"[:200], "fix config.json")
+    return v
 
 
 def _ratios(cfg: dict, file: str) -> list[int]:
@@ -49,6 +94,8 @@ def _ratios(cfg: dict, file: str) -> list[int]:
 
 def _weights(cfg: dict, file: str) -> dict:
     q = cfg.get("quantization_config") or {}
+    if not isinstance(q, dict):
+        raise InputError(file, "quantization_config", "must be a JSON object", "fix config.json")
     method = str(q.get("quant_method", "")).lower()
     if method == "fp8":
         dtype, why = "fp8", "quantization_config quant_method fp8 for the linear layers"
@@ -82,6 +129,13 @@ def _moe(cfg: dict, file: str, experts_key: str, shared_key: str | None) -> dict
         "experts_per_token": _count(cfg, "num_experts_per_tok", file),
         "moe_intermediate_size": _count(cfg, "moe_intermediate_size", file),
     }
+    if moe["experts_per_token"] > moe["num_experts"]:
+        raise InputError(
+            file,
+            "num_experts_per_tok",
+            f"{moe['experts_per_token']} is above the {moe['num_experts']} experts",
+            "fix config.json",
+        )
     return moe
 
 
@@ -89,25 +143,20 @@ def profile_from_hf(cfg: dict, name: str, file: str = "config.json") -> ModelPro
     """A validated ModelProfile from a parsed config.json; `file` names it in the sources."""
     if not isinstance(cfg, dict):
         raise InputError(file, None, "config.json is not a JSON object", "give a config.json")
-    archs = cfg.get("architectures") or []
-    arch = archs[0] if archs else None
-    if arch not in SUPPORTED:
-        raise InputError(
-            file,
-            "architectures",
-            f"unsupported architecture '{arch}'",
-            f"supported: {', '.join(SUPPORTED)}; write the profile by hand for others",
-        )
+    arch = _architecture(cfg, file)
     layers = _count(cfg, "num_hidden_layers", file)
     hidden = _count(cfg, "hidden_size", file)
     heads = _count(cfg, "num_attention_heads", file)
     attn: dict[str, Any]
     ffn: dict[str, Any]
     if arch in GQA_ARCHS:
-        kv_heads = _count(cfg, "num_key_value_heads", file, default=heads)
-        if cfg.get("head_dim") is None and hidden < heads:
+        kv_heads = _kv_heads(cfg, file, heads, default=heads)
+        if cfg.get("head_dim") is None and hidden % heads:
             raise InputError(
-                file, "hidden_size", f"{hidden} is below num_attention_heads {heads}", ""
+                file,
+                "hidden_size",
+                f"{hidden} is not a multiple of num_attention_heads {heads} (and no head_dim)",
+                "give head_dim, or fix config.json",
             )
         head_dim = _count(cfg, "head_dim", file, default=hidden // heads)
         hd_src = "head_dim" if cfg.get("head_dim") else f"hidden_size / heads = {head_dim}"
@@ -162,18 +211,18 @@ def profile_from_hf(cfg: dict, name: str, file: str = "config.json") -> ModelPro
         if first_dense:
             ffn["intermediate_size"] = _count(cfg, "intermediate_size", file)
             ffn["source"] += f" Dense layers: intermediate_size {ffn['intermediate_size']}."
-        q_lora = cfg.get("q_lora_rank")
+        q_lora = _maybe_count(cfg, "q_lora_rank", file)
         if arch == "DeepseekV4ForCausalLM":
             ratios = _ratios(cfg, file)
             attn = {
                 "kind": "compressed",
                 "num_heads": heads,
-                "num_kv_heads": _count(cfg, "num_key_value_heads", file),
+                "num_kv_heads": _kv_heads(cfg, file, heads),
                 "head_dim": _count(cfg, "head_dim", file),
                 "qk_rope_head_dim": _count(cfg, "qk_rope_head_dim", file),
                 "q_lora_rank": q_lora,
-                "o_groups": cfg.get("o_groups"),
-                "o_lora_rank": cfg.get("o_lora_rank"),
+                "o_groups": _maybe_count(cfg, "o_groups", file),
+                "o_lora_rank": _maybe_count(cfg, "o_lora_rank", file),
                 "index_n_heads": _count(cfg, "index_n_heads", file),
                 "index_head_dim": _count(cfg, "index_head_dim", file),
                 "index_topk": _count(cfg, "index_topk", file),
@@ -226,7 +275,7 @@ def profile_from_hf(cfg: dict, name: str, file: str = "config.json") -> ModelPro
         "num_layers": layers,
         "hidden_size": hidden,
         "vocab_size": _count(cfg, "vocab_size", file),
-        "tie_word_embeddings": bool(cfg.get("tie_word_embeddings", False)),
+        "tie_word_embeddings": _flag(cfg, "tie_word_embeddings", file),
         "attention": attn,
         "ffn": ffn,
         "weights": _weights(cfg, file),
@@ -239,4 +288,4 @@ def profile_from_hf(cfg: dict, name: str, file: str = "config.json") -> ModelPro
     }
     from pdd_plan.inputs.schema.io import parse
 
-    return parse(ModelProfile, data, file)
+    return parse(ModelProfile, data, file, "fix config.json")

@@ -29,154 +29,17 @@ What iperf3 (3.x, TCP) reports and what each profile field is made of:
 
 from __future__ import annotations
 
-import json
 import math
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 import yaml
+from pydantic import ValidationError
 
+from pdd_plan.calibration.iperf3_read import Iperf3Run, read_iperf3  # noqa: F401  (re-exported)
 from pdd_plan.common.errors import InputError
+from pdd_plan.inputs.schema.io import validation_to_input_error
 from pdd_plan.inputs.schema.line import LineSKU
 
-KEYS = ("start", "end")  # what every iperf3 -J document has, even an error report
-FIX_RECORD = "give the JSON that `iperf3 -c HOST -J` wrote (TCP)"
-
-
-@dataclass(frozen=True)
-class Iperf3Run:
-    """One `iperf3 -J` TCP run, reduced to what a line profile uses."""
-
-    file: str  # as given, for errors
-    name: str  # file name, for the source text
-    version: str
-    time: str  # start.timestamp.time, as iperf3 wrote it
-    host: str  # the server the client connected to
-    streams: int
-    reverse: bool
-    seconds: float
-    goodput_gbps: float  # receiver side, all streams
-    sent_bytes: int
-    retransmits: int | None  # None when the sender had no tcp_info counters
-    mean_rtt_us: tuple[float, ...]  # per stream; empty when reversed or unreported (0)
-    min_rtt_us: tuple[float, ...]
-    mss_bytes: int | None
-    congestion: str | None
-
-
-def _load_json(path: str) -> Any:
-    p = Path(path)
-    if not p.is_file():
-        raise InputError(path, None, "file not found", "check the path")
-    try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(path, None, f"cannot read: {e}", FIX_RECORD) from None
-    if not text.strip():
-        raise InputError(path, None, "empty file", FIX_RECORD)
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        # a parse error at the very end of the text: iperf3 was killed mid-write
-        if e.pos >= len(text.rstrip()):
-            raise InputError(
-                path, None, "truncated JSON (the file ends mid-document)", FIX_RECORD
-            ) from None
-        raise InputError(
-            path, None, f"not JSON (line {e.lineno}, column {e.colno}: {e.msg})", FIX_RECORD
-        ) from None
-
-
-def _field(data: Any, path: str, file: str, kind: type | tuple[type, ...]) -> Any:
-    """``data[a][b]...`` for a dotted ``path``, of type ``kind``, else a one-line error."""
-    cur = data
-    for key in path.split("."):
-        if not isinstance(cur, dict) or key not in cur:
-            raise InputError(file, path, "missing from the iperf3 output", FIX_RECORD)
-        cur = cur[key]
-    if isinstance(cur, bool) or not isinstance(cur, kind):
-        raise InputError(file, path, f"unexpected value {cur!r}", FIX_RECORD)
-    return cur
-
-
-def _check_kind(data: Any, file: str) -> None:
-    if isinstance(data, dict) and "error" in data:
-        raise InputError(
-            file, None, f"iperf3 reported an error: {data['error']}", "rerun the measurement"
-        )
-    if not isinstance(data, dict) or not all(isinstance(data.get(k), dict) for k in KEYS):
-        raise InputError(
-            file, None, "not iperf3 output (no 'start' / 'end' keys)", "give `iperf3 -J` output"
-        )
-    protocol = (data["start"].get("test_start") or {}).get("protocol", "TCP")
-    streams = data["end"].get("streams")
-    udp = protocol != "TCP" or any(isinstance(s, dict) and "udp" in s for s in streams or [])
-    if udp:
-        raise InputError(
-            file, None, f"a {protocol} run (-u) has no TCP sender statistics", "record with TCP"
-        )
-    if not streams:
-        raise InputError(
-            file, "end.streams", "empty: the run did not finish", "rerun the measurement"
-        )
-
-
-def _stream_stats(streams: list, file: str) -> tuple[int, int | None, list[float], list[float]]:
-    """Sender bytes, retransmits, mean and min RTTs (µs, non-zero only) over the streams."""
-    sent, retrans, mean_rtt, min_rtt = 0, 0, [], []
-    for i, s in enumerate(streams):
-        sender = s.get("sender") if isinstance(s, dict) else None
-        if not isinstance(sender, dict) or not isinstance(sender.get("bytes"), int):
-            raise InputError(file, f"end.streams[{i}].sender.bytes", "missing", FIX_RECORD)
-        sent += sender["bytes"]
-        r = sender.get("retransmits")
-        retrans = None if retrans is None or not isinstance(r, int) or r < 0 else retrans + r
-        if sender.get("mean_rtt"):  # 0 or absent: not measured here (the -R client)
-            mean_rtt.append(float(sender["mean_rtt"]))
-        if sender.get("min_rtt"):
-            min_rtt.append(float(sender["min_rtt"]))
-    return sent, retrans, mean_rtt, min_rtt
-
-
-def read_iperf3(file: str) -> Iperf3Run:
-    """Parse one `iperf3 -J` file; one-line InputErrors for anything else."""
-    data = _load_json(file)
-    _check_kind(data, file)
-    test = _field(data, "start.test_start", file, dict)
-    streams = _field(data, "end.streams", file, list)
-    n = _field(data, "start.test_start.num_streams", file, int)
-    if len(streams) != n:  # --bidir runs list both directions
-        raise InputError(
-            file,
-            "end.streams",
-            f"{len(streams)} streams for num_streams {n} (a --bidir run?)",
-            "record one direction at a time (-R for the reverse)",
-        )
-    received = _field(data, "end.sum_received", file, dict)
-    bps = _field(data, "end.sum_received.bits_per_second", file, (int, float))
-    if bps <= 0:
-        raise InputError(file, "end.sum_received.bits_per_second", "no data arrived", FIX_RECORD)
-    sent, retrans, mean_rtt, min_rtt = _stream_stats(streams, file)
-    start = data["start"]
-    mss = start.get("tcp_mss") or start.get("tcp_mss_default")
-    return Iperf3Run(
-        file=file,
-        name=Path(file).name,
-        version=str(start.get("version", "iperf3 (version not reported)")),
-        time=str((start.get("timestamp") or {}).get("time", "time not reported")),
-        host=str((start.get("connecting_to") or {}).get("host", "?")),
-        streams=n,
-        reverse=bool(test.get("reverse", 0)),
-        seconds=float(received.get("seconds", 0.0)),
-        goodput_gbps=bps / 1e9,
-        sent_bytes=sent,
-        retransmits=retrans,
-        mean_rtt_us=tuple(mean_rtt),
-        min_rtt_us=tuple(min_rtt),
-        mss_bytes=int(mss) if isinstance(mss, int) and mss > 0 else None,
-        congestion=data["end"].get("sender_tcp_congestion"),
-    )
+FIX = "check the iperf3 files and the options"
 
 
 def _sig(x: float, digits: int = 4) -> float:
@@ -330,7 +193,7 @@ def calibrate(
             "connections: not measured, the default transfer-pool size.",
         ]
     )
-    return LineSKU(
+    fields = dict(
         name=name,
         gbps=line_rate,
         cost_per_month=cost_per_month,
@@ -345,6 +208,10 @@ def calibrate(
         tcp_congestion=congestion[0] if len(congestion) == 1 else None,
         source=source,
     )
+    try:  # the readers bound each figure; this catches a combination the schema refuses
+        return LineSKU.model_validate(fields)
+    except ValidationError as e:
+        raise validation_to_input_error(LineSKU, e, ", ".join(r.file for r in runs), FIX) from None
 
 
 class _Folded(str):

@@ -10,8 +10,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pdd_plan.calibration.readings import Reading, Readings, document_of, load_readings
-from pdd_plan.common.atomic import note_input
 from pdd_plan.common.errors import InputError
+from pdd_plan.common.files import require_file
 from pdd_plan.inputs import profiles
 from pdd_plan.perf.offline import ENGINES, TRTLLM_BENCH, Engine
 
@@ -211,9 +211,7 @@ def _from_text(i: int, r: dict, f: str, engine: Engine, doc: str) -> Measurement
 
 def _csv_rows(p: Path) -> list[dict]:
     f = str(p)
-    if not p.is_file():
-        raise InputError(f, None, "file not found", "give the measurements CSV path")
-    note_input(p)  # no output of this command may overwrite it
+    require_file(p, "give the measurements CSV path")  # noted: no output may overwrite it
     try:
         with p.open(newline="", encoding="utf-8") as fh:
             reader = csv.DictReader(fh)

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from pdd_plan.cli.common import check_format, dumps, echo, flag_names, write_atomic
+from pdd_plan.common.atomic import check_output, note_input
 from pdd_plan.common.errors import InputError
 
 # fields the domain code names -> the flags that supply them
@@ -48,7 +49,37 @@ def _check_flags(model, gpu, gpus, tp, ep, dtype, kv_dtype, input_tokens, output
             raise InputError(None, flag, f"unknown dtype '{v}'", "use bf16, fp8 or fp4")
 
 
-def _fit_all(rows, gpus: list[str], write: bool, out_dir: Path | None, name: str) -> list[dict]:
+def _targets(gpus: list[str], write: bool, out_dir: Path | None) -> dict[str, Path]:
+    """The calibration file each GPU's fit goes to, every one checked before any fit runs:
+    the package's own files are inputs (loading a GPU profile reads them), so writing over
+    one is refused with the flag that writes elsewhere."""
+    from pdd_plan.calibration import fit as cal
+
+    if not write and out_dir is None:
+        return {}
+    if out_dir is not None and not out_dir.is_dir():
+        raise InputError(str(out_dir), "--out-dir", "is not a folder", "create it first")
+    folder = out_dir if out_dir is not None else cal.calibration_dir()
+    paths = {g: Path(folder) / f"{g}.yaml" for g in gpus}
+    for g in gpus:  # what loading the GPU's profile applies, whether or not it was loaded yet
+        note_input(cal.calibration_dir() / f"{g}.yaml")
+    for path in paths.values():
+        try:
+            check_output(path, "--out-dir" if out_dir is not None else "--write")
+        except InputError as e:
+            if out_dir is not None:
+                raise
+            raise InputError(
+                e.file,
+                "--write",
+                e.problem,
+                "give --out-dir DIR to write the fit there (the bundled calibration is read "
+                "by this command and is not written over)",
+            ) from None
+    return paths
+
+
+def _fit_all(rows, gpus: list[str], targets: dict[str, Path], name: str) -> list[dict]:
     from pdd_plan.calibration import fit as cal
 
     results = []
@@ -62,13 +93,19 @@ def _fit_all(rows, gpus: list[str], write: bool, out_dir: Path | None, name: str
             "median_abs_error_calibrated": res.median_after,
             "max_abs_error_calibrated": max(abs(e) for e in res.errors_after),
             "converged": res.success,
+            "fit": res.summary,
+            "free_factors": list(res.free),
+            "fixed_factors": list(res.fixed),
+            "warnings": res.warnings,
+            "_fit": res,
         }
-        if write:
-            folder = out_dir if out_dir is not None else cal.calibration_dir()
-            path = Path(folder) / f"{g}.yaml"
-            write_atomic(path, cal.calibration_yaml(res, name))
-            entry["written"] = str(path)
         results.append(entry)
+    for g, entry in zip(gpus, results):  # all fits done: then the files, all or none
+        if g in targets:
+            write_atomic(targets[g], cal.calibration_yaml(entry.pop("_fit"), name))
+            entry["written"] = str(targets[g])
+    for entry in results:
+        entry.pop("_fit", None)
     return results
 
 
@@ -129,7 +166,9 @@ def calibrate(
         False, "--write", help="Write data/calibration/<gpu>.yaml (applied when profiles load)."
     ),
     out_dir: Path = typer.Option(
-        None, "--out-dir", help="Write the calibration YAML here instead of the package data."
+        None,
+        "--out-dir",
+        help="Write <gpu>.yaml here (implies --write) instead of the package data.",
     ),
     format: str = typer.Option("table", "--format", "-f", help="table | json | yaml"),
 ) -> None:
@@ -155,9 +194,15 @@ def calibrate(
             f"no rows for GPU '{gpu}'",
             f"in the files: {', '.join(found)}",
         )
-    results = _fit_all(rows, [gpu] if gpu else found, write, out_dir, name)
+    fitted = [gpu] if gpu else found
+    results = _fit_all(rows, fitted, _targets(fitted, write, out_dir), name)
     for n in notes:  # runs left out: on stderr, so that stdout stays the fit
         typer.echo(f"note: {n}", err=True)
+    for e in results:
+        if e["fixed_factors"]:
+            typer.echo(f"note: {e['gpu']}: {e['fit']}", err=True)
+        for w in e["warnings"]:
+            typer.echo(f"warning: {w}", err=True)
     if fmt != "table":
         echo(dumps(results, fmt))
         return

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from pdd_plan.cli.common import echo, flag_names, guarded, write_atomic
+from pdd_plan.common.atomic import check_output
 
 line_app = typer.Typer(no_args_is_help=True, help="Leased-line profiles from measurements.")
 
@@ -48,6 +49,9 @@ def calibrate_cmd(
 
     with flag_names(**FLAGS):
         runs = [read_iperf3(f) for f in iperf3 or []]
+    if out is not None:  # every --iperf3 file is an input now: refused as --out before work
+        check_output(out, "--out")
+    with flag_names(**FLAGS):
         sku = calibrate(runs, name, cost_per_month, gbps=gbps, rtt_ms=rtt_ms)
     text = to_yaml(sku)
     if out is None:

@@ -10,8 +10,9 @@ import typer
 
 from pdd_plan.cli.common import check_format, dumps, echo, flag_names, guarded, write_atomic
 from pdd_plan.common import limits
-from pdd_plan.common.atomic import note_input
+from pdd_plan.common.atomic import check_output
 from pdd_plan.common.errors import InputError
+from pdd_plan.common.files import read_text
 
 PHASES = ("prefill", "decode", "extend", "offline")
 
@@ -379,15 +380,15 @@ def import_hf(
 
     from pdd_plan.calibration.hf_import import profile_from_hf
 
-    p = Path(config)
-    if not p.is_file():
-        raise InputError(config, None, "file not found", "give the path of a config.json")
-    note_input(p)  # --out must not replace it
+    fix = "give the path of a config.json"
+    raw = read_text(config, fix)  # noted as an input: --out must not replace it
+    if out is not None:
+        check_output(out, "--out")
     try:
-        cfg = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise InputError(config, None, f"not valid JSON: {e}", "give a config.json") from None
-    prof = profile_from_hf(cfg, name, p.name)
+        cfg = json.loads(raw)
+    except (json.JSONDecodeError, RecursionError) as e:
+        raise InputError(config, None, f"not valid JSON: {e}", fix) from None
+    prof = profile_from_hf(cfg, name, Path(config).name)
     text = yaml.safe_dump(prof.model_dump(mode="json", exclude_none=True), sort_keys=False)
     if out is None:
         echo(text)

@@ -15,6 +15,7 @@ from pdd_plan.cli.common import check_format, dumps, echo, guarded
 from pdd_plan.common import limits
 from pdd_plan.common.atomic import check_output, note_input, write_atomic
 from pdd_plan.common.errors import InfeasibleError, InputError
+from pdd_plan.common.files import require_file
 from pdd_plan.inputs import profiles
 from pdd_plan.inputs.plan_fit import check_sites
 from pdd_plan.inputs.schema.plan import ArchitecturePlan
@@ -163,8 +164,8 @@ def simulate_cmd(
     _check_counts(requests, window)
     if seed is not None and not 0 <= seed < 2**64:  # numpy's generators take these only
         raise InputError(None, "--seed", f"must be in [0, 2**64) (got {seed})", "e.g. --seed 0")
-    if trace is not None and not Path(trace).is_file():
-        raise InputError(trace, None, "trace file not found", "check the --trace path")
+    if trace is not None:
+        require_file(trace, "check the --trace path", what="trace file")
     parquet = records is not None and records.suffix.lower() == ".parquet"
     if records is not None:
         if not records.parent.exists():

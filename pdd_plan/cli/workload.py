@@ -11,6 +11,7 @@ from rich.table import Table
 from pdd_plan.cli.common import check_format, dumps, echo, guarded, write_atomic
 from pdd_plan.common import limits
 from pdd_plan.common.errors import InputError
+from pdd_plan.common.files import require_file
 from pdd_plan.inputs import profiles
 
 trace_app = typer.Typer(
@@ -43,8 +44,7 @@ def stats(
             f"must be at least one 512-token block (got {cache_tokens})",
             "give a larger capacity or omit it",
         )
-    if not Path(file).is_file():
-        raise InputError(file, None, "trace file not found", "check the path")
+    require_file(file, "check the path", what="trace file")
     spec = CacheSpec.from_tokens(cache_tokens, cache_tokens) if cache_tokens else None
     req, info = read_trace(file, skip_bad_rows=skip_bad_rows, cache=spec)
     s = trace_stats(req)

@@ -57,7 +57,7 @@ def inputs() -> list[str]:
     return sorted(_INPUT_PATHS)
 
 
-def _kind(mode: int) -> str | None:
+def file_kind(mode: int) -> str | None:
     """What a non-regular file is, in words; None for a regular file."""
     for test, name in (
         (stat.S_ISDIR, "a folder"),
@@ -89,7 +89,7 @@ def check_output(path: str | os.PathLike, field: str | None = None) -> Path:
             "is an input of this command; writing it would destroy that input",
             "write the output to another path",
         )
-    if st is not None and (kind := _kind(st.st_mode)) is not None:
+    if st is not None and (kind := file_kind(st.st_mode)) is not None:
         raise InputError(given, field, f"is {kind}, not a file to write", "give a file path")
     folder = real.parent
     if not folder.exists():

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import math
-import os
 import typing
 from pathlib import Path
 from typing import Any, TypeVar
@@ -12,8 +10,8 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from pdd_plan.common.atomic import note_input
 from pdd_plan.common.errors import InputError
+from pdd_plan.common.files import check_size, max_bytes, require_file
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -26,16 +24,7 @@ DEFAULT_MAX_YAML_MB = 8.0
 
 
 def max_yaml_bytes() -> int:
-    raw = os.environ.get(MAX_YAML_MB_ENV, "").strip()
-    try:
-        mb = float(raw) if raw else DEFAULT_MAX_YAML_MB
-    except ValueError:
-        mb = float("nan")
-    if not (mb > 0 and math.isfinite(mb)):
-        raise InputError(
-            None, MAX_YAML_MB_ENV, f"must be a positive number of MB (got {raw!r})", "e.g. 64"
-        )
-    return int(mb * 1e6)
+    return max_bytes(MAX_YAML_MB_ENV, DEFAULT_MAX_YAML_MB, "e.g. 64")
 
 
 # libyaml's C parser when PyYAML was built with it (~10x faster, far less memory on big files)
@@ -69,22 +58,9 @@ class UniqueKeyLoader(_SAFE_LOADER):  # type: ignore[misc, valid-type]
 
 
 def _read_text(p: Path) -> str:
-    if not p.exists():
-        raise InputError(str(p), None, "file not found", "check the path")
-    if p.is_dir():
-        raise InputError(str(p), None, "is a directory, not a YAML file", "give a file path")
-    if not p.is_file():  # /dev/zero, a FIFO: reading would never end
-        raise InputError(str(p), None, "is not a regular file", "give a YAML file path")
-    note_input(p)  # no output of this command may overwrite it
-    cap = max_yaml_bytes()
-    size = p.stat().st_size
-    if size > cap:
-        raise InputError(
-            str(p),
-            None,
-            f"is {size / 1e6:,.1f} MB, above the {cap / 1e6:g} MB limit for YAML inputs",
-            f"set {MAX_YAML_MB_ENV} to more MB to read it anyway",
-        )
+    # /dev/zero, a FIFO: reading would never end; noted: no output may overwrite it
+    require_file(p, "give the path of a YAML file")
+    check_size(p, max_yaml_bytes(), "YAML", MAX_YAML_MB_ENV)
     return p.read_text(encoding="utf-8")
 
 

@@ -65,6 +65,7 @@ class Attention(Strict):
         missing = [f for f in need if getattr(self, f) is None]
         if missing:
             raise ValueError(f"attention kind '{self.kind}' needs {', '.join(missing)}")
+        self._check_heads()
         csa, hca = self.csa_compress_ratio, self.hca_compress_ratio
         if csa == hca:
             raise ValueError("csa_compress_ratio and hca_compress_ratio must differ")
@@ -74,12 +75,35 @@ class Attention(Strict):
             raise ValueError(f"compress_ratios entries must be 0, {csa} or {hca}")
         return self
 
+    def _check_heads(self) -> None:
+        """Query heads share KV heads in whole groups: more KV heads than query heads, or a
+        count that does not divide them, is no model (the KV bytes would be wrong)."""
+        kv = self.num_kv_heads
+        if kv is None:
+            return
+        if kv > self.num_heads:
+            raise ValueError(f"num_kv_heads {kv} is above num_heads {self.num_heads}")
+        if self.kind == "gqa" and self.num_heads % kv:
+            raise ValueError(
+                f"num_heads {self.num_heads} is not a multiple of num_kv_heads {kv} "
+                "(each KV head serves a whole group of query heads)"
+            )
+
 
 class MoE(Strict):
     num_experts: PositiveInt
     num_shared_experts: int = Field(ge=0)
     experts_per_token: PositiveInt
     moe_intermediate_size: PositiveInt
+
+    @model_validator(mode="after")
+    def _routing(self) -> MoE:
+        if self.experts_per_token > self.num_experts:
+            raise ValueError(
+                f"experts_per_token {self.experts_per_token} is above num_experts "
+                f"{self.num_experts}"
+            )
+        return self
 
 
 class FFN(Strict):

@@ -22,6 +22,7 @@ from typing import Protocol
 
 from pdd_plan.common.atomic import note_input
 from pdd_plan.common.errors import InputError
+from pdd_plan.common.files import require_file
 from pdd_plan.workload.traces.azure import AZURE_KEYS, AzureRows
 from pdd_plan.workload.traces.generic import GENERIC_KEYS, GenericCsvRows, GenericJsonlRows
 from pdd_plan.workload.traces.mooncake import MOONCAKE_FIX, MooncakeRows
@@ -67,9 +68,7 @@ _CSV_PARSERS: dict[str, Callable[[list[str]], RowParser]] = {
 
 def detect_format(path: str | os.PathLike) -> str:
     """One of :data:`FORMATS`, from the extension and the header or first record."""
-    p = Path(path)
-    if not p.is_file():
-        raise InputError(str(p), None, "trace file not found", "check the path")
+    p = require_file(path, "check the path", what="trace file")
     line_no, first = _first_line(p)
     ext = base_suffix(p)
     looks_json = first.lstrip().startswith(b"{")
@@ -153,8 +152,8 @@ class TraceReader:
             raise InputError(
                 str(self.path), "format", f"unknown trace format {fmt!r}", f"use one of {FORMATS}"
             )
-        elif not self.path.is_file():
-            raise InputError(str(self.path), None, "trace file not found", "check the path")
+        else:
+            require_file(self.path, "check the path", what="trace file")
         if chunk_rows < 1:
             raise ValueError("chunk_rows must be >= 1")
         self.format = fmt
