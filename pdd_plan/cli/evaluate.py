@@ -32,7 +32,7 @@ def evaluate_cmd(
     file: str = typer.Argument(
         ...,
         help="A plan from `pdd-plan optimize --out` (possibly edited), or a scenario with a "
-        "`fleet:` section.",
+        "`fleet:` section (or a bundled example's name, e.g. pdd-paper-fleet).",
     ),
     format: str = typer.Option("table", "--format", "-f", help="table | json | yaml"),
     requests: int = typer.Option(
@@ -55,7 +55,9 @@ def evaluate_cmd(
         raise InputError(None, "--requests", f"must be >= 100 (got {requests})", "use 2000+")
     if not (0.001 <= step <= 0.5):
         raise InputError(None, "--step", f"must be in [0.001, 0.5] (got {step:g})", "use 0.02")
-    ctx, fleets = _load(file)
+    from pdd_plan.inputs import profiles
+
+    ctx, fleets = _load(profiles.scenario_path(file))
     out = evaluate(ctx, fleets, Options(not no_simulate, requests, step))
     if fmt == "table":
         render(out, Console())

@@ -28,14 +28,15 @@ def _root(debug: bool = typer.Option(False, "--debug", help="Show tracebacks for
 
 
 def _scenario_path(scenario: str | None) -> str:
-    return str(profiles.example_path()) if scenario is None else scenario
+    return profiles.scenario_path(scenario)
 
 
 @app.command()
 @guarded
 def optimize(
     scenario: str = typer.Argument(
-        None, help="Scenario YAML (default: the bundled examples/pdd-paper.yaml)."
+        None,
+        help="Scenario YAML (default: the bundled examples/pdd-paper.yaml; or a bundled example's name, e.g. narrow-line).",
     ),
     format: str = typer.Option("table", "--format", "-f", help="table | json | yaml"),
     out: Path = typer.Option(None, "--out", "-o", help="Also write the plan (YAML) here."),

@@ -115,7 +115,8 @@ def _outputs(json_out: Path | None, csv_out: Path | None, png: Path | None) -> N
 @guarded
 def regimes_cmd(
     scenario: str = typer.Argument(
-        None, help="Scenario YAML (default: the bundled examples/pdd-paper.yaml)."
+        None,
+        help="Scenario YAML (default: the bundled examples/pdd-paper.yaml; or a bundled example's name, e.g. narrow-line).",
     ),
     x: str = typer.Option(
         DEFAULT_X,
@@ -168,7 +169,7 @@ def regimes_cmd(
     _outputs(json_out, csv_out, png)
     if not 20 <= dpi <= 600:
         raise InputError(None, "--dpi", f"must be 20 to 600 (got {dpi})", "e.g. 100")
-    path = str(profiles.example_path()) if scenario is None else scenario
+    path = profiles.scenario_path(scenario)
     data = read_yaml(path)
     progress = _Progress(sys.stderr.isatty())
     flags = {f"axis {ax.name}": f"--x {ax.name}", f"axis {ay.name}": f"--y {ay.name}"}

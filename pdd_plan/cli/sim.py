@@ -128,7 +128,7 @@ def simulate_cmd(
     file: str = typer.Argument(
         None,
         help="Scenario YAML (optimized first) or plan YAML from `pdd-plan optimize --out` "
-        "(default: the bundled examples/pdd-paper.yaml).",
+        "(default: the bundled examples/pdd-paper.yaml; or a bundled example's name, e.g. narrow-line).",
     ),
     architecture: str = typer.Option("pdd", "--architecture", "-a", help="pdd | cdc_pd | idc_pd"),
     trace: str = typer.Option(
@@ -182,7 +182,7 @@ def simulate_cmd(
                     "Parquet needs pyarrow",
                     "pip install 'pdd-plan[parquet]' (pyarrow), or use a .csv name",
                 ) from None
-    path = str(profiles.example_path()) if file is None else file
+    path = profiles.scenario_path(file)
     ctx, plan = _load(path, trace)
     note = None
     if isinstance(plan, InfeasibleError) or architecture in plan.infeasible:

@@ -57,7 +57,8 @@ class _Progress:
 @guarded
 def sweep_cmd(
     scenario: str = typer.Argument(
-        None, help="Scenario YAML (default: the bundled examples/pdd-paper.yaml)."
+        None,
+        help="Scenario YAML (default: the bundled examples/pdd-paper.yaml; or a bundled example's name, e.g. narrow-line).",
     ),
     vary: list[str] = typer.Option(
         None,
@@ -125,7 +126,7 @@ def sweep_cmd(
             raise InputError(
                 str(plot), "--plot", "folder does not exist", "create the folder or change the path"
             )
-    path = str(profiles.example_path()) if scenario is None else scenario
+    path = profiles.scenario_path(scenario)
     data = read_yaml(path)
     progress = _Progress(sys.stderr.isatty())
     try:

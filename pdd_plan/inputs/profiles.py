@@ -79,3 +79,19 @@ def line(name: str, field: str | None = None, file: str | None = None) -> LineSK
 
 def example_path(name: str = "pdd-paper") -> Path:
     return data_dir() / "examples" / f"{name}.yaml"
+
+
+def bundled_examples() -> list[str]:
+    return sorted(p.stem for p in (data_dir() / "examples").glob("*.yaml"))
+
+
+def scenario_path(arg: str | None) -> str:
+    """A command's scenario argument as a file: none is the bundled default; a path that exists
+    is itself; otherwise the name of a bundled example (`narrow-line`), so the examples run from
+    any directory once the package is installed. Anything else is left for the reader's
+    'file not found', which names it."""
+    if arg is None:
+        return str(example_path())
+    if Path(arg).exists() or arg.endswith((".yaml", ".yml")) or "/" in arg:
+        return arg
+    return str(example_path(arg)) if arg in bundled_examples() else arg

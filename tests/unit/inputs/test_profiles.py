@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import numpy as np
 import pydantic
 import pytest
 import yaml
 
+from pdd_plan.inputs import profiles
 from pdd_plan.inputs.profiles import bundled_names, data_dir, load_profile
 from pdd_plan.inputs.schema import GPUProfile, ModelProfile
 from pdd_plan.latency.line.transfer import rdma_transfer_s
@@ -118,3 +120,17 @@ def test_compress_ratios_come_from_the_profile():
         ModelProfile.model_validate(
             {**raw, "attention": {**raw["attention"], "compress_ratios": [4, 16] * 40}}
         )
+
+
+@pytest.mark.unit
+def test_a_bundled_example_is_found_by_name_from_any_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert profiles.scenario_path(None) == str(profiles.example_path())
+    assert profiles.scenario_path("narrow-line") == str(profiles.example_path("narrow-line"))
+    assert Path(profiles.scenario_path("narrow-line")).is_file()
+    # a file that exists wins over a bundled name; paths and unknown names are left alone
+    (tmp_path / "narrow-line").write_text("name: mine\n", encoding="utf-8")
+    assert profiles.scenario_path("narrow-line") == "narrow-line"
+    assert profiles.scenario_path("nosuch") == "nosuch"
+    assert profiles.scenario_path("examples/narrow-line.yaml") == "examples/narrow-line.yaml"
+    assert "pdd-paper" in profiles.bundled_examples()
