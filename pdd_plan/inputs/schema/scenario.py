@@ -19,6 +19,7 @@ from pdd_plan.inputs.schema.common import (
     MAX_LINE_GBPS,
     MAX_LINE_USD_PER_MONTH,
     MAX_USD_PER_GPU_HOUR,
+    Name,
     Strict,
 )
 from pdd_plan.inputs.schema.fleet import Fleet
@@ -59,17 +60,31 @@ class Distribution(Strict):
         if len(kinds) != 1:
             raise ValueError("give exactly one of fixed, lognormal, histogram")
         if self.histogram is not None:
-            if not self.histogram:
-                raise ValueError("histogram needs at least one [lo, hi, share] bin")
-            for lo, hi, share in self.histogram:
-                if not (0 <= lo <= hi) or share < 0:
-                    raise ValueError(
-                        f"histogram bin [{lo}, {hi}, {share}] needs 0 <= lo <= hi and share >= 0"
-                    )
-            total = sum(b[2] for b in self.histogram)
-            if abs(total - 1.0) > 1e-6:
-                raise ValueError(f"histogram shares sum to {total:g}, must sum to 1")
+            _check_bins(self.histogram)
         return self
+
+
+def _check_bins(bins: list[tuple[float, float, float]]) -> None:
+    """Bins of [lo, hi, share]: each well formed, shares summing to 1, and no two overlapping
+    (a value in two bins would be drawn with both shares: the histogram would not say what
+    the user meant)."""
+    if not bins:
+        raise ValueError("histogram needs at least one [lo, hi, share] bin")
+    for lo, hi, share in bins:
+        if not (0 <= lo <= hi) or share < 0:
+            raise ValueError(
+                f"histogram bin [{lo}, {hi}, {share}] needs 0 <= lo <= hi and share >= 0"
+            )
+    ordered = sorted(bins)
+    for a, b in zip(ordered, ordered[1:]):
+        if b[0] < a[1] or (a[0] == a[1] == b[0] == b[1]):  # touching at an edge is fine
+            raise ValueError(
+                f"histogram bins [{a[0]:g}, {a[1]:g}] and [{b[0]:g}, {b[1]:g}] overlap; "
+                "give each value range once"
+            )
+    total = sum(b[2] for b in bins)
+    if abs(total - 1.0) > 1e-6:
+        raise ValueError(f"histogram shares sum to {total:g}, must sum to 1")
 
 
 MAX_TOKENS = limits.LIMITS["TOKENS"].default  # the default; limits.value("TOKENS") is in force
@@ -156,7 +171,7 @@ class Workload(Strict):
 
 
 class Datacenter(Strict):
-    name: str
+    name: Name
     gpus: dict[str, int]  # GPU profile name -> GPUs available
 
     @field_validator("gpus")
@@ -173,7 +188,7 @@ class CustomLine(Strict):
     gbps: float = Field(gt=0, le=MAX_LINE_GBPS)
     cost_per_month: float = Field(gt=0, le=MAX_LINE_USD_PER_MONTH)
     rtt_ms: float = Field(default=10.0, ge=0)
-    name: str | None = None
+    name: Name | None = None
     tcp_efficiency: float = Field(default=0.9, gt=0, le=1)
     connections: PositiveInt = DEFAULT_CONNECTIONS
     streams_per_transfer: PositiveInt = DEFAULT_STREAMS_PER_TRANSFER
@@ -262,7 +277,7 @@ class Search(Strict):
 
 
 class Scenario(Strict):
-    name: str
+    name: Name
     model: str  # profile name or path to a model YAML
     workload: Workload
     datacenters: list[Datacenter] = Field(min_length=1)
