@@ -43,17 +43,24 @@ def guarded(fn: Callable) -> Callable:
                 _fail(stdout_error(e), 2)
             if DEBUG["on"]:
                 raise
-            typer.echo(f"error: internal: {type(e).__name__}: {e} (rerun with --debug)", err=True)
+            msg = printable(f"{type(e).__name__}: {e}")
+            typer.echo(f"error: internal: {msg} (rerun with --debug)", err=True)
             raise typer.Exit(3) from None
 
     return wrapper
+
+
+def printable(text: str) -> str:
+    """`text` with every control character escaped (``\\n``, ``\\x1b``): a name or value
+    echoed from a file must not break the one-line error or drive the terminal."""
+    return "".join(c if not (ord(c) < 32 or 127 <= ord(c) < 160) else repr(c)[1:-1] for c in text)
 
 
 def _fail(e: Exception, code: int) -> None:
     if DEBUG["on"]:
         raise e
     with contextlib.suppress(OSError):  # stderr may be gone too: the exit code still says it
-        typer.echo(f"error: {e}", err=True)
+        typer.echo(f"error: {printable(str(e))}", err=True)
     raise typer.Exit(code) from None
 
 

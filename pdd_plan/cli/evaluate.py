@@ -7,6 +7,7 @@ from rich.console import Console
 
 from pdd_plan.architectures import PATHS
 from pdd_plan.cli.common import check_format, dumps, echo, guarded
+from pdd_plan.common import limits
 from pdd_plan.common.errors import InputError
 
 
@@ -53,6 +54,7 @@ def evaluate_cmd(
     fmt = check_format(format)
     if requests < 100:
         raise InputError(None, "--requests", f"must be >= 100 (got {requests})", "use 2000+")
+    limits.check("REQUESTS", requests, None, "--requests")  # before any replay allocates
     if not (0.001 <= step <= 0.5):
         raise InputError(None, "--step", f"must be in [0.001, 0.5] (got {step:g})", "use 0.02")
     from pdd_plan.inputs import profiles

@@ -80,6 +80,21 @@ def optimize(
         echo(plan.to_text(fmt))
 
 
+def _preflight(sc, file: str) -> None:
+    """Every check `optimize` (and `evaluate`, for a fleet) runs before it solves, so that
+    validate never says ok where they fail on the same file: profile names and files, the
+    trace (found, readable, its rows), the request classes, the fleet against the datacenters."""
+    from pdd_plan.inputs.context import build_context
+    from pdd_plan.workload.classes import build_classes
+
+    ctx = build_context(sc, file)
+    build_classes(ctx)
+    if sc.fleet is not None:
+        from pdd_plan.evaluate import fleet
+
+        fleet.from_scenario(ctx)
+
+
 @app.command()
 @guarded
 def validate(file: str = typer.Argument(..., help="A scenario or profile YAML.")) -> None:
@@ -98,9 +113,7 @@ def validate(file: str = typer.Argument(..., help="A scenario or profile YAML.")
             kind = LineSKU
     obj = parse(kind, data, file)
     if kind is Scenario:
-        from pdd_plan.inputs.context import build_context
-
-        build_context(obj, file)  # names of models, GPUs and lines must exist too
+        _preflight(obj, file)
     echo(f"ok: {file} is a valid {kind.__name__}\n")
 
 

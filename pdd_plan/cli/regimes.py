@@ -15,6 +15,7 @@ from pathlib import Path
 import typer
 
 from pdd_plan.cli.common import check_format, dumps, echo, flag_names, guarded, write_atomic
+from pdd_plan.common import limits
 from pdd_plan.common.atomic import check_output
 from pdd_plan.common.errors import InputError
 from pdd_plan.inputs import profiles
@@ -91,8 +92,6 @@ def parse_axis(flag: str, spec: str):
 
 
 def _check_size(x, y) -> None:
-    from pdd_plan.common import limits
-
     # the sweep's cap (each cell is three optimizations): a grid beyond it is a typo in STEP
     limits.check("SWEEP_POINTS", len(x.values) * len(y.values), None, "--x, --y")
     if x.name == y.name:
@@ -166,11 +165,12 @@ def regimes_cmd(
         raise InputError(
             None, "--sim-requests", f"must be >= 100 (got {sim_requests})", "use a few thousand"
         )
-    _outputs(json_out, csv_out, png)
+    limits.check("REQUESTS", sim_requests, None, "--sim-requests")
     if not 20 <= dpi <= 600:
         raise InputError(None, "--dpi", f"must be 20 to 600 (got {dpi})", "e.g. 100")
     path = profiles.scenario_path(scenario)
     data = read_yaml(path)
+    _outputs(json_out, csv_out, png)  # after the scenario is read: none may be written over it
     progress = _Progress(sys.stderr.isatty())
     flags = {f"axis {ax.name}": f"--x {ax.name}", f"axis {ay.name}": f"--y {ay.name}"}
     try:

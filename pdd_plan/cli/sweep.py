@@ -10,6 +10,7 @@ from rich.console import Console
 
 from pdd_plan.cli.common import check_format, dumps, echo, guarded, write_atomic
 from pdd_plan.common import limits
+from pdd_plan.common.atomic import check_output
 from pdd_plan.common.errors import InputError
 from pdd_plan.inputs import profiles
 
@@ -119,15 +120,12 @@ def sweep_cmd(
     check_grid(varies)
     check_executor(executor)
     limits.check("REQUESTS", sim_requests, None, "--sim-requests")
-    if plot is not None:
-        if plot.suffix.lower() != ".png":
-            raise InputError(str(plot), "--plot", "not a .png file name", "use FILE.png")
-        if not plot.parent.exists():
-            raise InputError(
-                str(plot), "--plot", "folder does not exist", "create the folder or change the path"
-            )
+    if plot is not None and plot.suffix.lower() != ".png":
+        raise InputError(str(plot), "--plot", "not a .png file name", "use FILE.png")
     path = profiles.scenario_path(scenario)
     data = read_yaml(path)
+    if plot is not None:  # not the scenario, a device or a missing folder: before any point
+        check_output(plot, "--plot")
     progress = _Progress(sys.stderr.isatty())
     try:
         result = sweep(

@@ -148,7 +148,12 @@ def exceeded(name: str, got: float) -> str:
     """The problem text of a value over the limit (for validators that raise ValueError)."""
     lim = LIMITS[name]
     n = value(name)
-    return f"{got:,.0f} {lim.unit} is over the limit of {n:,} ({lim.why}); {raise_hint(name)}"
+    return f"{_shown(got)} {lim.unit} is over the limit of {n:,} ({lim.why}); {raise_hint(name)}"
+
+
+def _shown(got: float) -> str:
+    """A count as a user reads it: digits grouped, or 3 figures once it has more than 15."""
+    return f"{got:,.0f}" if abs(got) < 1e15 else f"{got:.3g}"
 
 
 def raise_hint(name: str) -> str:
@@ -166,7 +171,7 @@ def check(
         raise InputError(
             file,
             field,
-            f"{got:,.0f} {lim.unit} is over the limit of {n:,} ({lim.why})",
+            f"{_shown(got)} {lim.unit} is over the limit of {n:,} ({lim.why})",
             f"{fix or f'use at most {n:,}'}, or set {lim.env}=N to raise the limit",
         )
 

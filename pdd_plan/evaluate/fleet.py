@@ -12,6 +12,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from pdd_plan import architectures
+from pdd_plan.common import limits
 from pdd_plan.common.errors import InputError
 from pdd_plan.inputs import profiles
 from pdd_plan.inputs.context import Context
@@ -237,6 +238,11 @@ def from_scenario(ctx: Context) -> tuple[Context, dict[str, FleetSpec]]:
             checked.append((field, ig))
         _gpu_totals(ctx, checked)
         ctx, line = _line(ctx, f, f"fleet.{key}")
+        # the replays and the bisection work per instance and line, bounded as a plan's are
+        total = sum(g.count for g in mine)
+        limits.check("PLAN_INSTANCES", total, ctx.file, f"fleet.{key}.instances")
+        if line is not None:
+            limits.check("LINES", line.count, ctx.file, f"fleet.{key}.line.count")
         if spec.crosses_line and line is None:
             raise InputError(
                 ctx.file,

@@ -194,6 +194,34 @@ def ordered(reasons: list[Reason]) -> list[Reason]:
     return sorted(seen.values(), key=lambda r: REASON_ORDER[r.kind])
 
 
+def empty_site_reasons(ctx: Context, spec: Architecture) -> list[Reason]:
+    """The datacenters an architecture must use (prefill's, and its decode pool's) that list no
+    GPU at all: nothing can run there, whatever the SLA, so they are the culprit."""
+    decode_dc = ctx.main_dc if spec.crosses_line else ctx.prefill_dc
+    sites: dict[str, list[str]] = {ctx.prefill_dc: ["prefill"]}
+    sites.setdefault(decode_dc, []).append(spec.decode_role.replace("_", " "))
+    out = []
+    for dc, roles in sites.items():
+        if not any(n > 0 for n in ctx.available(dc).values()):
+            field = _gpus_field(ctx, dc)
+            out.append(
+                Reason(
+                    kind="gpu_availability",
+                    message=f"GPU availability: datacenter '{dc}' lists no GPUs (every count in "
+                    f"{field} is 0), and {spec.name} runs {' and '.join(roles)} there (add GPUs "
+                    "to it, or place the role in another datacenter with placement:)",
+                    field=field,
+                )
+            )
+    return out
+
+
+def no_combinations(ctx: Context, spec: Architecture, reasons: list[Reason]) -> InfeasibleError:
+    """No prefill / decode combination to solve: an empty datacenter when there is one (the
+    reasons gathered then only say what the missing GPUs cannot do), else the reasons."""
+    return infeasible(spec.name, empty_site_reasons(ctx, spec) or reasons, ctx.scenario.sla)
+
+
 def infeasible(architecture: str, reasons: list[Reason], sla: SLA) -> InfeasibleError:
     """The error for `architecture`: its message is the binding reason's sentence."""
     rs = ordered(reasons) or [_fallback(sla)]

@@ -32,6 +32,12 @@ EPS = 1e-9
 # objective 'goodput' is rate - GOODPUT_COST_WEIGHT * cost: a tie-break on cost, and so a
 # Dinkelbach step at this lambda (free_rate.py bounds later steps from it)
 GOODPUT_COST_WEIGHT = 1e-6
+# At equal cost, fewer instances and lines: a free (owned at $0) instance must not be deployed
+# for nothing. Each instance and line adds this many $/hour to the objective only (never to a
+# plan's cost): with at most PLAN_INSTANCES (10,000) instances and LINES lines that is under
+# a cent per hour, below any price difference the planner reports, so it orders only plans
+# whose costs tie.
+INSTANCE_TIE_BREAK = 1e-6
 
 
 @dataclass
@@ -234,21 +240,37 @@ def define_budget(m: _Model) -> None:
         m.add("budget", cost_expr(m) <= m.t.budget_per_hour)
 
 
-def define_objective(m: _Model, objective: str, lam: float) -> None:
+def deployed_expr(m: _Model):
+    """Instances and lines the plan deploys: decode instances, the prefill pool when it is a
+    variable (at a fixed rate it is a constant), and the chosen line option's line count."""
+    t = m.t
+    terms = [(m.n[c.key], 1.0) for c in t.md + t.rld]
+    terms += [(m.z[o], ln.config.count) for o, ln in enumerate(t.lines) if ln.config is not None]
+    if m.np_ is not None:
+        terms.append((m.np_, 1.0))
+    return _lin(terms)
+
+
+def define_objective(m: _Model, objective: str, lam: float, tie_break: bool = True) -> None:
+    charged = cost_expr(m)
+    if tie_break:  # ties: fewer deployed
+        charged += INSTANCE_TIE_BREAK * deployed_expr(m)
     if objective == "cost":
-        m.prob.setObjective(cost_expr(m))
+        m.prob.setObjective(charged)
     elif objective == "goodput":
-        m.prob.setObjective(m.r - GOODPUT_COST_WEIGHT * cost_expr(m))  # tie-break on cost
+        m.prob.setObjective(m.r - GOODPUT_COST_WEIGHT * charged)  # tie-break on cost
     else:  # one Dinkelbach step
-        m.prob.setObjective(m.r - lam * cost_expr(m))
+        m.prob.setObjective(m.r - lam * charged)
 
 
-def build(t: FleetTables, objective: str = "cost", lam: float = 0.0) -> _Model:
+def build(
+    t: FleetTables, objective: str = "cost", lam: float = 0.0, tie_break: bool = True
+) -> _Model:
     sense = pulp.LpMinimize if objective == "cost" else pulp.LpMaximize
     m = _Model(t, sense)
     define_variables(m)
     define_owned(m)
-    define_objective(m, objective, lam)
+    define_objective(m, objective, lam, tie_break)
     define_demand(m)
     define_line(m)
     define_decode_capacity(m)
@@ -321,8 +343,9 @@ def _lp_shadow_prices(
     t: FleetTables, objective: str, lam: float, time_limit_s: float
 ) -> dict[str, float]:
     """Duals of the LP relaxation (integers relaxed): $/hour the optimum moves per unit a
-    constraint is relaxed. Integer optima have no duals; the relaxation's are the usual proxy."""
-    m = build(t, objective, lam)
+    constraint is relaxed. Integer optima have no duals; the relaxation's are the usual proxy.
+    Without the instance tie-break: a dual is in $/hour of the plan's cost alone."""
+    m = build(t, objective, lam, tie_break=False)
     for v in m.prob.variables():
         if v.cat != "Continuous":
             v.cat = "Continuous"

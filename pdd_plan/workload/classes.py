@@ -9,6 +9,7 @@ import numpy as np
 
 from pdd_plan import architectures
 from pdd_plan.common.errors import InputError
+from pdd_plan.common.files import require_file
 from pdd_plan.inputs.context import Context
 from pdd_plan.workload.distributions import sample, sample_requests
 from pdd_plan.workload.requests import RequestClasses, Requests
@@ -17,12 +18,14 @@ from pdd_plan.workload.traces.classes import classes_from_requests
 
 
 def _trace_path(ctx: Context, trace: str) -> Path:
-    """A trace path as written, else relative to the scenario file's folder."""
+    """A relative trace path is relative to the scenario file's folder (so a scenario works
+    from any working directory, the bundled examples from the installed package); a path that
+    is only found from the working directory still works."""
     p = Path(trace)
-    if p.exists() or p.is_absolute():
+    if p.is_absolute():
         return p
     q = ctx.base_dir / trace
-    return q if q.exists() else p
+    return q if q.exists() or not p.exists() else p
 
 
 def singular_split(ctx: Context) -> int | None:
@@ -47,13 +50,14 @@ def build_classes(ctx: Context) -> RequestClasses:
         from pdd_plan.workload.traces import read_trace
 
         path = _trace_path(ctx, w.trace)
-        if not path.is_file():
+        if not path.exists():
             raise InputError(
                 ctx.file,
                 "workload.trace",
                 f"trace file '{w.trace}' not found",
                 "give a path relative to the scenario file or an absolute one",
             )
+        require_file(path, "give the path of a trace file", what="trace file")
         req, _info = read_trace(path)
         if np.isnan(req.hit_p).any():  # no block hashes: hit rates from the scenario's distribution
             hit = np.clip(sample(w.prefix_hit, len(req), np.random.default_rng(sc.seed)), 0.0, 1.0)

@@ -15,13 +15,12 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
 from pdd_plan.calibration.engine_formats import read_runs
 from pdd_plan.calibration.hf_import import profile_from_hf
 from pdd_plan.calibration.iperf3 import read_iperf3
-from pdd_plan.cli.main import app
 from pdd_plan.common.errors import InputError
+from tests.cli_helpers import refused
 
 pytestmark = pytest.mark.integration
 
@@ -34,24 +33,6 @@ TRT_TEXT = DATA / "engine_results" / "trtllm_bench_report.txt"
 HF = DATA / "hf_configs"
 
 NAN, INF = float("nan"), float("inf")
-
-
-def _runner() -> CliRunner:
-    try:
-        return CliRunner(mix_stderr=False)
-    except TypeError:
-        return CliRunner()
-
-
-def refused(*args: str, needle: tuple[str, ...]) -> str:
-    r = _runner().invoke(app, list(args))
-    text = f"exit {r.exit_code}\nstdout:\n{r.stdout}\nstderr:\n{r.stderr}"
-    lines = [x for x in r.stderr.splitlines() if x.strip()]
-    assert r.exit_code == 2, text
-    assert len(lines) == 1 and lines[0].startswith("error: "), text
-    for n in needle:
-        assert n in lines[0], text
-    return lines[0]
 
 
 def _put(d: dict, path: str, value) -> dict:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import typing
 from functools import cache
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationInfo, field_validator
 
 # Upper bounds on money and line rates: far above any real price, low enough that costs
 # (count x GPUs x price) stay finite; the MILP solver refuses NaN/inf coefficients.
@@ -54,3 +54,27 @@ class Strict(BaseModel):
             if field is not None and not _admits_bool(field.annotation) and _find_bool(v):
                 raise ValueError("a boolean (true/false) where a number belongs")
         return v
+
+
+MAX_NAME_CHARS = 200
+
+
+def control_character(s: str) -> str | None:
+    """The first control character in `s` (C0, DEL, C1: newline, an ANSI escape), or None."""
+    return next((c for c in s if ord(c) < 32 or 127 <= ord(c) < 160), None)
+
+
+def _check_name(v: str) -> str:
+    """A name is printed in tables, messages and file names: it is not empty, holds no control
+    character (a newline or an ANSI escape would rewrite the terminal) and is not a page long."""
+    if not v.strip():
+        raise ValueError("must not be empty")
+    bad = control_character(v)
+    if bad is not None:
+        raise ValueError(f"holds the control character {bad!r}; use printable characters")
+    if len(v) > MAX_NAME_CHARS:
+        raise ValueError(f"is {len(v)} characters long; use at most {MAX_NAME_CHARS}")
+    return v
+
+
+Name = Annotated[str, AfterValidator(_check_name)]

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, PositiveFloat, PositiveInt
 
-from pdd_plan.inputs.schema.common import MAX_USD_PER_GPU_HOUR, Strict
+from pdd_plan.inputs.schema.common import MAX_USD_PER_GPU_HOUR, Name, Strict
 
 
 class Compute(Strict):
@@ -65,8 +65,8 @@ class Efficiency(Strict):
 
 
 class GPUProfile(Strict):
-    name: str
-    display_name: str
+    name: Name
+    display_name: Name
     compute: Compute
     memory: Memory
     interconnect: Interconnect

@@ -91,12 +91,30 @@ def _refuse_shape(file: str, mark: Any, problem: str, fix: str) -> InputError:
     return InputError(file, None, f"{where}{problem}", fix)
 
 
+def _expansion_error(file: str, ev: Any, anchor: str | None, lines: dict[str, int]) -> InputError:
+    """The nodes limit is passed: name the anchor whose alias took it over (and its line)."""
+    what = "once its aliases (*name) are expanded"
+    if anchor is not None:
+        where = f" (defined on line {lines[anchor]})" if anchor in lines else ""
+        what = f"once alias *{anchor} of anchor &{anchor}{where} is expanded"
+    return _refuse_shape(
+        file,
+        ev.start_mark,
+        f"expands to more than {MAX_YAML_NODES:,} values {what}",
+        "write the values out instead of nesting anchors and aliases",
+    )
+
+
 def check_yaml_shape(text: str, file: str) -> None:
     """Refuse YAML nested deeper than MAX_YAML_DEPTH or larger than MAX_YAML_NODES nodes once
     its aliases are expanded; one pass over the parser's events, no node built."""
     sizes: dict[str, int] = {}  # anchor -> nodes under it, aliases expanded
+    lines: dict[str, int] = {}  # anchor -> the line it is defined on
     stack: list[list] = [[None, 0]]  # [anchor, nodes so far] per open collection
+    last_alias: str | None = None  # the alias that grew the document last
     for ev in yaml.parse(text, Loader=_SAFE_LOADER):
+        if getattr(ev, "anchor", None) is not None and not isinstance(ev, yaml.AliasEvent):
+            lines.setdefault(ev.anchor, ev.start_mark.line + 1)
         if isinstance(ev, _OPEN):
             stack.append([ev.anchor, 1])
             if len(stack) > MAX_YAML_DEPTH:
@@ -113,19 +131,15 @@ def check_yaml_shape(text: str, file: str) -> None:
             anchor, n = ev.anchor, 1
         elif isinstance(ev, yaml.AliasEvent):
             anchor, n = None, sizes.get(ev.anchor, 1)
+            if n > 1:
+                last_alias = ev.anchor
         else:
             continue
         if anchor is not None:
             sizes[anchor] = n
         stack[-1][1] += n
         if stack[-1][1] > MAX_YAML_NODES:
-            raise _refuse_shape(
-                file,
-                ev.start_mark,
-                f"expands to more than {MAX_YAML_NODES:,} values once its aliases (*name) "
-                "are expanded",
-                "write the values out instead of nesting anchors and aliases",
-            )
+            raise _expansion_error(file, ev, last_alias, lines)
 
 
 def parse_yaml_text(text: str, file: str) -> Any:

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 
-from pdd_plan.inputs.schema.common import MAX_LINE_GBPS, MAX_LINE_USD_PER_MONTH, Strict
+from pdd_plan.inputs.schema.common import MAX_LINE_GBPS, MAX_LINE_USD_PER_MONTH, Name, Strict
 
 # Linux defaults (Documentation/networking/ip-sysctl.rst): net.ipv4.tcp_wmem max 4 MiB bounds
 # the bytes a sender keeps in flight; RFC 6928 / Linux initial window of 10 segments; MSS of a
@@ -35,7 +35,7 @@ DEFAULT_CONNECTIONS = 16 * DEFAULT_STREAMS_PER_TRANSFER
 
 
 class LineSKU(Strict):
-    name: str
+    name: Name
     gbps: float = Field(gt=0, le=MAX_LINE_GBPS)  # line rate, Gb/s
     cost_per_month: float = Field(gt=0, le=MAX_LINE_USD_PER_MONTH)  # USD per month
     rtt_ms: float = Field(default=10.0, ge=0)

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, PositiveInt, model_validator
 
-from pdd_plan.inputs.schema.common import Strict
+from pdd_plan.inputs.schema.common import Name, Strict
 
 Dtype = Literal["bf16", "fp8", "fp4"]
 
@@ -145,8 +145,8 @@ class Published(Strict):
 
 
 class ModelProfile(Strict):
-    name: str
-    display_name: str
+    name: Name
+    display_name: Name
     hf_id: str | None = None
     num_layers: PositiveInt
     hidden_size: PositiveInt

@@ -19,6 +19,7 @@ from pdd_plan.inputs.schema.common import (
     MAX_LINE_GBPS,
     MAX_LINE_USD_PER_MONTH,
     MAX_USD_PER_GPU_HOUR,
+    Name,
     Strict,
 )
 from pdd_plan.inputs.schema.fleet import Fleet
@@ -67,17 +68,31 @@ class Distribution(Strict):
         if len(kinds) != 1:
             raise ValueError("give exactly one of fixed, lognormal, histogram")
         if self.histogram is not None:
-            if not self.histogram:
-                raise ValueError("histogram needs at least one [lo, hi, share] bin")
-            for lo, hi, share in self.histogram:
-                if not (0 <= lo <= hi) or share < 0:
-                    raise ValueError(
-                        f"histogram bin [{lo}, {hi}, {share}] needs 0 <= lo <= hi and share >= 0"
-                    )
-            total = sum(b[2] for b in self.histogram)
-            if abs(total - 1.0) > 1e-6:
-                raise ValueError(f"histogram shares sum to {total:g}, must sum to 1")
+            _check_bins(self.histogram)
         return self
+
+
+def _check_bins(bins: list[tuple[float, float, float]]) -> None:
+    """Bins of [lo, hi, share]: each well formed, shares summing to 1, and no two overlapping
+    (a value in two bins would be drawn with both shares: the histogram would not say what
+    the user meant)."""
+    if not bins:
+        raise ValueError("histogram needs at least one [lo, hi, share] bin")
+    for lo, hi, share in bins:
+        if not (0 <= lo <= hi) or share < 0:
+            raise ValueError(
+                f"histogram bin [{lo}, {hi}, {share}] needs 0 <= lo <= hi and share >= 0"
+            )
+    ordered = sorted(bins)
+    for a, b in zip(ordered, ordered[1:]):
+        if b[0] < a[1] or (a[0] == a[1] == b[0] == b[1]):  # touching at an edge is fine
+            raise ValueError(
+                f"histogram bins [{a[0]:g}, {a[1]:g}] and [{b[0]:g}, {b[1]:g}] overlap; "
+                "give each value range once"
+            )
+    total = sum(b[2] for b in bins)
+    if abs(total - 1.0) > 1e-6:
+        raise ValueError(f"histogram shares sum to {total:g}, must sum to 1")
 
 
 MAX_TOKENS = limits.LIMITS["TOKENS"].default  # the default; limits.value("TOKENS") is in force
@@ -169,7 +184,7 @@ class Workload(Strict):
 
 
 class Datacenter(Strict):
-    name: str
+    name: Name
     """The datacenter's name, used by `placement`, `owned` and fleets."""
     gpus: dict[str, int]
     """GPUs available there per GPU profile name (owned ones included)."""
@@ -191,7 +206,7 @@ class CustomLine(Strict):
     """Lease price in $/month."""
     rtt_ms: float = Field(default=10.0, ge=0)
     """Round-trip time in ms."""
-    name: str | None = None
+    name: Name | None = None
     """The line's name (default: `custom-<index>-<gbps>g`)."""
     tcp_efficiency: float = Field(default=0.9, gt=0, le=1)
     """Goodput / line rate after Ethernet, IP and TCP overheads and retransmits."""
@@ -312,7 +327,7 @@ class Search(Strict):
 
 
 class Scenario(Strict):
-    name: str
+    name: Name
     """The scenario's name, printed with its plans."""
     model: str
     """Bundled model profile name, or a path to a model YAML."""

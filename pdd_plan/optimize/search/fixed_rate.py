@@ -73,7 +73,7 @@ def plan(
     reasons: list[Reason] = []
     combos = _combos(ctx, spec, classes, rate, caps, reasons)
     if not combos:
-        raise diagnosis.infeasible(spec.name, reasons, sc.sla)
+        raise diagnosis.no_combinations(ctx, spec, reasons)
     sh = Shared.of(ctx, spec, classes, caps)
     lines = _lines(sh, rate)
     if not lines and not any(solved.one_datacenter(ctx, cb) for cb in combos):

@@ -12,6 +12,7 @@ line), and, across steps with a growing lambda, F(lambda) <= F(lambda0) - (lambd
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -67,6 +68,12 @@ def upper_bound(
     return r * slope - lam * fixed_lb
 
 
+def _affordable(left: float, per_rps: float) -> float:
+    """The req/s `left` $/hour buys at `per_rps` $/hour per req/s: unbounded when each req/s
+    costs nothing (owned GPUs at $0), so the pool, not the budget, bounds the rate."""
+    return math.inf if per_rps <= 0 else max(left, 0.0) / per_rps
+
+
 @dataclass(frozen=True)
 class _Bound:
     """What a combination's static bound needs (fixed per search)."""
@@ -96,7 +103,7 @@ class FreeRateSearch:
         self.reasons: list = []
         self.combos = self._enumerate()
         if not self.combos:
-            raise diagnosis.infeasible(spec.name, self.reasons, ctx.scenario.sla)
+            raise diagnosis.no_combinations(ctx, spec, self.reasons)
         self.combos.sort(key=lambda c: c.fixed_cost)  # ties go to the cheaper pool
         self.sh = Shared.of(ctx, spec, classes, caps)
         levels = cap_levels(ctx.scenario.search.utilization_levels, caps.line)
@@ -146,8 +153,8 @@ class FreeRateSearch:
         off = owned.discount(self.ctx)
         r_lo = min(r_ub, cb.rho * cb.n_lo / es)
         if self.budget is not None:
-            r_ub = min(r_ub, max(self.budget - line_lb, 0.0) / floor)
-            r_ub = min(r_ub, max(self.budget - line_lb + off, 0.0) / per_rps)
+            r_ub = min(r_ub, _affordable(self.budget - line_lb, floor))
+            r_ub = min(r_ub, _affordable(self.budget - line_lb + off, per_rps))
         return _Bound(r_ub, r_lo, floor, cb.fixed_cost + line_lb, per_rps, off)
 
     def _tables_of(self, i: int) -> tables.FleetTables:

@@ -8,10 +8,9 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from pdd_plan.calibration import fit
-from pdd_plan.cli.main import app
+from tests.cli_helpers import invoke
 
 pytestmark = pytest.mark.unit
 
@@ -69,19 +68,12 @@ def test_an_impossible_throughput_warns_that_the_factor_sits_on_its_bound():
     assert "warning:" in fit.calibration_yaml(res, "m.csv", "2026-01-01")
 
 
-def _cli(*args):
-    try:
-        return CliRunner(mix_stderr=False).invoke(app, list(args))
-    except TypeError:
-        return CliRunner().invoke(app, list(args))
-
-
 def test_calibrate_from_says_so_on_stderr_and_in_json(tmp_path):
     rec = json.loads(SGLANG.read_text().splitlines()[0])
     f = tmp_path / "big.jsonl"
     f.write_text(json.dumps({**rec, "output_throughput": 1e12}) + "\n")
     args = ("calibrate", "--from", str(f), "-m", "llama-3.1-8b", "-g", "h100", "--gpus", "1")
-    r = _cli(*args, "-f", "json")
+    r = invoke(*args, "-f", "json")
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)[0]
     assert out["fit"].startswith("1 measurement(s) for 1 free factor(s)")
@@ -92,10 +84,10 @@ def test_calibrate_from_says_so_on_stderr_and_in_json(tmp_path):
 def test_write_without_out_dir_names_out_dir_and_writes_nothing(tmp_path):
     args = ("calibrate", "--from", str(SGLANG), "-m", "llama-3.1-8b", "-g", "h100", "--gpus", "1")
     shipped = (ROOT / "pdd_plan" / "data" / "calibration" / "h100.yaml").read_bytes()
-    r = _cli(*args, "--write")
+    r = invoke(*args, "--write")
     assert r.exit_code == 2 and "--out-dir" in r.stderr, r.output
     assert (ROOT / "pdd_plan" / "data" / "calibration" / "h100.yaml").read_bytes() == shipped
-    r = _cli(*args, "--out-dir", str(tmp_path))  # --out-dir alone writes (implies --write)
+    r = invoke(*args, "--out-dir", str(tmp_path))  # --out-dir alone writes (implies --write)
     assert r.exit_code == 0 and (tmp_path / "h100.yaml").is_file(), r.output
-    r = _cli(*args, "--out-dir", str(tmp_path / "missing"))
+    r = invoke(*args, "--out-dir", str(tmp_path / "missing"))
     assert r.exit_code == 2 and "--out-dir" in r.stderr
