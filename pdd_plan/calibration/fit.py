@@ -127,7 +127,7 @@ def _models(rows: list[Measurement]):
 
 def fit(rows: list[Measurement], gpu: GPUProfile) -> FitResult:
     """Least-squares fit of the four factors of `gpu` to `rows` (all on that GPU)."""
-    from scipy.optimize import least_squares
+    from scipy.optimize import least_squares  # heavy to import; only the fitter needs it
 
     if not rows:
         raise InputError(None, "gpu", f"no measurements on {gpu.name}", "pick a GPU in the CSV")
