@@ -192,7 +192,7 @@ def _at_bound(x: np.ndarray, free: list[int], lo: np.ndarray, hi: np.ndarray) ->
 def fit(rows: list[Measurement], gpu: GPUProfile) -> FitResult:
     """Least-squares fit of the factors of `gpu` to `rows` (all on that GPU): all four, or with
     fewer rows than factors as many as there are rows (`free_factors`)."""
-    from scipy.optimize import least_squares
+    from scipy.optimize import least_squares  # heavy to import; only the fitter needs it
 
     if not rows:
         raise InputError(None, "gpu", f"no measurements on {gpu.name}", "pick a GPU in the CSV")

@@ -13,6 +13,7 @@ from typing import Any
 
 from pdd_plan.calibration.json_fields import count
 from pdd_plan.common.errors import InputError
+from pdd_plan.inputs.schema.io import parse
 from pdd_plan.inputs.schema.model import ModelProfile
 
 GQA_ARCHS = ("LlamaForCausalLM", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "MistralForCausalLM")
@@ -286,6 +287,5 @@ def profile_from_hf(cfg: dict, name: str, file: str = "config.json") -> ModelPro
         f"from the same file. page_size {page}: the SGLang page size for this attention kind "
         "(runtime.md).",
     }
-    from pdd_plan.inputs.schema.io import parse
 
     return parse(ModelProfile, data, file, "fix config.json")

@@ -18,10 +18,12 @@ from pdd_plan import architectures
 from pdd_plan.architectures import ROLE_ORDER
 from pdd_plan.common.errors import InputError
 from pdd_plan.inputs import profiles
+from pdd_plan.inputs.context import build_context
 from pdd_plan.inputs.schema import plan as schema_plan
 from pdd_plan.inputs.schema.gpu import GPUProfile
 from pdd_plan.inputs.schema.model import ModelProfile
 from pdd_plan.inputs.schema.plan import ArchitecturePlan, InstanceGroup, Plan
+from pdd_plan.perf.instance import Instance
 
 ARCHITECTURES = architectures.names()  # the built-in ones, for --architecture help
 DECODE_ROLES = ("main_decode", "decode")
@@ -80,7 +82,6 @@ def _moe_options(model: ModelProfile, gpu: GPUProfile, r: InstanceGroup) -> dict
     """The expert-parallel settings the perf model assumed for this row (perf/comm.py): DeepEP
     all-to-all when EP spans ranks, two-batch overlap where the engine default turns it on,
     redundant expert slots (with EPLB) when the row has them."""
-    from pdd_plan.perf.instance import Instance
 
     if model.ffn.moe is None or r.ep <= 1:
         return {}
@@ -171,7 +172,6 @@ def load_plan(path: str | Path) -> Plan:
 
 def context(plan: Plan, file: str | None = None):
     """The resolved scenario (model and GPU profiles) a plan was made from."""
-    from pdd_plan.inputs.context import build_context
 
     return build_context(plan.inputs, file or "")
 

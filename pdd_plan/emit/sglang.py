@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import shlex
 
-from pdd_plan.emit.plan import DOMAIN, Deployment, Group
+from pdd_plan.emit.plan import DOMAIN, Deployment, Group, dns
 
 Flags = list[tuple[str, tuple[str, ...]]]
 
@@ -111,7 +111,6 @@ def host(g: Group, i: int, node: int = 0) -> str:
 
 
 def router_host(dep: Deployment) -> str:
-    from pdd_plan.emit.plan import dns
 
     return f"router.{dns(dep.router_dc)}.{DOMAIN}"
 
@@ -140,7 +139,6 @@ def instance_commands(dep: Deployment, g: Group) -> list[tuple[str, int, int, li
 
 def script(dep: Deployment, dc: str) -> str:
     """Launch script of one datacenter: `launch-<dc>.sh HOST` runs that host's command."""
-    from pdd_plan.emit.plan import dns
 
     groups = dep.groups_in(dc)
     branches: list[tuple[str, list[str], list[str]]] = []  # (host, comments, argv)

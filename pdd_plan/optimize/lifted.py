@@ -16,6 +16,7 @@ from pdd_plan.common.errors import InfeasibleError
 from pdd_plan.inputs.context import Context
 from pdd_plan.inputs.schema.plan import ArchitecturePlan, LineChoice
 from pdd_plan.latency.line.transfer import LineConfig
+from pdd_plan.optimize import optimize
 
 _ROOM = 1000.0  # the lifted line's capacity and pool, as a multiple of the real one
 
@@ -33,9 +34,6 @@ def _roomy(ctx: Context) -> Context:
 def line_cap_lifted(ctx: Context, architecture: str) -> ArchitecturePlan:
     """``architecture``'s plan with the line cap lifted (see the module doc); InfeasibleError
     when even a roomy line leaves it without a plan (then the line was not the problem)."""
-    from pdd_plan.optimize import (
-        optimize,  # the package's entry point (this module is one of its parts)
-    )
 
     sc = ctx.scenario
     only = sc.model_copy(update={"architectures": [architecture]})

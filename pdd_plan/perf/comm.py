@@ -30,6 +30,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from pdd_plan.inputs.profiles import data_dir
 from pdd_plan.inputs.schema.common import Strict
 from pdd_plan.inputs.schema.io import load
 
@@ -91,7 +92,6 @@ class MoEServing(Strict):
 @lru_cache(maxsize=1)
 def serving() -> MoEServing:
     """The bundled engine constants (data/profiles/runtime/moe-serving.yaml)."""
-    from pdd_plan.inputs.profiles import data_dir
 
     return load(MoEServing, str(data_dir() / "profiles" / "runtime" / "moe-serving.yaml"))
 

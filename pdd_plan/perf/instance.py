@@ -12,6 +12,7 @@ from pdd_plan.common.errors import InputError
 from pdd_plan.inputs.schema.gpu import GPUProfile
 from pdd_plan.inputs.schema.model import ModelProfile
 from pdd_plan.perf import layers
+from pdd_plan.perf.comm import serving
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,6 @@ class Instance:
             return float(self.expert_load)
         if self.model.ffn.moe is None or self.ep <= 1:
             return 1.0
-        from pdd_plan.perf.comm import serving
 
         load = serving().expert_load
         return load.imbalance_with_eplb if self.redundant_experts else load.imbalance_without_eplb
@@ -132,7 +132,6 @@ class Instance:
             return False
         if self.two_batch_overlap is not None:
             return bool(self.two_batch_overlap) and self.ep > 1
-        from pdd_plan.perf.comm import serving
 
         default = serving().two_batch_overlap.default_with_dp_attention
         return default and self.ep > 1 and self.dp_attention

@@ -8,6 +8,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np
 
 from pdd_plan import architectures  # noqa: E402
 
@@ -63,7 +64,6 @@ def _color(a: str, i: int) -> str:
 
 def ttft_cdf_png(series: dict, analytic: dict, sla: dict, note: str) -> bytes:
     """Empirical CDF of simulated TTFT per architecture; analytic P50/P90/P99 as markers."""
-    import numpy as np
 
     fig, ax = plt.subplots(figsize=(7, 4.2))
     styles = ("-", "--", ":", "-.")
@@ -110,7 +110,6 @@ def ttft_cdf_png(series: dict, analytic: dict, sla: dict, note: str) -> bytes:
 
 
 def hit_hist_png(hits, source: str) -> bytes:
-    import numpy as np
 
     h = np.asarray(hits, dtype=float)
     h = h[~np.isnan(h)]
@@ -129,7 +128,6 @@ def hit_hist_png(hits, source: str) -> bytes:
 
 def cost_png(breakdown: dict) -> bytes:
     """Stacked $/h per architecture: one segment per role and the line."""
-    import numpy as np
 
     archs = list(breakdown)
     parts = [p for p in PART_COLORS if any(p in breakdown[a] for a in archs)]
@@ -151,7 +149,6 @@ def cost_png(breakdown: dict) -> bytes:
 
 def line_util_png(util: dict, sim_label: str) -> bytes:
     """Grouped bars per architecture: analytic vs simulated line utilization (None: no line)."""
-    import numpy as np
 
     archs = list(util)
     x = np.arange(len(archs))
@@ -177,7 +174,6 @@ def line_util_png(util: dict, sim_label: str) -> bytes:
 
 def ttft_percentiles_png(rows: dict, sla: dict) -> bytes:
     """Grouped bars: analytic and simulated TTFT P50/P90/P99 per architecture."""
-    import numpy as np
 
     archs = list(rows)
     qs = ("p50", "p90", "p99")

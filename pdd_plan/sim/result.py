@@ -109,7 +109,7 @@ class SimResult:
 
     def records(self):
         """One row per request (a pandas DataFrame)."""
-        import pandas as pd
+        import pandas as pd  # optional and heavy: only for a DataFrame of the rows
 
         d = self.dec
         return pd.DataFrame(

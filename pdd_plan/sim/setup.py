@@ -14,8 +14,10 @@ from pdd_plan.inputs.context import Context
 from pdd_plan.inputs.schema.plan import ArchitecturePlan, InstanceGroup, Plan
 from pdd_plan.latency.line.transfer import LineConfig
 from pdd_plan.perf.instance import Instance
+from pdd_plan.workload.cache import CacheSpec
 from pdd_plan.workload.distributions import sample, sample_requests
 from pdd_plan.workload.requests import Requests
+from pdd_plan.workload.traces import TraceReader, read_trace
 
 PlanLike = Plan | ArchitecturePlan
 
@@ -163,7 +165,6 @@ def _trace_path(ctx: Context, trace: str) -> Path:
 
 def _read_hashes(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Raw arrivals and block ids of a hashed trace, in file order (compact int64)."""
-    from pdd_plan.workload.traces import TraceReader
 
     arr, lens, flat = [], [], []
     for ch in TraceReader(path):
@@ -207,8 +208,6 @@ def requests(
         return SimRequests(
             Requests(r.arrival_s, r.input_tokens, r.output_tokens, r.hit_p, hd), "distribution"
         )
-    from pdd_plan.workload.cache import CacheSpec
-    from pdd_plan.workload.traces import read_trace
 
     path = _trace_path(ctx, path_s) if trace is None else Path(trace)
     if not path.is_file():

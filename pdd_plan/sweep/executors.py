@@ -8,11 +8,22 @@ does not depend on the executor.
 from __future__ import annotations
 
 import contextlib
+import multiprocessing as mp
 import os
+import socket
+import struct
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
+from concurrent.futures import (
+    FIRST_COMPLETED,
+    Executor,
+    Future,
+    ProcessPoolExecutor,
+    ThreadPoolExecutor,
+    wait,
+)
 from typing import Any
 
 from pdd_plan.common.errors import InputError
@@ -75,8 +86,6 @@ def probe_dask(addr: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
     handshake without end, so a server that answers garbage (an HTTP or SSH server) or
     nothing made it hang (> 600 s) or die allocating exabytes. Here a silent server fails
     after `timeout_s` and an implausible length at once, both as one-line errors."""
-    import socket
-    import struct
 
     host, port = _host_port(addr)
     end = time.monotonic() + timeout_s
@@ -103,9 +112,8 @@ def probe_dask(addr: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
 def _client_within(addr: str, timeout_s: float) -> Any:
     """distributed.Client(addr), or an InputError once `timeout_s` has passed: the start-up
     runs in a daemon thread, so a scheduler that stalls mid-handshake cannot hold the run."""
-    import threading
 
-    from distributed import Client
+    from distributed import Client  # dask: optional, only for the dask executor
 
     box: dict[str, Any] = {}
 
@@ -130,7 +138,7 @@ def _client_within(addr: str, timeout_s: float) -> Any:
 
 def _dask_executor(spec: str) -> tuple[Any, Executor]:
     try:
-        import distributed  # noqa: F401
+        import distributed  # noqa: F401  # dask: optional, only for the dask executor
     except ImportError:
         raise InputError(
             None,
@@ -146,7 +154,6 @@ def _dask_executor(spec: str) -> tuple[Any, Executor]:
 
 
 def _mp_context() -> Any:
-    import multiprocessing as mp
 
     methods = mp.get_all_start_methods()
     return mp.get_context("forkserver" if "forkserver" in methods else "spawn")
@@ -238,7 +245,6 @@ def run_all(
             return _on_executor(fn, items, ex, progress, stop)
         finally:
             client.close()
-    from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
     if executor == "process":
         # not fork: a parent that has solved before holds HiGHS's thread pool, which a forked

@@ -13,7 +13,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
 from pdd_plan.common.errors import InputError
+from pdd_plan.inputs.context import build_context
+from pdd_plan.inputs.schema.io import parse, validation_to_input_error
+from pdd_plan.inputs.schema.scenario import Scenario
 
 
 @dataclass(frozen=True)
@@ -99,11 +104,6 @@ def set_key(data: dict, key: str, value: Any) -> dict:
 
 def _check(data: dict, file: str, keys: Sequence[str], values: Sequence) -> None:
     """Validate and resolve one point; a failure names the --vary keys and their values."""
-    from pydantic import ValidationError
-
-    from pdd_plan.inputs.context import build_context
-    from pdd_plan.inputs.schema.io import validation_to_input_error
-    from pdd_plan.inputs.schema.scenario import Scenario
 
     at = ", ".join(f"{k}={v}" for k, v in zip(keys, values))
     field = "--vary " + ", ".join(keys)
@@ -129,9 +129,6 @@ def build_points(data: dict, file: str, varies: Sequence[Vary]) -> list[dict]:
     A point that fails validation is retried with each of its --vary alone, so the error names
     the one key at fault; a clash only the combination makes (a P90 above the P99) names all.
     """
-    from pdd_plan.inputs.context import build_context
-    from pdd_plan.inputs.schema.io import parse
-    from pdd_plan.inputs.schema.scenario import Scenario
 
     build_context(parse(Scenario, data, file), file)  # the base scenario's own errors name the file
     keys = [v.key for v in varies]

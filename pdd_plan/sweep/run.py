@@ -14,6 +14,10 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 
 from pdd_plan.common.errors import InfeasibleError, InputError, PddPlanError
+from pdd_plan.inputs.context import build_context
+from pdd_plan.inputs.schema.io import parse
+from pdd_plan.inputs.schema.scenario import Scenario
+from pdd_plan.optimize import optimize
 from pdd_plan.sweep.executors import check_executor, run_all
 from pdd_plan.sweep.pareto import pareto_indices
 from pdd_plan.sweep.points import Vary, build_points, grid
@@ -39,10 +43,6 @@ def run_point(data: dict, file: str, verify: bool = False, sim_requests: int = 2
     Top-level and returning plain data, so process pools and Dask workers can run it; errors
     travel back as data (the project's exceptions do not all pickle).
     """
-    from pdd_plan.inputs.context import build_context
-    from pdd_plan.inputs.schema.io import parse
-    from pdd_plan.inputs.schema.scenario import Scenario
-    from pdd_plan.optimize import optimize
 
     try:
         sc = parse(Scenario, data, file)
@@ -107,7 +107,6 @@ def sweep(
     "points", "pareto"}: points[i] = {"index", "values": {key: value}, "architectures":
     {architecture: row}}; pareto[architecture] = indices into points on its frontier.
     """
-    from pdd_plan.inputs.schema.scenario import Scenario
 
     _check_options(varies, workers, sim_requests)
     if isinstance(executor, str):

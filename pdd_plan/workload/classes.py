@@ -14,6 +14,7 @@ from pdd_plan.inputs.context import Context
 from pdd_plan.workload.distributions import sample, sample_requests
 from pdd_plan.workload.requests import RequestClasses, Requests
 from pdd_plan.workload.stats import HIT_BIN_EDGES
+from pdd_plan.workload.traces import read_trace
 from pdd_plan.workload.traces.classes import classes_from_requests
 
 
@@ -47,8 +48,6 @@ def build_classes(ctx: Context) -> RequestClasses:
     per_bin = (len(HIT_BIN_EDGES) - 1) * (2 if split is not None else 1)
     buckets = max(1, w.classes // per_bin)
     if w.trace is not None:
-        from pdd_plan.workload.traces import read_trace
-
         path = _trace_path(ctx, w.trace)
         if not path.exists():
             raise InputError(

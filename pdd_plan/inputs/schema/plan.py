@@ -18,6 +18,7 @@ from pdd_plan import architectures
 from pdd_plan.common import limits
 from pdd_plan.common.errors import InputError
 from pdd_plan.inputs.schema.common import Strict
+from pdd_plan.inputs.schema.io import parse, read_yaml
 from pdd_plan.inputs.schema.scenario import SLA, Scenario
 
 SCHEMA_VERSION = 2
@@ -380,7 +381,6 @@ class Plan(_Out):
 
 def parse_plan(data: Any, file: str | None = None) -> Plan:
     """A plan from parsed YAML/JSON; one-line InputError naming the field otherwise."""
-    from pdd_plan.inputs.schema.io import parse
 
     where = file or "plan"
     if not isinstance(data, dict) or "plans" not in data or "inputs" not in data:
@@ -393,6 +393,5 @@ def parse_plan(data: Any, file: str | None = None) -> Plan:
 
 
 def load_plan(path: str | Path) -> Plan:
-    from pdd_plan.inputs.schema.io import read_yaml
 
     return parse_plan(read_yaml(path), str(path))

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pdd_plan.common.errors import InputError
+from pdd_plan.inputs import profiles
 from pdd_plan.sweep.points import set_key
 
 # $/Gbps per month of the two metro lit midpoints the bundled line profiles interpolate between
@@ -74,7 +75,6 @@ def _candidate_dict(c: Any, i: int, file: str | None) -> dict:
     """A `link.candidates` entry as an inline line (a bundled name is read from its profile)."""
     if isinstance(c, dict):
         return dict(c)
-    from pdd_plan.inputs import profiles
 
     sku = profiles.line(str(c), f"link.candidates[{i}]", file)
     return {

@@ -15,8 +15,14 @@ from collections.abc import Callable
 from concurrent.futures import Executor
 from typing import Any
 
+from pydantic import ValidationError
+
 from pdd_plan.architectures import LINE_BASELINE, RELAY_ARCH
 from pdd_plan.common.errors import InfeasibleError, InputError, PddPlanError
+from pdd_plan.inputs.context import build_context
+from pdd_plan.inputs.schema.io import parse, validation_to_input_error
+from pdd_plan.inputs.schema.scenario import Scenario
+from pdd_plan.optimize import optimize
 from pdd_plan.sweep.executors import check_executor, run_all
 from pdd_plan.sweep.regimes.axes import RegimeAxis, apply_axes
 from pdd_plan.sweep.regimes.cells import ARCHS, GAIN_LINE, GAIN_LOCAL, REGIMES
@@ -29,10 +35,6 @@ _TIE = 1e-9  # BCRs are rounded to 4 decimals by the plan; equal fleets give equ
 def run_cell(data: dict, file: str, verify: bool = False, sim_requests: int = 20_000) -> dict:
     """Worker: optimize one cell; its rows, PDD's comparison and RLD token share, or
     {"error", "exit_code"} (top-level and plain data, so process pools and Dask can run it)."""
-    from pdd_plan.inputs.context import build_context
-    from pdd_plan.inputs.schema.io import parse
-    from pdd_plan.inputs.schema.scenario import Scenario
-    from pdd_plan.optimize import optimize
 
     try:
         sc = parse(Scenario, data, file)
@@ -53,11 +55,6 @@ def run_cell(data: dict, file: str, verify: bool = False, sim_requests: int = 20
 
 def _check_cell(data: dict, file: str, at: str, field: str = "axes") -> None:
     """Validate and resolve one cell; a failure names the axes (`field`) and their values."""
-    from pydantic import ValidationError
-
-    from pdd_plan.inputs.context import build_context
-    from pdd_plan.inputs.schema.io import validation_to_input_error
-    from pdd_plan.inputs.schema.scenario import Scenario
 
     try:
         try:
@@ -72,9 +69,6 @@ def _check_cell(data: dict, file: str, at: str, field: str = "axes") -> None:
 
 def build_cells(data: dict, file: str, x: RegimeAxis, y: RegimeAxis) -> list[dict]:
     """The validated scenario dict of every cell, row by row (y outer, x inner)."""
-    from pdd_plan.inputs.context import build_context
-    from pdd_plan.inputs.schema.io import parse
-    from pdd_plan.inputs.schema.scenario import Scenario
 
     if x.name == y.name:
         raise InputError(None, f"axis {y.name}", "both axes are the same", "vary two things")
@@ -149,7 +143,6 @@ def regime_map(
     cells[iy * len(x) + ix] is the cell at (x.values[ix], y.values[iy]). Same inputs, same
     output byte for byte, whatever the executor (results come back in cell order).
     """
-    from pdd_plan.inputs.schema.scenario import Scenario
 
     if isinstance(executor, str):
         check_executor(executor)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import io
 import math
 
+import numpy as np
+
 from pdd_plan.architectures import LINE_BASELINE, LOCAL_BASELINE, RELAY_ARCH, get
 from pdd_plan.sweep.regimes.cells import GAIN_LINE, GAIN_LOCAL
 
@@ -56,7 +58,6 @@ def _share_text(cell: dict) -> str:
 
 
 def _panel(ax, result: dict, values: list[list], texts: list[list], cmap: str, vlim, title: str):
-    import numpy as np
 
     ny, nx = len(values), len(values[0])
     arr = np.ma.masked_invalid(
@@ -99,7 +100,7 @@ def _dark(v: float, vlim: tuple[float, float], cmap: str) -> bool:
 
 
 def _rect(ix: int, iy: int):
-    from matplotlib.patches import Rectangle
+    from matplotlib.patches import Rectangle  # matplotlib: only when a map is drawn
 
     return Rectangle(
         (ix - 0.5, iy - 0.5), 1, 1, fill=False, hatch=_HATCH, edgecolor="#999999", lw=0
@@ -115,10 +116,10 @@ def _gain_limit(result: dict) -> float:
 
 def regime_png(result: dict, dpi: int = 100) -> bytes:
     """The map as PNG bytes (three panels, y upward, each cell labelled with its figure)."""
-    import matplotlib
+    import matplotlib  # only when a map is drawn (reading one needs none of it)
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # after the backend is chosen
 
     lim = _gain_limit(result)
 

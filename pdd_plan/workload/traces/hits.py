@@ -55,7 +55,7 @@ class InfiniteHits:
         self, flat: np.ndarray, counts: np.ndarray, inp: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         if self.blocks is None:
-            from pdd_plan.workload.traces.seen import BlockSet
+            from pdd_plan.workload.traces.seen import BlockSet  # numba: only with block hashes
 
             self.blocks = BlockSet()
         lead = self.blocks.leads(flat, counts)

@@ -187,6 +187,34 @@ def test_report_renders_only():
     assert not solving, f"report reaches {solving}"
 
 
+def uncommented_function_imports(path: Path) -> list[str]:
+    """Imports inside functions with no comment saying why (on their lines or the line above)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    out = []
+    for fn in ast.walk(ast.parse("\n".join(lines))):
+        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                span = lines[node.lineno - 2 : node.end_lineno]
+                if not any("#" in x for x in span):
+                    out.append(f"{path.relative_to(PKG)}:{node.lineno}")
+    return out
+
+
+def test_imports_inside_functions_say_why():
+    # only heavy or optional dependencies load late (numba kernels, matplotlib, dask, pandas,
+    # scipy.optimize); cli/ is apart: each command imports its engine when it runs, so
+    # `pdd-plan --help` and the light commands do not load the MILP, numba or matplotlib
+    found = [
+        x
+        for p in sorted(PKG.rglob("*.py"))
+        if "cli" not in p.relative_to(PKG).parts
+        for x in uncommented_function_imports(p)
+    ]
+    assert not found, "say why these imports are inside functions: " + ", ".join(found)
+
+
 def test_cycle_finder_finds_a_planted_cycle():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
