@@ -16,8 +16,8 @@ weighted goodput to weighted cost (dinkelbach.py). Objectives: minimum cost; max
 a budget); or rate - lambda * cost.
 """
 
+from pdd_plan.optimize.milp.base import EPS, GOODPUT_COST_WEIGHT, Model, size
 from pdd_plan.optimize.milp.dinkelbach import dinkelbach_points
-from pdd_plan.optimize.milp.model import EPS, GOODPUT_COST_WEIGHT, Model, size
 from pdd_plan.optimize.milp.problem import build, build_points, solve, solve_points
 from pdd_plan.optimize.milp.result import FleetSolution, PointSolution, PointsSolution
 

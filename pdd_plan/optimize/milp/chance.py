@@ -1,6 +1,6 @@
 """The chance constraint: per operating point a binary that, at 1, relaxes the point's SLA rows
 (line utilization, decode throughput and KV memory, TTFT percentiles) by a big-M
-(model.Model.add_sla), and a cap on the points' weighted share of violations.
+(base.Model.add_sla), and a cap on the points' weighted share of violations.
 
 With draws of weight 1/N and a cap of 1 - Q, the fleet meets its SLA rows in at least a share
 Q of the draws. Demand and routing are never relaxed: every point's traffic is still routed.
@@ -8,7 +8,7 @@ Q of the draws. Demand and routing are never relaxed: every point's traffic is s
 
 from __future__ import annotations
 
-from pdd_plan.optimize.milp.model import Model, lin, var
+from pdd_plan.optimize.milp.base import Model, lin, var
 
 
 def define_violations(m: Model) -> None:

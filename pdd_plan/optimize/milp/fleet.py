@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pulp
 
-from pdd_plan.optimize.milp.model import Model, lin, var
+from pdd_plan.optimize.milp.base import Model, lin, var
 
 
 def define_fleet(m: Model) -> None:

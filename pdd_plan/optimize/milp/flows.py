@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pulp
 
-from pdd_plan.optimize.milp.model import Model, lin, var
+from pdd_plan.optimize.milp.base import Model, lin, var
 from pdd_plan.optimize.tables import QUANTILES
 
 

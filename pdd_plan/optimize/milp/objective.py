@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pulp
 
+from pdd_plan.optimize.milp.base import GOODPUT_COST_WEIGHT, Model
 from pdd_plan.optimize.milp.elastic import elastic_cost
 from pdd_plan.optimize.milp.fleet import base_cost_expr
-from pdd_plan.optimize.milp.model import GOODPUT_COST_WEIGHT, Model
 
 
 def cost_expr(m: Model):

@@ -17,7 +17,7 @@ import pulp
 
 from pdd_plan.common import limits
 from pdd_plan.optimize.milp import chance, elastic, fleet, flows
-from pdd_plan.optimize.milp.model import Model
+from pdd_plan.optimize.milp.base import Model
 from pdd_plan.optimize.milp.objective import define_budget, define_objective
 from pdd_plan.optimize.milp.result import FleetSolution, PointsSolution, extract
 from pdd_plan.optimize.points import OperatingPoints, single

@@ -9,7 +9,7 @@ import numpy as np
 import pulp
 
 from pdd_plan.optimize.milp import elastic, fleet
-from pdd_plan.optimize.milp.model import EPS, Model, size
+from pdd_plan.optimize.milp.base import EPS, Model, size
 from pdd_plan.optimize.milp.objective import cost_expr
 
 
