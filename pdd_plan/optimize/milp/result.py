@@ -1,0 +1,122 @@
+"""What a solved model says: the shared fleet, and per operating point its rate, routing,
+elastic instances and whether it used its allowance of SLA violations."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pulp
+
+from pdd_plan.optimize.milp import elastic, fleet
+from pdd_plan.optimize.milp.base import EPS, Model, size
+from pdd_plan.optimize.milp.objective import cost_expr
+
+
+@dataclass
+class FleetSolution:
+    status: str
+    objective: float
+    cost_per_hour: float
+    rate_rps: float
+    counts: dict[str, int]  # decode candidate key -> instances
+    prefill_count: int | None  # variable-rate mode: the prefill pool size chosen
+    line_index: int  # index into tables.lines
+    flows: dict[str, np.ndarray]  # path -> requests/s per class (through the chosen line)
+    seconds: float
+    binding: list[str] = field(default_factory=list)
+    shadow_prices: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PointSolution:
+    rate_rps: float
+    flows: dict[str, np.ndarray]  # path -> requests/s per class (through the chosen line)
+    elastic: dict[str, int]  # decode candidate key -> elastic instances in this point
+    elastic_cost_per_hour: float  # while the point lasts
+    violated: bool  # its SLA rows relaxed (the chance constraint's allowance)
+
+
+@dataclass
+class PointsSolution:
+    status: str
+    objective: float
+    cost_per_hour: float  # averaged over the points by weight: base + weighted elastic
+    base_cost_per_hour: float  # the shared fleet and line, paid in every point
+    counts: dict[str, int]  # decode candidate key -> base instances
+    prefill_count: int | None
+    line_index: int
+    points: list[PointSolution]
+    seconds: float
+    binding: list[str]
+    size: dict[str, int]  # rows, columns, integers
+
+    def one(self, seconds: float) -> FleetSolution:
+        """The one-point answer in the single-rate planner's shape."""
+        p = self.points[0]
+        return FleetSolution(
+            self.status,
+            self.objective,
+            self.cost_per_hour,
+            p.rate_rps,
+            self.counts,
+            self.prefill_count,
+            self.line_index,
+            p.flows,
+            seconds,
+            self.binding,
+        )
+
+
+def value(x) -> float:
+    return float(x.value() or 0.0) if hasattr(x, "value") else float(x)
+
+
+def _point(m: Model, k: int, line: int) -> PointSolution:
+    paths = m.pts.point_paths(k)
+    n_cls = len(m.pts.class_weight[k])
+    flows: dict[str, np.ndarray] = {p: np.zeros(n_cls) for p in paths[line].allowed}
+    for (o, p, c), v in m.f[k].items():
+        if o == line:
+            flows[p][c] = max(value(v), 0.0) * m.unit[k]
+    extra = {key: int(round(value(x))) for key, x in m.e[k].items()}
+    v = m.v[k]
+    return PointSolution(
+        value(m.r[k]),
+        flows,
+        {key: n for key, n in extra.items() if n > 0},
+        max(float(pulp.value(elastic.elastic_cost(m, k)) or 0.0), 0.0) + 0.0,
+        v is not None and value(v) > 0.5,
+    )
+
+
+def _binding(m: Model, plumbing: tuple[str, ...]) -> list[str]:
+    binding = sorted(
+        name
+        for name, row in m.rows.items()
+        if not name.startswith(plumbing)
+        and abs(row.slack or 0.0) < 1e-6
+        and any(abs(value(v)) > EPS for v in row.keys())
+    )
+    binding = [b if not b.startswith("line_capacity") else "line_capacity" for b in binding]
+    return sorted(set(binding))
+
+
+def extract(m: Model, seconds: float, plumbing: tuple[str, ...]) -> PointsSolution:
+    line = fleet.line_index(m, value)
+    cost = max(float(pulp.value(cost_expr(m))), 0.0) + 0.0  # owned at 0: never -0.0
+    base = max(float(pulp.value(fleet.base_cost_expr(m))), 0.0) + 0.0
+    npf = int(round(value(m.np_))) if m.np_ is not None else None
+    return PointsSolution(
+        "Optimal",
+        float(pulp.value(m.prob.objective) or 0.0),
+        cost,
+        base,
+        fleet.counts(m, value),
+        npf,
+        line,
+        [_point(m, k, line) for k in m.points],
+        seconds,
+        _binding(m, plumbing),
+        size(m),
+    )
