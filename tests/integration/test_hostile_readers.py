@@ -113,7 +113,10 @@ NUMBERS = st.one_of(
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     path=st.sampled_from([p for p, _ in IPERF_CASES if "version" not in p]),
@@ -225,7 +228,10 @@ def test_trtllm_text_fields(tmp_path, label, value):
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(key=st.sampled_from(SERVING_NUMBERS + ("tp", "ep", "dp_attention")), value=NUMBERS)
 def test_vllm_any_value_is_a_run_or_an_input_error(tmp_path, key, value):
@@ -293,7 +299,7 @@ def test_import_hf_impossible_shapes(tmp_path, config, edit, key):
     refused("profiles", "import-hf", f, "--name", "t", needle=("config.json", key))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, derandomize=True)
 @given(key=st.sampled_from(GQA_KEYS), value=NUMBERS)
 def test_import_hf_any_value_is_a_profile_or_an_input_error(key, value):
     cfg = {**json.loads(LLAMA.read_text()), key: value}
