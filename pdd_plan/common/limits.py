@@ -47,7 +47,8 @@ LIMITS: dict[str, Limit] = {
             "REQUESTS",
             10_000_000,
             "requests",
-            "workload.samples, --sim-requests (optimize, sweep, report), simulate --requests",
+            "workload.samples, --sim-requests (optimize, sweep, report, regimes), simulate and "
+            "evaluate --requests",
             "memory and replay time grow with it (samples: 2e9 used 23 GB before it was killed)",
         ),
         Limit(
@@ -82,7 +83,7 @@ LIMITS: dict[str, Limit] = {
             "LINES",
             16,
             "lines",
-            "link.max_lines",
+            "link.max_lines, a fleet's line.count",
             "line options = count x SKU x utilization level (rate free: 4 lines 9 s, 32 lines 137 s)",
         ),
         Limit(
@@ -110,8 +111,25 @@ LIMITS: dict[str, Limit] = {
             "PLAN_INSTANCES",
             10_000,
             "instances",
-            "a plan's instances[].count, summed per architecture (and its line count)",
+            "a plan's or a scenario fleet's instances[].count, summed per architecture (and its "
+            "line count)",
             "simulate and emit work per instance (2 x 100,000 took 80 s and 256 MB of scripts)",
+        ),
+        Limit(
+            "YAML_DEPTH",
+            200,
+            "levels",
+            "nesting of any YAML input (scenario, plan, profile, fleet)",
+            "the loader builds nodes recursively: a few thousand `[` overflow the C stack; real "
+            "files nest under 15 levels",
+        ),
+        Limit(
+            "YAML_NODES",
+            2_000_000,
+            "values",
+            "values in any YAML input once its aliases (*name) are expanded",
+            "nine levels of `&a [*b, *b, ...]` are 1 KB of text and 9^9 values once read; real "
+            "files hold under 10^5",
         ),
         Limit(
             "SWEEP_POINTS",

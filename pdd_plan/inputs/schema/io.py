@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from pdd_plan.common import limits
 from pdd_plan.common.errors import InputError
 from pdd_plan.common.files import check_size, max_bytes, require_file
 
@@ -76,12 +77,8 @@ def read_yaml(path: str | Path) -> Any:
     return parse_yaml_text(text, str(p))
 
 
-# What a YAML input may hold, checked on the event stream before any node is built: nesting
-# (the loader builds nodes recursively, so a few thousand `[` overflow the C stack) and the size
-# with every alias expanded (nine levels of `&a [*b, *b, ...]` are 1 KB of text and 9^9 nodes
-# once read). Scenario, plan and profile files nest under 15 levels and hold under 10^5 nodes.
-MAX_YAML_DEPTH = 200
-MAX_YAML_NODES = 2_000_000
+# What a YAML input may hold (limits YAML_DEPTH and YAML_NODES) is checked on the event stream
+# before any node is built: nesting, and the size with every alias expanded.
 _OPEN = (yaml.SequenceStartEvent, yaml.MappingStartEvent)
 _CLOSE = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
 
@@ -100,14 +97,16 @@ def _expansion_error(file: str, ev: Any, anchor: str | None, lines: dict[str, in
     return _refuse_shape(
         file,
         ev.start_mark,
-        f"expands to more than {MAX_YAML_NODES:,} values {what}",
-        "write the values out instead of nesting anchors and aliases",
+        f"expands to more than {limits.value('YAML_NODES'):,} values {what}",
+        "write the values out instead of nesting anchors and aliases, or "
+        + limits.raise_hint("YAML_NODES"),
     )
 
 
 def check_yaml_shape(text: str, file: str) -> None:
-    """Refuse YAML nested deeper than MAX_YAML_DEPTH or larger than MAX_YAML_NODES nodes once
+    """Refuse YAML nested deeper than the YAML_DEPTH limit or larger than YAML_NODES values once
     its aliases are expanded; one pass over the parser's events, no node built."""
+    max_depth, max_nodes = limits.value("YAML_DEPTH"), limits.value("YAML_NODES")
     sizes: dict[str, int] = {}  # anchor -> nodes under it, aliases expanded
     lines: dict[str, int] = {}  # anchor -> the line it is defined on
     stack: list[list] = [[None, 0]]  # [anchor, nodes so far] per open collection
@@ -117,12 +116,12 @@ def check_yaml_shape(text: str, file: str) -> None:
             lines.setdefault(ev.anchor, ev.start_mark.line + 1)
         if isinstance(ev, _OPEN):
             stack.append([ev.anchor, 1])
-            if len(stack) > MAX_YAML_DEPTH:
+            if len(stack) > max_depth:
                 raise _refuse_shape(
                     file,
                     ev.start_mark,
-                    f"nested more than {MAX_YAML_DEPTH} levels deep",
-                    "flatten the lists and mappings",
+                    f"nested more than {max_depth} levels deep",
+                    "flatten the lists and mappings, or " + limits.raise_hint("YAML_DEPTH"),
                 )
             continue
         if isinstance(ev, _CLOSE):
@@ -138,7 +137,7 @@ def check_yaml_shape(text: str, file: str) -> None:
         if anchor is not None:
             sizes[anchor] = n
         stack[-1][1] += n
-        if stack[-1][1] > MAX_YAML_NODES:
+        if stack[-1][1] > max_nodes:
             raise _expansion_error(file, ev, last_alias, lines)
 
 
