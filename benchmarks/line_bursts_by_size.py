@@ -29,7 +29,6 @@ import yaml
 
 from benchmarks import line_input_stream as stream
 from pdd_plan.inputs.context import build_context, load_scenario  # noqa: E402
-from pdd_plan.inputs.schema.plan import ArchitecturePlan  # noqa: E402
 from pdd_plan.latency.prefill import gig1  # noqa: E402
 from pdd_plan.optimize import summary  # noqa: E402
 from pdd_plan.optimize.search.caps import Caps  # noqa: E402
@@ -51,7 +50,7 @@ def _plan_and_replay(a: argparse.Namespace):
     caps = Caps(decode=ctx.scenario.search.decode_utilization)
     raw = solve_architecture(ctx, "pdd", cls, ctx.scenario.workload.rate_rps, caps)
     s = summary.summarize(raw, cls, raw.rate, ctx.prefill_dc)
-    res = run(ctx, ArchitecturePlan.model_validate(s), "pdd", a.n)
+    res = run(ctx, s, "pdd", a.n)
     return raw, cls, s, res
 
 

@@ -146,12 +146,12 @@ def scenario_data(name: str, rate: float | None, cv: float | None) -> dict:
     return data
 
 
-def kv_comparison(summary: dict, res) -> str:
+def kv_comparison(summary: ArchitecturePlan, res) -> str:
     """One line: the plan's KV-transfer P50/P90/P99/mean against the replay's (requests that
     moved KV to main decode)."""
     kv = res.kv_transfer_s[~np.isnan(res.kv_at_decode_s)]
     sim = [*(float(np.percentile(kv, q)) for q in (50, 90, 99)), float(kv.mean())]
-    an = [summary["kv_transfer_s"][k] for k in ("p50", "p90", "p99", "mean")]
+    an = [getattr(summary.kv_transfer_s, k) for k in ("p50", "p90", "p99", "mean")]
     return (
         "KV P50/P90/P99/mean analytic "
         + "/".join(f"{v:.3f}" for v in an)
@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     caps = Caps(decode=ctx.scenario.search.decode_utilization)
     raw = solve_architecture(ctx, "pdd", cls, ctx.scenario.workload.rate_rps, caps)
     s = optimize_summary.summarize(raw, cls, raw.rate, ctx.prefill_dc)
-    res = run(ctx, ArchitecturePlan.model_validate(s), "pdd", a.n)
+    res = run(ctx, s, "pdd", a.n)
     line, pool = raw.line, raw.pool
     li = _SEEN["line"][0][0]
     st, _, sent, _, _ = _SEEN["line"][1]

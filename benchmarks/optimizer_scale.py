@@ -70,7 +70,7 @@ def scale_rows(name: str, d: dict, file: str, repeat: int) -> list[str]:
             try:
                 p = solve_architecture(ctx, a, cls, rate, caps)
                 s = summary.summarize(p, cls, p.rate, ctx.prefill_dc)
-                info[a] = (p.milps, f"{s['cost_per_hour']:,.2f}", f"{s['bcr']:,.1f}")
+                info[a] = (p.milps, f"{s.cost_per_hour:,.2f}", f"{s.bcr:,.1f}")
             except InfeasibleError:
                 info[a] = (0, "infeasible", "-")
             per[a].append(time.perf_counter() - t0)

@@ -29,7 +29,6 @@ import yaml
 
 from benchmarks import line_input_stream as stream
 from pdd_plan.inputs.context import build_context, load_scenario
-from pdd_plan.inputs.schema.plan import ArchitecturePlan
 from pdd_plan.latency import ttft as ttft_law
 from pdd_plan.latency.prefill.gigc import ggc_wait_law
 from pdd_plan.latency.prefill.wait import WaitLaw
@@ -73,7 +72,7 @@ def main(argv: list[str] | None = None) -> None:
         Caps(decode=ctx.scenario.search.decode_utilization),
     )
     s = summary.summarize(raw, cls, raw.rate, ctx.prefill_dc)
-    res = run(ctx, ArchitecturePlan.model_validate(s), "pdd", a.n)
+    res = run(ctx, s, "pdd", a.n)
     k = res.kept()
     pool = raw.pool
     wait = (res.prefill_start_s - res.arrival_s)[k]
@@ -97,20 +96,20 @@ def main(argv: list[str] | None = None) -> None:
     )
     mix = ttft_law.mixture_quantiles(pool.service_s, pool.weight, QS)
     print(f"  prefill plan {' / '.join(f'{x:.4f}' for x in mix)}  replay {_pct(svc)}")
-    kv = s["kv_transfer_s"]
+    kv = s.kv_transfer_s
     print(
-        f"  KV     plan {kv['p50']:.4f} / {kv['p90']:.4f} / {kv['p99']:.4f}  replay "
+        f"  KV     plan {kv.p50:.4f} / {kv.p90:.4f} / {kv.p99:.4f}  replay "
         f"{_pct(res.kv_transfer_s[k])}"
     )
     direct = res.route[k] == P_MD  # relayed requests make their first token on relay decode
     first = (res.dec.first_s - res.kv_at_decode_s)[k][direct]
-    print(f"  first step plan {s['tpot_ms']['p50'] / 1e3:.4f}  replay mean {np.nanmean(first):.4f}")
+    print(f"  first step plan {s.tpot_ms.p50 / 1e3:.4f}  replay mean {np.nanmean(first):.4f}")
     ttft = res.ttft_s[k]
     rest = ttft - wait
     rng = np.random.default_rng(1)
     drawn = np.array([law.quantile(u) for u in rng.random(len(rest))])
-    t = s["ttft_s"]
-    print(f"  TTFT plan {t['p50']:.4f} / {t['p90']:.4f} / {t['p99']:.4f}  replay {_pct(ttft)}")
+    t = s.ttft_s
+    print(f"  TTFT plan {t.p50:.4f} / {t.p90:.4f} / {t.p99:.4f}  replay {_pct(ttft)}")
     print(f"  TTFT replay, its waits shuffled {_pct(rest + rng.permutation(wait))}")
     print(f"  TTFT replay's rest + the plan's wait law {_pct(rest + drawn)}")
 

@@ -21,7 +21,7 @@ from pdd_plan import architectures
 from pdd_plan.architectures import P_RLD_MD, Architecture
 from pdd_plan.evaluate.fleet import FleetSpec, instance
 from pdd_plan.inputs.context import Context
-from pdd_plan.inputs.schema.plan import ArchitecturePlan
+from pdd_plan.inputs.schema.plan import ArchitecturePlan, InstanceGroup, LineChoice
 from pdd_plan.latency.line import transfer
 from pdd_plan.latency.prefill import pool as prefill_pool
 from pdd_plan.optimize import milp as milp
@@ -291,11 +291,16 @@ def _plan(fm: FleetModel, rate, pool, line_opt, rho_l, sol, pt) -> ArchitectureP
         if fm.spec.singular_on_relay and fm.rld
         else None,
     )
-    d = summary.summarize(ap, fm.classes, rate, fm.ctx.prefill_dc)
-    d["instances"] = [g.model_dump() for g in fm.fleet.instances]
-    if fm.fleet.line is not None and d["line"] is not None:
-        d["line"]["cost_per_hour"] = fm.fleet.line.cost_per_hour
-    return ArchitecturePlan.model_validate(d)
+    plan = summary.summarize(ap, fm.classes, rate, fm.ctx.prefill_dc)
+    # the fleet as given (its own groups and line price), not as the summary rebuilds it
+    groups = [InstanceGroup.model_validate(g.model_dump()) for g in fm.fleet.instances]
+    line = plan.line
+    if fm.fleet.line is not None and line is not None:
+        line = LineChoice.model_validate(
+            {**line.model_dump(), "cost_per_hour": fm.fleet.line.cost_per_hour}
+        )
+    # validated again: the plan's limits hold for the fleet's own groups too
+    return ArchitecturePlan.model_validate({**dict(plan), "instances": groups, "line": line})
 
 
 def search(fm: FleetModel, rel_tol: float = 0.002, max_iter: int = 40) -> tuple[AtRate, AtRate]:

@@ -6,7 +6,7 @@ from pdd_plan.common import limits
 from pdd_plan.common.entry import make_callable
 from pdd_plan.common.errors import InfeasibleError
 from pdd_plan.inputs.context import Context
-from pdd_plan.inputs.schema.plan import Infeasible, Plan
+from pdd_plan.inputs.schema.plan import ArchitecturePlan, Infeasible, Plan
 from pdd_plan.optimize import summary as optimize_summary
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.objectives import dinkelbach, solve_architecture
@@ -32,7 +32,7 @@ def optimize(
     sc = ctx.scenario
     cls = build_classes(ctx)
     fixed_rate = sc.workload.rate_rps or (cls.rate_rps if sc.workload.trace else None)
-    plans: dict[str, dict] = {}
+    plans: dict[str, ArchitecturePlan] = {}
     raw: dict[str, SolverResult] = {}
     infeasible: dict[str, Infeasible] = {}
     for a in sc.architectures:
@@ -46,8 +46,8 @@ def optimize(
                 raw[a] = solve_architecture(
                     ctx, a, cls, fixed_rate, Caps(decode=sc.search.decode_utilization)
                 )
+                check_size(ctx, a, raw[a])
                 plans[a] = optimize_summary.summarize(raw[a], cls, raw[a].rate, ctx.prefill_dc)
-                check_size(ctx, a, plans[a])
         except InfeasibleError as e:
             # a baseline that cannot meet the SLA is an answer too (e.g. CDC-PD's P99 over a
             # narrow line); only when no architecture can is the scenario itself infeasible
@@ -61,7 +61,8 @@ def optimize(
         )
     if timings:  # wall-clock seconds differ run to run: only on request, so plans stay byte-stable
         for a, p in plans.items():
-            p["solver"]["seconds"] = round(raw[a].solve_seconds, 3)
+            timed = p.solver.model_copy(update={"seconds": round(raw[a].solve_seconds, 3)})
+            plans[a] = p.model_copy(update={"solver": timed})
     return Plan(
         scenario=sc.name,
         model=ctx.model.name,

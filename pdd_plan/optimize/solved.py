@@ -1,10 +1,10 @@
 """The best plan of one architecture as the drivers return it (`SolverResult`), built from the
-winning combination, its tables and the MILP's solution; metrics.py summarizes it."""
+winning combination, its tables and the MILP's solution; summary.py measures it."""
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -42,7 +42,10 @@ class SolverResult:
     singular_max_output_tokens: int | None = None
     main_dc: str = ""
     tables: tables.FleetTables | None = None
-    extra: dict = field(default_factory=dict)
+    # (owned, new) $/hour with an `owned:` section: owned capacity at its price, new spend apart
+    owned_split: tuple[float, float] | None = None
+    optimality_gap: float = 0.0  # the search's relative gap to the best bound it proved
+    dinkelbach_iterations: int | None = None  # the BCR objective's outer iterations
     # path times per stratum with the line at the load the routing puts on it (line_rho), below
     # the level the tables were sized at: what the plan's reported percentiles use
     operating: paths.PathTimes | None = None
@@ -90,20 +93,20 @@ def build(
         singular_max_output_tokens=singular,
         main_dc=cb.md_dc,
         tables=t,
-        extra={"line_level": ln.level, **_owned_split(ctx, cb, n_p, sol, ln.config)},
+        owned_split=_owned_split(ctx, cb, n_p, sol, ln.config),
         operating=operating,
     )
 
 
 def _owned_split(
     ctx: Context, cb: Combo, n_p: int, sol: milp.FleetSolution, line: transfer.LineConfig | None
-) -> dict:
-    """{"owned_split": (owned, new) $/hour} with an `owned:` section; nothing without one."""
+) -> tuple[float, float] | None:
+    """(owned, new) $/hour with an `owned:` section; None without one."""
     if ctx.scenario.owned is None:
-        return {}
+        return None
     used = [(ctx.prefill_dc, cb.pinst, n_p)]
     used += [(o.cand.datacenter, o.inst, sol.counts.get(o.cand.key, 0)) for o in cb.md + cb.rld]
-    return {"owned_split": owned.split(ctx, used, line)}
+    return owned.split(ctx, used, line)
 
 
 def one_datacenter(ctx: Context, cb: Combo) -> bool:

@@ -1,6 +1,9 @@
-"""Measure a solved plan: instances, cost, percentiles, path shares; compare architectures."""
+"""Measure a solved plan into the typed `ArchitecturePlan`, one small function per metric
+(instances, line, percentiles, path shares, routing, solver), and compare architectures."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -16,12 +19,24 @@ from pdd_plan.architectures import (
     RELAY_PATHS,
 )
 from pdd_plan.common.errors import InfeasibleError
-from pdd_plan.inputs.schema.plan import Reason
+from pdd_plan.inputs.schema.plan import (
+    TPOT,
+    TTFT,
+    ArchitecturePlan,
+    InstanceGroup,
+    LineChoice,
+    Reason,
+    RouteShare,
+    Routing,
+    Solver,
+    TransferSeconds,
+)
 from pdd_plan.latency import paths as latency_paths
 from pdd_plan.latency import ttft as ttft_law
 from pdd_plan.latency.line import delay_shape
 from pdd_plan.optimize.solved import QS, SolverResult
 from pdd_plan.perf import roofline
+from pdd_plan.perf.instance import Instance
 from pdd_plan.workload.requests import RequestClasses
 from pdd_plan.workload.stats import HIT_BIN_EDGES, hit_bin_index
 
@@ -40,28 +55,29 @@ def bcr(rate: float, cost_per_hour: float) -> float:
     return rate * 3600.0 / max(cost_per_hour, MIN_SPEND_PER_HOUR)
 
 
-def instances(p: SolverResult, prefill_dc: str) -> list[dict]:
+def instances(p: SolverResult, prefill_dc: str) -> list[InstanceGroup]:
+    """The plan's instance groups: its prefill pool, then every decode option it buys."""
     pi = p.prefill
-    out = [_inst_row("prefill", pi.gpu.name, prefill_dc, p.prefill_count, pi)]
+    out = [_group("prefill", pi.gpu.name, prefill_dc, p.prefill_count, pi)]
     for o in p.options:
         k = p.solution.counts.get(o.cand.key, 0)
         if k > 0:
-            out.append(_inst_row(o.cand.role, o.cand.gpu, o.cand.datacenter, k, o.inst))
+            out.append(_group(o.cand.role, o.cand.gpu, o.cand.datacenter, k, o.inst))
     return out
 
 
-def _inst_row(role: str, gpu: str, dc: str, count: int, inst) -> dict:
-    return {
-        "role": role,
-        "gpu": gpu,
-        "datacenter": dc,
-        "count": int(count),
-        "gpus_per_instance": int(inst.n_gpus),
-        "tp": int(inst.tp),
-        "dp": int(inst.dp),
-        "ep": int(inst.ep),
-        "cost_per_hour": _r(count * inst.cost_per_hour, 2),
-    }
+def _group(role: str, gpu: str, dc: str, count: int, inst: Instance) -> InstanceGroup:
+    return InstanceGroup(
+        role=role,
+        gpu=gpu,
+        datacenter=dc,
+        count=int(count),
+        gpus_per_instance=int(inst.n_gpus),
+        tp=int(inst.tp),
+        dp=int(inst.dp),
+        ep=int(inst.ep),
+        cost_per_hour=_r(count * inst.cost_per_hour, 2),
+    )
 
 
 def _relay_threshold(relayed_hit_p: np.ndarray) -> float | None:
@@ -185,81 +201,126 @@ def _first_step_shift(
     return out
 
 
-def summarize(p: SolverResult, classes: RequestClasses, rate: float, prefill_dc: str) -> dict:
+def summarize(
+    p: SolverResult, classes: RequestClasses, rate: float, prefill_dc: str
+) -> ArchitecturePlan:
+    """The typed plan of one architecture's solution at ``rate``, one metric per function."""
     shares = _shares(p, rate)
-    t = p.times
-    ft, fshares = _mixture(p, classes, shares)
+    mix = Mixture(shares, *_mixture(p, classes, shares))
+    ttft = _ttft_quantiles(p, classes, rate, mix)
+    kv = _kv_transfer(mix.times, mix.fine_shares)
+    _finite_or_refuse(p, [*ttft, kv["mean"]])
+    owned, new = p.owned_split if p.owned_split is not None else (None, None)
+    return ArchitecturePlan(
+        instances=instances(p, prefill_dc),
+        line=line_choice(p),
+        cost_per_hour=_r(p.cost_per_hour, 2),
+        cost_owned_per_hour=_r(owned, 2) if owned is not None else None,
+        cost_new_per_hour=_r(new, 2) if new is not None else None,
+        goodput_rps=float(f"{rate:.6g}"),  # significant digits: tiny rates stay non-zero
+        bcr=_r(bcr(rate, p.cost_per_hour), 4),
+        ttft_s=TTFT(**dict(zip(("p50", "p90", "p99"), (_r(x) for x in ttft)))),
+        tpot_ms=tpot_ms(p, classes, rate, mix),
+        route_share=route_share(shares),
+        rld_token_share=rld_token_share(p, classes, shares),
+        routing=routing(p, classes, shares),
+        prefill_utilization=_r(p.pool.rho),
+        kv_transfer_s=TransferSeconds(**{k: _r(v) for k, v in kv.items()}),
+        binding_constraints=sorted(p.solution.binding),
+        # LP-relaxation duals: $/hour the optimum moves per unit each constraint is relaxed
+        shadow_prices={k: _r(v, 6) for k, v in sorted(p.solution.shadow_prices.items())},
+        solver=solver(p),
+    )
+
+
+@dataclass(frozen=True)
+class Mixture:
+    """The requests the percentiles are taken over: ``shares`` per path and class, and the
+    path times with their shares per stratum where the classes have strata (else per class)."""
+
+    shares: dict[str, np.ndarray]
+    times: latency_paths.PathTimes
+    fine_shares: dict[str, np.ndarray]
+
+
+def _ttft_quantiles(
+    p: SolverResult, classes: RequestClasses, rate: float, mix: Mixture
+) -> list[float]:
+    """TTFT P50/P90/P99 (s) of the mixture: each path's fixed part (its first step at the
+    operating batch) plus the prefill wait plus the line's delay."""
+    shares, ft, fshares = mix.shares, mix.times, mix.fine_shares
     sooner = _first_step_shift(p, classes, rate, shares)
     fixed = np.concatenate([ft.ttft_fixed_s[k] + sooner.get(k, 0.0) for k in fshares])
     share = np.concatenate([fshares[k] for k in fshares])
     line_wait = np.concatenate([ft.line_wait(k) for k in fshares])
     line_wait_var = np.concatenate([ft.line_wait_var(k) for k in fshares])
     atom = np.concatenate([ft.line_wait_atom(k) for k in fshares])
-    ttft = ttft_law.ttft_quantiles(fixed, share, p.pool, QS, line_wait, line_wait_var, atom)
-    kv = _kv_transfer(ft, fshares)
-    _finite_or_refuse(p, [*ttft, kv["mean"]])
+    return ttft_law.ttft_quantiles(fixed, share, p.pool, QS, line_wait, line_wait_var, atom)
+
+
+def tpot_ms(p: SolverResult, classes: RequestClasses, rate: float, mix: Mixture) -> TPOT:
+    """TPOT P50/P90 (ms) of the mixture. The tables size decode at its TPOT-target batch; this
+    is the step at the batch the plan actually runs (:func:`_operating_step`), what users see."""
+    shares, ft, fshares = mix.shares, mix.times, mix.fine_shares
+    share = np.concatenate([fshares[k] for k in fshares])
     tpot = np.concatenate([ft.tpot_s[k] for k in fshares])
-    # the tables size decode at its TPOT-target batch; report the step at the batch the plan
-    # actually runs (_operating_step), which is what users see
     md_role = architectures.get(p.architecture).decode_role
-    md_load = rate * sum(float(np.dot(shares[k], t.md_tokens[k])) for k in shares)
+    md_load = rate * sum(float(np.dot(shares[k], p.times.md_tokens[k])) for k in shares)
     design, op = _steps(p, md_role, md_load, decode_context(classes))
     if design > 0 and op > 0:
         tpot = tpot * min(op / design, 1.0)
     tp50, tp90 = ttft_law.mixture_quantiles(tpot, share, (0.5, 0.9))
+    return TPOT(p50=_r(tp50 * 1e3, 2), p90=_r(tp90 * 1e3, 2))
+
+
+def line_choice(p: SolverResult) -> LineChoice | None:
+    """The leased lines (None: the KV moves over RDMA in one datacenter)."""
+    if p.line is None:
+        return None
+    return LineChoice(
+        sku=p.line.sku.name,
+        gbps=_r(p.line.sku.gbps, 3),
+        count=int(p.line.count),
+        cost_per_hour=_r(p.line.cost_per_hour, 2),
+        utilization=_r(p.line_rho),
+        rtt_ms=_r(p.line.sku.rtt_ms, 3),
+    )
+
+
+def route_share(shares: dict[str, np.ndarray]) -> RouteShare:
+    """The share of requests on each path."""
+    return RouteShare(**{k: _r(float(shares[k].sum()) if k in shares else 0.0) for k in PATHS})
+
+
+def rld_token_share(
+    p: SolverResult, classes: RequestClasses, shares: dict[str, np.ndarray]
+) -> float:
+    """The share of output tokens decoded on relay decode."""
     out_tok = float(np.dot(classes.weight, classes.output_tokens))
-    rld_tok = sum(float(np.dot(shares[k], t.rld_tokens[k])) for k in shares)
-    route = {k: _r(float(shares[k].sum()) if k in shares else 0.0) for k in PATHS}
-    line = None
-    if p.line is not None:
-        line = {
-            "sku": p.line.sku.name,
-            "gbps": _r(p.line.sku.gbps, 3),
-            "count": int(p.line.count),
-            "cost_per_hour": _r(p.line.cost_per_hour, 2),
-            "utilization": _r(p.line_rho),
-            "rtt_ms": _r(p.line.sku.rtt_ms, 3),
-        }
-    cost = p.cost_per_hour
-    spend = {}
-    if "owned_split" in p.extra:  # an `owned:` section: owned and new spend apart
-        mine, new = p.extra["owned_split"]
-        spend = {"cost_owned_per_hour": _r(mine, 2), "cost_new_per_hour": _r(new, 2)}
+    rld_tok = sum(float(np.dot(shares[k], p.times.rld_tokens[k])) for k in shares)
+    return _r(rld_tok / out_tok if out_tok else 0.0)
+
+
+def routing(p: SolverResult, classes: RequestClasses, shares: dict[str, np.ndarray]) -> Routing:
+    """The router's rule: relay requests whose prefill-side hit rate is at or below the
+    threshold (their DRC delta would cross the line too slowly for the TTFT budget; None:
+    nothing relays), singular ones finishing on relay decode."""
     relayed = (shares.get(P_RLD_MD, 0) + shares.get(P_RLD, 0)) > 1e-9
     relay_below = _relay_threshold(classes.hit_p[relayed])
-    return {
-        "instances": instances(p, prefill_dc),
-        "line": line,
-        "cost_per_hour": _r(cost, 2),
-        **spend,
-        "goodput_rps": float(f"{rate:.6g}"),  # significant digits: tiny rates stay non-zero
-        "bcr": _r(bcr(rate, cost), 4),
-        "ttft_s": dict(zip(("p50", "p90", "p99"), (_r(x) for x in ttft))),
-        "tpot_ms": {"p50": _r(tp50 * 1e3, 2), "p90": _r(tp90 * 1e3, 2)},
-        "route_share": route,
-        "rld_token_share": _r(rld_tok / out_tok if out_tok else 0.0),
-        "routing": {
-            # relay requests whose prefill-side hit rate is at or below this (their DRC delta would
-            # cross the line too slowly for the TTFT budget); None: nothing relays
-            "relay_at_or_below_hit_rate": _r(relay_below) if relay_below is not None else None,
-            "singular_max_output_tokens": p.singular_max_output_tokens,
-        },
-        "prefill_utilization": _r(p.pool.rho),
-        "kv_transfer_s": {k: _r(v) for k, v in kv.items()},
-        "binding_constraints": sorted(p.solution.binding),
-        # LP-relaxation duals: $/hour the optimum moves per unit each constraint is relaxed
-        "shadow_prices": {k: _r(v, 6) for k, v in sorted(p.solution.shadow_prices.items())},
-        "solver": {
-            "status": p.solution.status,
-            "milps": p.milps,
-            "optimality_gap": _r(p.extra.get("optimality_gap", 0.0), 6),
-            **(
-                {"dinkelbach_iterations": p.extra["dinkelbach_iterations"]}
-                if "dinkelbach_iterations" in p.extra
-                else {}
-            ),
-        },
-    }
+    return Routing(
+        relay_at_or_below_hit_rate=_r(relay_below) if relay_below is not None else None,
+        singular_max_output_tokens=p.singular_max_output_tokens,
+    )
+
+
+def solver(p: SolverResult) -> Solver:
+    """How the search ended: the winning MILP's status, MILPs solved, the optimality gap."""
+    return Solver(
+        status=p.solution.status,
+        milps=p.milps,
+        optimality_gap=_r(p.optimality_gap, 6),
+        dinkelbach_iterations=p.dinkelbach_iterations,
+    )
 
 
 def _finite_or_refuse(p: SolverResult, figures: list[float]) -> None:
@@ -306,7 +367,9 @@ def p90_on_fleet_all_direct(p: SolverResult, mean_ctx: float | None = None) -> f
 
 
 def comparison(
-    plans: dict[str, dict], raw: dict[str, SolverResult], classes: RequestClasses | None = None
+    plans: dict[str, ArchitecturePlan],
+    raw: dict[str, SolverResult],
+    classes: RequestClasses | None = None,
 ) -> dict:
     """PDD against its two baselines: BCR gains, and its P90 TTFT against the same fleet with
     every request sent P -> MD (what CDC-PD routing would do on it); `classes`: the classes the
@@ -314,8 +377,8 @@ def comparison(
     relay, line_base, local = RELAY_ARCH, LINE_BASELINE, LOCAL_BASELINE
 
     def gain(a: str, b: str) -> float | None:
-        if a in plans and b in plans and plans[b]["bcr"] > 0:  # bcr rounds to 0 at huge costs
-            return _r(plans[a]["bcr"] / plans[b]["bcr"] - 1.0)
+        if a in plans and b in plans and plans[b].bcr > 0:  # bcr rounds to 0 at huge costs
+            return _r(plans[a].bcr / plans[b].bcr - 1.0)
         return None
 
     red = direct = None
@@ -324,7 +387,7 @@ def comparison(
             raw[relay], decode_context(classes) if classes is not None else None
         )
         direct = direct if np.isfinite(direct) else None  # all-direct may swamp the line
-        red = _r(1.0 - plans[relay]["ttft_s"]["p90"] / direct) if direct else None
+        red = _r(1.0 - plans[relay].ttft_s.p90 / direct) if direct else None
     return {
         f"bcr_gain_vs_{local}": gain(relay, local),
         f"bcr_gain_vs_{line_base}": gain(relay, line_base),

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pdd_plan.common import limits
 from pdd_plan.common.errors import InfeasibleError
 from pdd_plan.inputs.context import Context
-from pdd_plan.inputs.schema.plan import ArchitecturePlan, Reason
+from pdd_plan.inputs.schema.plan import ArchitecturePlan, Reason, Simulated
 from pdd_plan.optimize import summary as optimize_summary
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.objectives import solve_architecture
@@ -28,7 +28,7 @@ SIM_KEYS = (
 
 def verified(
     ctx: Context, a: str, classes: RequestClasses, rate: float | None, n_requests: int, rounds: int
-) -> tuple[SolverResult, dict]:
+) -> tuple[SolverResult, ArchitecturePlan]:
     """Solve, replay the plan in the simulator, and while the simulated SLA fails cap the
     bottleneck 10% below the utilization the plan ran it at and re-solve (at most `rounds`
     times). A plan whose replay still misses the SLA then, or whose re-solve under the tighter
@@ -46,9 +46,9 @@ def verified(
                 raise
             history.append({"round": i, "caps": dict(caps.__dict__), "infeasible": str(e)})
             break
+        check_size(ctx, a, raw)
         summary = optimize_summary.summarize(raw, classes, raw.rate, ctx.prefill_dc)
-        check_size(ctx, a, summary)
-        v = verify(ctx, ArchitecturePlan.model_validate(summary), a, n_requests, ctx.scenario.seed)
+        v = verify(ctx, summary, a, n_requests, ctx.scenario.seed)
         kept = (raw, summary, v)
         history.append(
             {
@@ -63,7 +63,7 @@ def verified(
         caps = caps.tightened(v["bottleneck"], optimize_summary.utilization(raw, v["bottleneck"]))
     raw, summary, v = kept
     if not v["sla_met"]:
-        why = replay_miss(summary["cost_per_hour"], v, n_requests, history)
+        why = replay_miss(summary.cost_per_hour, v, n_requests, history)
         raise InfeasibleError(f"{a}: no plan meets the scenario: {why.message}", reasons=[why])
     sim = {k: v[k] for k in SIM_KEYS if k in v}
     sim.update(
@@ -74,14 +74,13 @@ def verified(
             "rounds": history,
         }
     )
-    summary["simulated"] = sim
-    return raw, summary
+    return raw, summary.model_copy(update={"simulated": Simulated.model_validate(sim)})
 
 
-def check_size(ctx: Context, a: str, summary: dict) -> None:
-    """A plan past the PLAN_INSTANCES limit (a rate that needs a huge fleet) is a one-line
+def check_size(ctx: Context, a: str, p: SolverResult) -> None:
+    """A solution past the PLAN_INSTANCES limit (a rate that needs a huge fleet) is a one-line
     error naming the rate, before the plan schema would refuse it as an internal error."""
-    total = sum(int(g["count"]) for g in summary["instances"])
+    total = p.prefill_count + sum(p.solution.counts.get(o.cand.key, 0) for o in p.options)
     limits.check(
         "PLAN_INSTANCES",
         total,

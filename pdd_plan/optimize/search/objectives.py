@@ -62,7 +62,7 @@ def dinkelbach(
     p, polish_milps = _at_its_rate(ctx, search, p, caps, duals=f > 0)
     p.solve_seconds = time.perf_counter() - t0
     p.milps = milps + polish_milps
-    p.extra.update({"dinkelbach_iterations": iters, "optimality_gap": gap})
+    p.dinkelbach_iterations, p.optimality_gap = iters, gap
     return p
 
 
@@ -118,7 +118,7 @@ def _solve_architecture(
             duals=True,
             rate_cap=rate,
         )
-        p.extra["optimality_gap"] = 0.0
+        p.optimality_gap = 0.0
         return p
     if rate is None:
         if sc.objective == "cost":
@@ -130,5 +130,5 @@ def _solve_architecture(
             )
         return dinkelbach(ctx, a, classes, caps)
     p = plan_architecture(ctx, a, classes, rate, caps, duals=True)
-    p.extra["optimality_gap"] = 0.0  # min cost at a fixed rate: every combination solved or bounded
+    p.optimality_gap = 0.0  # min cost at a fixed rate: every combination solved or bounded
     return p

@@ -10,7 +10,6 @@ import yaml
 from pdd_plan.common.errors import InputError
 from pdd_plan.inputs.context import build_context, load_scenario
 from pdd_plan.inputs.profiles import example_path
-from pdd_plan.inputs.schema.plan import ArchitecturePlan
 from pdd_plan.inputs.schema.scenario import Workload
 from pdd_plan.latency import closed_forms
 from pdd_plan.optimize import summary
@@ -104,8 +103,8 @@ def _analytic_and_replay(path: str, arch: str, n: int) -> tuple[list[float], lis
     caps = Caps(decode=ctx.scenario.search.decode_utilization)
     raw = solve_architecture(ctx, arch, cls, ctx.scenario.workload.rate_rps, caps)
     s = summary.summarize(raw, cls, raw.rate, ctx.prefill_dc)
-    res = run(ctx, ArchitecturePlan.model_validate(s), arch, n)
-    an = [s["ttft_s"][k] for k in ("p50", "p90", "p99")]
+    res = run(ctx, s, arch, n)
+    an = [getattr(s.ttft_s, k) for k in ("p50", "p90", "p99")]
     return an, [float(np.percentile(res.ttft_s, q)) for q in (50, 90, 99)]
 
 

@@ -13,7 +13,6 @@ import yaml
 
 from pdd_plan.inputs.context import build_context, load_scenario
 from pdd_plan.inputs.profiles import example_path
-from pdd_plan.inputs.schema.plan import ArchitecturePlan
 from pdd_plan.latency.line import delay_shape
 from pdd_plan.optimize import summary
 from pdd_plan.optimize.search.caps import Caps
@@ -88,9 +87,9 @@ def _analytic_and_replay(path: str, n: int) -> tuple[list[float], list[float]]:
     caps = Caps(decode=ctx.scenario.search.decode_utilization)
     raw = solve_architecture(ctx, "pdd", cls, ctx.scenario.workload.rate_rps, caps)
     s = summary.summarize(raw, cls, raw.rate, ctx.prefill_dc)
-    res = run(ctx, ArchitecturePlan.model_validate(s), "pdd", n)
+    res = run(ctx, s, "pdd", n)
     kv = res.kv_transfer_s[~np.isnan(res.kv_at_decode_s)]
-    an = [s["kv_transfer_s"][k] for k in ("p50", "p90", "p99", "mean")]
+    an = [getattr(s.kv_transfer_s, k) for k in ("p50", "p90", "p99", "mean")]
     return an, [*(float(np.percentile(kv, q)) for q in (50, 90, 99)), float(kv.mean())]
 
 
@@ -170,12 +169,12 @@ def test_microbenchmark_ttft_within_15_percent_of_the_replay(tmp_path):
     caps = Caps(decode=ctx.scenario.search.decode_utilization)
     raw = solve_architecture(ctx, "pdd", cls, 40.0, caps)
     s = summary.summarize(raw, cls, raw.rate, ctx.prefill_dc)
-    res = run(ctx, ArchitecturePlan.model_validate(s), "pdd", 100_000)
-    an = [s["ttft_s"][k] for k in ("p50", "p90", "p99")]
+    res = run(ctx, s, "pdd", 100_000)
+    an = [getattr(s.ttft_s, k) for k in ("p50", "p90", "p99")]
     sim = [float(np.percentile(res.ttft_s, q)) for q in (50, 90, 99)]
     for a, b in zip(an, sim):
         assert abs(a / b - 1) <= 0.15, (an, sim)
     # the first token: one step at the operating batch, the step TPOT reports
     k = res.kept()
     first = (res.dec.first_s - res.kv_at_decode_s)[k][res.route[k] == P_MD]
-    assert float(np.mean(first)) == pytest.approx(s["tpot_ms"]["p50"] / 1e3, rel=0.03)
+    assert float(np.mean(first)) == pytest.approx(s.tpot_ms.p50 / 1e3, rel=0.03)

@@ -99,12 +99,12 @@ def test_planned_p_rld_share_is_the_replays_per_request_share():
     s = summary.summarize(p, cls, rate, ctx.prefill_dc)
     w = ctx.scenario.workload
     req = sample_requests(w, w.samples, ctx.scenario.seed, rate)  # the draw the classes came from
-    routing = s["routing"]
-    assert routing["relay_at_or_below_hit_rate"] == 0.4
-    route = planned_route(req.hit_p, req.output_tokens, 0.4, routing["singular_max_output_tokens"])
+    routing = s.routing
+    assert routing.relay_at_or_below_hit_rate == 0.4
+    route = planned_route(req.hit_p, req.output_tokens, 0.4, routing.singular_max_output_tokens)
     want = float(np.mean(route == Route.P_RLD))
     assert 0.004 < want < 0.012  # a few short requests among the low-hit 7%
-    assert s["route_share"]["p_rld"] == pytest.approx(want, abs=1e-4)
-    assert s["route_share"]["p_rld_md"] == pytest.approx(
+    assert s.route_share.p_rld == pytest.approx(want, abs=1e-4)
+    assert s.route_share.p_rld_md == pytest.approx(
         float(np.mean(route == Route.P_RLD_MD)), abs=1e-4
     )

@@ -114,4 +114,4 @@ def test_dinkelbach_never_loses_to_the_fixed_rate_plan_at_its_rate():
     p = dinkelbach(ctx, "idc_pd", cls, Caps())
     fixed = fixed_rate.plan(ctx, architectures.get("idc_pd"), cls, p.rate, Caps())
     assert p.cost_per_hour <= fixed.cost_per_hour * (1 + 1e-9)
-    assert p.extra["optimality_gap"] <= 1e-6
+    assert p.optimality_gap <= 1e-6

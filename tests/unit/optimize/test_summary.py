@@ -1,0 +1,69 @@
+"""The summary builds the typed plan directly, one function per metric: its figures against
+independent arithmetic on the solution they measure, and no dict round trip or bag left."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pdd_plan.architectures import PATHS
+from pdd_plan.inputs.context import build_context, load_scenario
+from pdd_plan.inputs.schema.plan import ArchitecturePlan
+from pdd_plan.optimize import summary
+from pdd_plan.optimize.search.caps import Caps
+from pdd_plan.optimize.search.objectives import solve_architecture
+from pdd_plan.optimize.solved import SolverResult
+from pdd_plan.workload.classes import build_classes
+
+pytestmark = pytest.mark.unit
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture(scope="module")
+def solved() -> tuple[SolverResult, ArchitecturePlan]:
+    path = ROOT / "examples" / "pdd-paper.yaml"
+    ctx = build_context(load_scenario(path), str(path))
+    cls = build_classes(ctx)
+    caps = Caps(decode=ctx.scenario.search.decode_utilization)
+    raw = solve_architecture(ctx, "pdd", cls, ctx.scenario.workload.rate_rps, caps)
+    return raw, summary.summarize(raw, cls, raw.rate, ctx.prefill_dc)
+
+
+def test_summarize_returns_the_typed_plan(solved):
+    raw, plan = solved
+    assert isinstance(plan, ArchitecturePlan)
+    # the plan is valid as built: a dump read back is the same plan
+    assert ArchitecturePlan.model_validate(plan.model_dump()) == plan
+
+
+def test_route_shares_are_the_solution_flows_over_the_rate(solved):
+    raw, plan = solved
+    for p in PATHS:
+        flow = float(np.sum(raw.solution.flows[p])) if p in raw.solution.flows else 0.0
+        assert getattr(plan.route_share, p) == pytest.approx(flow / raw.rate, abs=1e-4)
+    assert sum(getattr(plan.route_share, p) for p in PATHS) == pytest.approx(1.0, abs=1e-3)
+
+
+def test_costs_add_up_and_bcr_is_requests_per_dollar(solved):
+    raw, plan = solved
+    # no `owned:` section: every group and the line at market price make the total
+    line = plan.line.cost_per_hour if plan.line else 0.0
+    total = sum(g.cost_per_hour for g in plan.instances) + line
+    assert plan.cost_per_hour == pytest.approx(total, abs=0.01 * (len(plan.instances) + 1))
+    assert plan.bcr == pytest.approx(raw.rate * 3600 / raw.cost_per_hour, rel=1e-4)
+    assert plan.instances[0].role == "prefill" and plan.instances[0].count == raw.prefill_count
+    assert plan.prefill_utilization == pytest.approx(raw.pool.rho, abs=1e-4)
+
+
+def test_no_bag_and_no_dict_round_trip():
+    assert "extra" not in {f.name for f in dataclasses.fields(SolverResult)}
+    text = (ROOT / "pdd_plan" / "optimize" / "summary.py").read_text(encoding="utf-8")
+    assert not re.search(r"model_validate\(", text)
+    assert not re.search(
+        r"\.extra\b", "".join(p.read_text() for p in (ROOT / "pdd_plan").rglob("*.py"))
+    )
