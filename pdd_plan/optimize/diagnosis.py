@@ -3,6 +3,10 @@ scenario field to relax, and the InfeasibleError that carries them (the binding 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+
 import numpy as np
 
 from pdd_plan.architectures import Architecture
@@ -132,6 +136,44 @@ def line_reason(ctx: Context, classes: RequestClasses, rate: float, caps: Caps) 
         f"lower workload.rate_rps to {r_ok:g})",
         field="link.max_lines",
     )
+
+
+@dataclass
+class Findings:
+    """What building the candidates met that could explain an empty answer, kept as facts in
+    the order met: the reasons are made from them only for an architecture that comes out
+    infeasible (:meth:`reasons`), so a feasible search never prices a diagnosis."""
+
+    ctx: Context
+    spec: Architecture
+    classes: RequestClasses
+    _facts: list[Callable[[], list[Reason]]] = field(default_factory=list)
+
+    def no_decode(self, prefill_gpu: str, context: float, md_dc: str) -> None:
+        """No decode option for this prefill GPU and main-decode site (:func:`tpot_reason`)."""
+        self._facts.append(
+            partial(_one, tpot_reason, self.ctx, self.spec, prefill_gpu, context, md_dc)
+        )
+
+    def prefill_instances(self, seen: list[tuple[Instance, np.ndarray]]) -> None:
+        """Every prefill instance tried, with its service times: their TTFT floors
+        (:func:`least_floor` of :func:`ttft_floor_reasons`)."""
+        sla, classes = self.ctx.scenario.sla, self.classes
+        self._facts.append(
+            lambda: least_floor([ttft_floor_reasons(sla, classes, p, s) for p, s in seen])
+        )
+
+    def too_few_gpus(self, pinst: Instance, n_min: int) -> None:
+        """A fixed rate needs more prefill instances than the GPUs hold
+        (:func:`prefill_gpus_reason`)."""
+        self._facts.append(partial(_one, prefill_gpus_reason, self.ctx, pinst, n_min))
+
+    def reasons(self) -> list[Reason]:
+        return [r for make in self._facts for r in make()]
+
+
+def _one(make: Callable[..., Reason], *args: object) -> list[Reason]:
+    return [make(*args)]
 
 
 Reach = dict  # q -> (smallest share of requests over the target any routing reached, where)

@@ -17,7 +17,6 @@ import numpy as np
 from pdd_plan.architectures import Architecture
 from pdd_plan.common import limits
 from pdd_plan.inputs.context import Context, main_dcs
-from pdd_plan.inputs.schema.plan import Reason
 from pdd_plan.latency.line import transfer
 from pdd_plan.latency.prefill import pool as prefill_pool
 from pdd_plan.optimize import diagnosis, tables
@@ -84,29 +83,28 @@ def mean_context(classes: RequestClasses) -> float:
 
 
 def prefill_choices(
-    ctx: Context, spec: Architecture, classes: RequestClasses, reasons: list[Reason]
+    ctx: Context, spec: Architecture, classes: RequestClasses, findings: diagnosis.Findings
 ) -> Iterator[PrefillChoice]:
-    """Every main-decode site x prefill GPU x instance size. Appends to `reasons`, in order, why
-    a prefill GPU has no decode option, and (at the end) the TTFT floor prefill alone sets when
-    every instance breaks it."""
-    sla = ctx.scenario.sla
+    """Every main-decode site x prefill GPU x instance size. Notes in `findings`, in order,
+    each prefill GPU with no decode option, and (at the end) every instance tried, whose TTFT
+    floors explain an empty answer when every one breaks the SLA."""
     chunk = ctx.scenario.search.prefill_chunk_tokens
     mean_ctx = mean_context(classes)
     avail_p = ctx.available(ctx.prefill_dc)
-    floors = []
+    seen = []
     for md_dc in main_dcs(ctx, spec):
         for pg in [g for g, n in avail_p.items() if n > 0]:
             md, rld = decode_sets(ctx, spec, pg, md_dc, mean_ctx)
             if not md:
-                reasons.append(diagnosis.tpot_reason(ctx, spec, pg, mean_ctx, md_dc))
+                findings.no_decode(pg, mean_ctx, md_dc)
                 continue
             for pinst in tables.instances(ctx, pg):
                 service = prefill_pool.prefill_service_s(pinst, classes, chunk)
-                floors.append(diagnosis.ttft_floor_reasons(sla, classes, pinst, service))
+                seen.append((pinst, service))
                 es = float(np.dot(classes.weight, service))
                 max_n = avail_p.get(pg, 0) // pinst.n_gpus
                 yield PrefillChoice(md_dc, pinst, service, es, max_n, md, rld)
-    reasons += diagnosis.least_floor(floors)
+    findings.prefill_instances(seen)
 
 
 def gpus_left(ctx: Context) -> dict[tuple[str, str], int]:

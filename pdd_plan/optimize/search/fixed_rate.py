@@ -10,7 +10,6 @@ import numpy as np
 
 from pdd_plan.architectures import Architecture
 from pdd_plan.inputs.context import Context
-from pdd_plan.inputs.schema.plan import Reason
 from pdd_plan.latency.prefill import pool as prefill_pool
 from pdd_plan.optimize import diagnosis, milp, solved, tables
 from pdd_plan.optimize.search import owned
@@ -34,15 +33,15 @@ def _combos(
     classes: RequestClasses,
     rate: float,
     caps: Caps,
-    reasons: list,
+    findings: diagnosis.Findings,
 ) -> list[Combo]:
     """Pool sizes from the smallest under the prefill cap to `max_prefill_extra` more."""
     extra = ctx.scenario.search.max_prefill_extra
     out = []
-    for ch in prefill_choices(ctx, spec, classes, reasons):
+    for ch in prefill_choices(ctx, spec, classes, findings):
         n_min = int(np.floor(rate * ch.mean_service_s / caps.prefill)) + 1
         if n_min > ch.max_n:
-            reasons.append(diagnosis.prefill_gpus_reason(ctx, ch.pinst, n_min))
+            findings.too_few_gpus(ch.pinst, n_min)
             continue
         for n_p in range(n_min, min(n_min + extra, ch.max_n + 1)):
             rho = rate * ch.mean_service_s / n_p
@@ -70,16 +69,16 @@ def plan(
     """The cheapest plan of `spec` serving `rate` req/s; InfeasibleError with reasons if none."""
     t0 = time.perf_counter()
     sc = ctx.scenario
-    reasons: list[Reason] = []
-    combos = _combos(ctx, spec, classes, rate, caps, reasons)
+    findings = diagnosis.Findings(ctx, spec, classes)
+    combos = _combos(ctx, spec, classes, rate, caps, findings)
     if not combos:
-        raise diagnosis.no_combinations(ctx, spec, reasons)
+        raise diagnosis.no_combinations(ctx, spec, findings.reasons())
     sh = Shared.of(ctx, spec, classes, caps)
     lines = _lines(sh, rate)
     if not lines and not any(solved.one_datacenter(ctx, cb) for cb in combos):
         # no line option carries the bytes under its cap (the same for every combination): say
         # so rather than fall through to a GPU-availability guess
-        reasons.append(diagnosis.line_reason(ctx, classes, rate, caps))
+        reasons = [*findings.reasons(), diagnosis.line_reason(ctx, classes, rate, caps)]
         raise diagnosis.infeasible(spec.name, reasons, sc.sla)
     line_lb = line_cost_lb(ctx, spec)
     combos.sort(key=lambda c: c.fixed_cost)
@@ -109,7 +108,7 @@ def plan(
         if best is None or -sol.cost_per_hour > -best.cost_per_hour + 1e-9:
             best = solved.build(ctx, spec, classes, cb, t, sol, caps)
     if best is None:
-        reasons += diagnosis.reach_reasons(reach, sc.sla)
+        reasons = findings.reasons() + diagnosis.reach_reasons(reach, sc.sla)
         if not reasons:
             reasons.append(diagnosis.pools_reason(True))
         raise diagnosis.infeasible(spec.name, reasons, sc.sla)

@@ -100,10 +100,10 @@ class FreeRateSearch:
     ):
         self.ctx, self.spec, self.classes, self.caps = ctx, spec, classes, caps
         self.budget, self.rate_cap = budget, rate_cap
-        self.reasons: list = []
+        self.findings = diagnosis.Findings(ctx, spec, classes)
         self.combos = self._enumerate()
         if not self.combos:
-            raise diagnosis.no_combinations(ctx, spec, self.reasons)
+            raise diagnosis.no_combinations(ctx, spec, self.findings.reasons())
         self.combos.sort(key=lambda c: c.fixed_cost)  # ties go to the cheaper pool
         self.sh = Shared.of(ctx, spec, classes, caps)
         levels = cap_levels(ctx.scenario.search.utilization_levels, caps.line)
@@ -127,7 +127,7 @@ class FreeRateSearch:
         cap = self.caps.prefill
         levels = sorted(set(cap_levels(self.ctx.scenario.search.utilization_levels, cap)) | {cap})
         out = []
-        for ch in prefill_choices(self.ctx, self.spec, self.classes, self.reasons):
+        for ch in prefill_choices(self.ctx, self.spec, self.classes, self.findings):
             for lo, hi in buckets(ch.max_n):
                 for lv in levels:
                     cost = owned.pool_cost(self.ctx, self.ctx.prefill_dc, ch.pinst, lo)
@@ -224,7 +224,9 @@ class FreeRateSearch:
             if best_sol is None or _better(sol.objective, i, best_key, best_i):
                 best_i, best_key, best_sol = i, sol.objective, sol
         if best_sol is None:
-            reasons = self.reasons + diagnosis.reach_reasons(self.reach, self.ctx.scenario.sla)
+            reasons = self.findings.reasons() + diagnosis.reach_reasons(
+                self.reach, self.ctx.scenario.sla
+            )
             if not reasons:
                 reasons.append(diagnosis.pools_reason(False))
             raise diagnosis.infeasible(self.spec.name, reasons, self.ctx.scenario.sla)

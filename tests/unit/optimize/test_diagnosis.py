@@ -106,3 +106,21 @@ def test_reasons_sort_by_kind_stably_and_drop_repeats():
     ]
     got = [x.message for x in diagnosis.ordered(given)]
     assert got == ["o", "f", "t", "l", "g1", "g2"]
+
+
+def test_a_feasible_search_makes_no_reasons(monkeypatch):
+    # diagnosis runs only for what came out infeasible: the candidates keep facts, and a plan
+    # that is found never turns them into reasons
+    made = []
+    for name in ("tpot_reason", "ttft_floor_reasons", "prefill_gpus_reason"):
+        real = getattr(diagnosis, name)
+        monkeypatch.setattr(
+            diagnosis, name, lambda *a, _real=real, _n=name: made.append(_n) or _real(*a)
+        )
+    d = yaml.safe_load(TINY.read_text())
+    ctx = build_context(Scenario.model_validate(copy.deepcopy(d)), "")
+    plan_architecture(ctx, "pdd", build_classes(ctx), float(d["workload"]["rate_rps"]), Caps())
+    assert made == []
+    # the same facts, on an infeasible scenario, make the floors in order
+    _reasons(lambda d: d["sla"].update(ttft_p90_s=0.001, ttft_p99_s=0.002))
+    assert "ttft_floor_reasons" in made
