@@ -98,7 +98,7 @@ def evaluate(rows) -> list[dict]:
                     "label": r.label,
                     "measured": r.value,
                     "pred": pred,
-                    "err": {k: v / r.value - 1.0 for k, v in pred.items()},
+                    "err": {k: r.error(v) for k, v in pred.items()},
                     "held_out_fit": note,
                 }
             )

@@ -80,8 +80,9 @@ def instance_of(meas: Measurement, gpu: GPUProfile, model=None) -> Instance:
 
 def predict(meas: Measurement, gpu: GPUProfile, model=None) -> float:
     """Predicted figure for one measurement on `gpu` (with its efficiency factors): the
-    instance's tokens/s (offline: output; prefill: prompt tokens; decode: output) scaled to the
-    GPUs the published figure covers."""
+    instance's tokens/s (offline: output, or input + output for a total_throughput figure;
+    prefill: prompt tokens; decode: output) scaled to the GPUs the published figure covers, or
+    a request's latency in ms for a request_latency_ms figure."""
     inst = instance_of(meas, gpu, model)
     if meas.phase == "prefill":
         b = meas.batch or 1
@@ -97,7 +98,12 @@ def predict(meas: Measurement, gpu: GPUProfile, model=None) -> float:
         tps = b / (p.total_s - p.overhead_s * meas.kernels_only)
     else:
         inst.require_fit()
-        tps = offline_throughput(inst, meas.isl, meas.osl, meas.engine).output_tokens_per_s
+        res = offline_throughput(inst, meas.isl, meas.osl, meas.engine)
+        if meas.is_latency:
+            return res.request_latency_s * 1e3
+        tps = res.output_tokens_per_s
+        if meas.figure == "total_throughput":
+            tps *= (meas.isl + meas.osl) / meas.osl
     return tps * (meas.value_gpus or meas.n_gpus) / meas.n_gpus
 
 
@@ -153,7 +159,7 @@ def fit(rows: list[Measurement], gpu: GPUProfile) -> FitResult:
                 prior.append(PRIOR_WEIGHT * np.log(v / v0))
         return np.concatenate([err, prior])
 
-    before = preds(x0) / meas - 1.0
+    before = np.array([r.error(p) for r, p in zip(rows, preds(x0))])
     sol = least_squares(
         residuals,
         x0,
@@ -162,7 +168,7 @@ def fit(rows: list[Measurement], gpu: GPUProfile) -> FitResult:
         diff_step=1e-3,
         loss="linear",
     )
-    after = preds(sol.x) / meas - 1.0
+    after = np.array([r.error(p) for r, p in zip(rows, preds(sol.x))])
     factors = {k: float(v) for k, v in zip(FACTORS, sol.x)}
     return FitResult(
         gpu.name,

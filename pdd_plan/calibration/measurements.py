@@ -63,6 +63,7 @@ class Measurement:
     expert_load: float | None = None
     kernels_only: bool = False  # a kernel timing: predicted without the step overhead
     cached: int = 0  # prefill on top of this many cached tokens (an extend)
+    figure: str = "throughput"  # throughput | total_throughput | request_latency_ms
     document: str = ""  # leave-one-source-out group
     reading: str = ""
 
@@ -70,6 +71,18 @@ class Measurement:
     def label(self) -> str:
         par = f"tp{self.tp}" + (f" ep{self.ep}" if self.ep > 1 else "")
         return f"{self.gpu} {self.model} {par} {self.dtype} {self.phase} {self.isl}/{self.osl}"
+
+    @property
+    def is_latency(self) -> bool:
+        """A latency figure: lower is better, its error is measured / predicted - 1."""
+        return self.figure == "request_latency_ms"
+
+    def error(self, predicted: float) -> float:
+        """Signed relative error, + meaning optimistic: predicted / measured - 1 for a
+        throughput, measured / predicted - 1 for a latency."""
+        if self.is_latency:
+            return self.value / predicted - 1.0
+        return predicted / self.value - 1.0
 
     @property
     def family(self) -> str:
@@ -200,6 +213,7 @@ def _from_reading(i: int, r: dict, rd: Reading, base: Engine, doc: str, f: str) 
         expert_load=rd.expert_load,
         kernels_only=rd.kernels_only,
         cached=rd.cached,
+        figure=rd.figure,
         document=doc,
         reading=rd.reading,
     )
