@@ -59,6 +59,8 @@ class Reading(Strict):
     kernels_only: bool = False
     cached: int = Field(default=0, ge=0)  # prefill: tokens already in the KV cache (an extend)
     figure: Figure = "throughput"
+    # the serving engine that ran it, where the source cell does not say (measurements.py)
+    framework: Literal["tensorrt-llm", "sglang", "vllm", "atom"] | None = None
 
     @model_validator(mode="after")
     def _kernels_are_one_pass(self) -> Reading:

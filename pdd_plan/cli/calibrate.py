@@ -49,24 +49,37 @@ def _check_flags(model, gpu, gpus, tp, ep, dtype, kv_dtype, input_tokens, output
 
 
 def _fit_all(rows, gpus: list[str], write: bool, out_dir: Path | None, name: str) -> list[dict]:
-    from pdd_plan.calibration import fit as cal
+    """One joint fit of every row (all GPUs and families: the MoE-vs-dense shift is learned
+    across them); the result, and the file written, of each GPU in `gpus`."""
+    import numpy as np
 
+    from pdd_plan.calibration import fit as cal
+    from pdd_plan.calibration import joint, joint_files
+
+    analytic = {g: cal.analytic_gpu(g) for g in sorted({r.gpu for r in rows})}
+    jf = joint.fit_joint(rows, analytic)
+    before = {r.row: r.error(cal.predict(r, analytic[r.gpu])) for r in rows}
+    rows_gpu = {r.row: r.gpu for r in rows}
     results = []
     for g in gpus:
-        res = cal.fit([r for r in rows if r.gpu == g], cal.analytic_gpu(g))
+        errs = joint_files.gpu_errors(jf, rows_gpu, g)
+        mine = [r.row for r in rows if r.gpu == g]
         entry = {
             "gpu": g,
-            "rows": res.rows,
-            "factors": res.factors,
-            "median_abs_error_analytic": res.median_before,
-            "median_abs_error_calibrated": res.median_after,
-            "max_abs_error_calibrated": max(abs(e) for e in res.errors_after),
-            "converged": res.success,
+            "rows": mine,
+            "factors": jf.factors(g, "dense"),
+            "moe_factors": jf.factors(g, "moe"),
+            "moe_basis": jf.basis(g, "moe"),
+            "dense_basis": jf.basis(g, "dense"),
+            "median_abs_error_analytic": float(np.median(np.abs([before[r] for r in mine]))),
+            "median_abs_error_calibrated": float(np.median(np.abs(errs))),
+            "max_abs_error_calibrated": float(np.max(np.abs(errs))),
+            "converged": jf.success,
         }
         if write:
             folder = out_dir if out_dir is not None else cal.calibration_dir()
             path = Path(folder) / f"{g}.yaml"
-            write_atomic(path, cal.calibration_yaml(res, name))
+            write_atomic(path, joint_files.calibration_yaml(jf, g, rows_gpu, name))
             entry["written"] = str(path)
         results.append(entry)
     return results
@@ -77,7 +90,8 @@ def _render(results: list[dict], name: str) -> None:
 
     from pdd_plan.report import fit
 
-    cols = ("gpu", "rows", "mfu", "mbu", "overhead ms", "chunk_half", "median |err|", "max")
+    cols = ("gpu", "rows", "mfu", "mbu", "MoE mfu", "MoE mbu", "overhead ms", "chunk_half")
+    cols += ("median |err|", "max")
     rows = []
     for e in results:
         f = e["factors"]
@@ -87,6 +101,8 @@ def _render(results: list[dict], name: str) -> None:
                 str(len(e["rows"])),
                 f"{f['mfu']:.3f}",
                 f"{f['mbu']:.3f}",
+                f"{e['moe_factors']['mfu']:.3f}",
+                f"{e['moe_factors']['mbu']:.3f}",
                 f"{f['step_overhead_ms']:.2f}",
                 f"{f['chunk_half_tokens']:.0f}",
                 f"{e['median_abs_error_analytic']:.1%} -> {e['median_abs_error_calibrated']:.1%}",
@@ -133,7 +149,8 @@ def calibrate(
     ),
     format: str = typer.Option("table", "--format", "-f", help="table | json | yaml"),
 ) -> None:
-    """Fit mfu, mbu, step overhead and chunk_half_tokens of each GPU to measured throughput."""
+    """Fit mfu, mbu, step overhead and chunk_half_tokens of every GPU and model family
+    jointly to measured throughput (one MoE-vs-dense shift shared by all GPUs)."""
     from pdd_plan.calibration import engine_results as er
 
     fmt = check_format(format)

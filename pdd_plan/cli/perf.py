@@ -185,10 +185,13 @@ def perf_result(
             },
             # all FLOPs at the achieved FLOP rate, all HBM bytes at the achieved bandwidth
             "roofline_s": {"flops": t.compute_s, "bytes": t.memory_s},
+            # the factors of the model's family on this GPU, and how they were estimated
             "efficiency": {
-                k: getattr(inst.gpu.efficiency, k)
+                k: getattr(inst.efficiency, k)
                 for k in ("mfu", "mbu", "step_overhead_ms", "chunk_half_tokens", "comm_efficiency")
             },
+            "efficiency_family": inst.family,
+            "efficiency_basis": inst.gpu.efficiency.basis(inst.family),
         }
     )
     return out
@@ -290,6 +293,7 @@ def _render_table(res: dict) -> None:
         t.add_row(k.replace("_", " "), f"{v:.4g}" if isinstance(v, float) else str(v))
     e = res["efficiency"]
     t.add_row("efficiency", ", ".join(f"{k} {v:g}" for k, v in e.items()))
+    t.add_row(f"{res['efficiency_family']} factors", res["efficiency_basis"])
     if "error_band_note" in res:
         t.add_row("error band (held-out)", res["error_band_note"])
     Console().print(t)

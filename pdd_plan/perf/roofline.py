@@ -172,7 +172,7 @@ def _kernels(inst: Instance, w: Work) -> tuple[float, float, float, float, tuple
     busiest EP rank runs `expert_imbalance` times the mean of. Attention runs on the tensor
     cores of its KV dtype (BF16 KV: BF16 attention, as FlashAttention/FlashMLA) at mfu.
     """
-    g, e, n = inst.gpu, inst.gpu.efficiency, inst.n_gpus
+    g, e, n = inst.gpu, inst.efficiency, inst.n_gpus
     rate = n * g.peak_flops(inst.compute_dtype) * e.mfu
     attn_rate = n * g.peak_flops(inst.model.kv_cache.dtype) * e.mfu
     bw = n * g.memory.hbm_tbps * 1e12 * e.mbu
@@ -216,7 +216,7 @@ def _pass(inst: Instance, w: Work, phase: str) -> PassTime:
     all-to-all matters (large EP) and not where the second weight read costs more than it
     hides. Single-batch overlap keeps the batch whole and hides only the combine.
     """
-    e = inst.gpu.efficiency
+    e = inst.efficiency
     a2a = comm.a2a_seconds(inst, w.tokens, phase)
     ar = comm.allreduce_seconds(inst, w.tokens)
     c, mem, cb, mb, rates = _kernels(inst, w)
