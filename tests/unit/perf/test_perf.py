@@ -254,13 +254,14 @@ def test_cached_prefix_costs_attention_reads_not_weight_flops():
     assert warm.total_s > cold.total_s  # longer attention and cached KV read
     assert warm.total_s < 0.3 * full.total_s  # far cheaper than recomputing the prefix
     w = layers.weight_flops_per_token(inst.model)
+    head = 2.0 * inst.params.lm_head_matmul  # the LM head runs for the last token only
     attn = float(layers.attention_flops_per_token(inst.model, 31_000.0, "prefill"))
     g = inst.gpu
     flops_s = g.peak_flops(inst.compute_dtype) * g.efficiency.mfu * inst.n_gpus
     eff = 2000 / (2000 + g.efficiency.chunk_half_tokens)
     # GEMMs pay the small-GEMM curve; attention runs at its KV dtype's peak (BF16 here) x mfu
     attn_s = g.peak_flops(inst.model.kv_cache.dtype) * g.efficiency.mfu * inst.n_gpus
-    expect = w * 2000 / (flops_s * eff) + attn * 2000 / attn_s
+    expect = (w * 2000 - head * 1999) / (flops_s * eff) + attn * 2000 / attn_s
     assert warm.compute_s == pytest.approx(expect, rel=1e-9)
 
 
