@@ -1,0 +1,34 @@
+"""benchmarks/tcp_check.py: the TCP path model against the CSV's WAN rows, by hand."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+pytestmark = pytest.mark.unit
+
+
+def _bench():
+    return importlib.import_module("benchmarks.tcp_check")
+
+
+def _check(row: int, streams: int = 1) -> dict:
+    return next(c for c in _bench().rows() if c["row"] == row and c["streams"] == streams)
+
+
+def test_window_limited_flow_is_window_over_rtt():
+    # row 125: an 8 kB window over a 170 ms RTT: 8192 B / 0.17 s = 48.2 kB/s, less the 24-byte
+    # header per 1 MiB message; the measurement (47 kB/s) is within 3 %
+    c = _check(125)
+    by_hand = 8192 / 0.170 * 8 / 1e6 * (1 << 20) / ((1 << 20) + 24)
+    assert c["predicted_mbps"] == pytest.approx(by_hand, rel=1e-9)
+    assert abs(c["error"]) < 0.05
+    assert _bench().limit_of(c) == "window"
+
+
+def test_striped_streams_stop_at_the_line_goodput():
+    # row 129 with 3 streams: 3 x 389 Mb/s would exceed the 1 Gb/s line x 0.9 goodput
+    c = _check(129, 3)
+    assert c["predicted_mbps"] == pytest.approx(900.0, rel=1e-9)
+    assert _check(129, 2)["predicted_mbps"] < c["predicted_mbps"]
