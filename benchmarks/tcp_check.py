@@ -4,7 +4,9 @@ Usage: ``python -m benchmarks.tcp_check``. Each check in ``benchmarks/data/tcp_c
 a line profile built from what its source states (line rate, RTT, window, streams), with the
 bundled profiles' defaults where it states nothing; the prediction is k streams of one
 connection's rate (``tcp.flow_rate_bytes_s``), capped by the line's goodput, as a striped
-transfer runs. The error is predicted / measured - 1 (+: optimistic). Nothing is fitted.
+transfer runs. A second table puts the CSV's KV-transfer rows (``kv_transfer_checks.yaml``)
+beside ``transfer.rdma_transfer_s``. The error is predicted / measured - 1 (+: optimistic).
+Nothing is fitted.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from pathlib import Path
 import yaml
 
 from pdd_plan.inputs.schema.line import LineSKU
-from pdd_plan.latency.line import tcp
+from pdd_plan.latency.line import tcp, transfer
 
 DATA = Path(__file__).resolve().parent / "data" / "tcp_checks.yaml"
+KV_DATA = DATA.with_name("kv_transfer_checks.yaml")
 DEFAULTS = {"cost_per_month": 1.0, "loss_rate": 1.2e-8, "max_window_bytes": 4194304}
 FIELDS = ("line_gbps", "rtt_ms", "max_window_bytes", "per_connection_gbps")
 
@@ -59,6 +62,20 @@ def rows() -> list[dict]:
     return out
 
 
+def transfer_rows() -> list[dict]:
+    """The KV-transfer rows: rdma_transfer_s's effective bandwidth beside the measured one."""
+    data = yaml.safe_load(KV_DATA.read_text(encoding="utf-8"))
+    out = []
+    for c in data["checks"]:
+        size = (c["size_gb"] or 1000.0) * 1e9  # unstated: a long run, latency negligible
+        t = transfer.rdma_transfer_s(
+            size, c["nics"], c["nic_gbps"], data["comm_efficiency"], data["latency_ms"] / 1e3
+        )
+        pred = size / float(t) / 1e9
+        out.append({**c, "predicted_gbytes_s": pred, "error": pred / c["measured_gbytes_s"] - 1})
+    return out
+
+
 def main() -> int:
     print("| row | path | streams | limit | predicted Mb/s | measured Mb/s | error | inputs |")
     print("|---:|---|---:|---|---:|---:|---:|---|")
@@ -67,6 +84,14 @@ def main() -> int:
             f"| {r['row']} | {r['path']} | {r['streams']} | {limit_of(r)} | "
             f"{r['predicted_mbps']:,.3g} | {r['measured_mbps']:,.3g} | {r['error']:+.0%} | "
             f"{' '.join(str(r['inputs']).split())} |"
+        )
+    print("\n| row | path | NICs x Gb/s | size GB | predicted GB/s | measured GB/s | error |")
+    print("|---:|---|---|---:|---:|---:|---:|")
+    for r in transfer_rows():
+        size = "long run" if r["size_gb"] is None else f"{r['size_gb']:g}"
+        print(
+            f"| {r['row']} | {r['path']} | {r['nics']} x {r['nic_gbps']} | {size} | "
+            f"{r['predicted_gbytes_s']:,.1f} | {r['measured_gbytes_s']:,.1f} | {r['error']:+.0%} |"
         )
     return 0
 

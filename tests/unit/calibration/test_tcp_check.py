@@ -32,3 +32,13 @@ def test_striped_streams_stop_at_the_line_goodput():
     c = _check(129, 3)
     assert c["predicted_mbps"] == pytest.approx(900.0, rel=1e-9)
     assert _check(129, 2)["predicted_mbps"] < c["predicted_mbps"]
+
+
+def test_kv_transfer_is_size_over_nic_bandwidth_plus_the_fixed_latency():
+    # row 114: 40 GB over 8 x 400 Gb/s at comm_efficiency 0.7 plus 5 ms
+    r = next(c for c in _bench().transfer_rows() if c["row"] == 114)
+    t = 40e9 / (8 * 400e9 / 8 * 0.7) + 0.005
+    assert r["predicted_gbytes_s"] == pytest.approx(40 / t, rel=1e-9)
+    # a small transfer is dominated by the fixed latency: its effective bandwidth is far lower
+    small = next(c for c in _bench().transfer_rows() if c["row"] == 110)
+    assert small["predicted_gbytes_s"] < 0.2 * r["predicted_gbytes_s"]
