@@ -64,7 +64,7 @@ def deepep_fixed_seconds(inst, phase: str) -> float:
         us = lat.normal_internode_us if across else lat.normal_intranode_us
     else:
         us = lat.low_latency_internode_us if across else lat.low_latency_intranode_us
-    return 2.0 * inst.params.moe_layers * us * 1e-6
+    return 2.0 * inst.params.moe_layers * us * 1e-6 * inst.gpu.efficiency.fixed_time_scale
 
 
 def step_cpu_seconds(inst, requests: float) -> float:
@@ -72,7 +72,8 @@ def step_cpu_seconds(inst, requests: float) -> float:
     attention-DP rank schedules its share in parallel)."""
     if requests <= 0:
         return 0.0
-    return serving().engine_step.per_request_us * 1e-6 * requests / inst.dp
+    scale = inst.gpu.efficiency.fixed_time_scale
+    return serving().engine_step.per_request_us * 1e-6 * requests / inst.dp * scale
 
 
 def attention_fractions(model) -> tuple[float, float] | None:

@@ -76,6 +76,9 @@ class Efficiency(Strict):
     mode: Literal["analytic", "calibrated"] = "analytic"
     source: str
     moe: FamilyFactors | None = None  # MoE models' factors (None: the same as dense)
+    # times the runtime profile's fixed costs (DeepEP's per-call latency, the engine's CPU per
+    # request: perf/moe_terms.py); a deployment's speed_factor k sets 1/k (evaluate/fleet.py)
+    fixed_time_scale: float = Field(default=1.0, gt=0)
 
     def for_family(self, family: str) -> Efficiency:
         """The factors a model of `family` (dense | moe) runs with on this GPU."""
