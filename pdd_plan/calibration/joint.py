@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pdd_plan.calibration.fit import BOUNDS, FACTORS, Measurement, predict
+from pdd_plan.common.errors import InputError
 from pdd_plan.inputs import profiles
 from pdd_plan.inputs.calibrated import with_efficiency
 from pdd_plan.inputs.schema.gpu import FamilyFactors, GPUProfile
@@ -166,7 +167,7 @@ def fit_joint(rows: list[Measurement], analytic: dict[str, GPUProfile]) -> Joint
     from scipy.optimize import least_squares
 
     if not rows:
-        raise ValueError("a joint fit needs at least one measurement row")
+        raise InputError(None, "measurements", "no rows to fit", "give measurement rows")
     pb = _Problem(rows, {g: analytic[g] for g in {r.gpu for r in rows}})
     lo, hi = pb.bounds()
     x0 = np.clip(np.concatenate([np.tile(pb.x_prior, len(pb.gpus) + 1), [0.0] * 2]), lo, hi)

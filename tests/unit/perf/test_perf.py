@@ -12,7 +12,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from pdd_plan.calibration import fit
+from pdd_plan.calibration import fit, joint, joint_files
 from pdd_plan.calibration.hf_import import profile_from_hf
 from pdd_plan.cli.main import app
 from pdd_plan.common.errors import InputError
@@ -362,16 +362,19 @@ def test_bad_measurements_are_one_line_errors(tmp_path):
         fit.read_measurements(p)
 
 
-@pytest.mark.unit
+@pytest.mark.slow
 def test_calibrate_improves_the_median_error():
-    rows = fit.read_measurements(CSV)
-    for g in ("h100", "h200"):
-        mine = [r for r in rows if r.gpu == g and r.family == "dense"]
-        res = fit.fit(mine, fit.analytic_gpu(g))
-        assert res.median_after <= res.median_before + 1e-9
-        assert res.median_after < 0.15 and max(abs(e) for e in res.errors_after) < 0.35
+    rows = [r for r in fit.read_measurements(CSV) if r.gpu in ("h100", "h200")]
+    dense = [r for r in rows if r.family == "dense"]
+    analytic = {g: fit.analytic_gpu(g) for g in ("h100", "h200")}
+    jf = joint.fit_joint(dense, analytic)
+    before = [abs(r.error(fit.predict(r, analytic[r.gpu]))) for r in dense]
+    after = np.abs(jf.errors)
+    assert np.median(after) <= np.median(before) + 1e-9
+    assert np.median(after) < 0.15 and after.max() < 0.35
+    for g in analytic:
         for k, (lo, hi) in fit.BOUNDS.items():
-            assert lo <= res.factors[k] <= hi
+            assert lo <= jf.factors(g, "dense")[k] <= hi
     # the shipped calibration files are what loading applies
     cal = profiles.gpu("h200").efficiency
     assert cal.mode == "calibrated" and "fitted by pdd-plan calibrate" in cal.source
@@ -379,14 +382,21 @@ def test_calibrate_improves_the_median_error():
 
 @pytest.mark.unit
 def test_calibration_file_round_trip(tmp_path, monkeypatch):
-    rows = [r for r in fit.read_measurements(CSV) if r.gpu == "h100"]
-    res = fit.fit(rows, fit.analytic_gpu("h100"))
-    (tmp_path / "h100.yaml").write_text(fit.calibration_yaml(res, "m.csv", "2026-01-01"))
+    dense = {"mfu": 0.55, "mbu": 0.85, "step_overhead_ms": 2.5, "chunk_half_tokens": 120.0}
+    jf = joint.JointFit(
+        {"h100": dense}, dense, {"mfu": -0.3, "mbu": -0.5}, {"h100": {"dense": 2}},
+        [1, 2], [0.01, -0.02], True, "",
+    )  # fmt: skip
+    text = joint_files.calibration_yaml(jf, "h100", {1: "h100", 2: "h100"}, "m.csv", "2026-01-01")
+    (tmp_path / "h100.yaml").write_text(text)
     monkeypatch.setattr(calibrated, "calibration_dir", lambda: tmp_path)
     g = calibrated.apply_calibration(fit.analytic_gpu("h100"))
     assert g.efficiency.mode == "calibrated"
-    assert g.efficiency.mfu == pytest.approx(res.factors["mfu"], abs=1e-4)
-    assert "m.csv rows 1, 2, 3, 4, 9, 10" in g.efficiency.source
+    assert g.efficiency.mfu == pytest.approx(0.55, abs=1e-4)
+    # the MoE factors are the dense ones times the shift: 0.55 e^-0.3, 0.85 e^-0.5
+    assert g.efficiency.moe.mfu == pytest.approx(0.55 * np.exp(-0.3), abs=1e-4)
+    assert g.efficiency.moe.mbu == pytest.approx(0.85 * np.exp(-0.5), abs=1e-4)
+    assert "fitted to 2 dense rows" in g.efficiency.source and "m.csv" in g.efficiency.source
     # a profile that is already calibrated, or a GPU without a file, is left alone
     assert calibrated.apply_calibration(g) is g
     b200 = fit.analytic_gpu("b200")
@@ -514,8 +524,8 @@ def test_domain_errors_name_fields_not_flags():
     # the command line translates a field to its flag (test above); the domain code does not
     with pytest.raises(InputError, match="field 'kv_dtype'"):
         layers.with_kv_dtype(profiles.model("llama-3.1-8b"), "fp4")
-    with pytest.raises(InputError, match="field 'gpu'"):
-        fit.fit([], fit.analytic_gpu("h100"))
+    with pytest.raises(InputError, match="field 'measurements'"):
+        joint.fit_joint([], {"h100": fit.analytic_gpu("h100")})
 
 
 @pytest.mark.integration
