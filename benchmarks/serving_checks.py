@@ -34,11 +34,12 @@ import math
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from types import ModuleType, SimpleNamespace
+from types import ModuleType
 
 import numpy as np
 
 from pdd_plan.calibration import fit as cal
+from pdd_plan.calibration import joint
 from pdd_plan.inputs import profiles
 from pdd_plan.inputs.context import Context
 from pdd_plan.inputs.schema.plan import InstanceGroup
@@ -189,15 +190,13 @@ def predict(r: Row, n: int, seed: int, gpu_profile=None) -> dict:
 
 def held_out_profile(r: Row):
     """The row's GPU with factors fitted without the row's document (accuracy.py's method:
-    own fit on the other documents' rows, else the pooled estimate), and how it was made."""
-    acc = _sibling("accuracy")
+    the joint fit of the other documents' rows), and how it was made."""
     rows, _ = cal.read_rows(scen.CSV)
     train = [m for m in rows if m.document != r.document]
     analytic = {g: cal.analytic_gpu(g) for g in sorted({m.gpu for m in rows} | {r.reading.gpu})}
-    fits = acc._fit_all(train, analytic, {})
-    moe = profiles.model(r.reading.model).ffn.moe is not None
-    fam = SimpleNamespace(gpu=r.reading.gpu, family="moe" if moe else "dense")
-    return acc._profile(fam, train, fits, analytic, pool=True)
+    jf = joint.fit_joint(train, analytic)
+    fam = "moe" if profiles.model(r.reading.model).ffn.moe is not None else "dense"
+    return jf.profile(analytic[r.reading.gpu]), jf.basis(r.reading.gpu, fam)
 
 
 # ------------------------------------------------------------------ output

@@ -13,8 +13,12 @@ Layout read (family keys either under `families:` or at the top level):
     basis: leave-one-source-out
     date: '2026-11-30'
     families:
-      dense: {median_abs_error: 0.07, p90_abs_error: 0.15, max_abs_error: 0.22, rows: 14}
-      moe:   {median_abs_error: 0.11, p90_abs_error: 0.25, max_abs_error: 0.31, rows: 14}
+      dense: {median_abs_error: 0.07, p90_abs_error: 0.15, max_abs_error: 0.22, rows: 14,
+              mean_signed_error: -0.02}
+      moe:   {median_abs_error: 0.11, p90_abs_error: 0.25, max_abs_error: 0.31, rows: 14,
+              mean_signed_error: 0.04}
+
+`mean_signed_error` (the bias, + meaning the model over-predicts throughput) is optional.
 """
 
 from __future__ import annotations
@@ -60,6 +64,18 @@ def _fraction(entry: dict, field: str, file: str, fam: str) -> float | None:
     return None
 
 
+def _bias(entry: dict, file: str, fam: str) -> float | None:
+    """The mean signed error (+: the model over-predicts throughput), when the file has it."""
+    v = entry.get("mean_signed_error")
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not -10 < v < 10:
+        raise InputError(
+            file, f"{fam}.mean_signed_error", f"not an error fraction: {v!r}", "e.g. -0.03"
+        )
+    return float(v)
+
+
 def _rows(entry: dict, file: str, fam: str) -> int:
     v = entry.get("rows")
     if isinstance(v, list):
@@ -89,6 +105,7 @@ def parse_bands(data: Any, file: str) -> dict[str, dict]:
         for need in ("median_abs_error", "max_abs_error"):
             if band[need] is None:
                 raise InputError(file, f"{fam}.{need}", "missing", "write it with the benchmark")
+        band["mean_signed_error"] = _bias(entry, file, fam)
         band["rows"] = _rows(entry, file, fam)
         band["basis"] = str(data.get("basis", BASIS))
         if "date" in data:
@@ -126,9 +143,11 @@ def band_for_model(model: ModelProfile, path: Path | None = None) -> tuple[dict 
     band = bands.get(fam)
     if band is None:
         return None, f"no error band for {fam} models in the error-band file"
+    bias = band.get("mean_signed_error")
+    lean = "" if bias is None else f", mean signed error {bias:+.0%} (+: optimistic)"
     note = (
         f"{fam} models: predictions missed measurements they were not fitted to by a median "
-        f"{band['median_abs_error']:.0%}, at most {band['max_abs_error']:.0%} "
+        f"{band['median_abs_error']:.0%}, at most {band['max_abs_error']:.0%}{lean} "
         f"({band['rows']} rows, {band['basis']})"
     )
     return dict(band), note

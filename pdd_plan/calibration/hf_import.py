@@ -1,6 +1,7 @@
 """Build a model profile from a HuggingFace `config.json` (the architecture facts perf needs).
 
-Supported: LlamaForCausalLM, Qwen3ForCausalLM (GQA), Qwen3MoeForCausalLM (GQA + MoE),
+Supported: LlamaForCausalLM, Qwen3ForCausalLM (GQA), Qwen3MoeForCausalLM (GQA + MoE), Mixtral,
+Llama-4 and gpt-oss (GQA + MoE, hf_gqa_moe.py),
 DeepseekV3ForCausalLM (MLA + MoE; Kimi-K2 ships this architecture too), DeepseekV32ForCausalLM
 (MLA + DSA indexer) and DeepseekV4ForCausalLM (compressed CSA/HCA attention). Every section
 gets a `source:` naming the config file and the keys it came from; the few engine choices that
@@ -11,12 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from pdd_plan.calibration import hf_gqa_moe
 from pdd_plan.calibration.json_fields import count
 from pdd_plan.common.errors import InputError
 from pdd_plan.inputs.schema.io import parse
 from pdd_plan.inputs.schema.model import ModelProfile
 
 GQA_ARCHS = ("LlamaForCausalLM", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "MistralForCausalLM")
+GQA_ARCHS += hf_gqa_moe.ARCHS
 MLA_ARCHS = ("DeepseekV3ForCausalLM", "KimiK2ForCausalLM")
 SUPPORTED = (*GQA_ARCHS, *MLA_ARCHS, "DeepseekV32ForCausalLM", "DeepseekV4ForCausalLM")
 # Far above any model's widths, layers, vocabularies and expert counts (about 1e6 at most).
@@ -98,6 +101,9 @@ def _weights(cfg: dict, file: str) -> dict:
     if not isinstance(q, dict):
         raise InputError(file, "quantization_config", "must be a JSON object", "fix config.json")
     method = str(q.get("quant_method", "")).lower()
+    exp, exp_why = hf_gqa_moe.expert_dtype(cfg, file)
+    if exp is not None:
+        return {"dtype": "bf16", "expert_dtype": exp, "source": f"{exp_why}."}
     if method == "fp8":
         dtype, why = "fp8", "quantization_config quant_method fp8 for the linear layers"
     elif method:
@@ -145,6 +151,7 @@ def profile_from_hf(cfg: dict, name: str, file: str = "config.json") -> ModelPro
     if not isinstance(cfg, dict):
         raise InputError(file, None, "config.json is not a JSON object", "give a config.json")
     arch = _architecture(cfg, file)
+    cfg = hf_gqa_moe.text_config(cfg, arch)
     layers = _count(cfg, "num_hidden_layers", file)
     hidden = _count(cfg, "hidden_size", file)
     heads = _count(cfg, "num_attention_heads", file)
@@ -167,9 +174,11 @@ def profile_from_hf(cfg: dict, name: str, file: str = "config.json") -> ModelPro
             "num_kv_heads": kv_heads,
             "head_dim": int(head_dim),
             "source": f"{file}: num_attention_heads {heads}, num_key_value_heads {kv_heads}, "
-            f"{hd_src}.",
+            f"{hd_src}." + hf_gqa_moe.attention_note(cfg, arch),
         }
-        if arch == "Qwen3MoeForCausalLM":
+        if arch in hf_gqa_moe.ARCHS:
+            ffn = hf_gqa_moe.ffn(cfg, arch, file)
+        elif arch == "Qwen3MoeForCausalLM":
             if _count(cfg, "decoder_sparse_step", file, default=1) != 1 or cfg.get(
                 "mlp_only_layers"
             ):

@@ -34,6 +34,20 @@ MODELS = {
 # H200 Llama-70B 2048/2048 row would need more than the GPU's HBM bandwidth.
 PRECISIONS = {"FP8 (ModelOpt)": ("fp8", "fp8"), "FP8": ("fp8", "fp8"), "BF16": ("bf16", None)}
 ENGINE_OF_SOURCE = {"TensorRT-LLM": TRTLLM_BENCH}
+# The serving engine a row's figure was measured with, from its source cell (first match):
+# the accuracy tables are split by it. MLPerf's bundled submissions are NVIDIA's TensorRT-LLM
+# harness; lm-sys posts are SGLang's; a reading may say otherwise (InferenceX rows).
+FRAMEWORK_OF_SOURCE = {
+    "TensorRT-LLM": "tensorrt-llm",
+    "mlcommons": "tensorrt-llm",
+    "lm-sys": "sglang",
+    "vllm-project": "vllm",
+}
+
+
+def framework_of(source: str) -> str:
+    """The engine named by a source cell ('unknown' when none is)."""
+    return next((f for k, f in FRAMEWORK_OF_SOURCE.items() if k in source), "unknown")
 
 
 @dataclass(frozen=True)
@@ -63,6 +77,8 @@ class Measurement:
     expert_load: float | None = None
     kernels_only: bool = False  # a kernel timing: predicted without the step overhead
     cached: int = 0  # prefill on top of this many cached tokens (an extend)
+    figure: str = "throughput"  # throughput | total_throughput | request_latency_ms
+    framework: str = ""  # the serving engine (tensorrt-llm, sglang, vllm, atom); "" = the source's
     document: str = ""  # leave-one-source-out group
     reading: str = ""
 
@@ -70,6 +86,23 @@ class Measurement:
     def label(self) -> str:
         par = f"tp{self.tp}" + (f" ep{self.ep}" if self.ep > 1 else "")
         return f"{self.gpu} {self.model} {par} {self.dtype} {self.phase} {self.isl}/{self.osl}"
+
+    @property
+    def engine_name(self) -> str:
+        """The serving engine that measured the row (the reading's, else the source's)."""
+        return self.framework or framework_of(self.source)
+
+    @property
+    def is_latency(self) -> bool:
+        """A latency figure: lower is better, its error is measured / predicted - 1."""
+        return self.figure == "request_latency_ms"
+
+    def error(self, predicted: float) -> float:
+        """Signed relative error, + meaning optimistic: predicted / measured - 1 for a
+        throughput, measured / predicted - 1 for a latency."""
+        if self.is_latency:
+            return self.value / predicted - 1.0
+        return predicted / self.value - 1.0
 
     @property
     def family(self) -> str:
@@ -200,6 +233,8 @@ def _from_reading(i: int, r: dict, rd: Reading, base: Engine, doc: str, f: str) 
         expert_load=rd.expert_load,
         kernels_only=rd.kernels_only,
         cached=rd.cached,
+        figure=rd.figure,
+        framework=rd.framework or "",
         document=doc,
         reading=rd.reading,
     )

@@ -20,6 +20,9 @@ from pdd_plan.inputs.schema.common import Strict
 from pdd_plan.inputs.schema.io import load
 
 Use = Literal["predict", "simulate", "out"]
+# throughput: output tokens/s (prefill: prompt tokens/s); total_throughput: input + output
+# tokens/s; request_latency_ms: one request's time in the engine (offline phase)
+Figure = Literal["throughput", "total_throughput", "request_latency_ms"]
 
 
 class EngineLimits(Strict):
@@ -55,6 +58,9 @@ class Reading(Strict):
     # sampling between passes), so it is predicted without the step overhead
     kernels_only: bool = False
     cached: int = Field(default=0, ge=0)  # prefill: tokens already in the KV cache (an extend)
+    figure: Figure = "throughput"
+    # the serving engine that ran it, where the source cell does not say (measurements.py)
+    framework: Literal["tensorrt-llm", "sglang", "vllm", "atom"] | None = None
 
     @model_validator(mode="after")
     def _kernels_are_one_pass(self) -> Reading:
@@ -62,6 +68,8 @@ class Reading(Strict):
             raise ValueError("kernels_only times one pass: give phase prefill or decode")
         if self.cached and self.phase != "prefill":
             raise ValueError("cached (tokens already in the cache) is for phase prefill")
+        if self.figure == "request_latency_ms" and self.phase != "offline":
+            raise ValueError("request_latency_ms is an offline run's request latency")
         return self
 
     @property

@@ -80,32 +80,42 @@ def _targets(gpus: list[str], write: bool, out_dir: Path | None) -> dict[str, Pa
 
 
 def _fit_all(rows, gpus: list[str], targets: dict[str, Path], name: str) -> list[dict]:
-    from pdd_plan.calibration import fit as cal
+    """One joint fit of every row (all GPUs and families: the MoE-vs-dense shift is learned
+    across them); the result of each GPU in `gpus`, and its file when `targets` names one
+    (written after every fit is done, all or none)."""
+    import numpy as np
 
+    from pdd_plan.calibration import fit as cal
+    from pdd_plan.calibration import joint, joint_files
+    from pdd_plan.calibration.joint_report import at_bound_warnings, fit_summary
+
+    analytic = {g: cal.analytic_gpu(g) for g in sorted({r.gpu for r in rows})}
+    jf = joint.fit_joint(rows, analytic)
+    before = {r.row: r.error(cal.predict(r, analytic[r.gpu])) for r in rows}
+    rows_gpu = {r.row: r.gpu for r in rows}
     results = []
     for g in gpus:
-        res = cal.fit([r for r in rows if r.gpu == g], cal.analytic_gpu(g))
+        errs = joint_files.gpu_errors(jf, rows_gpu, g)
+        mine = [r.row for r in rows if r.gpu == g]
         entry = {
             "gpu": g,
-            "rows": res.rows,
-            "factors": res.factors,
-            "median_abs_error_analytic": res.median_before,
-            "median_abs_error_calibrated": res.median_after,
-            "max_abs_error_calibrated": max(abs(e) for e in res.errors_after),
-            "converged": res.success,
-            "fit": res.summary,
-            "free_factors": list(res.free),
-            "fixed_factors": list(res.fixed),
-            "warnings": res.warnings,
-            "_fit": res,
+            "rows": mine,
+            "factors": jf.factors(g, "dense"),
+            "moe_factors": jf.factors(g, "moe"),
+            "moe_basis": jf.basis(g, "moe"),
+            "dense_basis": jf.basis(g, "dense"),
+            "median_abs_error_analytic": float(np.median(np.abs([before[r] for r in mine]))),
+            "median_abs_error_calibrated": float(np.median(np.abs(errs))),
+            "max_abs_error_calibrated": float(np.max(np.abs(errs))),
+            "converged": jf.success,
+            "fit": fit_summary(jf, g),
+            "warnings": at_bound_warnings(jf, g),
         }
         results.append(entry)
     for g, entry in zip(gpus, results):  # all fits done: then the files, all or none
         if g in targets:
-            write_atomic(targets[g], cal.calibration_yaml(entry.pop("_fit"), name))
+            write_atomic(targets[g], joint_files.calibration_yaml(jf, g, rows_gpu, name))
             entry["written"] = str(targets[g])
-    for entry in results:
-        entry.pop("_fit", None)
     return results
 
 
@@ -114,7 +124,8 @@ def _render(results: list[dict], name: str) -> None:
 
     from pdd_plan.report import fit
 
-    cols = ("gpu", "rows", "mfu", "mbu", "overhead ms", "chunk_half", "median |err|", "max")
+    cols = ("gpu", "rows", "mfu", "mbu", "MoE mfu", "MoE mbu", "overhead ms", "chunk_half")
+    cols += ("median |err|", "max")
     rows = []
     for e in results:
         f = e["factors"]
@@ -124,6 +135,8 @@ def _render(results: list[dict], name: str) -> None:
                 str(len(e["rows"])),
                 f"{f['mfu']:.3f}",
                 f"{f['mbu']:.3f}",
+                f"{e['moe_factors']['mfu']:.3f}",
+                f"{e['moe_factors']['mbu']:.3f}",
                 f"{f['step_overhead_ms']:.2f}",
                 f"{f['chunk_half_tokens']:.0f}",
                 f"{e['median_abs_error_analytic']:.1%} -> {e['median_abs_error_calibrated']:.1%}",
@@ -172,7 +185,8 @@ def calibrate(
     ),
     format: str = typer.Option("table", "--format", "-f", help="table | json | yaml"),
 ) -> None:
-    """Fit mfu, mbu, step overhead and chunk_half_tokens of each GPU to measured throughput."""
+    """Fit mfu, mbu, step overhead and chunk_half_tokens of every GPU and model family
+    jointly to measured throughput (one MoE-vs-dense shift shared by all GPUs)."""
     from pdd_plan.calibration import engine_results as er
 
     fmt = check_format(format)
@@ -199,8 +213,7 @@ def calibrate(
     for n in notes:  # runs left out: on stderr, so that stdout stays the fit
         typer.echo(f"note: {n}", err=True)
     for e in results:
-        if e["fixed_factors"]:
-            typer.echo(f"note: {e['gpu']}: {e['fit']}", err=True)
+        typer.echo(f"note: {e['gpu']}: {e['fit']}", err=True)
         for w in e["warnings"]:
             typer.echo(f"warning: {w}", err=True)
     if fmt != "table":

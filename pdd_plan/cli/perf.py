@@ -129,6 +129,7 @@ def perf_result(
                 "use more GPUs or shorter requests",
             )
         t, lat, b, thr = r.breakdown, r.request_latency_s, r.batch, r.output_tokens_per_s
+        off = r
         kv_tokens = r.kv_capacity_tokens
         out["offline"] = {
             "engine": r.engine,
@@ -139,7 +140,7 @@ def perf_result(
             "max_num_tokens": r.max_num_tokens,
         }
     else:
-        b = int(batch or 1)
+        b, off = int(batch or 1), None
         if phase == "prefill":
             ctx = L
             t = roofline.batch_prefill_time(inst, b, L - C, C, chunk)
@@ -186,13 +187,36 @@ def perf_result(
             },
             # all FLOPs at the achieved FLOP rate, all HBM bytes at the achieved bandwidth
             "roofline_s": {"flops": t.compute_s, "bytes": t.memory_s},
+            # the factors of the model's family on this GPU, and how they were estimated
             "efficiency": {
-                k: getattr(inst.gpu.efficiency, k)
+                k: getattr(inst.efficiency, k)
                 for k in ("mfu", "mbu", "step_overhead_ms", "chunk_half_tokens", "comm_efficiency")
             },
+            "efficiency_family": inst.family,
+            # each term that slows a pass down from its roofline, at the run's first pass
+            "terms": _terms(inst, phase, b, L - C, chunk, float(extend_tokens or 0), off),
+            "efficiency_basis": inst.gpu.efficiency.basis(inst.family),
         }
     )
     return out
+
+
+def _terms(inst, phase: str, b: int, new: float, chunk: int, k: float, off=None) -> dict:
+    """The slow-down terms (perf/moe_terms.py) at the first pass of the run `perf` shows."""
+    from pdd_plan.perf import moe_terms
+
+    if phase == "offline":  # the mean iteration: the batch's decode rows + its prefill share
+        tokens, requests = off.batch + off.prefill_share * off.prefill_tokens_per_pass, off.batch
+    elif phase == "decode":
+        tokens, requests = float(b), float(b)
+    elif phase == "extend":
+        tokens, requests = b * k, float(b)
+    else:  # prefill: the first pass of the chunk budget (per DP group)
+        budget = chunk * inst.dp
+        seqs = 1 if new >= budget else min(b, max(1, int(budget // max(new, 1.0))))
+        tokens, requests = min(new, budget) * seqs, float(seqs)
+    kernels = "prefill" if phase in ("prefill", "extend") else "decode"
+    return {"pass_tokens": tokens, **moe_terms.breakdown(inst, tokens, requests, kernels)}
 
 
 def _context(phase: str, L: float, out_n: int | None, extend_tokens: int) -> float:
@@ -291,6 +315,9 @@ def _render_table(res: dict) -> None:
         t.add_row(k.replace("_", " "), f"{v:.4g}" if isinstance(v, float) else str(v))
     e = res["efficiency"]
     t.add_row("efficiency", ", ".join(f"{k} {v:g}" for k, v in e.items()))
+    t.add_row(f"{res['efficiency_family']} factors", res["efficiency_basis"])
+    terms = {k: v for k, v in res["terms"].items() if v is not None}
+    t.add_row("slow-down terms", ", ".join(f"{k} {v:.4g}" for k, v in terms.items()))
     if "error_band_note" in res:
         t.add_row("error band (held-out)", res["error_band_note"])
     Console().print(t)

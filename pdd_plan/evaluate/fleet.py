@@ -46,9 +46,10 @@ class FleetSpec:
 
 def _faster(gpu: GPUProfile, k: float) -> GPUProfile:
     """`gpu` with every rate a forward pass uses (peak FLOP/s, HBM and scale-up/RDMA
-    bandwidth) times k and the per-pass overhead over k: each term of a pass is FLOPs or bytes
-    over a rate, or that overhead (perf/roofline.py, perf/comm.py), so every prefill, extend
-    and decode pass takes exactly 1/k of its time. Memory sizes, and so the KV pool, stay."""
+    bandwidth) times k and the per-pass overhead (both families') and the runtime profile's
+    fixed costs over k: each term of a pass is FLOPs or bytes over a rate, or such a fixed time
+    (perf/roofline.py, perf/comm.py, perf/moe_terms.py), so every prefill, extend and decode
+    pass takes exactly 1/k of its time. Memory sizes, and so the KV pool, stay."""
     c, m, ic, e = gpu.compute, gpu.memory, gpu.interconnect, gpu.efficiency
 
     def times(x: float | None) -> float | None:
@@ -63,9 +64,14 @@ def _faster(gpu: GPUProfile, k: float) -> GPUProfile:
             "rdma_gbps_per_gpu": ic.rdma_gbps_per_gpu * k,
         }
     )
+    moe = (
+        e.moe.model_copy(update={"step_overhead_ms": e.moe.step_overhead_ms / k}) if e.moe else None
+    )
     eff = e.model_copy(
         update={
             "step_overhead_ms": e.step_overhead_ms / k,
+            "moe": moe,
+            "fixed_time_scale": e.fixed_time_scale / k,
             "source": f"{e.source} (the fleet's speed_factor {k:g} applied to every pass)",
         }
     )

@@ -1,8 +1,9 @@
 """Apply a GPU's fitted efficiency factors when its profile is loaded.
 
 ``pdd-plan calibrate`` (:mod:`pdd_plan.calibration.fit`) fits ``mfu``, ``mbu``,
-``step_overhead_ms`` and ``chunk_half_tokens`` of a GPU type and writes them to
-``data/calibration/<gpu>.yaml``. This module only reads such a file and applies it on top of
+``step_overhead_ms`` and ``chunk_half_tokens`` of every GPU type jointly, per model family, and
+writes them to ``data/calibration/<gpu>.yaml`` (``efficiency:`` the dense factors, ``moe:`` the
+MoE ones). This module only reads such a file and applies it on top of
 the profile's analytic efficiency (:func:`apply_calibration`, called by
 :mod:`pdd_plan.inputs.profiles`), so that loading a profile does not need the fitting code, and the
 fitting code can load profiles without an import cycle.
@@ -17,7 +18,7 @@ from pathlib import Path
 from pydantic import Field, PositiveFloat
 
 from pdd_plan.inputs.schema.common import Strict
-from pdd_plan.inputs.schema.gpu import GPUProfile
+from pdd_plan.inputs.schema.gpu import FamilyFactors, GPUProfile
 from pdd_plan.inputs.schema.io import load
 
 
@@ -31,7 +32,8 @@ class CalibratedFactors(Strict):
 
 class CalibrationFile(Strict):
     gpu: str
-    efficiency: CalibratedFactors
+    efficiency: CalibratedFactors  # dense models' factors (and every model's without `moe`)
+    moe: CalibratedFactors | None = None  # MoE models' factors; `source` says how they were had
     fit: dict | None = None  # provenance: rows, errors before/after (informational)
 
 
@@ -57,7 +59,7 @@ def load_calibration(gpu_name: str) -> CalibrationFile | None:
     return _read_calibration(str(p), p.stat().st_mtime)
 
 
-def with_efficiency(gpu: GPUProfile, **factors: float | str) -> GPUProfile:
+def with_efficiency(gpu: GPUProfile, **factors: float | str | FamilyFactors | None) -> GPUProfile:
     """``gpu`` with some of its efficiency fields replaced."""
     eff = gpu.efficiency.model_copy(update=factors)
     return gpu.model_copy(update={"efficiency": eff})
@@ -71,7 +73,16 @@ def apply_calibration(gpu: GPUProfile) -> GPUProfile:
     cal = load_calibration(gpu.name)
     if cal is None:
         return gpu
-    c = cal.efficiency
+    c, moe = cal.efficiency, cal.moe
+    family = None
+    if moe is not None:
+        family = FamilyFactors(
+            mfu=moe.mfu,
+            mbu=moe.mbu,
+            step_overhead_ms=moe.step_overhead_ms,
+            chunk_half_tokens=moe.chunk_half_tokens,
+            basis=moe.source,
+        )
     return with_efficiency(
         gpu,
         mfu=c.mfu,
@@ -80,4 +91,5 @@ def apply_calibration(gpu: GPUProfile) -> GPUProfile:
         chunk_half_tokens=c.chunk_half_tokens,
         mode="calibrated",
         source=f"{c.source} (on top of the profile's analytic defaults: {gpu.efficiency.source})",
+        moe=family,
     )

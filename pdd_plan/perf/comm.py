@@ -13,8 +13,9 @@ one's own scale-up domain and n = ep / D domains (nodes):
 with each link's bandwidth the one-way peak times DeepEP's achieved fraction
 (data/profiles/runtime/moe-serving.yaml). The RDMA copies of the normal kernels assume uniform
 routing over the nodes (DeepSeek-V3's group-limited routing caps a token at 4 nodes, which only
-binds beyond 4 nodes; not modeled). The low-latency kernels have no fixed per-call latency here:
-a tiny decode batch gets almost free communication (approximation).
+binds beyond 4 nodes; not modeled). Each dispatch and combine call also pays a fixed latency
+(moe-serving.yaml deepep_latency; added by roofline.py through moe_terms.py), which dominates
+a small-batch decode step across nodes.
 
 Two-batch overlap (SGLang --enable-two-batch-overlap, vLLM DBO) runs the batch as two
 micro-batches; each dispatch and combine of one hides behind the compute the engine's stage
@@ -81,12 +82,51 @@ class ExpertLoad(Strict):
     source: str
 
 
+class GroupedGemm(Strict):
+    """Compute efficiency of the routed experts' grouped GEMM by tokens per expert (m): a
+    fraction m / (m + half_tokens_per_expert) of the fitted mfu."""
+
+    half_tokens_per_expert: float = Field(gt=0)
+    source: str
+
+
+class DeepEPLatency(Strict):
+    """Fixed seconds of one dispatch or combine call, on top of its bytes / bandwidth."""
+
+    normal_intranode_us: float = Field(ge=0)
+    normal_internode_us: float = Field(ge=0)
+    low_latency_intranode_us: float = Field(ge=0)
+    low_latency_internode_us: float = Field(ge=0)
+    source: str
+
+
+class EngineStep(Strict):
+    """The serving engine's CPU work per forward pass that grows with the requests in it
+    (scheduling, sampling, output processing), per attention-DP rank."""
+
+    per_request_us: float = Field(ge=0)
+    source: str
+
+
+class AttentionKernels(Strict):
+    """Achieved fractions of peak of the latent-attention kernels (MLA, DSA, compressed)."""
+
+    kinds: list[Literal["mla", "dsa", "compressed", "gqa"]]
+    compute_fraction: float = Field(gt=0, le=1)
+    memory_fraction: float = Field(gt=0, le=1)
+    source: str
+
+
 class MoEServing(Strict):
     name: str
     deepep: DeepEP
     two_batch_overlap: TwoBatchOverlap
     single_batch_overlap: SingleBatchOverlap
     expert_load: ExpertLoad
+    grouped_gemm: GroupedGemm
+    deepep_latency: DeepEPLatency
+    engine_step: EngineStep
+    attention_kernels: AttentionKernels
 
 
 @lru_cache(maxsize=1)
@@ -134,8 +174,10 @@ def dispatch_share(inst) -> float:
     return d / (d + 2.0)
 
 
-def a2a_seconds(inst, tokens: float, phase: str) -> float:
-    """Seconds of one pass's expert all-to-all on the busiest GPU (see module docstring)."""
+def a2a_seconds(inst, tokens: float, phase: str, imbalance: float | None = None) -> float:
+    """Seconds of one pass's expert all-to-all on the busiest GPU (see module docstring);
+    `imbalance`: the busiest rank's load over the mean (default: the instance's systematic
+    one; roofline.py passes moe_terms.expert_imbalance at the pass's tokens)."""
     nvl_b, rdma_b = a2a_bytes(inst, tokens, phase)
     if nvl_b == 0.0 and rdma_b == 0.0:
         return 0.0
@@ -153,7 +195,8 @@ def a2a_seconds(inst, tokens: float, phase: str) -> float:
         * 1e9
         * (d.low_latency_rdma_fraction if low else d.normal_rdma_fraction)
     )
-    return inst.expert_imbalance * max(nvl_b / nvl_bw, rdma_b / rdma_bw)
+    imbalance = inst.expert_imbalance if imbalance is None else imbalance
+    return imbalance * max(nvl_b / nvl_bw, rdma_b / rdma_bw)
 
 
 def allreduce_seconds(inst, tokens: float) -> float:

@@ -217,6 +217,16 @@ class Instance:
         return self.kv_pool_bytes_with()
 
     @property
+    def family(self) -> str:
+        """dense | moe: the model family whose efficiency factors the passes run with."""
+        return "dense" if self.model.ffn.moe is None else "moe"
+
+    @cached_property
+    def efficiency(self):
+        """The GPU's efficiency factors for this model's family (inputs/schema/gpu.py)."""
+        return self.gpu.efficiency.for_family(self.family)
+
+    @property
     def mode(self) -> str:
         """'analytic' or 'calibrated': where this GPU's efficiency factors come from."""
         return self.gpu.efficiency.mode

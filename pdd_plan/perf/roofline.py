@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from pdd_plan.perf import comm, layers, overlap
+from pdd_plan.perf import comm, layers, moe_terms, overlap
 from pdd_plan.perf.instance import Instance
 
 
@@ -118,6 +118,11 @@ class Work:
     gemm_other: float = 0.0  # FLOPs of every other GEMM (attention projections, dense FFN, head)
     attn: float = 0.0  # attention-kernel FLOPs
     kv: float = 0.0  # KV bytes read and written
+    requests: float = 0.0  # requests the pass carries (decode rows + prefill sequences)
+    # LM-head FLOPs of gemm_other that engines skip: a prefill computes the logits of its last
+    # token only (SGLang's LogitsProcessor prunes to the last position of each sequence; vLLM
+    # computes logits at the sampled positions)
+    head_skipped: float = 0.0
 
     def __add__(self, o: Work) -> Work:
         return Work(
@@ -126,19 +131,24 @@ class Work:
             self.gemm_other + o.gemm_other,
             self.attn + o.attn,
             self.kv + o.kv,
+            self.requests + o.requests,
+            self.head_skipped + o.head_skipped,
         )
 
     def half(self) -> Work:
         return Work(
-            self.tokens / 2, self.gemm_routed / 2, self.gemm_other / 2, self.attn / 2, self.kv / 2
+            self.tokens / 2,
+            self.gemm_routed / 2,
+            self.gemm_other / 2,
+            self.attn / 2,
+            self.kv / 2,
+            self.requests / 2,
+            self.head_skipped / 2,
         )
 
 
-def expected_experts_touched(tokens: float, num_experts: int, k: int) -> float:
-    """Distinct experts (per MoE layer) that `tokens` tokens, each routed to k of E uniformly, touch."""
-    if tokens <= 0:
-        return 0.0
-    return num_experts * (1.0 - (1.0 - k / num_experts) ** tokens)
+# distinct experts a pass touches: moe_terms owns it (the grouped GEMM's tokens per expert)
+expected_experts_touched = moe_terms.expected_experts_touched
 
 
 def _weight_bytes_read(inst: Instance, tokens: float) -> float:
@@ -172,10 +182,13 @@ def _kernels(inst: Instance, w: Work) -> tuple[float, float, float, float, tuple
     busiest EP rank runs `expert_imbalance` times the mean of. Attention runs on the tensor
     cores of its KV dtype (BF16 KV: BF16 attention, as FlashAttention/FlashMLA) at mfu.
     """
-    g, e, n = inst.gpu, inst.gpu.efficiency, inst.n_gpus
+    g, e, n = inst.gpu, inst.efficiency, inst.n_gpus
     rate = n * g.peak_flops(inst.compute_dtype) * e.mfu
-    attn_rate = n * g.peak_flops(inst.model.kv_cache.dtype) * e.mfu
+    # latent-attention kernels at their measured fractions of peak, GQA at the fitted ones
+    a_mfu, a_mbu = moe_terms.attention_fractions(inst.model) or (e.mfu, e.mbu)
+    attn_rate = n * g.peak_flops(inst.model.kv_cache.dtype) * a_mfu
     bw = n * g.memory.hbm_tbps * 1e12 * e.mbu
+    attn_bw = n * g.memory.hbm_tbps * 1e12 * a_mbu
     half = e.chunk_half_tokens
     m_other = w.tokens / inst.dp
     moe = inst.model.ffn.moe
@@ -183,19 +196,21 @@ def _kernels(inst: Instance, w: Work) -> tuple[float, float, float, float, tuple
     if moe is not None and w.tokens > 0:  # rows each touched expert copy multiplies
         touched = expected_experts_touched(w.tokens, inst.expert_slots, moe.experts_per_token)
         m_routed = w.tokens * moe.experts_per_token / touched
-    routed = w.gemm_routed * inst.expert_imbalance
+    imbalance = moe_terms.expert_imbalance(inst, w.tokens)
+    routed = w.gemm_routed * imbalance
+    other = w.gemm_other - w.head_skipped
     s_other = (m_other + half) / (rate * m_other) if m_other > 0 else 0.0
-    s_routed = inst.expert_imbalance * (m_routed + half) / (rate * m_routed)
-    cg = w.gemm_other * s_other + w.gemm_routed * s_routed
+    s_routed = imbalance * (m_routed + moe_terms.grouped_half()) / (rate * m_routed)
+    cg = other * s_other + w.gemm_routed * s_routed
     ca = w.attn / attn_rate
-    mg, ma = _weight_bytes_read(inst, w.tokens) / bw, w.kv / bw
+    mg, ma = _weight_bytes_read(inst, w.tokens) / bw, w.kv / attn_bw
     stretch = max(cg, mg) / cg if cg > 0 else 1.0  # a weight-bound GEMM class runs longer
     rates = (s_other * stretch, s_routed * stretch, max(ca, ma))
     # A kernel class counts as compute-bound when its arithmetic intensity is above the ridge
     # (ideal FLOP time >= byte time); a small chunk that is slow only because m/(m + m_half)
     # starves the tensor cores is still memory-bound.
     cb = mb = 0.0
-    for c, mem, ideal in ((cg, mg, (w.gemm_other + routed) / rate), (ca, ma, w.attn / attn_rate)):
+    for c, mem, ideal in ((cg, mg, (other + routed) / rate), (ca, ma, w.attn / attn_rate)):
         t = max(c, mem)
         if ideal >= mem and ideal > 0:
             cb += t
@@ -216,11 +231,13 @@ def _pass(inst: Instance, w: Work, phase: str) -> PassTime:
     all-to-all matters (large EP) and not where the second weight read costs more than it
     hides. Single-batch overlap keeps the batch whole and hides only the combine.
     """
-    e = inst.gpu.efficiency
-    a2a = comm.a2a_seconds(inst, w.tokens, phase)
+    e = inst.efficiency
+    a2a = comm.a2a_seconds(inst, w.tokens, phase, moe_terms.expert_imbalance(inst, w.tokens))
+    if a2a > 0:  # each dispatch and combine call also pays a fixed latency
+        a2a += moe_terms.deepep_fixed_seconds(inst, phase)
     ar = comm.allreduce_seconds(inst, w.tokens)
     c, mem, cb, mb, rates = _kernels(inst, w)
-    over = e.step_overhead_ms / 1e3
+    over = e.step_overhead_ms / 1e3 + moe_terms.step_cpu_seconds(inst, w.requests)
     plain = PassTime(c, mem, a2a + ar, over, e.mode, cb, mb, 0.0)
     if a2a <= 0 or not (inst.tbo or inst.single_batch_overlap):
         return plain
@@ -247,17 +264,18 @@ def _prefill_work(inst: Instance, seqs: float, new_tokens: float, before: float)
     if seqs <= 0 or new_tokens <= 0:
         return Work(0.0)
     w = _token_work(inst, seqs * new_tokens)
+    head = 2.0 * inst.params.lm_head_matmul * seqs * max(new_tokens - 1.0, 0.0)
     attn, expand = layers.prefill_attention_flops(m, new_tokens, before)
     # cached KV is read once per pass (x replication when every TP rank holds the latent);
     # the new tokens' KV is written
     kv_read = float(layers.kv_bytes(m, before))
     kv_write = float(layers.kv_bytes(m, before + new_tokens)) - kv_read
     kv = seqs * (kv_read + kv_write) * inst.kv_replication
-    return w + Work(0.0, 0.0, seqs * expand, seqs * attn, kv)
+    return w + Work(0.0, 0.0, seqs * expand, seqs * attn, kv, seqs, head)
 
 
 def _decode_work(inst: Instance, batch: float, attn: float, kv: float) -> Work:
-    return _token_work(inst, batch) + Work(0.0, 0.0, 0.0, attn, kv * inst.kv_replication)
+    return _token_work(inst, batch) + Work(0.0, 0.0, 0.0, attn, kv * inst.kv_replication, batch)
 
 
 def mixed_pass(

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import inspect
 from pathlib import Path
 
 import pytest
 
 from pdd_plan.common.errors import InputError
-from pdd_plan.evaluate import Options, evaluate
+from pdd_plan.evaluate import Options, analytic, evaluate
 from pdd_plan.evaluate.fleet import deployed, from_scenario, instance
 from pdd_plan.inputs.context import build_context, load_scenario
 from pdd_plan.inputs.schema import Scenario
@@ -76,8 +77,11 @@ def test_evaluate_runs_on_every_architecture():
     out = evaluate(ctx, fleets, Options(simulate=False))
     assert set(out["architectures"]) == {"pdd", "cdc_pd", "idc_pd"}, out["infeasible"]
     a = out["architectures"]
-    # PDD may always send every request P -> MD: never below CDC-PD on the same fleet
-    assert a["pdd"]["goodput_rps"] >= a["cdc_pd"]["goodput_rps"] * (1 - 1e-6)
+    # PDD may always send every request P -> MD: never below CDC-PD on the same fleet, up to
+    # the bisection's tolerance (each goodput is found to within rel_tol below its true value,
+    # and PDD's bracket starts higher when decode binds: its rate bound counts relay decode)
+    tol = inspect.signature(analytic.search).parameters["rel_tol"].default
+    assert a["pdd"]["goodput_rps"] >= a["cdc_pd"]["goodput_rps"] * (1 - tol)
 
 
 def test_speed_factor_scales_every_pass_exactly():

@@ -51,6 +51,19 @@ class Price(Strict):
     source: str
 
 
+class FamilyFactors(Strict):
+    """The fitted factors of one model family where they differ from the profile's (dense)
+    ones: MoE passes run grouped expert GEMMs and MLA kernels at another fraction of peak."""
+
+    mfu: float = Field(gt=0, le=1)
+    mbu: float = Field(gt=0, le=1)
+    chunk_half_tokens: PositiveFloat
+    step_overhead_ms: float = Field(ge=0)
+    # how they were estimated: from this GPU's rows of the family, or through the part of the
+    # joint fit shared by every GPU (the GPU has no rows of the family)
+    basis: str
+
+
 class Efficiency(Strict):
     """Fractions of peak a real engine reaches; fitted by `pdd-plan calibrate`."""
 
@@ -62,6 +75,32 @@ class Efficiency(Strict):
     mem_fraction: float = Field(gt=0, lt=1)  # --mem-fraction-static: weights + KV pool share of HBM
     mode: Literal["analytic", "calibrated"] = "analytic"
     source: str
+    moe: FamilyFactors | None = None  # MoE models' factors (None: the same as dense)
+    # times the runtime profile's fixed costs (DeepEP's per-call latency, the engine's CPU per
+    # request: perf/moe_terms.py); a deployment's speed_factor k sets 1/k (evaluate/fleet.py)
+    fixed_time_scale: float = Field(default=1.0, gt=0)
+
+    def for_family(self, family: str) -> Efficiency:
+        """The factors a model of `family` (dense | moe) runs with on this GPU."""
+        if family != "moe" or self.moe is None:
+            return self
+        f = self.moe
+        return self.model_copy(
+            update={
+                "mfu": f.mfu,
+                "mbu": f.mbu,
+                "chunk_half_tokens": f.chunk_half_tokens,
+                "step_overhead_ms": f.step_overhead_ms,
+            }
+        )
+
+    def basis(self, family: str) -> str:
+        """Where the factors of `family` come from, in words."""
+        if family == "moe" and self.moe is not None:
+            return self.moe.basis
+        if self.mode == "analytic":
+            return f"analytic defaults of the GPU profile (no calibration file): {self.source}"
+        return self.source.split("; ")[0]  # a calibration file's source leads with its basis
 
 
 class GPUProfile(Strict):

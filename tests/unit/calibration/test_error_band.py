@@ -26,7 +26,13 @@ BAND = {
             "max_abs_error": 0.22,
             "rows": 14,
         },
-        "moe": {"median": 0.12, "p90": 0.27, "max": 0.33, "rows": [11, 12, 13, 14, 15]},
+        "moe": {
+            "median": 0.12,
+            "p90": 0.27,
+            "max": 0.33,
+            "rows": [11, 12, 13, 14, 15],
+            "mean_signed_error": -0.04,
+        },
     },
 }
 
@@ -61,15 +67,18 @@ def test_band_picked_by_family(tmp_path):
         "median_abs_error": 0.071,
         "p90_abs_error": 0.14,
         "max_abs_error": 0.22,
+        "mean_signed_error": None,
         "rows": 14,
         "basis": "leave-one-source-out",
         "date": "2026-11-30",
     }
     assert "median 7%" in note and "at most 22%" in note and "14 rows" in note
-    band, _ = error_band.band_for_model(profiles.model("deepseek-v3"), p)
+    band, note = error_band.band_for_model(profiles.model("deepseek-v3"), p)
     # short key names, and rows given as the list of held-out rows
     assert (band["family"], band["median_abs_error"], band["max_abs_error"]) == ("moe", 0.12, 0.33)
     assert band["rows"] == 5
+    # the bias travels with the band and its sign is said: - is pessimistic
+    assert band["mean_signed_error"] == -0.04 and "mean signed error -4%" in note
 
 
 @pytest.mark.unit

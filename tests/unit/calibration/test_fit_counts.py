@@ -1,5 +1,5 @@
-"""A fit of one GPU frees no more factors than it has measurements, says how many it had for
-how many factors and which it held, and warns when a factor ends on its bound."""
+"""A calibration fit says how many measurements it had for how many parameters, and warns when
+a fitted factor ends on its bound; `calibrate --write` checks every target before it fits."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pdd_plan.calibration import fit
+from pdd_plan.calibration import fit, joint
+from pdd_plan.calibration.joint_report import at_bound_warnings, fit_summary, n_parameters
 from tests.cli_helpers import invoke
 
 pytestmark = pytest.mark.unit
@@ -23,49 +24,26 @@ def _rows(gpu: str) -> list:
     return [r for r in fit.read_measurements(CSV) if r.gpu == gpu]
 
 
-def test_fewer_rows_than_factors_hold_the_rest_at_their_priors():
+def _joint(rows: list) -> joint.JointFit:
+    return joint.fit_joint(rows, {g: fit.analytic_gpu(g) for g in {r.gpu for r in rows}})
+
+
+def test_the_summary_counts_rows_and_parameters():
+    rows = _rows("h100")[:2] + _rows("h200")[:1]
+    jf = _joint(rows)
+    # 4 factors for each of 2 GPUs, 4 for the population mean, 2 MoE shifts (mfu, mbu)
+    assert n_parameters(jf) == 4 * 3 + 2
+    text = fit_summary(jf, "h100")
+    assert text.startswith("2 measurement(s) on h100 in a joint fit of 3 rows on 2 GPU(s)")
+    assert "for 14 parameters" in text
+
+
+def test_an_impossible_throughput_warns_that_a_factor_sits_on_its_bound():
     rows = _rows("h100")
-    prior = fit.analytic_gpu("h100").efficiency
-    for n in (1, 2, 3):
-        res = fit.fit(rows[:n], fit.analytic_gpu("h100"))
-        assert len(res.free) == n and len(res.fixed) == 4 - n
-        for k in res.fixed:  # held exactly where the analytic profile has them
-            assert res.factors[k] == getattr(prior, k), k
-        assert res.summary.startswith(f"{n} measurement(s) for {n} free factor(s)")
-        assert all(k in res.summary for k in res.fixed)
-
-
-def test_four_rows_or_more_fit_all_four_as_before():
-    res = fit.fit(_rows("h100"), fit.analytic_gpu("h100"))
-    assert res.free == fit.FACTORS and res.fixed == () and res.at_bound == ()
-    # the shipped h100 calibration is this fit, rounded as calibration_yaml rounds it
-    shipped = {"mfu": 0.5663, "mbu": 0.8594, "step_overhead_ms": 0.851}
-    for k, v in shipped.items():
-        assert round(res.factors[k], 4 if k != "step_overhead_ms" else 3) == v
-
-
-def test_the_free_factor_is_the_one_the_row_moves_most():
-    rows = _rows("h100")[:1]
-    res = fit.fit(rows, fit.analytic_gpu("h100"))
-    g = fit.analytic_gpu("h100")
-    base = fit.predict(rows[0], g)
-    moved = {}
-    for k in fit.FACTORS:
-        v = getattr(g.efficiency, k)
-        step = max(0.05 * abs(v), 0.05 * float(fit.X_SCALE[fit.FACTORS.index(k)]))
-        lo, hi = fit.BOUNDS[k]
-        x = v + step if v + step <= hi else v - step
-        moved[k] = abs(fit.predict(rows[0], fit.with_efficiency(g, **{k: x})) / base - 1)
-    assert res.free == (max(moved, key=moved.get),)
-
-
-def test_an_impossible_throughput_warns_that_the_factor_sits_on_its_bound():
-    rows = _rows("h100")
+    assert not at_bound_warnings(_joint(rows), "h100")  # the published rows fit inside
     big = [replace(r, value=r.value * 1000) for r in rows]
-    res = fit.fit(big, fit.analytic_gpu("h100"))
-    assert res.at_bound and res.warnings
-    assert all("bound" in w and "check the measured" in w for w in res.warnings)
-    assert "warning:" in fit.calibration_yaml(res, "m.csv", "2026-01-01")
+    warns = at_bound_warnings(_joint(big), "h100")
+    assert warns and all("bound" in w and "check the measured" in w for w in warns)
 
 
 def test_calibrate_from_says_so_on_stderr_and_in_json(tmp_path):
@@ -76,9 +54,9 @@ def test_calibrate_from_says_so_on_stderr_and_in_json(tmp_path):
     r = invoke(*args, "-f", "json")
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)[0]
-    assert out["fit"].startswith("1 measurement(s) for 1 free factor(s)")
-    assert len(out["fixed_factors"]) == 3 and out["warnings"]
-    assert "held at their priors" in r.stderr and "warning:" in r.stderr
+    assert out["fit"].startswith("1 measurement(s) on h100 in a joint fit of 1 rows")
+    assert out["warnings"]
+    assert "joint fit" in r.stderr and "warning:" in r.stderr
 
 
 def test_write_without_out_dir_names_out_dir_and_writes_nothing(tmp_path):

@@ -82,7 +82,8 @@ def test_replay_miss_is_reported_beside_the_others_exit_0(tmp_path):
     assert r.exit_code == 0, r.output  # README: 1 only when no architecture meets the scenario
     flat = " ".join(r.stdout.split())  # the console wraps long lines
     assert "cdc_pd: misses the SLA in the replay" in flat
-    assert "TTFT P99 15.9 s > 15.3 s" in flat
+    # the replay's P99 (15.9 s with perf v2, 16.1 s with v3) against the 15.3 s target
+    assert float(re.search(r"TTFT P99 ([\d.]+) s > 15.3 s", flat).group(1)) > 15.3
     assert "vs CDC-PD - (no plan)" in flat
     plans_table = r.stdout.split("plans", 1)[1].split("\n")[2]  # the architectures' header
     assert "cdc_pd" not in plans_table and "pdd" in plans_table
@@ -99,7 +100,8 @@ def test_only_replay_misses_exit_1(tmp_path):
     r = CliRunner().invoke(app, ["optimize", str(_narrow(tmp_path, architectures=["cdc_pd"]))])
     assert r.exit_code == 1, r.output
     assert "cdc_pd: no plan meets the scenario: the simulator replay" in r.output
-    assert "TTFT P99 15.9 s > 15.3 s" in r.output and "Traceback" not in r.output
+    miss = re.search(r"TTFT P99 ([\d.]+) s > 15.3 s", " ".join(r.output.split()))
+    assert float(miss.group(1)) > 15.3 and "Traceback" not in r.output
 
 
 @pytest.mark.unit

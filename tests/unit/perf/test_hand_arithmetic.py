@@ -26,7 +26,7 @@ from pdd_plan.optimize.tables import (
     PathTable,
     rdma_option,
 )
-from pdd_plan.perf import layers, roofline
+from pdd_plan.perf import comm, layers, roofline
 from pdd_plan.perf.instance import Instance
 
 pytestmark = pytest.mark.unit
@@ -187,7 +187,9 @@ def test_decode_step_memory_time_is_weight_bytes_over_bandwidth(tied):
     # context 0: only weights are read
     t = roofline.decode_step(inst, 1, 0.0)
     assert t.memory_s == pytest.approx(weight_bytes / BW, rel=1e-12)
-    assert t.communication_s == 0.0 and t.overhead_s == 0.0
+    # the toy GPU has no step overhead: only the engine's CPU cost of the one request
+    cpu = comm.serving().engine_step.per_request_us * 1e-6
+    assert t.communication_s == 0.0 and t.overhead_s == pytest.approx(cpu)
     assert t.bound == "memory"
     # batch 8 at context 1000: plus every request's KV, read once
     t = roofline.decode_step(inst, 8, 1000.0)
@@ -198,8 +200,9 @@ def test_chunk_time_compute_is_flops_over_peak():
     inst = _inst()
     s = 2000.0
     # hardware.md §4.3: 2 x active params per token; attention 4 n_q d_head t per layer, a causal
-    # prefill of S tokens summing t over the chunk ~ S^2 / 2.
-    weight_flops = 2.0 * (ATTN + FFN + EMB) * s
+    # prefill of S tokens summing t over the chunk ~ S^2 / 2. The LM head (V x H) runs for the
+    # last token only: engines compute a prefill's logits at its last position.
+    weight_flops = 2.0 * (ATTN + FFN) * s + 2.0 * EMB
     attn_flops = 4.0 * NH * HD * L * s * s / 2.0
     t = roofline.chunk_time(inst, s, 0.0)
     assert t.compute_s == pytest.approx((weight_flops + attn_flops) / PEAK, rel=1e-9)
@@ -227,10 +230,11 @@ def test_chunk_efficiency_halves_at_chunk_half_tokens():
 
 
 def test_tied_model_still_pays_the_lm_head_flops():
-    # hardware.md §4.3: + 2 x hidden x vocab for the LM head, tied or not
+    # hardware.md §4.3: + 2 x hidden x vocab for the LM head, tied or not (for the prefill's
+    # last token: its logits are the only ones an engine computes)
     inst = _inst(tied=True)
     s = 2000.0
-    flops = 2.0 * (ATTN + FFN + EMB) * s + 4.0 * NH * HD * L * s * s / 2.0
+    flops = 2.0 * (ATTN + FFN) * s + 2.0 * EMB + 4.0 * NH * HD * L * s * s / 2.0
     assert roofline.chunk_time(inst, s, 0.0).compute_s == pytest.approx(flops / PEAK, rel=1e-9)
 
 

@@ -3,6 +3,7 @@ row readings and the leave-one-source-out accuracy harness."""
 
 from __future__ import annotations
 
+import csv
 import importlib.util
 import json
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pdd_plan.calibration import fit as cal
+from pdd_plan.calibration.readings import load_readings
 from pdd_plan.cli.main import app
 from pdd_plan.common.errors import InputError
 from pdd_plan.inputs import profiles
@@ -275,7 +277,12 @@ def test_redundant_experts_flag_errors():
 def test_every_row_predicted_or_set_aside():
     path = cal.calibration_dir() / "calibration_measurements.csv"
     rows, aside = cal.read_rows(path)
-    assert len(rows) + len(aside) == 28
+    with path.open(newline="", encoding="utf-8") as fh:
+        n_csv = sum(1 for _ in csv.DictReader(fh))
+    assert n_csv == 129 and len(rows) + len(aside) == n_csv
+    # every row has its own reading (none falls back to parsing the CSV text silently)
+    readings = load_readings(path)
+    assert sorted(readings.rows) == list(range(1, n_csv + 1))
     assert {a.use for a in aside} <= {"simulate", "out"}
     assert all(a.reading for a in aside) and all(r.document for r in rows)
     assert {r.family for r in rows} == {"dense", "moe"}

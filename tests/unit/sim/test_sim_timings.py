@@ -75,8 +75,10 @@ def test_memoized_timings_are_keyed_by_value(ctx) -> None:
     assert a.model is not b.model and a.value_key == b.value_key
     other = dataclasses.replace(a, expert_load=(a.expert_imbalance or 1.0) * 2.0)
     assert other.value_key != a.value_key
-    half_mfu = a.gpu.model_copy(update={"efficiency": a.gpu.efficiency.model_copy(
-        update={"mfu": a.gpu.efficiency.mfu * 0.5})})  # fmt: skip
+    e = a.gpu.efficiency  # a MoE model runs with the MoE factors: halve both families' mfu
+    moe = e.moe.model_copy(update={"mfu": e.moe.mfu * 0.5}) if e.moe else None
+    half_mfu = a.gpu.model_copy(update={"efficiency": e.model_copy(
+        update={"mfu": e.mfu * 0.5, "moe": moe})})  # fmt: skip
     slow = dataclasses.replace(a, gpu=half_mfu)
     assert slow.value_key != a.value_key
     chunk = ctx.scenario.search.prefill_chunk_tokens

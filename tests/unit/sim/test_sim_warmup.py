@@ -164,7 +164,8 @@ def test_replay_drops_the_decode_fill_up(default) -> None:
     assert res.warmup.settled and cut > 0
     decode_s = float(np.mean(res.dec.end_s - res.dec.first_s))  # one request's decode time
     cut_s = float(res.arrival_s[cut] - res.arrival_s[0])
-    assert 0.5 * decode_s < cut_s < 4.0 * decode_s
+    # (0.46x with perf v3's plan: its decode batches, small under the TPOT limit, fill sooner)
+    assert 0.4 * decode_s < cut_s < 4.0 * decode_s
     long = run(ctx, plan, "pdd", 100_000, 1)
     ref = long.tpot_s[long.warmup_requests :]
     tp = res.tpot_s

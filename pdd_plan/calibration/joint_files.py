@@ -1,0 +1,61 @@
+"""The shipped calibration file of one GPU from a joint fit: dense and MoE factors, each with
+how it was estimated (calibration/joint.py)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+
+import numpy as np
+import yaml
+
+from pdd_plan.calibration.fit import BOUNDS, FACTORS
+from pdd_plan.calibration.joint import JointFit
+
+DIGITS = {"mfu": 4, "mbu": 4, "step_overhead_ms": 3, "chunk_half_tokens": 1}
+
+
+def _factors(f: dict[str, float], source: str) -> dict:
+    return {**{k: round(f[k], DIGITS[k]) for k in FACTORS}, "source": source}
+
+
+def gpu_errors(jf: JointFit, rows_gpu: dict[int, str], gpu: str) -> list[float]:
+    """The fitted errors of `gpu`'s rows (rows_gpu: row -> GPU)."""
+    return [e for r, e in zip(jf.rows, jf.errors) if rows_gpu[r] == gpu]
+
+
+def calibration_yaml(
+    jf: JointFit, gpu: str, rows_gpu: dict[int, str], csv_name: str, date: str | None = None
+) -> str:
+    """The text of `data/calibration/<gpu>.yaml` for `gpu` from the joint fit `jf`."""
+    date = date or _dt.date.today().isoformat()
+    mine = [r for r in jf.rows if rows_gpu[r] == gpu]
+    errs = gpu_errors(jf, rows_gpu, gpu)
+    shift = ", ".join(f"{k} x{math.exp(v):.3f}" for k, v in jf.shift.items())
+    method = (
+        f"fitted by pdd-plan calibrate to {csv_name} ({len(jf.rows)} rows of "
+        f"{len(jf.gpus)} GPUs, jointly: calibration/joint.py), {date}; scipy least_squares on "
+        f"log errors within bounds {', '.join(f'{k} {BOUNDS[k]}' for k in FACTORS)}, per-GPU "
+        f"factors pooled towards the GPUs' mean, one MoE-vs-dense shift for all GPUs ({shift})"
+    )
+    data = {
+        "gpu": gpu,
+        "efficiency": _factors(
+            jf.factors(gpu, "dense"), f"dense models: {jf.basis(gpu, 'dense')}; {method}"
+        ),
+        "moe": _factors(jf.factors(gpu, "moe"), f"MoE models: {jf.basis(gpu, 'moe')}"),
+        "fit": {
+            "measurements": csv_name,
+            "rows": mine,
+            "date": date,
+            "rows_per_family": dict(sorted(jf.counts.get(gpu, {}).items())),
+            "moe_shift_log": {k: round(v, 4) for k, v in jf.shift.items()},
+            "errors_calibrated": [round(e, 4) for e in errs],
+            "median_abs_error_calibrated": round(float(np.median(np.abs(errs))), 4)
+            if errs
+            else None,
+        },
+    }
+    header = "# Written by `pdd-plan calibrate --write`. Applied on top of the analytic\n"
+    header += f"# efficiency of profiles/gpus/{gpu}.yaml whenever that profile is loaded.\n"
+    return header + yaml.safe_dump(data, sort_keys=False, width=100)

@@ -1,0 +1,41 @@
+"""What a joint fit says about one GPU, in words: how many measurements it had against how many
+parameters, and which fitted factors ended on a bound (the measurements ask for more, or less,
+than the physical range allows: a figure is suspect or the model misses an effect)."""
+
+from __future__ import annotations
+
+from pdd_plan.calibration.fit import BOUNDS, FACTORS
+from pdd_plan.calibration.joint import SHIFTED, JointFit
+
+AT_BOUND = 1e-3  # relative to the bound's range: a factor this close sits on it
+
+
+def n_parameters(jf: JointFit) -> int:
+    """Four factors per GPU with rows, four for the population mean, one shift per factor
+    MoE moves."""
+    return len(FACTORS) * (len(jf.gpus) + 1) + len(SHIFTED)
+
+
+def fit_summary(jf: JointFit, gpu: str) -> str:
+    mine = sum(jf.counts.get(gpu, {}).values())
+    return (
+        f"{mine} measurement(s) on {gpu} in a joint fit of {len(jf.rows)} rows on "
+        f"{len(jf.gpus)} GPU(s) for {n_parameters(jf)} parameters, each GPU's factors pooled "
+        "toward the GPUs' mean (a GPU with few rows stays near it)"
+    )
+
+
+def at_bound_warnings(jf: JointFit, gpu: str) -> list[str]:
+    out = []
+    for family in ("dense", "moe"):
+        f = jf.factors(gpu, family)
+        for k in FACTORS:
+            lo, hi = BOUNDS[k]
+            tol = AT_BOUND * (hi - lo)
+            side = "upper" if hi - f[k] <= tol else "lower" if f[k] - lo <= tol else None
+            if side is not None and gpu in jf.gpus:
+                out.append(
+                    f"{gpu}: {family} {k} sits at its {side} bound {hi if side == 'upper' else lo:g}:"
+                    " check the measured figures; this factor is not estimated"
+                )
+    return out

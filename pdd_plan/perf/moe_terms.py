@@ -1,0 +1,111 @@
+"""The terms that make a serving pass slower than its roofline, each from moe-serving.yaml.
+
+* expert load imbalance by EP size and tokens per step: the busiest EP rank's routed tokens
+  over the mean, a systematic part (routing popularity; what EPLB's redundant experts even out,
+  measured at large batch) times a statistical part (the largest of ep rank counts drawn around
+  their mean mu = tokens x k / ep, Poisson-like: 1 + sqrt(2 ln ep / mu), the Gaussian extreme
+  value; it vanishes at large batch and dominates a small one);
+* grouped-GEMM efficiency by tokens per expert: m / (m + half) with DeepGEMM's half;
+* DeepEP's fixed latency per dispatch and combine call, inside a node or across nodes;
+* the engine's per-step CPU cost that grows with the requests in a pass, per DP rank;
+* latent-attention kernel efficiency (MLA, DSA, compressed): measured fractions of peak.
+
+Pure functions of an instance and a pass's size; `breakdown` gathers them for `perf`.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pdd_plan.perf.comm import serving
+
+
+def expected_experts_touched(tokens: float, num_experts: int, k: int) -> float:
+    """Distinct experts (per MoE layer) that `tokens` tokens, each routed to k of E uniformly, touch."""
+    if tokens <= 0:
+        return 0.0
+    return num_experts * (1.0 - (1.0 - k / num_experts) ** tokens)
+
+
+def statistical_imbalance(ep: int, copies: float) -> float:
+    """1 + sqrt(2 ln ep / mu): the expected largest of `ep` rank loads over their mean when
+    `copies` token copies fall on ep ranks at random (mu = copies / ep per rank)."""
+    if ep <= 1 or copies <= 0:
+        return 1.0
+    return 1.0 + math.sqrt(2.0 * math.log(ep) / (copies / ep))
+
+
+def expert_imbalance(inst, tokens: float) -> float:
+    """Busiest EP rank's routed tokens over the mean in a pass of `tokens` tokens (all GPUs):
+    the instance's stated load (a row that simulated balanced routing: exactly that), else the
+    systematic part (moe-serving.yaml, with or without EPLB) times the statistical one."""
+    if inst.expert_load is not None:
+        return float(inst.expert_load)
+    moe = inst.model.ffn.moe
+    if moe is None or inst.ep <= 1:
+        return 1.0
+    return inst.expert_imbalance * statistical_imbalance(inst.ep, tokens * moe.experts_per_token)
+
+
+def grouped_half() -> float:
+    """Tokens per expert at which the grouped expert GEMM reaches half of mfu."""
+    return serving().grouped_gemm.half_tokens_per_expert
+
+
+def deepep_fixed_seconds(inst, phase: str) -> float:
+    """Fixed seconds of one pass's dispatch and combine calls (two per MoE layer): the
+    low-latency kernels in decode, the normal ones in prefill; internode when the EP group
+    spans more than one NVLink domain."""
+    if inst.model.ffn.moe is None or inst.ep <= 1:
+        return 0.0
+    lat = serving().deepep_latency
+    across = inst.ep > inst.gpu.interconnect.domain_gpus
+    if phase == "prefill":
+        us = lat.normal_internode_us if across else lat.normal_intranode_us
+    else:
+        us = lat.low_latency_internode_us if across else lat.low_latency_intranode_us
+    return 2.0 * inst.params.moe_layers * us * 1e-6 * inst.gpu.efficiency.fixed_time_scale
+
+
+def step_cpu_seconds(inst, requests: float) -> float:
+    """The engine's per-pass CPU cost that grows with the pass's requests, per DP rank (each
+    attention-DP rank schedules its share in parallel)."""
+    if requests <= 0:
+        return 0.0
+    scale = inst.gpu.efficiency.fixed_time_scale
+    return serving().engine_step.per_request_us * 1e-6 * requests / inst.dp * scale
+
+
+def attention_fractions(model) -> tuple[float, float] | None:
+    """(compute, memory) fractions of peak of the model's attention kernels, when they are
+    measured ones (latent attention), else None (the GPU's fitted mfu and mbu apply)."""
+    k = serving().attention_kernels
+    if model.attention.kind not in k.kinds:
+        return None
+    return k.compute_fraction, k.memory_fraction
+
+
+def breakdown(inst, tokens: float, requests: float, phase: str) -> dict[str, float | None]:
+    """The value of each term for one pass of `tokens` tokens and `requests` requests."""
+    moe = inst.model.ffn.moe
+    out: dict[str, float | None] = {
+        "step_cpu_s": step_cpu_seconds(inst, requests),
+        "attention_compute_fraction": None,
+        "attention_memory_fraction": None,
+    }
+    fr = attention_fractions(inst.model)
+    if fr is not None:
+        out["attention_compute_fraction"], out["attention_memory_fraction"] = fr
+    if moe is None:
+        return out
+    touched = expected_experts_touched(tokens, inst.expert_slots, moe.experts_per_token)
+    m = tokens * moe.experts_per_token / touched if touched > 0 else 0.0
+    out.update(
+        {
+            "tokens_per_expert": m,
+            "grouped_gemm_efficiency": m / (m + grouped_half()) if m > 0 else 0.0,
+            "expert_imbalance": expert_imbalance(inst, tokens),
+            "deepep_fixed_s": deepep_fixed_seconds(inst, phase),
+        }
+    )
+    return out

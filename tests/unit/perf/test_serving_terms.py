@@ -1,0 +1,134 @@
+"""The terms that make a MoE pass slower than its dense roofline (perf/moe_terms.py), each
+against hand arithmetic, its published source or a property."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from pdd_plan.calibration import fit as cal
+from pdd_plan.inputs import profiles
+from pdd_plan.perf import comm, moe_terms, roofline
+from pdd_plan.perf.instance import Instance
+
+pytestmark = pytest.mark.unit
+
+
+def _v3(gpu: str, n: int, ep: int, dp: int = 1, **kw) -> Instance:
+    return Instance(
+        profiles.model("deepseek-v3"), cal.analytic_gpu(gpu), n, tp=n, ep=ep, dp=dp, **kw
+    )
+
+
+def test_statistical_imbalance_by_hand_and_its_limits():
+    # ep 8, 64 copies: mu = 8 per rank, 1 + sqrt(2 ln 8 / 8) = 1.7210
+    assert moe_terms.statistical_imbalance(8, 64) == pytest.approx(
+        1 + math.sqrt(2 * math.log(8) / 8)
+    )
+    assert moe_terms.statistical_imbalance(1, 64) == 1.0
+    values = [moe_terms.statistical_imbalance(32, c) for c in (1e2, 1e3, 1e4, 1e6)]
+    assert values == sorted(values, reverse=True) and values[-1] < 1.02  # vanishes at scale
+    # more ranks at the same copies per rank: a larger maximum
+    assert moe_terms.statistical_imbalance(64, 64 * 50) > moe_terms.statistical_imbalance(8, 8 * 50)
+
+
+def test_imbalance_systematic_times_statistical_and_a_stated_load_is_kept():
+    inst = _v3("h800", 32, 32, 32)
+    load = comm.serving().expert_load
+    big = moe_terms.expert_imbalance(inst, 32 * 16384)  # the blog's prefill: 16,384 tokens/GPU
+    assert big == pytest.approx(load.imbalance_without_eplb, rel=0.01)
+    small = moe_terms.expert_imbalance(inst, 32 * 4)  # 4 tokens per GPU
+    assert small == pytest.approx(
+        load.imbalance_without_eplb * (1 + math.sqrt(2 * math.log(32) / 4 / 8))
+    )
+    eplb = _v3("h800", 32, 32, 32, redundant_experts=32)
+    assert moe_terms.expert_imbalance(eplb, 32 * 4) < small  # EPLB evens the systematic part
+    balanced = _v3("h800", 32, 32, 32, expert_load=1.0)
+    assert moe_terms.expert_imbalance(balanced, 32) == 1.0
+
+
+def test_grouped_gemm_half_reproduces_deepgemm_grouped_rows():
+    # DeepGEMM README (H800, FP8, N 4096, K 7168): tokens per group -> TFLOPS
+    rows = {8192: 1297, 4096: 1288, 1024: 1233, 512: 1040}
+    h = moe_terms.grouped_half()
+    for m, tflops in rows.items():
+        assert 1337 * m / (m + h) == pytest.approx(tflops, rel=0.05)
+
+
+def test_deepep_fixed_latency_per_layer_inside_and_across_nodes():
+    lat = comm.serving().deepep_latency
+    layers = 58  # DeepSeek-V3: 61 layers, the first 3 dense
+    intra = _v3("h800", 8, 8, 8)  # one node
+    across = _v3("h800", 16, 16, 16)  # two nodes of 8
+    assert moe_terms.deepep_fixed_seconds(intra, "decode") == pytest.approx(
+        2 * layers * lat.low_latency_intranode_us * 1e-6
+    )
+    assert moe_terms.deepep_fixed_seconds(across, "decode") == pytest.approx(
+        2 * layers * lat.low_latency_internode_us * 1e-6
+    )
+    assert moe_terms.deepep_fixed_seconds(across, "prefill") == pytest.approx(
+        2 * layers * lat.normal_internode_us * 1e-6
+    )
+    dense = Instance(profiles.model("llama-3.1-8b"), cal.analytic_gpu("h100"), 1, tp=1, ep=1)
+    assert moe_terms.deepep_fixed_seconds(dense, "decode") == 0.0
+    # a one-request decode step across nodes pays at least the fixed latency
+    assert roofline.decode_step(across, 1, 2000).communication_s >= 2 * layers * 25e-6
+
+
+def test_step_cpu_cost_grows_with_requests_per_dp_rank():
+    per = comm.serving().engine_step.per_request_us * 1e-6
+    tp = _v3("h200", 8, 1)
+    dp = _v3("h200", 8, 8, 8)
+    assert moe_terms.step_cpu_seconds(tp, 256) == pytest.approx(256 * per)
+    assert moe_terms.step_cpu_seconds(dp, 256) == pytest.approx(256 * per / 8)
+    a, b = roofline.decode_step(tp, 16, 2000), roofline.decode_step(tp, 256, 2000)
+    assert b.overhead_s - a.overhead_s == pytest.approx(240 * per)
+
+
+def test_latent_attention_fractions_are_flashmla_figures():
+    c, m = moe_terms.attention_fractions(profiles.model("deepseek-v3"))
+    # FlashMLA README on H800: 580 TFLOPS of 989.4, 3000 GB/s of 3350
+    assert c * 989.4 == pytest.approx(580, rel=0.01) and m * 3350 == pytest.approx(3000, rel=0.01)
+    assert moe_terms.attention_fractions(profiles.model("llama-3.1-70b")) is None
+
+
+def test_prefill_charges_the_lm_head_once_per_sequence():
+    inst = Instance(profiles.model("llama-3.1-8b"), cal.analytic_gpu("h100"), 1, tp=1, ep=1)
+    p = inst.params
+    w = roofline._prefill_work(inst, 2.0, 1000.0, 0.0)
+    non_head = 2.0 * (p.active - p.routed_active - p.lm_head_matmul) * 2000
+    # by hand: every token's projections and FFN, the LM head for one token per sequence
+    assert w.gemm_other - w.head_skipped == pytest.approx(non_head + 2.0 * p.lm_head_matmul * 2)
+    # a decode step still computes the logits of every row
+    d = roofline._decode_work(inst, 8.0, 0.0, 0.0)
+    assert d.head_skipped == 0.0 and d.gemm_other == pytest.approx(2.0 * p.active * 8)
+
+
+def test_moe_decode_step_time_is_monotone_in_batch():
+    inst = _v3("h200", 8, 8, 8)
+    times = [roofline.decode_step(inst, b, 2000).total_s for b in (8, 64, 512, 4096)]
+    assert times == sorted(times)
+
+
+@pytest.mark.integration
+def test_perf_json_shows_each_term_and_the_family_basis():
+    import json
+
+    from typer.testing import CliRunner
+
+    from pdd_plan.cli.main import app
+
+    args = ["perf", "-m", "deepseek-v3", "-g", "h800", "--gpus", "16", "--dp-attention"]
+    args += ["--phase", "decode", "-L", "2000", "-B", "16", "-f", "json"]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 0, r.output
+    res = json.loads(r.stdout)
+    t = res["terms"]
+    inst = _v3("h800", 16, 16, 16)
+    assert t["deepep_fixed_s"] == pytest.approx(moe_terms.deepep_fixed_seconds(inst, "decode"))
+    assert t["expert_imbalance"] == pytest.approx(moe_terms.expert_imbalance(inst, 16))
+    assert 0 < t["grouped_gemm_efficiency"] < 0.05  # ~1 token per expert copy: far from peak
+    assert t["attention_compute_fraction"] == pytest.approx(0.586)
+    assert res["efficiency_family"] == "moe" and res["efficiency_basis"]
+    assert "mean_signed_error" in res["error_band"]
