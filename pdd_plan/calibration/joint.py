@@ -164,7 +164,7 @@ class _Problem:
 def fit_joint(rows: list[Measurement], analytic: dict[str, GPUProfile]) -> JointFit:
     """The joint fit of `rows` (any GPUs, both families); `analytic` maps each GPU name in
     the rows to its profile as written (`fit.analytic_gpu`)."""
-    from scipy.optimize import least_squares
+    from scipy.optimize import least_squares  # heavy to import; only the fitter needs it
 
     if not rows:
         raise InputError(None, "measurements", "no rows to fit", "give measurement rows")
