@@ -20,8 +20,6 @@ from pdd_plan.calibration.iperf3 import calibrate, read_iperf3, to_yaml
 from pdd_plan.cli.main import app
 from pdd_plan.inputs.schema.line import LineSKU
 
-pytestmark = pytest.mark.unit
-
 DATA = Path(__file__).resolve().parents[2] / "data" / "iperf3"
 P1, P4 = str(DATA / "loopback-p1.json"), str(DATA / "loopback-p4.json")
 P1R, P4R = str(DATA / "loopback-p1-reverse.json"), str(DATA / "loopback-p4-reverse.json")
@@ -54,6 +52,7 @@ def error_line(result) -> str:
 # ------------------------------------------------------------------ the numbers
 
 
+@pytest.mark.unit
 def test_single_stream_file_by_hand():
     d = raw(P1)
     sender, receiver = d["end"]["streams"][0]["sender"], d["end"]["streams"][0]["receiver"]
@@ -73,6 +72,7 @@ def test_single_stream_file_by_hand():
     assert sku.cost_per_month == 2750
 
 
+@pytest.mark.unit
 def test_single_and_parallel_files_split_the_roles():
     p1, p4 = raw(P1), raw(P4)
     sku = calibrate([read_iperf3(P4), read_iperf3(P1)], "both", 100)
@@ -92,12 +92,14 @@ def test_single_and_parallel_files_split_the_roles():
     assert sku.retransmit_rate == pytest.approx(retrans * 32768 / sent, rel=1e-2)
 
 
+@pytest.mark.unit
 def test_parallel_only_gives_the_fair_share_and_says_so():
     sku = calibrate([read_iperf3(P4)], "p4", 100)
     assert sku.per_connection_gbps == pytest.approx(sku.measured_aggregate_gbps / 4, rel=1e-3)
     assert "lower bound" in sku.source
 
 
+@pytest.mark.unit
 def test_reversed_runs_need_a_forward_run_or_the_rtt():
     r = read_iperf3(P4R)
     assert r.reverse and r.mean_rtt_us == ()  # the -R client reports mean_rtt 0
@@ -110,12 +112,14 @@ def test_reversed_runs_need_a_forward_run_or_the_rtt():
     assert "--rtt-ms" in msg and "-R" in msg
 
 
+@pytest.mark.unit
 def test_given_line_rate_keeps_the_default_efficiency():
     sku = calibrate([read_iperf3(P1)], "x", 100, gbps=100)
     assert sku.gbps == 100 and sku.tcp_efficiency == LineSKU.model_fields["tcp_efficiency"].default
     assert sku.per_connection_gbps < sku.gbps
 
 
+@pytest.mark.unit
 def test_source_names_files_version_date_and_derivations():
     sku = calibrate([read_iperf3(p) for p in (P1, P4, P1R, P4R)], "all", 2750)
     for p in (P1, P4, P1R, P4R):
@@ -126,6 +130,7 @@ def test_source_names_files_version_date_and_derivations():
     assert "retransmit_rate" in sku.source and "mss_bytes" in sku.source
 
 
+@pytest.mark.unit
 def test_cli_writes_a_profile_that_validates_and_round_trips(tmp_path):
     out = tmp_path / "line.yaml"
     args = ["line", "calibrate", "--iperf3", P1, "--iperf3", P4, "--name", "lo"]
@@ -154,6 +159,7 @@ def _write(tmp_path: Path, text: str) -> str:
     return str(p)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "make, words",
     [
@@ -173,6 +179,7 @@ def test_not_a_tcp_iperf3_run_is_one_line(tmp_path, make, words):
     assert words in msg and "run.json" in msg
 
 
+@pytest.mark.unit
 def test_missing_stream_fields_are_one_line(tmp_path):
     d = raw(P1)
     del d["end"]["streams"][0]["sender"]["bytes"]
@@ -189,6 +196,7 @@ def test_missing_stream_fields_are_one_line(tmp_path):
     assert "end.streams[0].sender.bytes" in msg
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "args, words",
     [
@@ -205,6 +213,7 @@ def test_bad_options_are_one_line(args, words):
     assert words in error_line(invoke("line", "calibrate", "--iperf3", P1, *args))
 
 
+@pytest.mark.unit
 def test_no_file_is_one_line():
     assert "--iperf3" in error_line(invoke("line", "calibrate", "--cost-per-month", "1"))
 
@@ -230,6 +239,7 @@ def _client(port: int, *extra: str) -> dict:
     raise AssertionError(f"iperf3 server on port {port} never accepted: {data}")
 
 
+@pytest.mark.integration
 @pytest.mark.iperf3
 def test_fresh_iperf3_run_is_read(tmp_path):
     if shutil.which("iperf3") is None:

@@ -26,8 +26,6 @@ from pdd_plan.inputs.schema import Scenario
 from pdd_plan.inputs.schema.io import parse
 from pdd_plan.inputs.schema.plan import parse_plan
 
-pytestmark = pytest.mark.unit
-
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "pdd_plan" / "data" / "examples" / "pdd-paper.yaml"
 TINY = ROOT / "benchmarks" / "scenarios" / "tiny.yaml"
@@ -70,6 +68,7 @@ def _parse_error(d: dict) -> str:
 
 
 # ------------------------------------------------------------------------------ the table
+@pytest.mark.unit
 def test_docs_list_every_limit_with_its_default_and_variable():
     text = (ROOT / "docs" / "scenario.md").read_text()
     for lim in limits.LIMITS.values():
@@ -78,6 +77,7 @@ def test_docs_list_every_limit_with_its_default_and_variable():
         assert int(row.group(1).replace(",", "")) == lim.default, lim.env
 
 
+@pytest.mark.unit
 def test_environment_raises_a_limit_and_a_bad_value_is_named(monkeypatch):
     assert limits.value("REQUESTS") == 10_000_000
     monkeypatch.setenv("PDD_PLAN_MAX_REQUESTS", "50")
@@ -90,6 +90,7 @@ def test_environment_raises_a_limit_and_a_bad_value_is_named(monkeypatch):
 
 
 # ------------------------------------------------------------------------------ scenario keys
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "edits, field, env",
     [
@@ -112,6 +113,7 @@ def test_scenario_sizes_over_their_limit_are_one_line_errors(edits, field, env):
     assert field in msg and "over the limit" in msg and env in msg, msg
 
 
+@pytest.mark.unit
 def test_max_lines_at_the_limit_is_accepted():
     sc = parse(Scenario, _scenario(link__max_lines=limits.value("LINES")), "s.yaml")
     assert sc.link is not None and sc.link.max_lines == 16
@@ -121,6 +123,7 @@ def test_max_lines_at_the_limit_is_accepted():
 PERF = ["perf", "-m", "llama-3.1-8b", "-g", "h100", "-f", "json"]
 
 
+@pytest.mark.unit
 def test_perf_huge_batch_refused_before_allocating():
     tracemalloc.start()
     try:
@@ -139,6 +142,7 @@ def test_perf_huge_batch_refused_before_allocating():
     assert peak < 200e6, f"{peak / 1e6:.0f} MB allocated on the way to the error"
 
 
+@pytest.mark.unit
 def test_perf_prefill_passes_bounded():
     _one_line_error(
         [*PERF, "--phase", "prefill", "-L", "10000000", "--chunk", "1"],
@@ -152,6 +156,7 @@ def test_perf_prefill_passes_bounded():
     )
 
 
+@pytest.mark.unit
 def test_bathtub_passes_bounded():
     from pdd_plan.perf.bathtub import prefill_passes
 
@@ -165,6 +170,7 @@ def test_bathtub_passes_bounded():
 
 
 # ------------------------------------------------------------------------------ requests
+@pytest.mark.unit
 def test_request_counts_bounded():
     _one_line_error(
         ["simulate", str(PLAN), "--requests", "2000000000"], "--requests", "PDD_PLAN_MAX_REQUESTS"
@@ -181,6 +187,7 @@ def _plan_data() -> dict:
     return yaml.safe_load(PLAN.read_text())
 
 
+@pytest.mark.unit
 def test_plan_fleet_over_the_instance_limit_refused():
     d = _plan_data()
     parse_plan(copy.deepcopy(d), "p.yaml")  # the golden plan itself is fine
@@ -192,6 +199,7 @@ def test_plan_fleet_over_the_instance_limit_refused():
     assert "plans.pdd" in msg and "PDD_PLAN_MAX_PLAN_INSTANCES" in msg, msg
 
 
+@pytest.mark.unit
 def test_plan_line_count_over_the_limit_refused():
     d = _plan_data()
     d["plans"]["pdd"]["line"]["count"] = 1000
@@ -200,6 +208,7 @@ def test_plan_line_count_over_the_limit_refused():
 
 
 # ------------------------------------------------------------------------------ traces
+@pytest.mark.unit
 def test_trace_token_counts_bounded(tmp_path):
     from pdd_plan.workload.traces import read_trace
 
@@ -212,6 +221,7 @@ def test_trace_token_counts_bounded(tmp_path):
 
 
 # ------------------------------------------------------------------------------ sweep
+@pytest.mark.unit
 def test_sweep_grid_bounded():
     _one_line_error(
         ["sweep", str(EXAMPLE), "--vary", "workload.rate_rps=1:9999:1"],
@@ -222,6 +232,7 @@ def test_sweep_grid_bounded():
 
 
 # ------------------------------------------------------------------------------ time limit
+@pytest.mark.unit
 def test_deadline_nests_and_expires():
     with limits.deadline(60.0, "f", "outer") as outer:
         with limits.deadline(1e-6, "f", "inner") as inner:
@@ -234,6 +245,7 @@ def test_deadline_nests_and_expires():
             limits.solver_seconds(30.0)
 
 
+@pytest.mark.unit
 def test_optimizer_stops_at_its_time_limit(tmp_path):
     d = yaml.safe_load(TINY.read_text())
     d.setdefault("search", {})["time_limit_s"] = 1e-6
@@ -264,6 +276,7 @@ def _server(reply: bytes | None) -> tuple[socket.socket, str]:
     return srv, f"tcp://127.0.0.1:{srv.getsockname()[1]}"
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "reply, words",
     [
@@ -305,6 +318,7 @@ def _closing_server() -> tuple[socket.socket, str]:
     return srv, f"tcp://127.0.0.1:{srv.getsockname()[1]}"
 
 
+@pytest.mark.unit
 def test_dask_cli_garbage_server_is_one_line_error():
     pytest.importorskip("distributed")
     srv, addr = _server(b"HTTP/1.1 400 Bad Request\r\n\r\n")
@@ -325,6 +339,7 @@ def test_dask_cli_garbage_server_is_one_line_error():
         srv.close()
 
 
+@pytest.mark.integration
 def test_optimized_fleet_over_the_instance_limit_is_a_one_line_error(monkeypatch):
     """A rate that needs more instances than PLAN_INSTANCES allows: exit 2 naming the rate and
     the variable, not an internal error from the plan schema. The default plan has 8 (pdd) /

@@ -79,7 +79,7 @@ def test_verified_plan_serves_at_least_its_rate(plan_eval):
         )
 
 
-@pytest.mark.unit
+@pytest.mark.integration
 def test_analytic_and_simulated_goodput_agree(plan_eval):
     _, out = plan_eval
     for a, r in out["architectures"].items():
@@ -119,7 +119,7 @@ def test_removing_an_instance_never_raises_goodput():
                 assert g <= base[a] * (1 + BISECTION_TOL), (key, i, a, g, base[a])
 
 
-@pytest.mark.unit
+@pytest.mark.integration
 def test_shrunk_plan_fleet_simulated_is_not_above():
     """The same property after the simulator's confirmation: one prefill instance fewer."""
     d = _fleet_data()
@@ -225,7 +225,7 @@ def test_bad_fleet_files_are_one_line_errors(tmp_path, edit, field, words):
     assert f"field '{field}'" in line and words in line, line
 
 
-@pytest.mark.unit
+@pytest.mark.integration
 def test_cli_json_is_deterministic_and_names_everything():
     args = ("evaluate", str(FLEET), "--no-simulate", "-f", "json")
     a, b = _invoke(*args), _invoke(*args)

@@ -85,7 +85,7 @@ def test_no_cap_or_no_relaying_architecture_keeps_the_classes():
         assert np.all(out <= 500) or np.all(out > 500)
 
 
-@pytest.mark.unit
+@pytest.mark.integration
 def test_planned_p_rld_share_is_the_replays_per_request_share():
     # narrow-line as its verification re-solves it (the line's delay stretched 1.37 x after the
     # no-relay plan misses the replay's P99): PDD relays its 0-40%-hit bins; the replay sends a

@@ -241,7 +241,7 @@ def test_plan_architecture_equals_brute_force_over_its_combinations(monkeypatch)
     assert relay["p_rld_md"].sum() + relay.get("p_rld", np.zeros(1)).sum() > 0
 
 
-@pytest.mark.unit
+@pytest.mark.integration
 def test_bound_counts_relay_decode_as_the_cheaper_decoder(monkeypatch):
     # Regression: the bound that skips combinations priced every output token at main decode's
     # cheapest $/token. Relay decode can be cheaper and take many tokens (p_rld, p_rld_md), so the

@@ -71,7 +71,7 @@ def base() -> Plan:
 # ------------------------------------------------------------------ plans
 
 
-@pytest.mark.unit
+@pytest.mark.integration
 def test_sunk_capacity_covering_the_plan_costs_nothing_new(base):
     """Owning (at 0) more than every architecture's default plan uses: no new spend, and BCR
     (goodput per dollar as counted) no worse than buying it all."""
@@ -85,7 +85,7 @@ def test_sunk_capacity_covering_the_plan_costs_nothing_new(base):
         assert q.bcr >= base.plans[a].bcr, a
 
 
-@pytest.mark.unit
+@pytest.mark.integration
 def test_partial_owned_split_is_hand_arithmetic(base):
     """48 owned H100 at an amortized $1/GPU-h under a plan of 80+ H100: the plan is the same
     fleet; owned = 48 x $1, new = market cost - 48 x $2.5, and they sum to the total."""
@@ -103,7 +103,7 @@ def test_partial_owned_split_is_hand_arithmetic(base):
         assert q.bcr == pytest.approx(q.goodput_rps * 3600 / q.cost_per_hour, rel=1e-3)
 
 
-@pytest.mark.unit
+@pytest.mark.integration
 def test_owned_lines_first(base):
     """One sunk eth-10g of the two the plan leases: the line costs one line's market price."""
     p = plan_of(with_owned(lines=[("eth-10g", 1, 0.0)]))
@@ -117,7 +117,7 @@ def test_owned_lines_first(base):
         assert q.cost_new_per_hour == pytest.approx(b.cost_per_hour - one, abs=0.011)
 
 
-@pytest.mark.unit
+@pytest.mark.integration
 def test_owned_at_market_price_is_no_owned(base):
     """Owned GPUs and lines at exactly the market price change nothing but the split."""
     d = with_owned([("dc-a", "h100", 64, 2.5), ("dc-b", "h200", 16, 3.1)])
@@ -179,7 +179,7 @@ def test_owned_never_raises_cost(base, seed):
         assert p.plans[a].cost_per_hour <= b.cost_per_hour + 1e-6, (a, gpus, lines)
 
 
-@pytest.mark.unit
+@pytest.mark.integration
 def test_rate_free_with_sunk_capacity_has_finite_bcr():
     """Objective bcr with the rate free and everything owned at 0: Dinkelbach stops at the
     zero-spend plan, and BCR is finite (spend floored at $0.01/h)."""

@@ -19,8 +19,6 @@ from pdd_plan.optimize.search.objectives import solve_architecture
 from pdd_plan.optimize.solved import SolverResult
 from pdd_plan.workload.classes import build_classes
 
-pytestmark = pytest.mark.unit
-
 ROOT = Path(__file__).resolve().parents[3]
 
 
@@ -34,6 +32,7 @@ def solved() -> tuple[SolverResult, ArchitecturePlan]:
     return raw, summary.summarize(raw, cls, raw.rate, ctx.prefill_dc)
 
 
+@pytest.mark.integration
 def test_summarize_returns_the_typed_plan(solved):
     raw, plan = solved
     assert isinstance(plan, ArchitecturePlan)
@@ -41,6 +40,7 @@ def test_summarize_returns_the_typed_plan(solved):
     assert ArchitecturePlan.model_validate(plan.model_dump()) == plan
 
 
+@pytest.mark.unit
 def test_route_shares_are_the_solution_flows_over_the_rate(solved):
     raw, plan = solved
     for p in PATHS:
@@ -49,6 +49,7 @@ def test_route_shares_are_the_solution_flows_over_the_rate(solved):
     assert sum(getattr(plan.route_share, p) for p in PATHS) == pytest.approx(1.0, abs=1e-3)
 
 
+@pytest.mark.unit
 def test_costs_add_up_and_bcr_is_requests_per_dollar(solved):
     raw, plan = solved
     # no `owned:` section: every group and the line at market price make the total
@@ -60,6 +61,7 @@ def test_costs_add_up_and_bcr_is_requests_per_dollar(solved):
     assert plan.prefill_utilization == pytest.approx(raw.pool.rho, abs=1e-4)
 
 
+@pytest.mark.unit
 def test_no_bag_and_no_dict_round_trip():
     assert "extra" not in {f.name for f in dataclasses.fields(SolverResult)}
     text = (ROOT / "pdd_plan" / "optimize" / "summary.py").read_text(encoding="utf-8")

@@ -159,7 +159,7 @@ def test_cells_agree_with_optimize_at_the_same_points(small_map, ix, iy) -> None
         assert cell["relay_request_share"] == pytest.approx(share, abs=1e-4)
 
 
-@pytest.mark.unit
+@pytest.mark.integration
 def test_pdd_bcr_is_never_below_cdc_pd(small_map) -> None:
     """PDD may send every request P->MD, which is CDC-PD's plan: wherever CDC-PD has a plan,
     PDD has one at least as good."""

@@ -225,7 +225,7 @@ def _square(x: int) -> int:
     return x * x
 
 
-@pytest.mark.unit
+@pytest.mark.integration
 @pytest.mark.parametrize("executor", ["serial", "thread", "process"])
 def test_run_all_keeps_item_order(executor):
     assert run_all(_square, list(range(7)), executor, workers=3) == [x * x for x in range(7)]
