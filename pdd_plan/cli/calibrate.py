@@ -176,12 +176,15 @@ def calibrate(
         None, "--output-tokens", "-O", help="Mean output length, if the file omits it."
     ),
     write: bool = typer.Option(
-        False, "--write", help="Write data/calibration/<gpu>.yaml (applied when profiles load)."
+        False,
+        "--write",
+        help="Write each fitted GPU's <gpu>.yaml; needs --out-dir (the bundled "
+        "calibration files are inputs of this command and are never written over).",
     ),
     out_dir: Path = typer.Option(
         None,
         "--out-dir",
-        help="Write <gpu>.yaml here (implies --write) instead of the package data.",
+        help="Write <gpu>.yaml into this folder (implies --write).",
     ),
     format: str = typer.Option("table", "--format", "-f", help="table | json | yaml"),
 ) -> None:

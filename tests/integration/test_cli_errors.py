@@ -12,27 +12,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
-from pdd_plan.cli.main import app
 from pdd_plan.inputs.profiles import data_dir
+from tests.cli_helpers import invoke
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "pdd-paper.yaml"
-
-
-def _runner() -> CliRunner:
-    # click >= 8.2 keeps stderr apart by default and dropped `mix_stderr`; older clicks need it.
-    try:
-        return CliRunner(mix_stderr=False)
-    except TypeError:
-        return CliRunner()
-
-
-def invoke(*args: str):
-    return _runner().invoke(app, list(args))
 
 
 def example() -> dict:

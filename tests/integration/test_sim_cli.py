@@ -10,27 +10,15 @@ from pathlib import Path
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
-from pdd_plan.cli.main import app
 from pdd_plan.cli.sim import LazyProgress
+from tests.cli_helpers import invoke
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "pdd-paper.yaml"
 AZURE = ROOT / "traces" / "azure2023_conv.csv"
-
-
-def _runner() -> CliRunner:
-    try:
-        return CliRunner(mix_stderr=False)
-    except TypeError:
-        return CliRunner()
-
-
-def invoke(*args: str):
-    return _runner().invoke(app, list(args))
 
 
 def _err_line(r) -> str:

@@ -10,7 +10,6 @@ from typing import Any
 
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
-from pydantic_core import PydanticUndefined
 
 from pdd_plan.common import limits
 from pdd_plan.inputs.schema.scenario import Scenario
@@ -55,7 +54,7 @@ def _type_text(annotation: Any) -> str:
 def _default_text(f: FieldInfo) -> str:
     if f.is_required():
         return "required"
-    v = f.default if f.default is not PydanticUndefined else f.default_factory()
+    v = f.get_default(call_default_factory=True)
     if isinstance(v, BaseModel):
         return "see below" if v.model_fields_set else "defaults"
     if v is None:
