@@ -11,6 +11,7 @@ from pdd_plan import architectures
 from pdd_plan.common.errors import InputError
 from pdd_plan.common.files import require_file
 from pdd_plan.inputs.context import Context
+from pdd_plan.inputs.schema.scenario import Workload
 from pdd_plan.workload.distributions import sample, sample_requests
 from pdd_plan.workload.requests import RequestClasses, Requests
 from pdd_plan.workload.stats import HIT_BIN_EDGES
@@ -39,43 +40,64 @@ def singular_split(ctx: Context) -> int | None:
     return int(lim)
 
 
-def build_classes(ctx: Context) -> RequestClasses:
-    """Classes from the scenario's trace, or from its distributions (seeded sample)."""
-    w, sc = ctx.scenario.workload, ctx.scenario
+def input_buckets(ctx: Context) -> int:
+    """Input-length buckets per hit bin (and output split) for `workload.classes` classes."""
     split = singular_split(ctx)
     # the output split doubles the classes per hit bin: half the input buckets keep the count
     # (and the optimizer's time) near what workload.classes asks
     per_bin = (len(HIT_BIN_EDGES) - 1) * (2 if split is not None else 1)
-    buckets = max(1, w.classes // per_bin)
-    if w.trace is not None:
-        path = _trace_path(ctx, w.trace)
-        if not path.exists():
-            raise InputError(
-                ctx.file,
-                "workload.trace",
-                f"trace file '{w.trace}' not found",
-                "give a path relative to the scenario file or an absolute one",
-            )
-        require_file(path, "give the path of a trace file", what="trace file")
-        req, _info = read_trace(path)
-        if np.isnan(req.hit_p).any():  # no block hashes: hit rates from the scenario's distribution
-            hit = np.clip(sample(w.prefix_hit, len(req), np.random.default_rng(sc.seed)), 0.0, 1.0)
-            req = Requests(
-                req.arrival_s,
-                req.input_tokens,
-                req.output_tokens,
-                hit,
-                hit * sc.policy.md_hit_ratio,
-            )
-    else:
-        req = sample_requests(w, w.samples, sc.seed, w.rate_rps or 1.0)
+    return max(1, ctx.scenario.workload.classes // per_bin)
+
+
+def build_classes(ctx: Context) -> RequestClasses:
+    """Classes from the scenario's trace, or from its distributions (seeded sample)."""
+    return classes_of(ctx, scenario_requests(ctx))
+
+
+def trace_requests(ctx: Context) -> Requests:
+    """The scenario's trace, its hit rates from its block hashes or the scenario's
+    distribution."""
+    w, sc = ctx.scenario.workload, ctx.scenario
+    path = _trace_path(ctx, w.trace)
+    if not path.exists():
+        raise InputError(
+            ctx.file,
+            "workload.trace",
+            f"trace file '{w.trace}' not found",
+            "give a path relative to the scenario file or an absolute one",
+        )
+    require_file(path, "give the path of a trace file", what="trace file")
+    req, _info = read_trace(path)
+    if np.isnan(req.hit_p).any():  # no block hashes: hit rates from the scenario's distribution
+        hit = np.clip(sample(w.prefix_hit, len(req), np.random.default_rng(sc.seed)), 0.0, 1.0)
         req = Requests(
             req.arrival_s,
             req.input_tokens,
             req.output_tokens,
-            req.hit_p,
-            req.hit_p * sc.policy.md_hit_ratio,
+            hit,
+            hit * sc.policy.md_hit_ratio,
         )
+    return req
+
+
+def sampled(ctx: Context, w: Workload, n: int, seed: int) -> Requests:
+    """n requests drawn from workload `w`'s distributions, the MD-side hit from the policy."""
+    req = sample_requests(w, n, seed, w.rate_rps or 1.0)
+    md = ctx.scenario.policy.md_hit_ratio
+    return Requests(req.arrival_s, req.input_tokens, req.output_tokens, req.hit_p, req.hit_p * md)
+
+
+def scenario_requests(ctx: Context) -> Requests:
+    w = ctx.scenario.workload
+    if w.trace is not None:
+        return trace_requests(ctx)
+    return sampled(ctx, w, w.samples, ctx.scenario.seed)
+
+
+def classes_of(ctx: Context, req: Requests) -> RequestClasses:
+    """The classes of `req` as the scenario asks (count, singular split, arrival CV, DRC)."""
+    sc, w = ctx.scenario, ctx.scenario.workload
+    split, buckets = singular_split(ctx), input_buckets(ctx)
     cls = replace(
         classes_from_requests(req, buckets, output_split=split), arrival_ca2=w.arrival_cv**2
     )

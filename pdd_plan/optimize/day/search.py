@@ -1,0 +1,195 @@
+"""The day's cheapest fleet of one architecture: every prefill choice at each pool size from
+the smallest that carries the busiest period (the pool is base, sized for the day), one
+operating-points MILP per combination over the line options that carry the peak period's
+bytes, cheapest fixed cost first; a combination whose fixed cost plus a lower bound on its
+decode cannot beat the incumbent is skipped (fixed_rate.py's search, over a day)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from pdd_plan.architectures import Architecture
+from pdd_plan.inputs.context import Context
+from pdd_plan.optimize import diagnosis, milp, points, solved, tables
+from pdd_plan.optimize.day import day_points
+from pdd_plan.optimize.day.elastic import elastic_of
+from pdd_plan.optimize.search import fixed_rate, owned
+from pdd_plan.optimize.search.caps import Caps
+from pdd_plan.optimize.search.enumeration import (
+    Combo,
+    Shared,
+    decode_lb_per_rps,
+    line_cost_lb,
+    prefill_choices,
+)
+from pdd_plan.optimize.solved import SolverResult
+from pdd_plan.optimize.tables import LineOption
+from pdd_plan.workload.periods import Day, reweighted
+
+
+@dataclass
+class Tightened:
+    """Per period, caps a missed replay tightened (verify.py): decode speed and line level
+    factors (1: as planned)."""
+
+    decode: np.ndarray
+    line: np.ndarray
+
+    @classmethod
+    def none(cls, n: int) -> Tightened:
+        return cls(np.ones(n), np.ones(n))
+
+
+@dataclass
+class DaySolved:
+    architecture: str
+    combo: Combo
+    lines: list[LineOption]
+    points: points.OperatingPoints
+    solution: milp.PointsSolution
+    shared: Shared
+    seconds: float
+    milps: int
+
+
+def combos(ctx: Context, spec: Architecture, day: Day, caps: Caps, findings) -> list[Combo]:
+    """Pool sizes from the smallest whose utilization stays under the prefill cap in every
+    period (each at its own mix) to `max_prefill_extra` more."""
+    extra = ctx.scenario.search.max_prefill_extra
+    out = []
+    for ch in prefill_choices(ctx, spec, day.classes, findings):
+        load = max(p.rate_rps * float(np.dot(p.class_weight, ch.service)) for p in day.periods)
+        n_min = int(np.floor(load / caps.prefill)) + 1
+        if n_min > ch.max_n:
+            findings.too_few_gpus(ch.pinst, n_min)
+            continue
+        for n_p in range(n_min, min(n_min + extra, ch.max_n + 1)):
+            cost = owned.pool_cost(ctx, ctx.prefill_dc, ch.pinst, n_p)
+            out.append(
+                Combo(ch.md_dc, ch.pinst, ch.service, n_p, n_p, load / n_p, cost, ch.md, ch.rld)
+            )
+    return out
+
+
+def _lines(sh: Shared, day: Day) -> list[LineOption]:
+    if not sh.spec.crosses_line:
+        return [tables.rdma_option()]
+    load = day_points.peak_load(sh, day, day_points.warmup_factor(sh, day))
+    return tables.line_options_at_load(sh.ctx, load, sh.caps.line)
+
+
+def _price_floor(ctx: Context) -> float:
+    """The cheapest elastic price as a share of the base's (1 without elastic)."""
+    sc = ctx.scenario
+    if sc.elastic is None or not sc.on_demand_prices:
+        return 1.0
+    return min(
+        1.0, *(x / ctx.gpus[g].price.usd_per_gpu_hour for g, x in sc.on_demand_prices.items())
+    )
+
+
+def busiest(day: Day) -> int:
+    """The period with the most requests per second (the first of equals)."""
+    return int(np.argmax([p.rate_rps for p in day.periods]))
+
+
+def peak_plan(ctx: Context, spec: Architecture, day: Day, caps: Caps) -> SolverResult:
+    """The single-rate plan of the busiest period (its rate and mix)."""
+    k = busiest(day)
+    cls = reweighted(day.classes, day.periods[k].class_weight)
+    return fixed_rate.plan(ctx, spec, cls, max(day.periods[k].rate_rps, day_points.MIN_RPS), caps)
+
+
+def plan_day(
+    ctx: Context,
+    spec: Architecture,
+    day: Day,
+    caps: Caps,
+    tight: Tightened | None = None,
+    lag: bool = True,
+    seed: SolverResult | None = None,
+) -> DaySolved:
+    """The cheapest day of `spec` over the combination of the busiest period's plan (`seed`,
+    planned here if not given) and the line options no dearer than its line; when that finds
+    no day, every combination and line option (the fixed-rate search's enumeration over the
+    day). InfeasibleError with reasons if none. `lag` False: elastic runs cost nothing beyond
+    their periods (a check's setting)."""
+    t0 = time.perf_counter()
+    seed = seed or peak_plan(ctx, spec, day, caps)
+    cb = seed.tables.meta["combo"]
+    line_cost = seed.tables.lines[seed.solution.line_index].cost_per_hour
+    sh = Shared.of(ctx, spec, day.classes, caps)
+    local = solved.one_datacenter(ctx, cb)
+    lines = [tables.rdma_option()] if local else _lines(sh, day)
+    cheap = [ln for ln in lines if ln.cost_per_hour <= line_cost * (1 + 1e-9)]
+    tight = tight or Tightened.none(len(day.periods))
+    best = _solve(ctx, sh, day, cb, cheap, tight, lag) if cheap else None
+    milps = 1
+    if best is None:
+        best, n = search_all(ctx, spec, day, caps, tight, lag)
+        milps += n
+    best.seconds = time.perf_counter() - t0
+    best.milps = milps
+    return best
+
+
+def _solve(
+    ctx: Context,
+    sh: Shared,
+    day: Day,
+    cb: Combo,
+    lines: list[LineOption],
+    tight: Tightened,
+    lag: bool,
+) -> DaySolved | None:
+    sc = ctx.scenario
+    el = elastic_of(ctx, day, day.classes, [o.cand for o in cb.md + cb.rld], lag)
+    pooled = sc.sla.over == "day"
+    pts = day_points.day_points(sh, cb, lines, day, el, pooled, tight.decode, tight.line)
+    sol = milp.solve_points(pts, "cost", 0.0, sc.search.time_limit_s)
+    if sol is None:
+        return None
+    return DaySolved(sh.spec.name, cb, lines, pts, sol, sh, 0.0, 0)
+
+
+def search_all(
+    ctx: Context, spec: Architecture, day: Day, caps: Caps, tight: Tightened, lag: bool
+) -> tuple[DaySolved, int]:
+    """Every combination, cheapest fixed cost first, with the fixed-rate search's bound."""
+    sc = ctx.scenario
+    findings = diagnosis.Findings(ctx, spec, day.classes)
+    cands = combos(ctx, spec, day, caps, findings)
+    if not cands:
+        raise diagnosis.no_combinations(ctx, spec, findings.reasons())
+    sh = Shared.of(ctx, spec, day.classes, caps)
+    lines = _lines(sh, day)
+    if not lines and not any(solved.one_datacenter(ctx, cb) for cb in cands):
+        reason = diagnosis.line_reason(ctx, day.classes, day.peak_rps, caps)
+        raise diagnosis.infeasible(spec.name, [*findings.reasons(), reason], sc.sla)
+    line_lb = line_cost_lb(ctx, spec)
+    floor = _price_floor(ctx)
+    cands.sort(key=lambda c: c.fixed_cost)
+    best: DaySolved | None = None
+    milps = 0
+    for cb in cands:
+        local = solved.one_datacenter(ctx, cb)
+        cb_lines = [tables.rdma_option()] if local else lines
+        if not cb_lines:
+            continue
+        decode_lb = decode_lb_per_rps(day.classes, cb.md + cb.rld, caps.decode, ctx)
+        lb = cb.fixed_cost + (0.0 if local else line_lb) + day.mean_rps * decode_lb * floor
+        if best is not None and lb >= best.solution.cost_per_hour * (1 - 1e-9):
+            continue  # bound: cannot beat the incumbent
+        milps += 1
+        sol = _solve(ctx, sh, day, cb, cb_lines, tight, lag)
+        if sol is not None and (
+            best is None or sol.solution.cost_per_hour < best.solution.cost_per_hour - 1e-9
+        ):
+            best = sol
+    if best is None:
+        reasons = findings.reasons() or [diagnosis.pools_reason(True)]
+        raise diagnosis.infeasible(spec.name, reasons, sc.sla)
+    return best, milps
