@@ -8,10 +8,12 @@ from pdd_plan.common.errors import InfeasibleError
 from pdd_plan.inputs.context import Context
 from pdd_plan.inputs.schema.plan import ArchitecturePlan, Infeasible, Plan
 from pdd_plan.optimize import summary as optimize_summary
+from pdd_plan.optimize.day.run import optimize_day
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.objectives import dinkelbach, solve_architecture
 from pdd_plan.optimize.solved import SolverResult
 from pdd_plan.optimize.verify import check_size, verified
+from pdd_plan.workload import periods
 from pdd_plan.workload.classes import build_classes
 
 
@@ -30,6 +32,8 @@ def optimize(
     has one.
     """
     sc = ctx.scenario
+    if periods.is_day(ctx):  # a day of periods: one fleet for the day (optimize/day)
+        return optimize_day(ctx, verify, sim_requests, max_rounds)
     cls = build_classes(ctx)
     fixed_rate = sc.workload.rate_rps or (cls.rate_rps if sc.workload.trace else None)
     plans: dict[str, ArchitecturePlan] = {}

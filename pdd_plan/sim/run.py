@@ -71,7 +71,11 @@ def verify(
       (prefill utilization), ``"line"`` (line utilization), or ``"decode"`` (decode batch /
       utilization; also when only TPOT fails).
     """
-    res = run(ctx, plan, architecture, n_requests, seed)
+    return checked(ctx, run(ctx, plan, architecture, n_requests, seed))
+
+
+def checked(ctx: Context, res: SimResult) -> dict:
+    """A replay's summary with its SLA checks, tail breakdown and bottleneck (see verify)."""
     s = res.summary()
     sla = ctx.scenario.sla
     checks = {
