@@ -54,6 +54,23 @@ def period_plan(ctx: Context, ds: DaySolved, day: Day, k: int) -> ArchitecturePl
     return optimize_summary.summarize(raw, cls, raw.rate, ctx.prefill_dc)
 
 
+def replay_plan(
+    ctx: Context, ds: DaySolved, day: Day, k: int, template: ArchitecturePlan
+) -> ArchitecturePlan:
+    """What a replay of period k reads (its instances, line, routing and rate) on `template`
+    (the busiest period's full plan): summarize's TTFT quantiles are not needed to replay."""
+    raw = period_result(ctx, ds, day, k)
+    cls = reweighted(day.classes, ds.points.class_weight[k])
+    shares = {q: v / raw.rate for q, v in raw.solution.flows.items()}
+    update = {
+        "instances": optimize_summary.instances(raw, ctx.prefill_dc),
+        "line": optimize_summary.line_choice(raw),
+        "routing": optimize_summary.routing(raw, cls, shares),
+        "goodput_rps": float(f"{raw.rate:.6g}"),
+    }
+    return template.model_copy(update=update)
+
+
 def _groups(ctx: Context, ds: DaySolved) -> list[DayGroup]:
     sol = ds.solution
     cb = ds.combo

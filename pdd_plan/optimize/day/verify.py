@@ -25,7 +25,7 @@ from pdd_plan.inputs.context import Context
 from pdd_plan.inputs.schema.day_plan import PeriodReplay
 from pdd_plan.optimize import summary as optimize_summary
 from pdd_plan.optimize.day import search
-from pdd_plan.optimize.day.summary import period_plan, period_result
+from pdd_plan.optimize.day.summary import period_plan, period_result, replay_plan
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.sim.run import checked, run
 from pdd_plan.workload.periods import Day
@@ -61,6 +61,7 @@ def replay_day(ctx: Context, ds: search.DaySolved, day: Day, n_requests: int) ->
     """Per period: (PeriodReplay, the checked summary); equal periods (rate, mix, fleet) share
     one replay."""
     a = ds.architecture
+    template = period_plan(ctx, ds, day, search.busiest(day))
     seen: dict[tuple, tuple] = {}
     out, raw = [], []
     for k, p in enumerate(day.periods):
@@ -68,9 +69,11 @@ def replay_day(ctx: Context, ds: search.DaySolved, day: Day, n_requests: int) ->
         key = (p.rate_rps, p.class_weight.tobytes(), tuple(sorted(sol.elastic.items())))
         if key not in seen:
             pctx = period_context(ctx, day, k)
-            plan = period_plan(ctx, ds, day, k)
+            plan = replay_plan(ctx, ds, day, k, template)
             n = max(MIN_REQUESTS, int(n_requests))
-            res = run(pctx, plan, a, n, ctx.scenario.seed + k)
+            # one seed: periods of one mix replay the same requests at their own rates (common
+            # random numbers, and the simulator's perf tables are reused)
+            res = run(pctx, plan, a, n, ctx.scenario.seed)
             v = checked(pctx, res)
             kept = res.kept()
             seen[key] = (v, res.ttft_s[kept], res.tpot_s[kept])
