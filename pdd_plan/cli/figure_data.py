@@ -35,8 +35,11 @@ def replays(plan: Plan, ctx: Context, n_requests: int, seed: int | None = None) 
 
 
 def regime_data(plan: Plan, ctx: Context, executor: str = "process") -> RegimeData | None:
-    """The 5 x 5 map around the plan's point (None when the scenario has no line to vary)."""
+    """The 5 x 5 map around the plan's point (None when the scenario has no line to vary, or
+    plans a day: a cell is one rate, the day has many)."""
     sc = ctx.scenario
+    if plan.day is not None:
+        return None
     at = centre(plan, [ln.gbps for ln in ctx.lines], sc.link.max_lines if sc.link else 1)
     if at is None:
         return None
