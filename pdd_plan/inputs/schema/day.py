@@ -95,9 +95,6 @@ def check_periods(periods: list[Period], have_rate: bool) -> None:
                 f"workload.periods[{i}].rate_multiplier needs workload.rate_rps to multiply"
             )
     order = sorted(range(len(periods)), key=lambda i: periods[i].start_hour)
-    total = sum(p.hours for p in periods)
-    if abs(total - HOURS_PER_DAY) > TOL_H:
-        raise ValueError(f"workload.periods last {total:g} h in all; they must cover 24 h")
     for a, b in zip(order, order[1:] + order[:1]):
         end = (periods[a].start_hour + periods[a].hours) % HOURS_PER_DAY
         nxt = periods[b].start_hour
@@ -109,6 +106,9 @@ def check_periods(periods: list[Period], have_rate: bool) -> None:
                 f"{periods[a].hours:g} h) {what} periods[{b}] (from {nxt:g} h): each period "
                 "must end where the next starts"
             )
+    total = sum(p.hours for p in periods)
+    if abs(total - HOURS_PER_DAY) > TOL_H:
+        raise ValueError(f"workload.periods last {total:g} h in all; they must cover 24 h")
     if not any((p.rate_rps or 0) > 0 or (p.rate_multiplier or 0) > 0 for p in periods):
         raise ValueError("every period's rate is 0: give some period a positive rate")
 
