@@ -151,6 +151,8 @@ def schedule_yaml(dep: Deployment, day: DayPlan, d: DayArchitecture) -> str:
                 "group": obj_name(dep, g),
                 "role": g.role,
                 "datacenter": g.datacenter,
+                "gpu": g.gpu,
+                "gpus_per_instance": g.gpus_per_instance,
                 "base": dg.base,
                 "replicas": [
                     {

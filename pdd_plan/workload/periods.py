@@ -9,6 +9,7 @@ pooled requests are the trace itself and a period's are those whose timestamps f
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, replace
 
@@ -68,20 +69,30 @@ def build_day(ctx: Context) -> Day:
     ]
     volume = np.array([r * p.hours for r, p in zip(rates, w.periods)])
     share = volume / volume.sum()
-    parts, owner = [], []
+    # periods with the same distributions share one sample (and so one mix): only their rates
+    # differ, and a flat day samples exactly what the single-rate planner does
+    kinds: dict[str, list[int]] = {}
     for i, p in enumerate(w.periods):
+        own = p.model_dump(mode="json", include={"prefix_hit", "input_tokens", "output_tokens"})
+        kinds.setdefault(json.dumps(own, sort_keys=True), []).append(i)
+    parts, mixes, weights = [], [], []
+    for g, members in enumerate(kinds.values()):
+        p = w.periods[members[0]]
         own = {k: getattr(p, k) for k in ("prefix_hit", "input_tokens", "output_tokens")}
         pw = w.model_copy(update={k: v for k, v in own.items() if v is not None})
-        n = max(MIN_PERIOD_SAMPLES, int(round(w.samples * share[i])))
-        parts.append(wclasses.sampled(ctx, pw, n, ctx.scenario.seed + i))
-        owner.append(np.full(n, i))
+        g_share = float(share[members].sum())
+        n = max(MIN_PERIOD_SAMPLES, int(round(w.samples * g_share)))
+        parts.append(wclasses.sampled(ctx, pw, n, ctx.scenario.seed + g))
+        weights.append(np.full(n, g_share / n))
     pooled = _concat(parts)
-    who = np.concatenate(owner)
-    # the pooled sample weighs each period by its requests, not by its (floored) sample size
-    weights = np.concatenate([np.full(len(x), share[i] / len(x)) for i, x in enumerate(parts)])
-    cls, idx = _classes(ctx, pooled, weights)
+    # the pooled sample weighs each kind by its requests, not by its (floored) sample size
+    cls, idx = _classes(ctx, pooled, np.concatenate(weights) if len(parts) > 1 else None)
+    bounds = np.cumsum([0] + [len(x) for x in parts])
+    for g in range(len(parts)):
+        mixes.append(_mix(idx[bounds[g] : bounds[g + 1]], len(cls)))
+    kind_of = {i: g for g, members in enumerate(kinds.values()) for i in members}
     periods = [
-        DayPeriod(float(p.start_hour), float(p.hours), rates[i], _mix(idx[who == i], len(cls)))
+        DayPeriod(float(p.start_hour), float(p.hours), rates[i], mixes[kind_of[i]])
         for i, p in enumerate(w.periods)
     ]
     periods.sort(key=lambda p: p.start_hour)
