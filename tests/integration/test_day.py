@@ -92,8 +92,13 @@ def test_elastic_priced_as_base_gives_the_sum_of_the_per_period_optima(tmp_path)
             paths=[pts.point_paths(k)],
         )
         per_period.append(milp.solve_points(one).cost_per_hour)
+    # each period's optimum with its own prefill pool (the one-point model holds the day's
+    # base prefill as its fixed cost: the rest of the period's pool at the same price)
+    pd = ds.prefill
+    per_period = [c + (n - pd.base) * pd.base_price for c, n in zip(per_period, pd.per_period)]
+    assert pd.elastic_price == pd.base_price and min(pd.per_period) < max(pd.per_period)
     hours = np.array([p.hours for p in day.periods])
-    assert ds.solution.cost_per_hour * 24 == pytest.approx(float(hours @ per_period), rel=1e-9)
+    assert ds.cost_per_hour * 24 == pytest.approx(float(hours @ per_period), rel=1e-9)
     # and the periods differ: a rate that halves buys less than the peak
     assert min(per_period) < max(per_period)
 
@@ -107,7 +112,7 @@ def test_the_day_never_costs_more_than_the_peak_sized_plan_and_lags_never_lower_
     costs = {}
     for lag in (False, True):
         ds = search.plan_day(ctx, get(ARCH), day, caps, lag=lag, seed=seed)
-        costs[lag] = ds.solution.cost_per_hour
+        costs[lag] = ds.cost_per_hour
     assert costs[True] <= seed.cost_per_hour + 1e-9  # 24 h of the busiest period's plan
     assert costs[True] >= costs[False] - 1e-9
     # a longer start-up never lowers it either
@@ -116,7 +121,7 @@ def test_the_day_never_costs_more_than_the_peak_sized_plan_and_lags_never_lower_
         **{**ctx.__dict__, "scenario": ctx.scenario.model_copy(update={"elastic": el})}
     )
     ds = search.plan_day(slow, get(ARCH), day, caps, seed=seed)
-    assert ds.solution.cost_per_hour >= costs[True] - 1e-9
+    assert ds.cost_per_hour >= costs[True] - 1e-9
 
 
 def _active(t: dict, minute: int) -> bool:

@@ -62,7 +62,13 @@ def peak_load(sh: Shared, day: Day, factor: np.ndarray) -> float:
 
 
 def _paths(
-    sh: Shared, cb: Combo, lines: list[LineOption], rate: float, mix: np.ndarray, f: float
+    sh: Shared,
+    cb: Combo,
+    lines: list[LineOption],
+    rate: float,
+    mix: np.ndarray,
+    f: float,
+    n_p: int,
 ) -> tuple[np.ndarray, tuple[PathTable, ...]]:
     cls = reweighted(sh.classes, mix)
     load = rate * float(np.dot(mix, sh.line_bytes)) * f
@@ -73,7 +79,7 @@ def _paths(
         ]
     )
     chunk = sh.ctx.scenario.search.prefill_chunk_tokens
-    pool = prefill_pool.PrefillPool.of(cb.pinst, cb.n_lo, cls, chunk, rate)
+    pool = prefill_pool.PrefillPool.of(cb.pinst, n_p, cls, chunk, rate)
     paths = tuple(
         tables.path_table(
             sh.ctx,
@@ -100,22 +106,31 @@ def day_points(
     pooled: bool,
     decode_speed: np.ndarray | None = None,
     line_level_factor: np.ndarray | None = None,
+    pools: np.ndarray | None = None,
+    base_prefill: int | None = None,
 ) -> points.OperatingPoints:
     """The day's points over combination `cb` and line options `lines` (carrying the peak);
     `decode_speed` and `line_level_factor` (per period) tighten a period's caps after a missed
-    replay (verify.py)."""
+    replay (verify.py); `pools`: each period's prefill pool (default: the combination's),
+    `base_prefill` the instances of it paid all day (the tables' fixed cost; default: all)."""
     r = rates(day)
     f = warmup_factor(sh, day)
     peak = float(r.max())
     chunk = sh.ctx.scenario.search.prefill_chunk_tokens
     pool = prefill_pool.PrefillPool.of(cb.pinst, cb.n_lo, sh.classes, chunk, peak)
     nominal = fleet_tables(sh, cb, pool, lines, peak)
+    if base_prefill is not None:  # the elastic rest of the pool is paid per period (prefill.py)
+        fixed = base_prefill * cb.pinst.cost_per_hour
+        nominal = dataclasses.replace(nominal, prefill_cost_per_hour=fixed)
+    pools = np.full(len(day.periods), cb.n_lo) if pools is None else pools
     built: dict[tuple, tuple[np.ndarray, tuple[PathTable, ...]]] = {}
     levels, paths = [], []
     for k, p in enumerate(day.periods):
-        key = (float(r[k]), p.class_weight.tobytes(), float(f[k]))
+        key = (float(r[k]), p.class_weight.tobytes(), float(f[k]), int(pools[k]))
         if key not in built:
-            built[key] = _paths(sh, cb, lines, float(r[k]), p.class_weight, float(f[k]))
+            built[key] = _paths(
+                sh, cb, lines, float(r[k]), p.class_weight, float(f[k]), int(pools[k])
+            )
         levels.append(built[key][0])
         paths.append(built[key][1])
     lv = np.vstack(levels)

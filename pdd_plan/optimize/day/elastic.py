@@ -43,10 +43,13 @@ def drain_s(ctx: Context, classes: RequestClasses, c: DecodeCandidate) -> float:
 def run_hours(ctx: Context, day: Day, classes: RequestClasses, c: DecodeCandidate) -> float:
     """Hours a run is paid beyond the periods it serves (see the module docstring)."""
     el = ctx.scenario.elastic
-    unit = el.billing_minutes
-    extra = el.startup_minutes + drain_s(ctx, classes, c) / 60.0
+    return paid_hours(day, el.startup_minutes + drain_s(ctx, classes, c) / 60.0, el.billing_minutes)
+
+
+def paid_hours(day: Day, extra_minutes: float, unit: float) -> float:
+    """Hours paid for `extra_minutes` beyond a run's periods, billed in units of `unit` min."""
     whole = all(abs(p.hours * 60 / unit - round(p.hours * 60 / unit)) < 1e-9 for p in day.periods)
-    paid = math.ceil(extra / unit - 1e-12) * unit if whole else extra + unit
+    paid = math.ceil(extra_minutes / unit - 1e-12) * unit if whole else extra_minutes + unit
     return paid / 60.0
 
 
@@ -67,14 +70,23 @@ def max_gpus(ctx: Context, day: Day) -> tuple[tuple[tuple[str, str], ...], np.nd
 
 
 def elastic_of(
-    ctx: Context, day: Day, classes: RequestClasses, cands: list[DecodeCandidate], lag: bool = True
+    ctx: Context,
+    day: Day,
+    classes: RequestClasses,
+    cands: list[DecodeCandidate],
+    lag: bool = True,
+    taken: tuple | None = None,
 ) -> points.Elastic | None:
     """The day's elastic capacity over decode candidates `cands` (main, then relay decode, as
     in the tables); None without `elastic:`. `lag` False: runs cost nothing beyond their
-    periods (a check's setting)."""
+    periods (a check's setting); `taken`: (datacenter, GPU, GPUs per period) that elastic
+    prefill instances already take."""
     if ctx.scenario.elastic is None:
         return None
     sites, gpus = max_gpus(ctx, day)
+    if taken is not None and tuple(taken[:2]) in sites:
+        j = sites.index(tuple(taken[:2]))
+        gpus[:, j] = np.maximum(gpus[:, j] - taken[2], 0)
     cost = np.array([on_demand(ctx, c) for c in cands])
     hours = np.array([run_hours(ctx, day, classes, c) for c in cands]) if lag else None
     return points.Elastic(cost, sites, gpus, run_hours=hours)

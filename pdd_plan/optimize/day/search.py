@@ -14,8 +14,9 @@ import numpy as np
 from pdd_plan.architectures import Architecture
 from pdd_plan.inputs.context import Context
 from pdd_plan.optimize import diagnosis, milp, points, solved, tables
-from pdd_plan.optimize.day import day_points
+from pdd_plan.optimize.day import day_points, prefill
 from pdd_plan.optimize.day.elastic import elastic_of
+from pdd_plan.optimize.day.prefill import PrefillDay
 from pdd_plan.optimize.search import fixed_rate, owned
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.enumeration import (
@@ -53,6 +54,17 @@ class DaySolved:
     shared: Shared
     seconds: float
     milps: int
+    prefill: PrefillDay | None = None  # the pool's base and per-period instances
+
+    @property
+    def cost_per_hour(self) -> float:
+        """The day's $/hour: the MILP's (base, elastic decode, line) and elastic prefill."""
+        extra = 0.0
+        if self.prefill is not None:
+            extra = self.prefill.elastic_cost_day(self.day) / self.day.hours
+        return self.solution.cost_per_hour + extra
+
+    day: Day | None = None
 
 
 def combos(ctx: Context, spec: Architecture, day: Day, caps: Caps, findings) -> list[Combo]:
@@ -146,13 +158,21 @@ def _solve(
     lag: bool,
 ) -> DaySolved | None:
     sc = ctx.scenario
-    el = elastic_of(ctx, day, day.classes, [o.cand for o in cb.md + cb.rld], lag)
     pooled = sc.sla.over == "day"
-    pts = day_points.day_points(sh, cb, lines, day, el, pooled, tight.decode, tight.line)
-    sol = milp.solve_points(pts, "cost", 0.0, sc.search.time_limit_s)
-    if sol is None:
-        return None
-    return DaySolved(sh.spec.name, cb, lines, pts, sol, sh, 0.0, 0)
+    per = prefill.pools(ctx, day, cb)
+    # smaller pools in quiet periods; when they break a period's TTFT rows, the whole pool
+    tries = [per, np.full(len(per), cb.n_lo)] if per.min() < cb.n_lo else [per]
+    for pools in tries:
+        pd = prefill.plan_prefill(ctx, day, cb, pools, lag)
+        taken = prefill.taken(ctx, cb, pd)
+        el = elastic_of(ctx, day, day.classes, [o.cand for o in cb.md + cb.rld], lag, taken)
+        pts = day_points.day_points(
+            sh, cb, lines, day, el, pooled, tight.decode, tight.line, pools, pd.base
+        )
+        sol = milp.solve_points(pts, "cost", 0.0, sc.search.time_limit_s)
+        if sol is not None:
+            return DaySolved(sh.spec.name, cb, lines, pts, sol, sh, 0.0, 0, pd, day)
+    return None
 
 
 def search_all(
@@ -181,13 +201,11 @@ def search_all(
             continue
         decode_lb = decode_lb_per_rps(day.classes, cb.md + cb.rld, caps.decode, ctx)
         lb = cb.fixed_cost + (0.0 if local else line_lb) + day.mean_rps * decode_lb * floor
-        if best is not None and lb >= best.solution.cost_per_hour * (1 - 1e-9):
+        if best is not None and lb >= best.cost_per_hour * (1 - 1e-9):
             continue  # bound: cannot beat the incumbent
         milps += 1
         sol = _solve(ctx, sh, day, cb, cb_lines, tight, lag)
-        if sol is not None and (
-            best is None or sol.solution.cost_per_hour < best.solution.cost_per_hour - 1e-9
-        ):
+        if sol is not None and (best is None or sol.cost_per_hour < best.cost_per_hour - 1e-9):
             best = sol
     if best is None:
         reasons = findings.reasons() or [diagnosis.pools_reason(True)]

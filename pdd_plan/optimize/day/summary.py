@@ -33,10 +33,10 @@ def period_result(ctx: Context, ds: DaySolved, day: Day, k: int) -> SolverResult
     fs = milp.FleetSolution(
         "Optimal",
         sol.objective,
-        sol.base_cost_per_hour + pt.elastic_cost_per_hour,
+        period_cost(ds, k),
         pt.rate_rps,
         counts,
-        sol.prefill_count,
+        ds.prefill.per_period[k] if ds.prefill is not None else sol.prefill_count,
         sol.line_index,
         pt.flows,
         sol.seconds,
@@ -46,6 +46,14 @@ def period_result(ctx: Context, ds: DaySolved, day: Day, k: int) -> SolverResult
     cls = reweighted(day.classes, pts.class_weight[k])
     spec = ds.shared.spec
     return solved.build(ctx, spec, cls, ds.combo, t, fs, ds.shared.caps)
+
+
+def period_cost(ds: DaySolved, k: int) -> float:
+    """$/hour while period k lasts: the base, its elastic decode and prefill instances."""
+    pt = ds.solution.points[k]
+    pd = ds.prefill
+    extra = pd.elastic(k) * pd.elastic_price if pd is not None else 0.0
+    return ds.solution.base_cost_per_hour + pt.elastic_cost_per_hour + extra
 
 
 def period_plan(ctx: Context, ds: DaySolved, day: Day, k: int) -> ArchitecturePlan:
@@ -84,8 +92,8 @@ def _groups(ctx: Context, ds: DaySolved) -> list[DayGroup]:
             tp=pinst.tp,
             dp=pinst.dp,
             ep=pinst.ep,
-            base=cb.n_lo,
-            per_period=[cb.n_lo] * len(sol.points),
+            base=ds.prefill.base if ds.prefill is not None else cb.n_lo,
+            per_period=list(ds.prefill.per_period) if ds.prefill else [cb.n_lo] * len(sol.points),
         )
     ]
     for o in cb.md + cb.rld:
@@ -163,7 +171,7 @@ def day_architecture(
                 rate_rps=_r(p.rate_rps),
                 base_per_role=base_roles,
                 elastic_per_role=el_roles,
-                cost_per_hour=_r(sol.base_cost_per_hour + pt.elastic_cost_per_hour, 2),
+                cost_per_hour=_r(period_cost(ds, k), 2),
                 line_utilization=_line_use(ds, k),
                 route_share={q: _r(shares.get(q, 0.0)) for q in PATHS},
             )
@@ -172,6 +180,8 @@ def day_architecture(
     base_day = (sol.base_cost_per_hour - line_ph) * hours
     elastic_day = sum(p.elastic_cost_per_hour * q.hours for p, q in zip(sol.points, day.periods))
     elastic_day += run_cost_per_day(ds)
+    if ds.prefill is not None:
+        elastic_day += ds.prefill.elastic_cost_day(day)
     line_day = line_ph * hours
     cost = base_day + elastic_day + line_day
     requests = day.mean_rps * hours * 3600.0
