@@ -214,3 +214,16 @@ def test_the_table_shows_the_day_in_80_columns(tmp_path):
     assert r.exit_code == 0, r.output
     assert "the day" in r.output and "the day's cost (24 h)" in r.output
     assert max(len(x) for x in r.output.splitlines()) <= 80
+
+
+@pytest.mark.slow
+def test_the_example_day_plans_24_periods_for_three_architectures_and_meets_the_sla():
+    # the done-when (timing is measured in the report, not asserted: the machine is
+    # shared)
+    path = str(ROOT / "examples" / "a-day.yaml")
+    plan = optimize(_ctx(path))
+    assert set(plan.day.architectures) == {"pdd", "cdc_pd", "idc_pd"}
+    for d in plan.day.architectures.values():
+        assert len(d.periods) == 24 and d.sla_met
+        assert all(p.replay is not None and p.replay.sla_met for p in d.periods)
+        assert d.cost_day <= d.peak_plan_cost_day
