@@ -77,7 +77,11 @@ def render_day(plan: Plan, console: Console) -> None:
         )
     cols = ("arch", "base $", "elastic $", "line $", "day $", "peak-sized $", "BCR", "SLA")
     fit.show(
-        console, f"the day's cost ({day.hours:g} h)", cols, rows, justify=("left",) + ("right",) * 7
+        console,
+        f"the day's cost ({day.hours:.3g} h)",
+        cols,
+        rows,
+        justify=("left",) + ("right",) * 7,
     )
     g = day.bcr_gain
     relay, local, line = (get(x).title for x in (RELAY_ARCH, LOCAL_BASELINE, LINE_BASELINE))
@@ -87,6 +91,6 @@ def render_day(plan: Plan, console: Console) -> None:
 
     console.print(
         f"Day BCR: {relay} vs {local} {pct(g.get(f'vs_{LOCAL_BASELINE}'))}, vs {line} "
-        f"{pct(g.get(f'vs_{LINE_BASELINE}'))}. peak-sized $: 24 h of the busiest period's plan.",
+        f"{pct(g.get(f'vs_{LINE_BASELINE}'))}. peak-sized $: the busiest period's plan for all the day's hours.",
         highlight=False,
     )

@@ -43,7 +43,9 @@ def _one(
                 + ", ".join(
                     f"{p.start_hour:g} h" for p, r in zip(d.periods, replays) if not r.sla_met
                 )
-                + f" after {i} re-solve(s) with tighter caps; relax the SLA or add capacity"
+                + f" after {i} re-solve(s) with tighter caps"
+                + (" (the next found no day)" if i < rounds else "")
+                + "; relax the SLA or add capacity"
             )
     return raw, plan, d
 

@@ -4,8 +4,10 @@ rate per period: each period is a homogeneous stretch of it), the SLA checked pe
 with `sla.over: day`, over the day's requests pooled, each period's weighed by its requests).
 
 A period whose replay misses re-solves the whole day with that period's caps tightened (its
-decode speed or line level 10% lower: `search.Tightened`; a prefill miss tightens the pool's cap
-for the day, since the pool is shared), at most `rounds` times.
+decode speed 10% lower, `search.Tightened`; a line miss first stretches the day's line
+transfer-time estimate, as the single-rate loop does, then lowers the period's line level; a
+prefill miss tightens the pool's cap for the day), at most `rounds` times; when a re-solve finds
+no day, the last day is reported with its misses.
 
 What the replay does not model: the queues a period hands to the next. Each period starts with
 empty queues and is judged past its warm-up (MSER-5), and the fleet changes at the boundary:
@@ -21,6 +23,7 @@ import dataclasses
 import numpy as np
 
 from pdd_plan.architectures import get
+from pdd_plan.common.errors import InfeasibleError
 from pdd_plan.inputs.context import Context
 from pdd_plan.inputs.schema.day_plan import PeriodReplay
 from pdd_plan.optimize import summary as optimize_summary
@@ -125,22 +128,35 @@ def verified_day(
     peak_cost = seed.cost_per_hour
     tight = search.Tightened.none(len(day.periods))
     over_day = ctx.scenario.sla.over == "day"
+    kept = None
     for i in range(rounds + 1):
-        ds = search.plan_day(ctx, spec, day, caps, tight, seed=seed)
+        try:
+            ds = search.plan_day(ctx, spec, day, caps, tight, seed=seed)
+        except InfeasibleError:
+            if kept is None:
+                raise
+            return (*kept, i - 1, peak_cost, False)  # tighter caps leave no day: the last missed
         replays, raw = replay_day(ctx, ds, day, n_requests)
+        kept = (ds, replays)
         met = day_met(ctx, day, raw) if over_day else all(r.sla_met for r in replays)
         if met or i == rounds:
             return ds, replays, i, peak_cost, met
+        shared = {}  # the caps every period shares: the worst miss of each
         for k, (v, _t, _p) in enumerate(raw):
             b = v["bottleneck"]
             if v["sla_met"] or b is None:
                 continue
             if b == "decode":
                 tight.decode[k] *= 0.9
-            elif b == "line":
-                tight.line[k] *= 0.9
+                continue
+            used = optimize_summary.utilization(period_result(ctx, ds, day, k), b)
+            if b == "line" and caps.line_delay >= 2.0:
+                tight.line[k] *= 0.9  # the transfer estimate is stretched: cap this period
             else:
-                used = optimize_summary.utilization(period_result(ctx, ds, day, k), "prefill")
-                caps = caps.tightened("prefill", used)
-                seed = search.peak_plan(ctx, spec, day, caps)
+                shared[b] = min(shared.get(b, used), used)
+        for b, used in sorted(shared.items()):
+            # the line's transfer-time estimate first (as the single-rate loop), the prefill cap
+            caps = caps.tightened(b, used)
+        if shared:
+            seed = search.peak_plan(ctx, spec, day, caps)
     raise AssertionError("unreachable")
