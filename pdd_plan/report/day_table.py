@@ -18,7 +18,7 @@ LEGEND = (
 )
 
 
-def _roles(d: DayArchitecture) -> list[tuple[str, str]]:
+def roles_of(d: DayArchitecture) -> list[tuple[str, str]]:
     have = {g.role for g in d.groups}
     return [(r, s) for r, s in ROLE_SHORT if r in have]
 
@@ -28,7 +28,7 @@ def clock(h: float) -> str:
     return f"{m // 60:02d}:{m % 60:02d}"
 
 
-def _row(p: DayPeriod, roles: list[tuple[str, str]]) -> list[str]:
+def period_row(p: DayPeriod, roles: list[tuple[str, str]]) -> list[str]:
     base = "/".join(str(p.base_per_role.get(r, 0)) for r, _ in roles)
     extra = "/".join(str(p.elastic_per_role.get(r, 0)) for r, _ in roles)
     relay = sum(p.route_share.get(q, 0.0) for q in RELAY_PATHS)
@@ -53,10 +53,10 @@ def render_day(plan: Plan, console: Console) -> None:
     if day is None:
         return
     for a, d in day.architectures.items():
-        roles = _roles(d)
+        roles = roles_of(d)
         who = "/".join(s for _, s in roles)
         cols = ("start", "req/s", f"base {who}", "+elastic", "$/h", "line", "relay", "sim p90")
-        rows = [_row(p, roles) for p in d.periods]
+        rows = [period_row(p, roles) for p in d.periods]
         title = f"{get(a).title}: the day ({day.timezone}, SLA per {day.sla_over})"
         fit.show(console, title, cols, rows, justify=("left",) + ("right",) * 7, stack_by=None)
     console.print(LEGEND, highlight=False)
