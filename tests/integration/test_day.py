@@ -227,3 +227,16 @@ def test_the_example_day_plans_24_periods_for_three_architectures_and_meets_the_
         assert len(d.periods) == 24 and d.sla_met
         assert all(p.replay is not None and p.replay.sla_met for p in d.periods)
         assert d.cost_day <= d.peak_plan_cost_day
+
+
+@pytest.mark.integration
+def test_the_html_report_shows_the_day(tmp_path):
+    path = _scenario(tmp_path, [0.5, 1, 0.75, 0.5], architectures=["idc_pd"])
+    plan_file = tmp_path / "plan.yaml"
+    assert invoke("optimize", path, "--no-verify", "--out", plan_file).exit_code == 0
+    html = tmp_path / "r.html"
+    r = invoke("report", plan_file, "--html", html, "--sim-requests", 400, "--no-regimes")
+    assert r.exit_code == 0, r.output
+    text = html.read_text()
+    assert 'id="fig-day"' in text and "The day: instances per role" in text
+    assert 'id="day"' in text and 'id="day_idc_pd"' in text  # the day's sections
