@@ -87,7 +87,7 @@ def render_day(plan: Plan, console: Console) -> None:
     relay, local, line = (get(x).title for x in (RELAY_ARCH, LOCAL_BASELINE, LINE_BASELINE))
 
     def pct(x: float | None) -> str:
-        return "-" if x is None else f"{x * 100:+.1f}%"
+        return "- (no plan)" if x is None else f"{x * 100:+.1f}%"
 
     console.print(
         f"Day BCR: {relay} vs {local} {pct(g.get(f'vs_{LOCAL_BASELINE}'))}, vs {line} "
