@@ -101,6 +101,7 @@ def render_day(dep: Deployment, target: str, plan) -> dict[str, File]:
                     + dump_docs([x for x in scaled if x is not None])
                 )
     files["schedule.yaml"] = File(schedule.schedule_yaml(dep, day, d))
+    files["README.md"] = File(str(files["README.md"].text) + schedule.readme_note(target, day))
     return files
 
 

@@ -194,3 +194,25 @@ def base_of(dep: Deployment, d: DayArchitecture) -> dict[str, int]:
 
 def scaling_file(dc: str) -> str:
     return f"scaling-{dns(dc)}.yaml"
+
+
+def readme_note(target: str, day: DayPlan) -> str:
+    """The emitted README's paragraph on the day's schedule."""
+    lead = f"{day.startup_minutes or 0:g}"
+    how = (
+        "`scaling-<datacenter>.yaml` holds a KEDA ScaledObject per scaled group: apply it after "
+        "the LeaderWorkerSets (KEDA 2.x with its cron scaler). Each group starts at its base "
+        "replicas; each cron window sets the replicas of a stretch of periods above it, opening "
+        f"{lead} min early so new instances serve from the period's start."
+        if target == "lws"
+        else "This target has no autoscaler objects: the files run the day's most instances; "
+        "scale each group to the replicas `schedule.yaml` gives per period (or use --target lws "
+        "for KEDA ScaledObjects)."
+    )
+    return (
+        f"\n## The day's schedule\n\nThe plan is a day of periods ({day.timezone}): a base "
+        f"fleet paid every hour and elastic instances per period. `schedule.yaml` lists each "
+        f"group's replicas per period. {how} The router lists every instance the day may run: "
+        "check how your router version treats a listed worker that is not up (it may wait for "
+        "it at start-up, or drop it from rotation until its health check passes).\n"
+    )
