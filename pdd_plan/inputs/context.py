@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from pdd_plan.architectures import Architecture
 from pdd_plan.common.errors import InputError
 from pdd_plan.inputs import profiles
 from pdd_plan.inputs.pieces import Profiles, ReplaySetup, Sites
@@ -50,11 +49,6 @@ class Context:
         return ReplaySetup(
             self.profiles, sc.sla, sc.policy, chunk, sc.workload, self.base_dir, self.file, sc.seed
         )
-
-
-def main_dcs(ctx: Context, spec: Architecture) -> list[str]:
-    """Where main decode may sit: :meth:`Sites.main_dcs` of the context's sites."""
-    return ctx.sites.main_dcs(spec)
 
 
 def load_scenario(path: str | Path) -> Scenario:
