@@ -74,7 +74,7 @@ def emit_cmd(
 
     arch_plan(data, architecture, plan)  # a missing architecture fails before any work
     ctx = context(data, plan)
-    check_sites(data, ctx, architecture, plan)  # a plan that is not its scenario's: refused
+    check_sites(data, ctx.sites, architecture, plan)  # a plan that is not its scenario's: refused
     day = data.day is not None and architecture in data.day.architectures
     if day:  # a day: every group at the day's most instances, scaled by the schedule
         from pdd_plan.emit.schedule import peak_plan

@@ -9,6 +9,7 @@ A small day on the default scenario: 4 periods of 6 h at 0.5, 1, 0.75, 0.5 x 16 
 from __future__ import annotations
 
 import copy
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -17,8 +18,9 @@ import yaml
 
 from pdd_plan.architectures import get
 from pdd_plan.inputs.context import build_context, load_scenario
-from pdd_plan.optimize import milp, optimize, points
+from pdd_plan.optimize import milp, optimize, points, problem_of
 from pdd_plan.optimize.day import search
+from pdd_plan.optimize.day.problem import DayProblem
 from pdd_plan.optimize.day.search import Tightened
 from pdd_plan.optimize.search import fixed_rate
 from pdd_plan.optimize.search.caps import Caps
@@ -51,16 +53,22 @@ def _ctx(path: str):
     return build_context(load_scenario(path), path)
 
 
-def _caps(ctx) -> Caps:
-    return Caps(decode=ctx.scenario.search.decode_utilization)
+def _dp(path: str) -> DayProblem:
+    """The day planner's typed inputs, as optimize() builds them."""
+    ctx = _ctx(path)
+    return DayProblem.of(problem_of(ctx), ctx.replay_setup, build_day(ctx), ctx.scenario)
+
+
+def _caps(dp) -> Caps:
+    return Caps(decode=dp.pb.search.decode_utilization)
 
 
 @pytest.mark.integration
 def test_a_flat_day_is_the_single_rate_plan(tmp_path):
-    ctx = _ctx(_scenario(tmp_path, [1, 1, 1, 1], elastic=None, on_demand_prices=None))
-    day = build_day(ctx)
-    ds = search.plan_day(ctx, get(ARCH), day, _caps(ctx))
-    single = fixed_rate.plan(ctx, get(ARCH), day.classes, 16.0, _caps(ctx))
+    dp = _dp(_scenario(tmp_path, [1, 1, 1, 1], elastic=None, on_demand_prices=None))
+    day = dp.day
+    ds = search.plan_day(dp, get(ARCH), day, _caps(dp))
+    single = fixed_rate.plan(dp.pb, get(ARCH), day.classes, 16.0, _caps(dp))
     assert ds.solution.cost_per_hour == pytest.approx(single.cost_per_hour, rel=1e-9)
     assert ds.solution.counts == single.solution.counts
     assert ds.solution.line_index == single.solution.line_index
@@ -73,12 +81,12 @@ def test_elastic_priced_as_base_gives_the_sum_of_the_per_period_optima(tmp_path)
     el = {"max_gpus": {"dc-a": {"h100": 512}, "dc-b": {"h200": 256}}}
     el.update(startup_minutes=0, billing_minutes=1)
     path = _scenario(tmp_path, [0.5, 1, 0.75, 0.5], on_demand_prices=prices, elastic=el)
-    ctx = _ctx(path)
-    day = build_day(ctx)
-    caps = _caps(ctx)
-    first = search.plan_day(ctx, get(ARCH), day, caps, lag=False)
+    dp = _dp(path)
+    day = dp.day
+    caps = _caps(dp)
+    first = search.plan_day(dp, get(ARCH), day, caps, lag=False)
     line = [first.lines[first.solution.line_index]]  # the line fixed to the day plan's
-    ds = search._solve(ctx, first.shared, day, first.combo, line, Tightened.none(4), lag=False)
+    ds = search._solve(dp, first.shared, day, first.combo, line, Tightened.none(4), lag=False)
     pts = ds.points
     per_period = []
     for k in range(len(pts)):
@@ -105,21 +113,18 @@ def test_elastic_priced_as_base_gives_the_sum_of_the_per_period_optima(tmp_path)
 
 @pytest.mark.integration
 def test_the_day_never_costs_more_than_the_peak_sized_plan_and_lags_never_lower_it(tmp_path):
-    ctx = _ctx(_scenario(tmp_path, [0.5, 1, 0.75, 0.5]))
-    day = build_day(ctx)
-    caps = _caps(ctx)
-    seed = search.peak_plan(ctx, get(ARCH), day, caps)
+    dp = _dp(_scenario(tmp_path, [0.5, 1, 0.75, 0.5]))
+    day = dp.day
+    caps = _caps(dp)
+    seed = search.peak_plan(dp, get(ARCH), day, caps)
     costs = {}
     for lag in (False, True):
-        ds = search.plan_day(ctx, get(ARCH), day, caps, lag=lag, seed=seed)
+        ds = search.plan_day(dp, get(ARCH), day, caps, lag=lag, seed=seed)
         costs[lag] = ds.cost_per_hour
     assert costs[True] <= seed.cost_per_hour + 1e-9  # 24 h of the busiest period's plan
     assert costs[True] >= costs[False] - 1e-9
     # a longer start-up never lowers it either
-    el = ctx.scenario.elastic.model_copy(update={"startup_minutes": 120.0})
-    slow = type(ctx)(
-        **{**ctx.__dict__, "scenario": ctx.scenario.model_copy(update={"elastic": el})}
-    )
+    slow = dataclasses.replace(dp, elastic=dp.elastic.model_copy(update={"startup_minutes": 120.0}))
     ds = search.plan_day(slow, get(ARCH), day, caps, seed=seed)
     assert ds.cost_per_hour >= costs[True] - 1e-9
 

@@ -18,6 +18,7 @@ import dataclasses
 
 import numpy as np
 
+from pdd_plan.inputs.schema.model import ModelProfile
 from pdd_plan.latency.line import transfer
 from pdd_plan.latency.prefill import pool as prefill_pool
 from pdd_plan.optimize import points, tables
@@ -34,13 +35,13 @@ def rates(day: Day) -> np.ndarray:
     return np.array([max(p.rate_rps, MIN_RPS) for p in day.periods])
 
 
-def warmup_factor(sh: Shared, day: Day) -> np.ndarray:
+def warmup_factor(sh: Shared, day: Day, model: ModelProfile) -> np.ndarray:
     """Per period: the line's bytes with the new main-decode instances' cold caches over its
     bytes with every cache warm (1 without DRC, or for an architecture off the line)."""
-    if not sh.spec.crosses_line or not sh.ctx.scenario.policy.drc:
+    if not sh.spec.crosses_line or not sh.policy.drc:
         return np.ones(len(day.periods))
     cls = sh.classes
-    cold = transfer.line_bytes(sh.ctx.model, cls.input_tokens, np.zeros(len(cls)), True)
+    cold = transfer.line_bytes(model, cls.input_tokens, np.zeros(len(cls)), True)
     r = rates(day)
     out = []
     for k, p in enumerate(day.periods):
@@ -78,11 +79,13 @@ def _paths(
             for ln in lines
         ]
     )
-    chunk = sh.ctx.scenario.search.prefill_chunk_tokens
+    chunk = sh.prefill_chunk_tokens
     pool = prefill_pool.PrefillPool.of(cb.pinst, n_p, cls, chunk, rate)
     paths = tuple(
         tables.path_table(
-            sh.ctx,
+            sh.sla,
+            sh.policy,
+            sh.prefill_chunk_tokens,
             sh.spec,
             cls,
             pool,
@@ -99,6 +102,7 @@ def _paths(
 
 def day_points(
     sh: Shared,
+    model: ModelProfile,
     cb: Combo,
     lines: list[LineOption],
     day: Day,
@@ -114,9 +118,9 @@ def day_points(
     replay (verify.py); `pools`: each period's prefill pool (default: the combination's),
     `base_prefill` the instances of it paid all day (the tables' fixed cost; default: all)."""
     r = rates(day)
-    f = warmup_factor(sh, day)
+    f = warmup_factor(sh, day, model)
     peak = float(r.max())
-    chunk = sh.ctx.scenario.search.prefill_chunk_tokens
+    chunk = sh.prefill_chunk_tokens
     pool = prefill_pool.PrefillPool.of(cb.pinst, cb.n_lo, sh.classes, chunk, peak)
     nominal = fleet_tables(sh, cb, pool, lines, peak)
     if base_prefill is not None:  # the elastic rest of the pool is paid per period (prefill.py)

@@ -17,33 +17,32 @@ import math
 
 import numpy as np
 
-from pdd_plan.inputs.context import Context
 from pdd_plan.optimize import points
+from pdd_plan.optimize.day.problem import DayProblem
 from pdd_plan.optimize.tables import DecodeCandidate
 from pdd_plan.workload.periods import Day
 from pdd_plan.workload.requests import RequestClasses
 
 
-def on_demand(ctx: Context, c: DecodeCandidate) -> float:
+def on_demand(dp: DayProblem, c: DecodeCandidate) -> float:
     """$/hour of candidate c as an elastic instance (its GPUs at on-demand prices; a GPU type
     without one at its base price)."""
-    sc = ctx.scenario
-    base = ctx.gpus[c.gpu].price.usd_per_gpu_hour
-    return c.cost_per_hour * sc.on_demand_prices.get(c.gpu, base) / base
+    base = dp.base_price(c.gpu)
+    return c.cost_per_hour * dp.on_demand.get(c.gpu, base) / base
 
 
-def drain_s(ctx: Context, classes: RequestClasses, c: DecodeCandidate) -> float:
+def drain_s(dp: DayProblem, classes: RequestClasses, c: DecodeCandidate) -> float:
     """Mean seconds an instance's in-flight decodes take to finish once it takes no more."""
     out = np.asarray(classes.output_tokens, float)
     if c.role == "relay_decode":
-        out = np.minimum(out, ctx.scenario.policy.relay_max_tokens)
+        out = np.minimum(out, dp.pb.policy.relay_max_tokens)
     return float(np.dot(classes.weight, out)) * c.step_s
 
 
-def run_hours(ctx: Context, day: Day, classes: RequestClasses, c: DecodeCandidate) -> float:
+def run_hours(dp: DayProblem, day: Day, classes: RequestClasses, c: DecodeCandidate) -> float:
     """Hours a run is paid beyond the periods it serves (see the module docstring)."""
-    el = ctx.scenario.elastic
-    return paid_hours(day, el.startup_minutes + drain_s(ctx, classes, c) / 60.0, el.billing_minutes)
+    el = dp.elastic
+    return paid_hours(day, el.startup_minutes + drain_s(dp, classes, c) / 60.0, el.billing_minutes)
 
 
 def paid_hours(day: Day, extra_minutes: float, unit: float) -> float:
@@ -53,15 +52,10 @@ def paid_hours(day: Day, extra_minutes: float, unit: float) -> float:
     return paid / 60.0
 
 
-def max_gpus(ctx: Context, day: Day) -> tuple[tuple[tuple[str, str], ...], np.ndarray]:
+def max_gpus(dp: DayProblem, day: Day) -> tuple[tuple[tuple[str, str], ...], np.ndarray]:
     """Sites (datacenter, GPU) and the GPUs each can add per period (the periods in `day`
     order; a period's `elastic_max_gpus` replaces `elastic.max_gpus`)."""
-    w, el = ctx.scenario.workload, ctx.scenario.elastic
-    own = {}
-    for p in w.periods or []:
-        if p.elastic_max_gpus is not None:
-            own[float(p.start_hour)] = p.elastic_max_gpus
-    tables = [own.get(p.start_hour, el.max_gpus) for p in day.periods]
+    tables = dp.period_gpus
     sites = tuple(sorted({(dc, g) for t in tables for dc, gs in t.items() for g in gs}))
     gpus = np.array(
         [[t.get(dc, {}).get(g, 0) for dc, g in sites] for t in tables], dtype=float
@@ -70,7 +64,7 @@ def max_gpus(ctx: Context, day: Day) -> tuple[tuple[tuple[str, str], ...], np.nd
 
 
 def elastic_of(
-    ctx: Context,
+    dp: DayProblem,
     day: Day,
     classes: RequestClasses,
     cands: list[DecodeCandidate],
@@ -81,12 +75,12 @@ def elastic_of(
     in the tables); None without `elastic:`. `lag` False: runs cost nothing beyond their
     periods (a check's setting); `taken`: (datacenter, GPU, GPUs per period) that elastic
     prefill instances already take."""
-    if ctx.scenario.elastic is None:
+    if dp.elastic is None:
         return None
-    sites, gpus = max_gpus(ctx, day)
+    sites, gpus = max_gpus(dp, day)
     if taken is not None and tuple(taken[:2]) in sites:
         j = sites.index(tuple(taken[:2]))
         gpus[:, j] = np.maximum(gpus[:, j] - taken[2], 0)
-    cost = np.array([on_demand(ctx, c) for c in cands])
-    hours = np.array([run_hours(ctx, day, classes, c) for c in cands]) if lag else None
+    cost = np.array([on_demand(dp, c) for c in cands])
+    hours = np.array([run_hours(dp, day, classes, c) for c in cands]) if lag else None
     return points.Elastic(cost, sites, gpus, run_hours=hours)

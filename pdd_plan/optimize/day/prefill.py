@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pdd_plan.inputs.context import Context
 from pdd_plan.optimize.day import elastic
+from pdd_plan.optimize.day.problem import DayProblem
 from pdd_plan.optimize.search.enumeration import Combo
 from pdd_plan.workload.periods import Day
 
@@ -48,40 +48,40 @@ class PrefillDay:
         return serve + starts * self.run_hours * self.elastic_price
 
 
-def pools(ctx: Context, day: Day, cb: Combo) -> np.ndarray:
+def pools(dp: DayProblem, day: Day, cb: Combo) -> np.ndarray:
     """Each period's pool (see the module docstring)."""
     n_peak = cb.n_lo
-    if ctx.scenario.elastic is None:
+    if dp.elastic is None:
         return np.full(len(day.periods), n_peak)
     load = np.array([p.rate_rps * float(np.dot(p.class_weight, cb.service)) for p in day.periods])
     rho = float(load.max()) / n_peak
     return np.array([min(n_peak, max(1, math.ceil(x / rho - 1e-9))) for x in load])
 
 
-def _prices(ctx: Context, cb: Combo) -> tuple[float, float]:
+def _prices(dp: DayProblem, cb: Combo) -> tuple[float, float]:
     base = cb.pinst.cost_per_hour
     g = cb.pinst.gpu.name
-    unit = ctx.gpus[g].price.usd_per_gpu_hour
-    return base, base * ctx.scenario.on_demand_prices.get(g, unit) / unit
+    unit = dp.base_price(g)
+    return base, base * dp.on_demand.get(g, unit) / unit
 
 
-def _run_hours(ctx: Context, day: Day, cb: Combo, lag: bool) -> float:
-    if not lag or ctx.scenario.elastic is None:
+def _run_hours(dp: DayProblem, day: Day, cb: Combo, lag: bool) -> float:
+    if not lag or dp.elastic is None:
         return 0.0
-    el = ctx.scenario.elastic
+    el = dp.elastic
     mean_s = float(np.dot(day.classes.weight, cb.service))
     return elastic.paid_hours(day, el.startup_minutes + mean_s / 60.0, el.billing_minutes)
 
 
-def plan_prefill(ctx: Context, day: Day, cb: Combo, per: np.ndarray, lag: bool) -> PrefillDay:
+def plan_prefill(dp: DayProblem, day: Day, cb: Combo, per: np.ndarray, lag: bool) -> PrefillDay:
     """The cheapest base for per-period pools `per`."""
-    base_p, el_p = _prices(ctx, cb)
-    rh = _run_hours(ctx, day, cb, lag)
+    base_p, el_p = _prices(dp, cb)
+    rh = _run_hours(dp, day, cb, lag)
     gpi = cb.pinst.n_gpus
-    site = (ctx.prefill_dc, cb.pinst.gpu.name)
+    site = (dp.pb.sites.prefill, cb.pinst.gpu.name)
     cap = np.zeros(len(per))
-    if ctx.scenario.elastic is not None:
-        sites, gpus = elastic.max_gpus(ctx, day)
+    if dp.elastic is not None:
+        sites, gpus = elastic.max_gpus(dp, day)
         if site in sites:
             cap = gpus[:, sites.index(site)] // gpi
     hours = day.hours
@@ -98,7 +98,7 @@ def plan_prefill(ctx: Context, day: Day, cb: Combo, per: np.ndarray, lag: bool) 
     return best[1]
 
 
-def taken(ctx: Context, cb: Combo, pd: PrefillDay) -> tuple[str, str, np.ndarray]:
+def taken(dp: DayProblem, cb: Combo, pd: PrefillDay) -> tuple[str, str, np.ndarray]:
     """(datacenter, GPU, GPUs per period) the elastic prefill instances take."""
     e = np.array([pd.elastic(k) for k in range(len(pd.per_period))], dtype=float)
-    return ctx.prefill_dc, cb.pinst.gpu.name, e * pd.gpus_per_instance
+    return dp.pb.sites.prefill, cb.pinst.gpu.name, e * pd.gpus_per_instance

@@ -7,33 +7,34 @@ from __future__ import annotations
 from pdd_plan.architectures import LINE_BASELINE, LOCAL_BASELINE, RELAY_ARCH, get
 from pdd_plan.common import limits
 from pdd_plan.common.errors import InfeasibleError
-from pdd_plan.inputs.context import Context
 from pdd_plan.inputs.schema.day_plan import DayArchitecture, DayPlan
 from pdd_plan.inputs.schema.plan import ArchitecturePlan, Infeasible, Plan
+from pdd_plan.inputs.schema.scenario import Scenario
 from pdd_plan.optimize import summary as optimize_summary
 from pdd_plan.optimize.day import search, summary, verify
+from pdd_plan.optimize.day.problem import DayProblem
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.solved import SolverResult
-from pdd_plan.workload.periods import Day, build_day, reweighted
+from pdd_plan.workload.periods import Day, reweighted
 
 # a period's replay: this share of --sim-requests (24 periods x 3 architectures stay in seconds)
 PERIOD_REQUESTS_SHARE = 0.05
 
 
 def _one(
-    ctx: Context, a: str, day: Day, verified: bool, n: int, rounds: int
+    dp: DayProblem, a: str, day: Day, verified: bool, n: int, rounds: int
 ) -> tuple[SolverResult, ArchitecturePlan, DayArchitecture]:
     if verified:
-        ds, replays, i, peak, met = verify.verified_day(ctx, a, day, n, rounds)
+        ds, replays, i, peak, met = verify.verified_day(dp, a, day, n, rounds)
     else:
-        caps = Caps(decode=ctx.scenario.search.decode_utilization)
-        seed = search.peak_plan(ctx, get(a), day, caps)
-        ds, replays, i, peak = search.plan_day(ctx, get(a), day, caps, seed=seed), None, 0, 0.0
+        caps = Caps(decode=dp.pb.search.decode_utilization)
+        seed = search.peak_plan(dp, get(a), day, caps)
+        ds, replays, i, peak = search.plan_day(dp, get(a), day, caps, seed=seed), None, 0, 0.0
         peak, met = seed.cost_per_hour, True
     k = search.busiest(day)
-    raw = summary.period_result(ctx, ds, day, k)
-    plan = summary.period_plan(ctx, ds, day, k)
-    d = summary.day_architecture(ctx, ds, day, peak)
+    raw = summary.period_result(ds, day, k)
+    plan = summary.period_plan(ds, day, k)
+    d = summary.day_architecture(ds, day, peak)
     if replays is not None:
         periods = [p.model_copy(update={"replay": r}) for p, r in zip(d.periods, replays)]
         d = d.model_copy(update={"periods": periods, "sla_met": met, "rounds": i})
@@ -51,20 +52,25 @@ def _one(
 
 
 def optimize_day(
-    ctx: Context, verify_: bool = True, sim_requests: int = 20_000, max_rounds: int = 4
+    dp: DayProblem,
+    sc: Scenario,
+    verify_: bool = True,
+    sim_requests: int = 20_000,
+    max_rounds: int = 4,
 ) -> Plan:
-    sc = ctx.scenario
-    day = build_day(ctx)
+    """Every architecture's day (`dp`: the top stage's typed inputs; `sc`: the scenario the
+    plan file carries)."""
+    day = dp.day
     n = max(verify.MIN_REQUESTS, int(sim_requests * PERIOD_REQUESTS_SHARE))
     plans: dict[str, ArchitecturePlan] = {}
     raw: dict[str, SolverResult] = {}
     days: dict[str, DayArchitecture] = {}
     infeasible: dict[str, Infeasible] = {}
     for a in sc.architectures:
-        deadline = limits.deadline(sc.search.time_limit_s, ctx.file, f"planning {a}'s day")
+        deadline = limits.deadline(sc.search.time_limit_s, dp.pb.file, f"planning {a}'s day")
         try:
             with deadline:
-                raw[a], plans[a], days[a] = _one(ctx, a, day, verify_, n, max_rounds)
+                raw[a], plans[a], days[a] = _one(dp, a, day, verify_, n, max_rounds)
         except InfeasibleError as e:
             infeasible[a] = (
                 Infeasible(reasons=e.reasons) if e.reasons else Infeasible.from_message(str(e))
@@ -79,7 +85,7 @@ def optimize_day(
     el = sc.elastic
     return Plan(
         scenario=sc.name,
-        model=ctx.model.name,
+        model=dp.pb.model.name,
         rate_rps=round(float(day.periods[peak].rate_rps), 4),
         objective=sc.objective,
         sla=sc.sla,

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from pdd_plan.architectures import Architecture
-from pdd_plan.inputs.context import Context
 from pdd_plan.optimize import diagnosis, milp, points, solved, tables
 from pdd_plan.optimize.day import day_points, prefill
 from pdd_plan.optimize.day.elastic import elastic_of
 from pdd_plan.optimize.day.prefill import PrefillDay
+from pdd_plan.optimize.day.problem import DayProblem
 from pdd_plan.optimize.search import fixed_rate, owned
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.enumeration import (
@@ -67,40 +67,39 @@ class DaySolved:
     day: Day | None = None
 
 
-def combos(ctx: Context, spec: Architecture, day: Day, caps: Caps, findings) -> list[Combo]:
+def combos(dp: DayProblem, spec: Architecture, day: Day, caps: Caps, findings) -> list[Combo]:
     """Pool sizes from the smallest whose utilization stays under the prefill cap in every
     period (each at its own mix) to `max_prefill_extra` more."""
-    extra = ctx.scenario.search.max_prefill_extra
+    pb = dp.pb
+    extra = pb.search.max_prefill_extra
     out = []
-    for ch in prefill_choices(ctx, spec, day.classes, findings):
+    for ch in prefill_choices(pb.sites, pb.catalog, pb.sla, spec, day.classes, findings):
         load = max(p.rate_rps * float(np.dot(p.class_weight, ch.service)) for p in day.periods)
         n_min = int(np.floor(load / caps.prefill)) + 1
         if n_min > ch.max_n:
             findings.too_few_gpus(ch.pinst, n_min)
             continue
         for n_p in range(n_min, min(n_min + extra, ch.max_n + 1)):
-            cost = owned.pool_cost(ctx, ctx.prefill_dc, ch.pinst, n_p)
+            cost = owned.pool_cost(pb.owned, pb.sites.prefill, ch.pinst, n_p)
             out.append(
                 Combo(ch.md_dc, ch.pinst, ch.service, n_p, n_p, load / n_p, cost, ch.md, ch.rld)
             )
     return out
 
 
-def _lines(sh: Shared, day: Day) -> list[LineOption]:
+def _lines(dp: DayProblem, sh: Shared, day: Day) -> list[LineOption]:
     if not sh.spec.crosses_line:
         return [tables.rdma_option()]
-    load = day_points.peak_load(sh, day, day_points.warmup_factor(sh, day))
-    return tables.line_options_at_load(sh.ctx, load, sh.caps.line)
+    load = day_points.peak_load(sh, day, day_points.warmup_factor(sh, day, dp.pb.model))
+    pb = dp.pb
+    return tables.line_options_at_load(pb.lines, pb.max_lines, pb.owned, load, sh.caps.line)
 
 
-def _price_floor(ctx: Context) -> float:
+def _price_floor(dp: DayProblem) -> float:
     """The cheapest elastic price as a share of the base's (1 without elastic)."""
-    sc = ctx.scenario
-    if sc.elastic is None or not sc.on_demand_prices:
+    if dp.elastic is None or not dp.on_demand:
         return 1.0
-    return min(
-        1.0, *(x / ctx.gpus[g].price.usd_per_gpu_hour for g, x in sc.on_demand_prices.items())
-    )
+    return min(1.0, *(x / dp.base_price(g) for g, x in dp.on_demand.items()))
 
 
 def busiest(day: Day) -> int:
@@ -108,15 +107,15 @@ def busiest(day: Day) -> int:
     return int(np.argmax([p.rate_rps for p in day.periods]))
 
 
-def peak_plan(ctx: Context, spec: Architecture, day: Day, caps: Caps) -> SolverResult:
+def peak_plan(dp: DayProblem, spec: Architecture, day: Day, caps: Caps) -> SolverResult:
     """The single-rate plan of the busiest period (its rate and mix)."""
     k = busiest(day)
     cls = reweighted(day.classes, day.periods[k].class_weight)
-    return fixed_rate.plan(ctx, spec, cls, max(day.periods[k].rate_rps, day_points.MIN_RPS), caps)
+    return fixed_rate.plan(dp.pb, spec, cls, max(day.periods[k].rate_rps, day_points.MIN_RPS), caps)
 
 
 def plan_day(
-    ctx: Context,
+    dp: DayProblem,
     spec: Architecture,
     day: Day,
     caps: Caps,
@@ -130,18 +129,18 @@ def plan_day(
     day). InfeasibleError with reasons if none. `lag` False: elastic runs cost nothing beyond
     their periods (a check's setting)."""
     t0 = time.perf_counter()
-    seed = seed or peak_plan(ctx, spec, day, caps)
+    seed = seed or peak_plan(dp, spec, day, caps)
     cb = seed.tables.meta["combo"]
     line_cost = seed.tables.lines[seed.solution.line_index].cost_per_hour
-    sh = Shared.of(ctx, spec, day.classes, caps)
-    local = solved.one_datacenter(ctx, cb)
-    lines = [tables.rdma_option()] if local else _lines(sh, day)
+    sh = Shared.of(dp.pb, spec, day.classes, caps)
+    local = solved.one_datacenter(dp.pb.sites, cb)
+    lines = [tables.rdma_option()] if local else _lines(dp, sh, day)
     cheap = [ln for ln in lines if ln.cost_per_hour <= line_cost * (1 + 1e-9)]
     tight = tight or Tightened.none(len(day.periods))
-    best = _solve(ctx, sh, day, cb, cheap, tight, lag) if cheap else None
+    best = _solve(dp, sh, day, cb, cheap, tight, lag) if cheap else None
     milps = 1
     if best is None:
-        best, n = search_all(ctx, spec, day, caps, tight, lag)
+        best, n = search_all(dp, spec, day, caps, tight, lag)
         milps += n
     best.seconds = time.perf_counter() - t0
     best.milps = milps
@@ -149,7 +148,7 @@ def plan_day(
 
 
 def _solve(
-    ctx: Context,
+    dp: DayProblem,
     sh: Shared,
     day: Day,
     cb: Combo,
@@ -157,57 +156,58 @@ def _solve(
     tight: Tightened,
     lag: bool,
 ) -> DaySolved | None:
-    sc = ctx.scenario
-    pooled = sc.sla.over == "day"
-    per = prefill.pools(ctx, day, cb)
+    pooled = dp.sla_over == "day"
+    per = prefill.pools(dp, day, cb)
     # smaller pools in quiet periods; when they break a period's TTFT rows, the whole pool
     tries = [per, np.full(len(per), cb.n_lo)] if per.min() < cb.n_lo else [per]
     for pools in tries:
-        pd = prefill.plan_prefill(ctx, day, cb, pools, lag)
-        taken = prefill.taken(ctx, cb, pd)
-        el = elastic_of(ctx, day, day.classes, [o.cand for o in cb.md + cb.rld], lag, taken)
+        pd = prefill.plan_prefill(dp, day, cb, pools, lag)
+        taken = prefill.taken(dp, cb, pd)
+        el = elastic_of(dp, day, day.classes, [o.cand for o in cb.md + cb.rld], lag, taken)
         pts = day_points.day_points(
-            sh, cb, lines, day, el, pooled, tight.decode, tight.line, pools, pd.base
+            sh, dp.pb.model, cb, lines, day, el, pooled, tight.decode, tight.line, pools, pd.base
         )
-        sol = milp.solve_points(pts, "cost", 0.0, sc.search.time_limit_s)
+        sol = milp.solve_points(pts, "cost", 0.0, dp.pb.search.time_limit_s)
         if sol is not None:
             return DaySolved(sh.spec.name, cb, lines, pts, sol, sh, 0.0, 0, pd, day)
     return None
 
 
 def search_all(
-    ctx: Context, spec: Architecture, day: Day, caps: Caps, tight: Tightened, lag: bool
+    dp: DayProblem, spec: Architecture, day: Day, caps: Caps, tight: Tightened, lag: bool
 ) -> tuple[DaySolved, int]:
     """Every combination, cheapest fixed cost first, with the fixed-rate search's bound."""
-    sc = ctx.scenario
-    findings = diagnosis.Findings(ctx, spec, day.classes)
-    cands = combos(ctx, spec, day, caps, findings)
+    pb = dp.pb
+    findings = diagnosis.Findings(pb.sites, pb.catalog, pb.sla, spec, day.classes)
+    cands = combos(dp, spec, day, caps, findings)
     if not cands:
-        raise diagnosis.no_combinations(ctx, spec, findings.reasons())
-    sh = Shared.of(ctx, spec, day.classes, caps)
+        raise diagnosis.no_combinations(pb.sites, pb.sla, spec, findings.reasons())
+    sh = Shared.of(pb, spec, day.classes, caps)
     lines = _lines(sh, day)
-    if not lines and not any(solved.one_datacenter(ctx, cb) for cb in cands):
-        reason = diagnosis.line_reason(ctx, day.classes, day.peak_rps, caps)
-        raise diagnosis.infeasible(spec.name, [*findings.reasons(), reason], sc.sla)
-    line_lb = line_cost_lb(ctx, spec)
-    floor = _price_floor(ctx)
+    if not lines and not any(solved.one_datacenter(pb.sites, cb) for cb in cands):
+        reason = diagnosis.line_reason(
+            pb.model, pb.policy, pb.lines, pb.max_lines, day.classes, day.peak_rps, caps
+        )
+        raise diagnosis.infeasible(spec.name, [*findings.reasons(), reason], pb.sla)
+    line_lb = line_cost_lb(pb.owned, pb.lines, spec)
+    floor = _price_floor(dp)
     cands.sort(key=lambda c: c.fixed_cost)
     best: DaySolved | None = None
     milps = 0
     for cb in cands:
-        local = solved.one_datacenter(ctx, cb)
+        local = solved.one_datacenter(pb.sites, cb)
         cb_lines = [tables.rdma_option()] if local else lines
         if not cb_lines:
             continue
-        decode_lb = decode_lb_per_rps(day.classes, cb.md + cb.rld, caps.decode, ctx)
+        decode_lb = decode_lb_per_rps(day.classes, cb.md + cb.rld, caps.decode, pb.owned)
         lb = cb.fixed_cost + (0.0 if local else line_lb) + day.mean_rps * decode_lb * floor
         if best is not None and lb >= best.cost_per_hour * (1 - 1e-9):
             continue  # bound: cannot beat the incumbent
         milps += 1
-        sol = _solve(ctx, sh, day, cb, cb_lines, tight, lag)
+        sol = _solve(dp, sh, day, cb, cb_lines, tight, lag)
         if sol is not None and (best is None or sol.cost_per_hour < best.cost_per_hour - 1e-9):
             best = sol
     if best is None:
         reasons = findings.reasons() or [diagnosis.pools_reason(True)]
-        raise diagnosis.infeasible(spec.name, reasons, sc.sla)
+        raise diagnosis.infeasible(spec.name, reasons, pb.sla)
     return best, milps

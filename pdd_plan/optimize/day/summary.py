@@ -10,7 +10,6 @@ import dataclasses
 import numpy as np
 
 from pdd_plan.architectures import PATHS
-from pdd_plan.inputs.context import Context
 from pdd_plan.inputs.schema.day_plan import DayArchitecture, DayGroup, DayPeriod
 from pdd_plan.inputs.schema.plan import ArchitecturePlan
 from pdd_plan.optimize import milp, solved
@@ -24,7 +23,7 @@ def _r(x: float, nd: int = 4) -> float:
     return float(round(float(x), nd)) + 0.0
 
 
-def period_result(ctx: Context, ds: DaySolved, day: Day, k: int) -> SolverResult:
+def period_result(ds: DaySolved, day: Day, k: int) -> SolverResult:
     """Period k's fleet (base + its elastic instances) and flows as a single-rate result over
     its own tables and mix."""
     sol, pts = ds.solution, ds.points
@@ -44,8 +43,7 @@ def period_result(ctx: Context, ds: DaySolved, day: Day, k: int) -> SolverResult
     )
     t = dataclasses.replace(pts.nominal, paths=list(pts.point_paths(k)), weight=pts.class_weight[k])
     cls = reweighted(day.classes, pts.class_weight[k])
-    spec = ds.shared.spec
-    return solved.build(ctx, spec, cls, ds.combo, t, fs, ds.shared.caps)
+    return solved.build(dataclasses.replace(ds.shared, classes=cls), ds.combo, t, fs)
 
 
 def period_cost(ds: DaySolved, k: int) -> float:
@@ -56,22 +54,20 @@ def period_cost(ds: DaySolved, k: int) -> float:
     return ds.solution.base_cost_per_hour + pt.elastic_cost_per_hour + extra
 
 
-def period_plan(ctx: Context, ds: DaySolved, day: Day, k: int) -> ArchitecturePlan:
-    raw = period_result(ctx, ds, day, k)
+def period_plan(ds: DaySolved, day: Day, k: int) -> ArchitecturePlan:
+    raw = period_result(ds, day, k)
     cls = reweighted(day.classes, ds.points.class_weight[k])
-    return optimize_summary.summarize(raw, cls, raw.rate, ctx.prefill_dc)
+    return optimize_summary.summarize(raw, cls, raw.rate, ds.shared.sites.prefill)
 
 
-def replay_plan(
-    ctx: Context, ds: DaySolved, day: Day, k: int, template: ArchitecturePlan
-) -> ArchitecturePlan:
+def replay_plan(ds: DaySolved, day: Day, k: int, template: ArchitecturePlan) -> ArchitecturePlan:
     """What a replay of period k reads (its instances, line, routing and rate) on `template`
     (the busiest period's full plan): summarize's TTFT quantiles are not needed to replay."""
-    raw = period_result(ctx, ds, day, k)
+    raw = period_result(ds, day, k)
     cls = reweighted(day.classes, ds.points.class_weight[k])
     shares = {q: v / raw.rate for q, v in raw.solution.flows.items()}
     update = {
-        "instances": optimize_summary.instances(raw, ctx.prefill_dc),
+        "instances": optimize_summary.instances(raw, ds.shared.sites.prefill),
         "line": optimize_summary.line_choice(raw),
         "routing": optimize_summary.routing(raw, cls, shares),
         "goodput_rps": float(f"{raw.rate:.6g}"),
@@ -79,7 +75,7 @@ def replay_plan(
     return template.model_copy(update=update)
 
 
-def _groups(ctx: Context, ds: DaySolved) -> list[DayGroup]:
+def _groups(ds: DaySolved) -> list[DayGroup]:
     sol = ds.solution
     cb = ds.combo
     pinst = cb.pinst
@@ -87,7 +83,7 @@ def _groups(ctx: Context, ds: DaySolved) -> list[DayGroup]:
         DayGroup(
             role="prefill",
             gpu=pinst.gpu.name,
-            datacenter=ctx.prefill_dc,
+            datacenter=ds.shared.sites.prefill,
             gpus_per_instance=pinst.n_gpus,
             tp=pinst.tp,
             dp=pinst.dp,
@@ -147,13 +143,11 @@ def run_cost_per_day(ds: DaySolved) -> float:
     return total
 
 
-def day_architecture(
-    ctx: Context, ds: DaySolved, day: Day, peak_cost_per_hour: float | None
-) -> DayArchitecture:
+def day_architecture(ds: DaySolved, day: Day, peak_cost_per_hour: float | None) -> DayArchitecture:
     sol, pts = ds.solution, ds.points
     t = pts.nominal
     line_ph = t.lines[sol.line_index].cost_per_hour
-    groups = _groups(ctx, ds)
+    groups = _groups(ds)
     periods = []
     for k, p in enumerate(day.periods):
         pt = sol.points[k]

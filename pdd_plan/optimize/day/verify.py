@@ -24,32 +24,24 @@ import numpy as np
 
 from pdd_plan.architectures import get
 from pdd_plan.common.errors import InfeasibleError
-from pdd_plan.inputs.context import Context
+from pdd_plan.inputs.pieces import ReplaySetup
 from pdd_plan.inputs.schema.day_plan import PeriodReplay
 from pdd_plan.optimize import summary as optimize_summary
 from pdd_plan.optimize.day import search
+from pdd_plan.optimize.day.problem import DayProblem
 from pdd_plan.optimize.day.summary import period_plan, period_result, replay_plan
 from pdd_plan.optimize.search.caps import Caps
-from pdd_plan.sim.run import checked, run
+from pdd_plan.sim.run import checked
+from pdd_plan.sim.run import replay_plan as sim_replay
 from pdd_plan.workload.periods import Day
 
 MIN_REQUESTS = 400  # a period's replay is never shorter (its P99 needs a few misses to see)
 
 
-def period_context(ctx: Context, day: Day, k: int) -> Context:
-    """The scenario as period k: its rate and (for workload.periods) its own distributions."""
-    sc = ctx.scenario
-    w = sc.workload
-    update: dict = {"periods": None, "periods_from_trace": None}
-    update["rate_rps"] = max(day.periods[k].rate_rps, 1e-3)
-    if w.periods is not None:
-        src = next(p for p in w.periods if float(p.start_hour) == day.periods[k].start_hour)
-        for f in ("prefix_hit", "input_tokens", "output_tokens"):
-            if getattr(src, f) is not None:
-                update[f] = getattr(src, f)
-    return dataclasses.replace(
-        ctx, scenario=sc.model_copy(update={"workload": w.model_copy(update=update)})
-    )
+def period_setup(dp: DayProblem, k: int) -> ReplaySetup:
+    """The replay setup as period k: its rate and (for workload.periods) its own
+    distributions."""
+    return dataclasses.replace(dp.replay, workload=dp.period_workloads[k])
 
 
 def _quantile(x: np.ndarray, w: np.ndarray, q: float) -> float | None:
@@ -60,24 +52,26 @@ def _quantile(x: np.ndarray, w: np.ndarray, q: float) -> float | None:
     return float(x[o][min(np.searchsorted(c, q * c[-1]), len(x) - 1)])
 
 
-def replay_day(ctx: Context, ds: search.DaySolved, day: Day, n_requests: int) -> tuple[list, list]:
+def replay_day(
+    dp: DayProblem, ds: search.DaySolved, day: Day, n_requests: int
+) -> tuple[list, list]:
     """Per period: (PeriodReplay, the checked summary); equal periods (rate, mix, fleet) share
     one replay."""
     a = ds.architecture
-    template = period_plan(ctx, ds, day, search.busiest(day))
+    template = period_plan(ds, day, search.busiest(day))
     seen: dict[tuple, tuple] = {}
     out, raw = [], []
     for k, p in enumerate(day.periods):
         sol = ds.solution.points[k]
         key = (p.rate_rps, p.class_weight.tobytes(), tuple(sorted(sol.elastic.items())))
         if key not in seen:
-            pctx = period_context(ctx, day, k)
-            plan = replay_plan(ctx, ds, day, k, template)
+            rs = period_setup(dp, k)
+            plan = replay_plan(ds, day, k, template)
             n = max(MIN_REQUESTS, int(n_requests))
             # one seed: periods of one mix replay the same requests at their own rates (common
             # random numbers, and the simulator's perf tables are reused)
-            res = run(pctx, plan, a, n, ctx.scenario.seed)
-            v = checked(pctx, res)
+            res = sim_replay(rs, plan, a, n, dp.replay.seed)
+            v = checked(rs, res)
             kept = res.kept()
             seen[key] = (v, res.ttft_s[kept], res.tpot_s[kept])
         v, ttft, tpot = seen[key]
@@ -95,10 +89,10 @@ def replay_day(ctx: Context, ds: search.DaySolved, day: Day, n_requests: int) ->
     return out, raw
 
 
-def day_met(ctx: Context, day: Day, raw: list) -> bool:
+def day_met(dp: DayProblem, day: Day, raw: list) -> bool:
     """sla.over: day: the pooled TTFT percentiles and TPOT P90 over the day's requests, each
     period's replayed requests weighed by its requests over their count."""
-    sla = ctx.scenario.sla
+    sla = dp.pb.sla
     ttft = np.concatenate([r[1] for r in raw])
     tpot = np.concatenate([r[2] for r in raw])
     w = np.concatenate(
@@ -117,28 +111,28 @@ def day_met(ctx: Context, day: Day, raw: list) -> bool:
 
 
 def verified_day(
-    ctx: Context, a: str, day: Day, n_requests: int, rounds: int
+    dp: DayProblem, a: str, day: Day, n_requests: int, rounds: int
 ) -> tuple[search.DaySolved, list[PeriodReplay], int, float, bool]:
     """Solve the day, replay it, and while a period misses tighten its caps and re-solve. Returns
     the day, its replays, the re-solves made, the busiest period's single-rate plan's $/hour
     (24 h of it is what the day is compared with) and whether the replay met the SLA."""
     spec = get(a)
-    caps = Caps(decode=ctx.scenario.search.decode_utilization)
-    seed = search.peak_plan(ctx, spec, day, caps)
+    caps = Caps(decode=dp.pb.search.decode_utilization)
+    seed = search.peak_plan(dp, spec, day, caps)
     peak_cost = seed.cost_per_hour
     tight = search.Tightened.none(len(day.periods))
-    over_day = ctx.scenario.sla.over == "day"
+    over_day = dp.sla_over == "day"
     kept = None
     for i in range(rounds + 1):
         try:
-            ds = search.plan_day(ctx, spec, day, caps, tight, seed=seed)
+            ds = search.plan_day(dp, spec, day, caps, tight, seed=seed)
         except InfeasibleError:
             if kept is None:
                 raise
             return (*kept, i - 1, peak_cost, False)  # tighter caps leave no day: the last missed
-        replays, raw = replay_day(ctx, ds, day, n_requests)
+        replays, raw = replay_day(dp, ds, day, n_requests)
         kept = (ds, replays)
-        met = day_met(ctx, day, raw) if over_day else all(r.sla_met for r in replays)
+        met = day_met(dp, day, raw) if over_day else all(r.sla_met for r in replays)
         if met or i == rounds:
             return ds, replays, i, peak_cost, met
         shared = {}  # the caps every period shares: the worst miss of each
@@ -149,7 +143,7 @@ def verified_day(
             if b == "decode":
                 tight.decode[k] *= 0.9
                 continue
-            used = optimize_summary.utilization(period_result(ctx, ds, day, k), b)
+            used = optimize_summary.utilization(period_result(ds, day, k), b)
             if b == "line" and caps.line_delay >= 2.0:
                 tight.line[k] *= 0.9  # the transfer estimate is stretched: cap this period
             else:
@@ -158,5 +152,5 @@ def verified_day(
             # the line's transfer-time estimate first (as the single-rate loop), the prefill cap
             caps = caps.tightened(b, used)
         if shared:
-            seed = search.peak_plan(ctx, spec, day, caps)
+            seed = search.peak_plan(dp, spec, day, caps)
     raise AssertionError("unreachable")

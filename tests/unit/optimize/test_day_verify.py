@@ -13,9 +13,10 @@ from pdd_plan.optimize.day import search, verify
 
 
 def _ctx(over: str = "period"):
-    sla = SimpleNamespace(over=over, ttft_p90_s=1.0, ttft_p99_s=2.0, tpot_ms=50.0)
-    sc = SimpleNamespace(sla=sla, search=SimpleNamespace(decode_utilization=0.9))
-    return SimpleNamespace(scenario=sc)
+    """The pieces of a DayProblem the loop reads."""
+    sla = SimpleNamespace(ttft_p90_s=1.0, ttft_p99_s=2.0, tpot_ms=50.0)
+    pb = SimpleNamespace(sla=sla, search=SimpleNamespace(decode_utilization=0.9))
+    return SimpleNamespace(pb=pb, sla_over=over)
 
 
 def _replay(ok: bool) -> PeriodReplay:

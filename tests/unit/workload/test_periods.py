@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -73,16 +74,16 @@ def test_run_hours_round_startup_and_drain_up_to_the_billing_unit():
     f = str(ROOT / "examples" / "a-day.yaml")
     ctx = build_context(load_scenario(f), f)
     day = build_day(ctx)
+    el = ctx.scenario.elastic
+    dp = SimpleNamespace(elastic=el, pb=SimpleNamespace(policy=ctx.scenario.policy))
 
     class Cand:
         role, step_s = "main_decode", 0.05
 
     # 10 min start-up + ~960 tokens x 50 ms drain (~0.8 min) -> one 60-min unit
-    assert run_hours(ctx, day, day.classes, Cand()) == pytest.approx(1.0)
-    el = ctx.scenario.elastic.model_copy(update={"billing_minutes": 1.0})
-    sc = ctx.scenario.model_copy(update={"elastic": el})
-    ctx1 = type(ctx)(**{**ctx.__dict__, "scenario": sc})
+    assert run_hours(dp, day, day.classes, Cand()) == pytest.approx(1.0)
+    dp1 = SimpleNamespace(elastic=el.model_copy(update={"billing_minutes": 1.0}), pb=dp.pb)
     drain_min = float(day.classes.weight @ day.classes.output_tokens) * 0.05 / 60
-    assert run_hours(ctx1, day, day.classes, Cand()) * 60 == pytest.approx(
+    assert run_hours(dp1, day, day.classes, Cand()) * 60 == pytest.approx(
         np.ceil(10 + drain_min), abs=1e-9
     )
