@@ -127,12 +127,6 @@ def test_roles_in_one_datacenter_lease_no_line():
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="since perf v3 the large scenario's PDD plan at 192 classes costs 9.5 % more than at "
-    "24-96 ($921.1/h vs $841.1/h; the test holds 5 %): convergence in classes at the new "
-    "operating point needs a look",
-)
 def test_large_plans_converge_in_classes():
     """large.yaml at 24/48/96 classes within 5% of 192 for every architecture, simulated."""
     costs: dict[int, dict[str, float]] = {}
