@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> None:
     ns = [int(x) for x in args.points.split(",")]
     path = str(example_path("pdd-paper"))
     ctx = build_context(load_scenario(path), path)
-    cls = build_classes(ctx)
+    cls = build_classes(ctx.class_spec)
     print(f"{platform.node()} {platform.processor() or platform.machine()}, {time.ctime()}")
     print("\n".join(HEADER))
     for a in args.arch.split(","):

@@ -59,7 +59,7 @@ def _shape(ctx: Context, n_classes: int) -> str:
 
 def scale_rows(name: str, d: dict, file: str, repeat: int) -> list[str]:
     ctx = _ctx(d, file)
-    cls = build_classes(ctx)
+    cls = build_classes(ctx.class_spec)
     rate = ctx.scenario.workload.rate_rps
     caps = Caps(decode=ctx.scenario.search.decode_utilization)
     per: dict[str, list[float]] = {a: [] for a in ctx.scenario.architectures}
@@ -181,7 +181,7 @@ def brute_rows(seeds: int) -> list[str]:
 def _combination_rows(label: str, d: dict) -> list[str]:
     rows = []
     ctx = _ctx(d)
-    cls = build_classes(ctx)
+    cls = build_classes(ctx.class_spec)
     rate = float(d["workload"]["rate_rps"])
     real_solve, real_lb = milp.solve, fixed_rate.decode_lb_per_rps
     for a in ctx.scenario.architectures:

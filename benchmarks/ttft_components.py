@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> None:
         path = str(Path(tmp) / "s.yaml")
         Path(path).write_text(yaml.safe_dump(data))
         ctx = build_context(load_scenario(path), path)
-    cls = build_classes(ctx)
+    cls = build_classes(ctx.class_spec)
     raw = solve_architecture(
         problem_of(ctx),
         "pdd",

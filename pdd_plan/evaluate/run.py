@@ -212,7 +212,7 @@ def evaluate(ctx: Context, fleets: dict[str, FleetSpec], opt: Options | None = N
     """Every architecture's SLA goodput on its fleet (see the module doc). The top stage: the
     context is read here, once, into the planner's and the replay's typed inputs."""
     opt = opt or Options()
-    cls = build_classes(ctx)
+    cls = build_classes(ctx.class_spec)
     sc = ctx.scenario
     pb, rs = problem_of(ctx), ctx.replay_setup
     done: dict[str, dict] = {}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pdd_plan.common.errors import InputError
 from pdd_plan.inputs import profiles
-from pdd_plan.inputs.pieces import Profiles, ReplaySetup, Sites
+from pdd_plan.inputs.pieces import ClassSpec, Profiles, ReplaySetup, Sites, singular_split
 from pdd_plan.inputs.schema.gpu import GPUProfile
 from pdd_plan.inputs.schema.io import load
 from pdd_plan.inputs.schema.line import LineSKU
@@ -41,6 +41,12 @@ class Context:
     @property
     def profiles(self) -> Profiles:
         return Profiles(self.model, self.gpus, self.lines)
+
+    @property
+    def class_spec(self) -> ClassSpec:
+        sc = self.scenario
+        split = singular_split(sc.policy, list(sc.architectures))
+        return ClassSpec(sc.workload, sc.policy, split, sc.seed, self.base_dir, self.file)
 
     @property
     def replay_setup(self) -> ReplaySetup:

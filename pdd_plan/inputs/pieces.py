@@ -3,7 +3,8 @@
 The top stage of each command (``optimize()``, ``evaluate()``, ``simulate()``) reads the
 :class:`~pdd_plan.inputs.context.Context` once and hands down only these: where the roles sit
 and what each datacenter holds (`Sites`), the model, GPU and line profiles (`Profiles`), and
-what a replay needs (`ReplaySetup`). The SLA, the policy and the search settings are the
+what a replay needs (`ReplaySetup`), and what the request classes are built from
+(`ClassSpec`). The SLA, the policy and the search settings are the
 scenario schema's own typed sections (`SLA`, `Policy`, `Search`).
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from pdd_plan.architectures import Architecture
+from pdd_plan.architectures import Architecture, get
 from pdd_plan.inputs.schema.gpu import GPUProfile
 from pdd_plan.inputs.schema.line import LineSKU
 from pdd_plan.inputs.schema.model import ModelProfile
@@ -69,3 +70,27 @@ class ReplaySetup:
     base_dir: Path  # relative trace paths are relative to the scenario file's folder
     file: str  # the scenario file, named in errors
     seed: int
+
+
+@dataclass(frozen=True)
+class ClassSpec:
+    """What the request classes are built from: the workload, the policy (the MD-side hit
+    ratio, DRC), the output length the classes split at, the seed, and where a trace lives."""
+
+    workload: Workload
+    policy: Policy
+    # the policy's singular cap when some planned architecture finishes singular requests on
+    # relay decode, else None (the classes are split at it)
+    singular_split: int | None
+    seed: int
+    base_dir: Path  # relative trace paths are relative to the scenario file's folder
+    file: str  # the scenario file, named in errors
+
+
+def singular_split(policy: Policy, architecture_names: list[str]) -> int | None:
+    """The output length the classes are split at: the policy's singular cap when one of the
+    architectures lets singular requests finish on relay decode, else None."""
+    lim = policy.singular_max_output_tokens
+    if lim is None or not any(get(a).singular_on_relay for a in architecture_names):
+        return None
+    return int(lim)

@@ -36,10 +36,12 @@ def optimize(
     """
     sc = ctx.scenario
     pb, replay = problem_of(ctx), ctx.replay_setup
-    if periods.is_day(ctx):  # a day of periods: one fleet for the day (optimize/day)
-        dp = DayProblem.of(pb, replay, periods.build_day(ctx), sc)
+    if periods.is_day(
+        ctx.scenario.workload
+    ):  # a day of periods: one fleet for the day (optimize/day)
+        dp = DayProblem.of(pb, replay, periods.build_day(ctx.class_spec), sc)
         return optimize_day(dp, sc, verify, sim_requests, max_rounds)
-    cls = build_classes(ctx)
+    cls = build_classes(ctx.class_spec)
     fixed_rate = sc.workload.rate_rps or (cls.rate_rps if sc.workload.trace else None)
     plans: dict[str, ArchitecturePlan] = {}
     raw: dict[str, SolverResult] = {}

@@ -16,7 +16,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from pdd_plan.common import limits
-from pdd_plan.inputs.context import Context
+from pdd_plan.inputs.pieces import ClassSpec
+from pdd_plan.inputs.schema.scenario import Workload
 from pdd_plan.workload import classes as wclasses
 from pdd_plan.workload.requests import RequestClasses, Requests
 from pdd_plan.workload.traces.classes import class_index
@@ -53,16 +54,15 @@ class Day:
         return sum(p.rate_rps * p.hours for p in self.periods) / self.hours
 
 
-def is_day(ctx: Context) -> bool:
-    w = ctx.scenario.workload
+def is_day(w: Workload) -> bool:
     return w.periods is not None or w.periods_from_trace is not None
 
 
-def build_day(ctx: Context) -> Day:
+def build_day(spec: ClassSpec) -> Day:
     """The scenario's day (workload.periods or periods_from_trace)."""
-    w = ctx.scenario.workload
+    w = spec.workload
     if w.periods_from_trace is not None:
-        return _from_trace(ctx)
+        return _from_trace(spec)
     rates = [
         float(p.rate_rps) if p.rate_rps is not None else float(p.rate_multiplier) * w.rate_rps
         for p in w.periods
@@ -82,11 +82,11 @@ def build_day(ctx: Context) -> Day:
         pw = w.model_copy(update={k: v for k, v in own.items() if v is not None})
         g_share = float(share[members].sum())
         n = max(MIN_PERIOD_SAMPLES, int(round(w.samples * g_share)))
-        parts.append(wclasses.sampled(ctx, pw, n, ctx.scenario.seed + g))
+        parts.append(wclasses.sampled(spec, pw, n, spec.seed + g))
         weights.append(np.full(n, g_share / n))
     pooled = _concat(parts)
     # the pooled sample weighs each kind by its requests, not by its (floored) sample size
-    cls, idx = _classes(ctx, pooled, np.concatenate(weights) if len(parts) > 1 else None)
+    cls, idx = _classes(spec, pooled, np.concatenate(weights) if len(parts) > 1 else None)
     bounds = np.cumsum([0] + [len(x) for x in parts])
     for g in range(len(parts)):
         mixes.append(_mix(idx[bounds[g] : bounds[g + 1]], len(cls)))
@@ -99,16 +99,16 @@ def build_day(ctx: Context) -> Day:
     return Day(cls, tuple(periods), False)
 
 
-def _from_trace(ctx: Context) -> Day:
-    spec = ctx.scenario.workload.periods_from_trace
-    req = wclasses.trace_requests(ctx)
+def _from_trace(cs: ClassSpec) -> Day:
+    spec = cs.workload.periods_from_trace
+    req = wclasses.trace_requests(cs)
     span = max(req.duration_s, 1.0)
     length = spec.period_minutes * 60.0
     k = max(1, math.ceil(span / length - 1e-9))
-    limits.check("PERIODS", k, ctx.file, "workload.periods_from_trace.period_minutes")
+    limits.check("PERIODS", k, cs.file, "workload.periods_from_trace.period_minutes")
     t = np.asarray(req.arrival_s, float) - float(req.arrival_s[0])
     which = np.minimum((t // length).astype(np.int64), k - 1)
-    cls, idx = _classes(ctx, req, None)
+    cls, idx = _classes(cs, req, None)
     periods = []
     for i in range(k):
         secs = min(length, span - i * length) if i == k - 1 else length
@@ -129,12 +129,12 @@ def _concat(parts: list[Requests]) -> Requests:
 
 
 def _classes(
-    ctx: Context, req: Requests, weights: np.ndarray | None
+    spec: ClassSpec, req: Requests, weights: np.ndarray | None
 ) -> tuple[RequestClasses, np.ndarray]:
     """The classes of the pooled requests and each request's class; with `weights`, the class
     and stratum weights are the requests' weights summed (each period at its share)."""
-    cls = wclasses.classes_of(ctx, req)
-    idx = class_index(req, wclasses.input_buckets(ctx), output_split=wclasses.singular_split(ctx))
+    cls = wclasses.classes_of(spec, req)
+    idx = class_index(req, wclasses.input_buckets(spec), output_split=spec.singular_split)
     if weights is None:
         return cls, idx
     w = np.bincount(idx, weights, len(cls))

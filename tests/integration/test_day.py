@@ -56,7 +56,7 @@ def _ctx(path: str):
 def _dp(path: str) -> DayProblem:
     """The day planner's typed inputs, as optimize() builds them."""
     ctx = _ctx(path)
-    return DayProblem.of(problem_of(ctx), ctx.replay_setup, build_day(ctx), ctx.scenario)
+    return DayProblem.of(problem_of(ctx), ctx.replay_setup, build_day(ctx.class_spec), ctx.scenario)
 
 
 def _caps(dp) -> Caps:

@@ -3,7 +3,7 @@
 `optimize()`, `evaluate()` and `simulate()` (and the few entry points named below) read the
 `Context` once and hand down typed pieces (`inputs.pieces`: `Sites`, `Profiles`,
 `ReplaySetup`; `optimize.problem`: `Problem`, `Catalog`; `optimize.search.owned.OwnedPrices`).
-No other function under `optimize/`, `sim/` or `evaluate/` takes a parameter named `ctx` or
+No other function under `optimize/`, `sim/`, `evaluate/` or `workload/` takes a parameter named `ctx` or
 annotated `Context`, and no other module there imports `inputs.context`.
 """
 
@@ -17,7 +17,7 @@ import pytest
 pytestmark = pytest.mark.unit
 
 PKG = Path(__file__).resolve().parents[3] / "pdd_plan"
-GATED = ("optimize", "sim", "evaluate")
+GATED = ("optimize", "sim", "evaluate", "workload")
 
 # (module path under pdd_plan/, function): the top stages, each reading the Context once
 TOP_STAGES = {

@@ -99,7 +99,7 @@ def _scenario(tmp_path, name: str, cv: float) -> str:
 def _analytic_and_replay(path: str, arch: str, n: int) -> tuple[list[float], list[float]]:
     """The plan's TTFT P50/P90/P99 as the planner predicts them, and a long replay's."""
     ctx = build_context(load_scenario(path), path)
-    cls = build_classes(ctx)
+    cls = build_classes(ctx.class_spec)
     caps = Caps(decode=ctx.scenario.search.decode_utilization)
     raw = solve_architecture(problem_of(ctx), arch, cls, ctx.scenario.workload.rate_rps, caps)
     s = summary.summarize(raw, cls, raw.rate, ctx.prefill_dc)

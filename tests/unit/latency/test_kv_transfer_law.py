@@ -83,7 +83,7 @@ def _scenario(tmp_path: Path, name: str, rate: float | None = None, cv: float | 
 
 def _analytic_and_replay(path: str, n: int) -> tuple[list[float], list[float]]:
     ctx = build_context(load_scenario(path), path)
-    cls = build_classes(ctx)
+    cls = build_classes(ctx.class_spec)
     caps = Caps(decode=ctx.scenario.search.decode_utilization)
     raw = solve_architecture(problem_of(ctx), "pdd", cls, ctx.scenario.workload.rate_rps, caps)
     s = summary.summarize(raw, cls, raw.rate, ctx.prefill_dc)
@@ -177,7 +177,7 @@ def test_kv_transfer_law_within_15_percent_of_the_replay(tmp_path, name, rate, c
 def test_microbenchmark_ttft_within_15_percent_of_the_replay(tmp_path):
     path = _scenario(tmp_path, "wan-microbench", 40.0)
     ctx = build_context(load_scenario(path), path)
-    cls = build_classes(ctx)
+    cls = build_classes(ctx.class_spec)
     caps = Caps(decode=ctx.scenario.search.decode_utilization)
     raw = solve_architecture(problem_of(ctx), "pdd", cls, 40.0, caps)
     s = summary.summarize(raw, cls, raw.rate, ctx.prefill_dc)

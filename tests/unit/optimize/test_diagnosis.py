@@ -30,7 +30,9 @@ def _reasons(change, architecture: str = "pdd") -> InfeasibleError:
     ctx = build_context(Scenario.model_validate(copy.deepcopy(d)), "")
     rate = float(d["workload"]["rate_rps"])
     with pytest.raises(InfeasibleError) as e:
-        plan_architecture(problem_of(ctx), architecture, build_classes(ctx), rate, Caps())
+        plan_architecture(
+            problem_of(ctx), architecture, build_classes(ctx.class_spec), rate, Caps()
+        )
     err = e.value
     assert err.reasons, "a planner error carries its reasons"
     assert str(err) == f"{architecture}: no plan meets the scenario: {err.reasons[0].message}"
@@ -124,7 +126,11 @@ def test_a_feasible_search_makes_no_reasons(monkeypatch):
     d = yaml.safe_load(TINY.read_text())
     ctx = build_context(Scenario.model_validate(copy.deepcopy(d)), "")
     plan_architecture(
-        problem_of(ctx), "pdd", build_classes(ctx), float(d["workload"]["rate_rps"]), Caps()
+        problem_of(ctx),
+        "pdd",
+        build_classes(ctx.class_spec),
+        float(d["workload"]["rate_rps"]),
+        Caps(),
     )
     assert made == []
     # the same facts, on an infeasible scenario, make the floors in order

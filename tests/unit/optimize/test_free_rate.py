@@ -65,7 +65,9 @@ def test_prefill_pools_run_up_to_their_cap():
     free-rate search must reach it too, or its optimum pays for an instance the other saves."""
     ctx = build_context(Scenario.model_validate(yaml.safe_load(TINY.read_text())), "")
     caps = Caps(prefill=0.93)
-    search = FreeRateSearch(problem_of(ctx), architectures.get("idc_pd"), build_classes(ctx), caps)
+    search = FreeRateSearch(
+        problem_of(ctx), architectures.get("idc_pd"), build_classes(ctx.class_spec), caps
+    )
     levels = sorted({cb.rho for cb in search.combos})
     assert levels[-1] == 0.93
     assert set(ctx.scenario.search.utilization_levels) < set(levels)
@@ -84,7 +86,7 @@ def test_dinkelbach_steps_match_every_combination(architecture, monkeypatch):
     # the optimum is unchanged (goodput 25.4 req/s, 20 of them relayed, two Dinkelbach steps)
     d["link"]["candidates"] = ["eth-25g"]
     ctx = build_context(Scenario.model_validate(d), "")
-    cls = build_classes(ctx)
+    cls = build_classes(ctx.class_spec)
     spec = architectures.get(architecture)
     search = FreeRateSearch(problem_of(ctx), spec, cls, Caps())
     p = search.solve("goodput")
@@ -110,7 +112,7 @@ def test_dinkelbach_never_loses_to_the_fixed_rate_plan_at_its_rate():
     d["workload"].pop("rate_rps", None)
     d.setdefault("search", {})["utilization_levels"] = [0.5]
     ctx = build_context(Scenario.model_validate(d), "")
-    cls = build_classes(ctx)
+    cls = build_classes(ctx.class_spec)
     p = dinkelbach(problem_of(ctx), "idc_pd", cls, Caps())
     fixed = fixed_rate.plan(problem_of(ctx), architectures.get("idc_pd"), cls, p.rate, Caps())
     assert p.cost_per_hour <= fixed.cost_per_hour * (1 + 1e-9)

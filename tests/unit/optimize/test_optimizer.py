@@ -205,7 +205,7 @@ def _check_against_every_combination(monkeypatch, d: dict, brute: bool) -> dict:
     """plan_architecture (bounded) against the minimum over every combination it enumerates,
     each solved by the MILP and, with `brute`, checked against brute force too."""
     ctx = build_context(Scenario.model_validate(d), "")
-    cls = build_classes(ctx)
+    cls = build_classes(ctx.class_spec)
     rate = float(d["workload"]["rate_rps"])
     outcome = {}
     for a in ctx.scenario.architectures:

@@ -77,7 +77,7 @@ def test_line_level_sits_a_hair_above_the_load_and_never_past_the_cap():
 def default_pdd():
     path = str(example_path("pdd-paper"))
     ctx = build_context(load_scenario(path), path)
-    cls = build_classes(ctx)
+    cls = build_classes(ctx.class_spec)
     caps = Caps(decode=ctx.scenario.search.decode_utilization)
     p = fixed_rate.plan(problem_of(ctx), get("pdd"), cls, 40.0, caps)
     return Shared.of(problem_of(ctx), get("pdd"), cls, caps), p

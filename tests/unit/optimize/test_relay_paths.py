@@ -36,7 +36,7 @@ def setting():
     d = yaml.safe_load(TINY.read_text())
     d["policy"] = {"singular_max_output_tokens": 100000}  # every request would be singular
     ctx = build_context(Scenario.model_validate(d), "")
-    yield ctx, build_classes(ctx), float(d["workload"]["rate_rps"])
+    yield ctx, build_classes(ctx.class_spec), float(d["workload"]["rate_rps"])
     architectures.unregister(HANDOFF_ONLY.name)
 
 

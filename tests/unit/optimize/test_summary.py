@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[3]
 def solved() -> tuple[SolverResult, ArchitecturePlan]:
     path = ROOT / "examples" / "pdd-paper.yaml"
     ctx = build_context(load_scenario(path), str(path))
-    cls = build_classes(ctx)
+    cls = build_classes(ctx.class_spec)
     caps = Caps(decode=ctx.scenario.search.decode_utilization)
     raw = solve_architecture(problem_of(ctx), "pdd", cls, ctx.scenario.workload.rate_rps, caps)
     return raw, summary.summarize(raw, cls, raw.rate, ctx.prefill_dc)

@@ -32,7 +32,7 @@ def trace_day(tmp_path_factory):
     f = d / "s.yaml"
     f.write_text(TRACE_SCENARIO)
     (d / "traces").symlink_to(ROOT / "examples" / "traces")
-    return build_day(build_context(load_scenario(str(f)), str(f)))
+    return build_day(build_context(load_scenario(str(f)), str(f)).class_spec)
 
 
 @pytest.mark.unit
@@ -56,7 +56,7 @@ def test_five_minute_periods_cut_from_the_trace_hold_all_its_requests(trace_day)
 def test_the_example_day_weights_its_classes_by_requests():
     f = str(ROOT / "examples" / "a-day.yaml")
     ctx = build_context(load_scenario(f), f)
-    day = build_day(ctx)
+    day = build_day(ctx.class_spec)
     assert len(day.periods) == 24 and day.hours == 24
     assert day.peak_rps == 40 and day.mean_rps == pytest.approx(28.0, abs=0.05)
     # the pooled mix is each period's mix weighted by its requests
@@ -73,7 +73,7 @@ def test_the_example_day_weights_its_classes_by_requests():
 def test_run_hours_round_startup_and_drain_up_to_the_billing_unit():
     f = str(ROOT / "examples" / "a-day.yaml")
     ctx = build_context(load_scenario(f), f)
-    day = build_day(ctx)
+    day = build_day(ctx.class_spec)
     el = ctx.scenario.elastic
     dp = SimpleNamespace(elastic=el, pb=SimpleNamespace(policy=ctx.scenario.policy))
 

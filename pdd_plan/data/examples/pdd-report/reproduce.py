@@ -54,7 +54,7 @@ def cdc_at(ctx, fs, rate: float, n: int) -> dict | None:
     finds no routing there, so there is no plan to replay)."""
     pb, rs = deployed_inputs(problem_of(ctx), ctx.replay_setup, fs.speed_factor)
     fm = analytic.fleet_model(
-        pb, fs, build_classes(ctx), Caps(ctx.scenario.search.decode_utilization)
+        pb, fs, build_classes(ctx.class_spec), Caps(ctx.scenario.search.decode_utilization)
     )
     at = analytic.at_rate(fm, rate)
     if at.plan is None:
