@@ -132,6 +132,14 @@ LIMITS: dict[str, Limit] = {
             "files hold under 10^5",
         ),
         Limit(
+            "DRAWS",
+            1_000,
+            "draws",
+            "uncertainty.draws, optimize --draws",
+            "every draw re-evaluates each plan's SLA goodput (about 0.1 s per draw and "
+            "architecture); a few hundred settle a probability to a few percent",
+        ),
+        Limit(
             "SWEEP_POINTS",
             2_000,
             "points",

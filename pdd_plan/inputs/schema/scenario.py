@@ -30,6 +30,7 @@ from pdd_plan.inputs.schema.line import (
     check_streams,
 )
 from pdd_plan.inputs.schema.owned import Owned, check_against
+from pdd_plan.inputs.schema.uncertainty import Uncertainty
 
 ARCHITECTURES: tuple[str, ...] = architectures.names()  # the built-in ones (the spec has all)
 
@@ -363,6 +364,9 @@ class Scenario(Strict):
     owned: Owned | None = Field(default=None, exclude_if=lambda v: v is None)
     """Capacity already there: `optimize` uses it first, at its own price, and plans the
     increment."""
+    uncertainty: Uncertainty | None = Field(default=None, exclude_if=lambda v: v is None)
+    """Inputs not known exactly, each with a distribution and a source: every plan is evaluated
+    under seeded draws of them. Omitted: the perf model's error band alone."""
 
     @model_validator(mode="after")
     def _owned_known(self) -> Scenario:
