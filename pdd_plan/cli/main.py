@@ -49,6 +49,13 @@ def optimize(
     timings: bool = typer.Option(
         False, "--timings", help="Add solver wall-clock seconds (output then differs run to run)."
     ),
+    draws: int = typer.Option(
+        None,
+        "--draws",
+        help="Evaluate every plan under N draws of the uncertain inputs (default: the "
+        "scenario's uncertainty.draws when it has the section; without it, the perf error band "
+        "alone). 0: skip.",
+    ),
 ) -> None:
     """Size prefill / relay-decode / main-decode pools and the line; compare with CDC-PD and IDC-PD."""
     from pdd_plan.inputs.context import build_context, load_scenario
@@ -67,9 +74,16 @@ def optimize(
             "use a few thousand or more",
         )
     limits.check("REQUESTS", sim_requests, None, "--sim-requests")
-    plan = run(
-        build_context(sc, path), verify=not no_verify, sim_requests=sim_requests, timings=timings
-    )
+    if draws is not None:
+        if draws == 1 or draws < 0:
+            raise InputError(None, "--draws", f"must be 0 or >= 2 (got {draws})", "e.g. 32")
+        limits.check("DRAWS", draws, None, "--draws")
+    ctx = build_context(sc, path)
+    plan = run(ctx, verify=not no_verify, sim_requests=sim_requests, timings=timings)
+    if (draws is None and sc.uncertainty is not None) or draws:
+        from pdd_plan.uncertainty import Options, assess
+
+        plan = plan.model_copy(update={"uncertainty": assess(ctx, plan, Options(draws=draws))})
     if out is not None:
         write_atomic(out, plan.to_text("yaml"))
     if fmt == "table":

@@ -113,13 +113,22 @@ def _decode(ctx: Context, fs: FleetSpec, role: str, mean_ctx: float, fm_slow: li
     return opts, counts
 
 
-def fleet_model(ctx: Context, fs: FleetSpec, classes: RequestClasses, caps: Caps) -> FleetModel:
+def fleet_model(
+    ctx: Context,
+    fs: FleetSpec,
+    classes: RequestClasses,
+    caps: Caps,
+    decode_ctx: Context | None = None,
+) -> FleetModel:
+    """The fleet's model; `decode_ctx` (default `ctx`) builds the decode instances, so that
+    prefill and decode may run at different speeds (an uncertainty draw's)."""
     spec = architectures.get(fs.architecture)
     mean_ctx = mean_context(classes)
     slow: list[str] = []
+    dctx = decode_ctx or ctx
     pinst, n_p, service, strata = _prefill(ctx, fs, classes)
-    md, c_md = _decode(ctx, fs, spec.decode_role, mean_ctx, slow)
-    rld, c_rld = _decode(ctx, fs, "relay_decode", mean_ctx, slow) if spec.relays else ([], {})
+    md, c_md = _decode(dctx, fs, spec.decode_role, mean_ctx, slow)
+    rld, c_rld = _decode(dctx, fs, "relay_decode", mean_ctx, slow) if spec.relays else ([], {})
     line = None
     if spec.crosses_line and fs.line is not None:
         sku = next(s for s in ctx.lines if s.name == fs.line.sku)

@@ -19,6 +19,7 @@ from pdd_plan.common import limits
 from pdd_plan.common.errors import InputError
 from pdd_plan.inputs.schema.common import Strict
 from pdd_plan.inputs.schema.io import parse, read_yaml
+from pdd_plan.inputs.schema.plan_uncertainty import PlanUncertainty
 from pdd_plan.inputs.schema.scenario import SLA, Scenario
 
 SCHEMA_VERSION = 2
@@ -317,6 +318,9 @@ class Plan(_Out):
     plans: dict[str, ArchitecturePlan]
     infeasible: dict[str, Infeasible] = {}
     comparison: Comparison
+    # every plan under draws of the uncertain inputs (absent: not computed)
+    uncertainty: PlanUncertainty | None = None
+    _omit_if_none: ClassVar[tuple[str, ...]] = ("uncertainty",)
 
     @model_validator(mode="before")
     @classmethod

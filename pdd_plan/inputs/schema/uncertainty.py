@@ -90,7 +90,8 @@ class Inputs(Strict):
     """Factor on the KV bytes a request holds in decode memory and sends across the line (per
     token and per-request state together)."""
     line_rate: Spread | None = None
-    """Factor on the line's per-connection rate and capacity (an unknown RTT or window)."""
+    """Factor on one TCP connection's rate over the line (an RTT or window the user may not
+    know); the line's capacity stays."""
     gpu_price: Spread | None = None
     """Factor on every GPU's $/hour."""
     line_price: Spread | None = None

@@ -1,0 +1,81 @@
+"""The plan's optional `uncertainty` block: every plan evaluated under draws of the uncertain
+inputs (pdd_plan/uncertainty/), the verdict's probability, what would flip it, N-1.
+
+Optional and additive: a plan without it (every earlier file) reads as before, and the block
+stays absent unless the planner computed it.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from pdd_plan.inputs.schema.common import Strict
+
+
+class Band(Strict):
+    """P10 / P50 / P90 over the draws (None: undefined, e.g. a gain over a zero BCR)."""
+
+    p10: float | None = None
+    p50: float | None = None
+    p90: float | None = None
+
+
+class InputLaw(Strict):
+    """One uncertain input as drawn: its distribution, source and P10/P50/P90."""
+
+    name: str
+    kind: str  # factor (x nominal) | shift (+ nominal)
+    dist: str
+    params: dict[str, float]
+    source: str
+    p10: float
+    p50: float
+    p90: float
+
+
+class ArchitectureUncertainty(Strict):
+    goodput_rps: Band  # SLA goodput of the planned fleet per draw
+    bcr: Band  # requests per dollar at that goodput, at the draw's prices
+    cost_per_hour: Band
+    meets_sla_share: float = Field(ge=0, le=1)  # draws whose goodput covers the (drawn) rate
+    # SLA goodput (nominal inputs) with one instance of a role lost, or one line down
+    n_minus_1: dict[str, float] = {}
+
+
+class TornadoRow(Strict):
+    input: str
+    low: float  # the input at its P10
+    high: float  # and at its P90
+    gain_low: float | None  # PDD's BCR gain over the baseline there (others at their medians)
+    gain_high: float | None
+
+
+class Versus(Strict):
+    """PDD's plan against one baseline's, draw by draw (paired)."""
+
+    baseline: str
+    p_beats: float = Field(ge=0, le=1)  # share of draws where PDD's BCR is higher
+    stderr: float = Field(ge=0)  # binomial Monte Carlo standard error of p_beats
+    ties: float = Field(ge=0, le=1)  # share of draws with equal BCR (e.g. the same fleet)
+    gain: Band
+    median_gain: float | None  # every input at its median
+    flip: str  # the sentence: which input flips the ranking, and where
+    tornado: list[TornadoRow]
+
+
+class DrawRow(Strict):
+    values: dict[str, float]
+    goodput_rps: dict[str, float]
+    bcr: dict[str, float]
+
+
+class PlanUncertainty(Strict):
+    draws: int = Field(ge=1)
+    seed: int = Field(ge=0)
+    method: str
+    inputs: list[InputLaw]
+    notes: list[str]
+    architectures: dict[str, ArchitectureUncertainty]
+    comparisons: dict[str, Versus]
+    break_even: str | None = None
+    per_draw: list[DrawRow]

@@ -1,0 +1,76 @@
+"""The plan's `uncertainty` block for people: the verdict's probability and what would flip
+it, beside each comparison; per architecture the bands, the share meeting the SLA, N-1; the
+tornado. Renders only: the block is computed by pdd_plan/uncertainty/."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from pdd_plan.architectures import RELAY_ARCH, get
+from pdd_plan.inputs.schema.plan_uncertainty import Band, PlanUncertainty
+from pdd_plan.report import fit
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x * 100:+.0f}%"
+
+
+def _band(b: Band, fmt: str = "{:.3g}") -> str:
+    if b.p50 is None:
+        return "-"
+    return " / ".join(fmt.format(x) if x is not None else "-" for x in (b.p10, b.p50, b.p90))
+
+
+def verdict_lines(u: PlanUncertainty) -> list[str]:
+    """One line per comparison: the probability with its error, then the flip sentence."""
+    relay = get(RELAY_ARCH).title
+    out = []
+    for base, v in u.comparisons.items():
+        t = get(base).title
+        tie = f", tied in {v.ties:.0%}" if v.ties > 0 else ""
+        out.append(
+            f"P({relay} beats {t} on BCR) = {v.p_beats:.0%} +/- {v.stderr:.0%} over "
+            f"{u.draws} draws{tie}. {v.flip}"
+        )
+    if u.break_even:
+        out.append(u.break_even)
+    return out
+
+
+def lines_text(u: PlanUncertainty) -> str:
+    """The block as plain text lines (Markdown / HTML reports use the same sentences)."""
+    return "\n".join(verdict_lines(u))
+
+
+def render(u: PlanUncertainty, console: Console) -> None:
+    names = ", ".join(m.name for m in u.inputs) or "none"
+    console.print(f"How sure: {u.draws} draws ({u.method}); inputs: {names}.", highlight=False)
+    for n in u.notes:
+        console.print(f"  note: {n}", highlight=False)
+    for line in verdict_lines(u):
+        console.print(line, highlight=False)
+    rows = []
+    for a, x in u.architectures.items():
+        n1 = ", ".join(f"-{k}: {v:.3g}" for k, v in x.n_minus_1.items()) or "-"
+        rows.append([a, f"{x.meets_sla_share:.0%}", _band(x.goodput_rps), _band(x.bcr), n1])
+    cols = ("arch", "meets SLA", "goodput P10/50/90", "BCR P10/50/90", "N-1 goodput")
+    fit.show(
+        console, "under the draws", cols, rows, justify=("left", "right", "right", "right", "left")
+    )
+    trows = []
+    bases = list(u.comparisons)
+    by_input: dict[str, list[str]] = {}
+    for base in bases:
+        for r in u.comparisons[base].tornado:
+            cell = f"{_pct(r.gain_low)} .. {_pct(r.gain_high)}"
+            by_input.setdefault(f"{r.input} {r.low:.3g} .. {r.high:.3g}", []).append(cell)
+    for k, cells in by_input.items():
+        trows.append([k, *cells])
+    if trows:
+        cols = ("input P10 .. P90", *(f"gain vs {get(b).title}" for b in bases))
+        fit.show(console, "tornado: PDD's BCR gain, one input moved", cols, trows)
+    console.print(
+        "meets SLA: share of draws whose SLA goodput covers the planned (drawn) rate; N-1: SLA "
+        "goodput with one instance of a role, or one line, lost (nominal inputs).",
+        highlight=False,
+    )

@@ -1,0 +1,136 @@
+"""A plan under uncertainty: the draws, every planned fleet evaluated under each (paired), the
+comparisons' probabilities, the tornado and flip sentences, the line's break-even price, and
+N-1, as the plan's typed `uncertainty` block."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pdd_plan.architectures import LINE_BASELINE, LOCAL_BASELINE, RELAY_ARCH
+from pdd_plan.evaluate import fleet
+from pdd_plan.inputs.context import Context
+from pdd_plan.inputs.schema.plan import Plan
+from pdd_plan.inputs.schema.plan_uncertainty import (
+    ArchitectureUncertainty,
+    DrawRow,
+    InputLaw,
+    PlanUncertainty,
+    Versus,
+)
+from pdd_plan.inputs.schema.uncertainty import Uncertainty
+from pdd_plan.uncertainty import draws as draws_mod
+from pdd_plan.uncertainty import paired, sensitivity
+from pdd_plan.uncertainty.n_minus_1 import n_minus_1
+from pdd_plan.workload.classes import build_classes
+from pdd_plan.workload.requests import RequestClasses
+
+
+@dataclass(frozen=True)
+class Options:
+    draws: int | None = None  # None: the scenario's (or the default 32)
+    seed: int | None = None
+    iid: bool = False  # independent draws instead of the Latin hypercube
+    n_minus_1: bool = True
+
+
+def settings(ctx: Context, opt: Options) -> tuple[Uncertainty, bool]:
+    """The scenario's section (or the default) with the options' overrides; and whether the
+    scenario has the section."""
+    given = ctx.scenario.uncertainty
+    u = given or Uncertainty()
+    upd = {}
+    if opt.draws is not None:
+        upd["draws"] = opt.draws
+    if opt.seed is not None:
+        upd["seed"] = opt.seed
+    # validated again: an override over the DRAWS limit is the same one-line error
+    return (Uncertainty.model_validate({**u.model_dump(), **upd}) if upd else u), given is not None
+
+
+def make_draws(ctx: Context, opt: Options) -> tuple[draws_mod.Draws, list[str], Uncertainty]:
+    u, _ = settings(ctx, opt)
+    ms, notes = draws_mod.marginals(ctx.scenario.uncertainty, ctx.model)
+    d = draws_mod.draw(ms, u.draws, u.seed, u.inputs.perf_correlation, iid=opt.iid)
+    return d, notes, u
+
+
+def _law(m: draws_mod.Marginal) -> InputLaw:
+    q = [float(f"{m.quantile(x):.4g}") for x in (0.1, 0.5, 0.9)]
+    params = {k: float(f"{v:.4g}") for k, v in m.params.items()}
+    return InputLaw(name=m.name, kind=m.kind, dist=m.dist, params=params, source=m.source,
+                    p10=q[0], p50=q[1], p90=q[2])  # fmt: skip
+
+
+def _versus(ev, d, pr, ls, base: str) -> Versus:
+    share, se, ties = paired.beats(pr, RELAY_ARCH, base)
+    gains = sensitivity.Gains(ev, RELAY_ARCH, base)
+    rows = sensitivity.tornado(gains, d, ls)
+    g = paired.gain(pr.bcr[:, pr.column(RELAY_ARCH)], pr.bcr[:, pr.column(base)])
+    med = gains(d.at())
+    return Versus(
+        baseline=base,
+        p_beats=round(share, 4),
+        stderr=round(se, 4),
+        ties=round(ties, 4),
+        gain=paired.band(g),
+        median_gain=None if med is None else float(f"{med:.4g}"),
+        flip=sensitivity.flip(gains, d, ls, rows),
+        tornado=rows,
+    )
+
+
+def _rows(d: draws_mod.Draws, pr: paired.Paired) -> list[DrawRow]:
+    def r(x: float) -> float:
+        return float(f"{x:.4g}")
+
+    return [
+        DrawRow(
+            values={k: r(v) for k, v in d.draw(i).items()},
+            goodput_rps={a: r(pr.goodput[i, j]) for j, a in enumerate(pr.archs)},
+            bcr={a: r(pr.bcr[i, j]) for j, a in enumerate(pr.archs)},
+        )
+        for i in range(len(d))
+    ]
+
+
+def assess(
+    ctx: Context, plan: Plan, opt: Options | None = None, classes: RequestClasses | None = None
+) -> PlanUncertainty:
+    """The plan's `uncertainty` block (see the module doc)."""
+    opt = opt or Options()
+    cls = classes or build_classes(ctx)
+    d, notes, u = make_draws(ctx, opt)
+    fleets = fleet.from_plan(ctx, plan, "plan")
+    ev = paired.Evaluator(ctx, cls, fleets)
+    planned = {a: float(p.goodput_rps) for a, p in plan.plans.items()}
+    pr = paired.evaluate(ev, d, planned)
+    ls = sensitivity.levers(d, u.inputs.perf_correlation)
+    archs = {}
+    for j, a in enumerate(pr.archs):
+        archs[a] = ArchitectureUncertainty(
+            goodput_rps=paired.band(pr.goodput[:, j]),
+            bcr=paired.band(pr.bcr[:, j]),
+            cost_per_hour=paired.band(pr.cost[:, j]),
+            meets_sla_share=round(float(np.mean(pr.meets[:, j])), 4),
+            n_minus_1=n_minus_1(ctx, cls, fleets[a]) if opt.n_minus_1 else {},
+        )
+    comps = {}
+    if RELAY_ARCH in fleets:
+        for base in (LINE_BASELINE, LOCAL_BASELINE):
+            if base in fleets:
+                comps[base] = _versus(ev, d, pr, ls, base)
+    if "rate" in d.names:
+        notes.append("the request rate moves whether a plan meets the SLA, not its BCR at goodput")
+    return PlanUncertainty(
+        draws=len(d),
+        seed=u.seed,
+        method=f"{d.method}; each fleet's SLA goodput by evaluate's analytic bisection",
+        inputs=[_law(m) for m in d.marginals],
+        notes=notes,
+        architectures=archs,
+        comparisons=comps,
+        break_even=sensitivity.line_break_even(ev, d, RELAY_ARCH, LOCAL_BASELINE),
+        per_draw=_rows(d, pr),
+    )
