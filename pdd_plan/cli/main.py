@@ -56,6 +56,12 @@ def optimize(
         "scenario's uncertainty.draws when it has the section; without it, the perf error band "
         "alone). 0: skip.",
     ),
+    robust: float = typer.Option(
+        None,
+        "--robust",
+        help="Plan robust fleets: each architecture's cheapest fleet found meeting the SLA in "
+        "at least this share of independent draws (e.g. 0.9; scenario search.robust).",
+    ),
 ) -> None:
     """Size prefill / relay-decode / main-decode pools and the line; compare with CDC-PD and IDC-PD."""
     from pdd_plan.inputs.context import build_context, load_scenario
@@ -80,10 +86,13 @@ def optimize(
         limits.check("DRAWS", draws, None, "--draws")
     ctx = build_context(sc, path)
     plan = run(ctx, verify=not no_verify, sim_requests=sim_requests, timings=timings)
-    if (draws is None and sc.uncertainty is not None) or draws:
-        from pdd_plan.uncertainty import Options, assess
+    q = robust if robust is not None else sc.search.robust
+    if q is not None and not 0 < q < 1:
+        raise InputError(None, "--robust", f"must be a share in (0, 1) (got {q:g})", "e.g. 0.9")
+    if (draws is None and sc.uncertainty is not None) or draws or q is not None:
+        from pdd_plan.uncertainty import Options, plan_under_uncertainty
 
-        plan = plan.model_copy(update={"uncertainty": assess(ctx, plan, Options(draws=draws))})
+        plan = plan_under_uncertainty(ctx, plan, Options(draws=draws or None, robust=q))
     if out is not None:
         write_atomic(out, plan.to_text("yaml"))
     if fmt == "table":

@@ -34,12 +34,32 @@ def verdict_lines(u: PlanUncertainty) -> list[str]:
         )
     if u.break_even:
         out.append(u.break_even)
-    return out
+    return out + robust_lines(u)
 
 
 def lines_text(u: PlanUncertainty) -> str:
     """The block as plain text lines (Markdown / HTML reports use the same sentences)."""
     return "\n".join(verdict_lines(u))
+
+
+def robust_lines(u: PlanUncertainty) -> list[str]:
+    """The robust fleets' cost against the nominal ones'."""
+    r = u.robust
+    if r is None:
+        return []
+    out = [f"Robust fleets: SLA met in >= {r.q:.0%} of {r.draws} independent draws."]
+    if r.rate_note:
+        out.append(r.rate_note + ".")
+    for a, x in r.architectures.items():
+        if x.robust_cost_per_hour is None:
+            out.append(f"  {a}: none found (meets {x.met_share:.0%} as planned): {x.note}")
+            continue
+        extra = "" if x.design_draw is None else f", planned at draw {x.design_draw}"
+        out.append(
+            f"  {a}: ${x.robust_cost_per_hour:,.1f}/h vs nominal ${x.nominal_cost_per_hour:,.1f}/h "
+            f"({_pct(x.cost_of_robustness)} for robustness), meets {x.met_share:.0%}{extra}"
+        )
+    return out
 
 
 def render(u: PlanUncertainty, console: Console) -> None:

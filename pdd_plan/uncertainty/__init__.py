@@ -4,6 +4,6 @@ fleet evaluated under them, paired (`perturb`, `paired`), what would flip the ve
 
 from __future__ import annotations
 
-from pdd_plan.uncertainty.assess import Options, assess
+from pdd_plan.uncertainty.assess import Options, assess, plan_under_uncertainty
 
-__all__ = ["Options", "assess"]
+__all__ = ["Options", "assess", "plan_under_uncertainty"]

@@ -17,11 +17,13 @@ from pdd_plan.inputs.schema.plan_uncertainty import (
     DrawRow,
     InputLaw,
     PlanUncertainty,
+    RobustArchitecture,
     Versus,
 )
+from pdd_plan.inputs.schema.plan_uncertainty import Robust as RobustBlock
 from pdd_plan.inputs.schema.uncertainty import Uncertainty
 from pdd_plan.uncertainty import draws as draws_mod
-from pdd_plan.uncertainty import paired, sensitivity
+from pdd_plan.uncertainty import paired, robust, sensitivity
 from pdd_plan.uncertainty.n_minus_1 import n_minus_1
 from pdd_plan.workload.classes import build_classes
 from pdd_plan.workload.requests import RequestClasses
@@ -33,6 +35,7 @@ class Options:
     seed: int | None = None
     iid: bool = False  # independent draws instead of the Latin hypercube
     n_minus_1: bool = True
+    robust: float | None = None  # plan robust fleets meeting the SLA in this share of draws
 
 
 def settings(ctx: Context, opt: Options) -> tuple[Uncertainty, bool]:
@@ -93,6 +96,49 @@ def _rows(d: draws_mod.Draws, pr: paired.Paired) -> list[DrawRow]:
         )
         for i in range(len(d))
     ]
+
+
+def _robust_block(
+    ctx: Context, plan: Plan, opt: Options, cls: RequestClasses
+) -> tuple[Plan, RobustBlock]:
+    """The plan with robust fleets in place, and how they were found (independent draws, the
+    scenario approach's premise, seeded apart from the assessment's)."""
+    q = float(opt.robust)
+    d, _, u = make_draws(ctx, Options(draws=opt.draws, seed=opt.seed, iid=True))
+    found = robust.robust_plans(ctx, plan, cls, d, q)
+    rows = {}
+    for a, r in found.items():
+        rc = r.plan.cost_per_hour if r.plan is not None else None
+        rows[a] = RobustArchitecture(
+            nominal_cost_per_hour=r.nominal_cost_per_hour,
+            robust_cost_per_hour=rc,
+            cost_of_robustness=None
+            if rc is None or r.nominal_cost_per_hour <= 0
+            else round(rc / r.nominal_cost_per_hour - 1.0, 4),
+            met_share=round(r.met / len(d), 4),
+            design_draw=r.design_draw,
+            replans=r.steps,
+            note=r.why,
+        )
+    note = None
+    if plan.rate_rps is None:
+        note = (
+            "objective bcr: the rate is each architecture's nominal optimum; the robust fleet "
+            "is the cheapest found serving it"
+        )
+    block = RobustBlock(q=q, draws=len(d), seed=u.seed, method=robust.METHOD, rate_note=note,
+                        architectures=rows)  # fmt: skip
+    return robust.replace_plans(plan, found), block
+
+
+def plan_under_uncertainty(ctx: Context, plan: Plan, opt: Options) -> Plan:
+    """The plan (robust fleets in place with `opt.robust`) with its `uncertainty` block."""
+    cls = build_classes(ctx)
+    block = None
+    if opt.robust is not None:
+        plan, block = _robust_block(ctx, plan, opt, cls)
+    u = assess(ctx, plan, opt, cls)
+    return plan.model_copy(update={"uncertainty": u.model_copy(update={"robust": block})})
 
 
 def assess(

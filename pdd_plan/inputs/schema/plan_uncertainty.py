@@ -69,6 +69,27 @@ class DrawRow(Strict):
     bcr: dict[str, float]
 
 
+class RobustArchitecture(Strict):
+    nominal_cost_per_hour: float
+    robust_cost_per_hour: float | None  # None: no fleet found meeting the share
+    cost_of_robustness: float | None  # robust / nominal - 1
+    met_share: float = Field(ge=0, le=1)  # share of the design draws the fleet meets
+    design_draw: int | None  # the draw it was planned at (None: the nominal fleet already met)
+    replans: int = Field(ge=0)
+    note: str | None = None
+
+
+class Robust(Strict):
+    """How the robust fleets were planned (uncertainty/robust.py, docs/model.md)."""
+
+    q: float = Field(gt=0, lt=1)
+    draws: int = Field(ge=1)  # independent draws the share is counted over
+    seed: int = Field(ge=0)
+    method: str
+    rate_note: str | None = None  # objective bcr: the rate is the nominal optimum's
+    architectures: dict[str, RobustArchitecture]
+
+
 class PlanUncertainty(Strict):
     draws: int = Field(ge=1)
     seed: int = Field(ge=0)
@@ -78,4 +99,5 @@ class PlanUncertainty(Strict):
     architectures: dict[str, ArchitectureUncertainty]
     comparisons: dict[str, Versus]
     break_even: str | None = None
+    robust: Robust | None = None
     per_draw: list[DrawRow]

@@ -311,6 +311,9 @@ class Search(Strict):
     time_limit_s: PositiveFloat = 30.0
     """Wall-clock seconds for one architecture's whole planning (every MILP, Dinkelbach step and
     verification replay); past it the run stops with an error."""
+    robust: float | None = Field(default=None, gt=0, lt=1, exclude_if=lambda v: v is None)
+    """Plan robust fleets: per architecture the cheapest fleet found meeting the SLA in at least
+    this share of independent draws of the `uncertainty:` inputs (`optimize --robust`)."""
 
     @field_validator("utilization_levels")
     @classmethod
