@@ -62,6 +62,9 @@ def optimize(
         help="Plan robust fleets: each architecture's cheapest fleet found meeting the SLA in "
         "at least this share of independent draws (e.g. 0.9; scenario search.robust).",
     ),
+    confirm: int = typer.Option(
+        0, "--confirm", help="Replay this many of the uncertainty draws in the simulator."
+    ),
 ) -> None:
     """Size prefill / relay-decode / main-decode pools and the line; compare with CDC-PD and IDC-PD."""
     from pdd_plan.inputs.context import build_context, load_scenario
@@ -89,10 +92,14 @@ def optimize(
     q = robust if robust is not None else sc.search.robust
     if q is not None and not 0 < q < 1:
         raise InputError(None, "--robust", f"must be a share in (0, 1) (got {q:g})", "e.g. 0.9")
-    if (draws is None and sc.uncertainty is not None) or draws or q is not None:
+    if confirm < 0:
+        raise InputError(None, "--confirm", f"must be >= 0 (got {confirm})", "e.g. 4")
+    limits.check("DRAWS", confirm, None, "--confirm")
+    if (draws is None and sc.uncertainty is not None) or draws or q is not None or confirm:
         from pdd_plan.uncertainty import Options, plan_under_uncertainty
 
-        plan = plan_under_uncertainty(ctx, plan, Options(draws=draws or None, robust=q))
+        opt = Options(draws=draws or None, robust=q, confirm=confirm, sim_requests=sim_requests)
+        plan = plan_under_uncertainty(ctx, plan, opt)
     if out is not None:
         write_atomic(out, plan.to_text("yaml"))
     if fmt == "table":

@@ -34,6 +34,12 @@ def verdict_lines(u: PlanUncertainty) -> list[str]:
         )
     if u.break_even:
         out.append(u.break_even)
+    for a, c in u.confirmed.items():
+        part = " (partly: some inputs do not reach the simulator)" if c.partial else ""
+        out.append(
+            f"Replayed {c.replays} draws of {a}{part}: SLA met in {c.sim_met_share:.0%} "
+            f"(analytic {c.analytic_met_share:.0%}; verdicts agree in {c.agree_share:.0%})."
+        )
     return out + robust_lines(u)
 
 

@@ -14,6 +14,7 @@ from pdd_plan.inputs.context import Context
 from pdd_plan.inputs.schema.plan import Plan
 from pdd_plan.inputs.schema.plan_uncertainty import (
     ArchitectureUncertainty,
+    Confirmed,
     DrawRow,
     InputLaw,
     PlanUncertainty,
@@ -23,7 +24,7 @@ from pdd_plan.inputs.schema.plan_uncertainty import (
 from pdd_plan.inputs.schema.plan_uncertainty import Robust as RobustBlock
 from pdd_plan.inputs.schema.uncertainty import Uncertainty
 from pdd_plan.uncertainty import draws as draws_mod
-from pdd_plan.uncertainty import paired, robust, sensitivity
+from pdd_plan.uncertainty import paired, replay, robust, sensitivity
 from pdd_plan.uncertainty.n_minus_1 import n_minus_1
 from pdd_plan.workload.classes import build_classes
 from pdd_plan.workload.requests import RequestClasses
@@ -36,6 +37,8 @@ class Options:
     iid: bool = False  # independent draws instead of the Latin hypercube
     n_minus_1: bool = True
     robust: float | None = None  # plan robust fleets meeting the SLA in this share of draws
+    confirm: int = 0  # replay this many of the draws in the simulator
+    sim_requests: int = 5000
 
 
 def settings(ctx: Context, opt: Options) -> tuple[Uncertainty, bool]:
@@ -141,6 +144,28 @@ def plan_under_uncertainty(ctx: Context, plan: Plan, opt: Options) -> Plan:
     return plan.model_copy(update={"uncertainty": u.model_copy(update={"robust": block})})
 
 
+def _confirmed(ctx, cls, plan: Plan, d, pr: paired.Paired, opt: Options) -> dict[str, Confirmed]:
+    """The first `opt.confirm` draws replayed per architecture, against the analytic verdict."""
+    k = min(opt.confirm, len(d))
+    out = {}
+    for j, a in enumerate(pr.archs):
+        sim, partial = [], False
+        for i in range(k):
+            r = replay.replay(ctx, cls, plan.plans[a], a, d.draw(i), opt.sim_requests, i)
+            sim.append(r.sla_met)
+            partial = partial or r.partial
+        an = [bool(pr.meets[i, j]) for i in range(k)]
+        out[a] = Confirmed(
+            replays=k,
+            sim_requests=opt.sim_requests,
+            sim_met_share=round(sum(sim) / k, 4),
+            analytic_met_share=round(sum(an) / k, 4),
+            agree_share=round(sum(x == y for x, y in zip(sim, an)) / k, 4),
+            partial=partial,
+        )
+    return out
+
+
 def assess(
     ctx: Context, plan: Plan, opt: Options | None = None, classes: RequestClasses | None = None
 ) -> PlanUncertainty:
@@ -178,5 +203,6 @@ def assess(
         architectures=archs,
         comparisons=comps,
         break_even=sensitivity.line_break_even(ev, d, RELAY_ARCH, LOCAL_BASELINE),
+        confirmed=_confirmed(ctx, cls, plan, d, pr, opt) if opt.confirm > 0 else {},
         per_draw=_rows(d, pr),
     )

@@ -90,6 +90,17 @@ class Robust(Strict):
     architectures: dict[str, RobustArchitecture]
 
 
+class Confirmed(Strict):
+    """K of the draws replayed in the simulator (uncertainty/replay.py)."""
+
+    replays: int = Field(ge=1)
+    sim_requests: int = Field(ge=1)
+    sim_met_share: float = Field(ge=0, le=1)  # replays meeting the SLA at the drawn rate
+    analytic_met_share: float = Field(ge=0, le=1)  # the analytic verdict on the same draws
+    agree_share: float = Field(ge=0, le=1)
+    partial: bool  # some drawn inputs (prefix hit, KV in memory, unequal speeds) not replayed
+
+
 class PlanUncertainty(Strict):
     draws: int = Field(ge=1)
     seed: int = Field(ge=0)
@@ -100,4 +111,5 @@ class PlanUncertainty(Strict):
     comparisons: dict[str, Versus]
     break_even: str | None = None
     robust: Robust | None = None
+    confirmed: dict[str, Confirmed] = {}
     per_draw: list[DrawRow]
