@@ -83,15 +83,17 @@ def render(u: PlanUncertainty, console: Console) -> None:
     fit.show(
         console, "under the draws", cols, rows, justify=("left", "right", "right", "right", "left")
     )
-    trows = []
     bases = list(u.comparisons)
     by_input: dict[str, list[str]] = {}
+    width: dict[str, float] = {}
     for base in bases:
         for r in u.comparisons[base].tornado:
-            cell = f"{_pct(r.gain_low)} .. {_pct(r.gain_high)}"
-            by_input.setdefault(f"{r.input} {r.low:.3g} .. {r.high:.3g}", []).append(cell)
-    for k, cells in by_input.items():
-        trows.append([k, *cells])
+            key = f"{r.input} {r.low:.3g} .. {r.high:.3g}"
+            by_input.setdefault(key, []).append(f"{_pct(r.gain_low)} .. {_pct(r.gain_high)}")
+            lo, hi = r.gain_low or 0.0, r.gain_high or 0.0
+            width[key] = max(width.get(key, 0.0), abs(hi - lo))
+    # widest bar over the comparisons first (the table is a tornado)
+    trows = [[k, *by_input[k]] for k in sorted(by_input, key=lambda k: (-width[k], k))]
     if trows:
         cols = ("input P10 .. P90", *(f"gain vs {get(b).title}" for b in bases))
         fit.show(console, "tornado: PDD's BCR gain, one input moved", cols, trows)
