@@ -102,3 +102,29 @@ def render(u: PlanUncertainty, console: Console) -> None:
         "goodput with one instance of a role, or one line, lost (nominal inputs).",
         highlight=False,
     )
+
+
+def section_parts(u: PlanUncertainty) -> list[tuple[str, str, list[str], list[list[str]], str]]:
+    """The block as report sections (key, title, columns, rows, note) for Markdown and HTML
+    (report.sections wraps them): the verdict's sentences, the bands, the tornado."""
+    names = ", ".join(f"{m.name} ({m.dist}; {m.source})" for m in u.inputs) or "none"
+    verdict = [[line] for line in verdict_lines(u)]
+    rows = [
+        [a, f"{x.meets_sla_share:.0%}", _band(x.goodput_rps), _band(x.bcr),
+         ", ".join(f"-{k}: {v:.3g}" for k, v in x.n_minus_1.items()) or "-"]
+        for a, x in u.architectures.items()
+    ]  # fmt: skip
+    torn = [
+        [get(b).title, r.input, f"{r.low:.3g} .. {r.high:.3g}",
+         f"{_pct(r.gain_low)} .. {_pct(r.gain_high)}"]
+        for b, v in u.comparisons.items()
+        for r in v.tornado
+    ]  # fmt: skip
+    note = f"{u.draws} draws, {u.method}. Inputs: {names}. " + " ".join(u.notes)
+    cols = ["arch", "meets SLA", "goodput P10/50/90", "BCR P10/50/90", "N-1 goodput"]
+    return [
+        ("uncertainty_verdict", "How sure: the verdict", ["statement"], verdict, note),
+        ("uncertainty", "Under the draws", cols, rows, ""),
+        ("tornado", "Tornado: PDD's BCR gain, one input at P10 / P90",
+         ["vs", "input", "P10 .. P90", "gain"], torn, ""),
+    ]  # fmt: skip

@@ -32,7 +32,7 @@ from pdd_plan.optimize import summary
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.plan import plan_architecture
 from pdd_plan.optimize.solved import SolverResult
-from pdd_plan.uncertainty import perturb
+from pdd_plan.uncertainty import paired, perturb
 from pdd_plan.uncertainty.draws import Draws
 from pdd_plan.workload.requests import RequestClasses
 
@@ -91,12 +91,12 @@ def _count_met(ctx, cls, fs, draws: Draws, rate: float) -> int:
     return n
 
 
-def _severity(ctx, cls, fs, draws: Draws, rate: float) -> np.ndarray:
+def _severity(ev: paired.Evaluator, arch: str, draws: Draws, rate: float) -> np.ndarray:
     """Per draw: the nominal fleet's SLA goodput over the rate it must carry (low: hard)."""
     out = np.zeros(len(draws))
     for i in range(len(draws)):
         v = draws.draw(i)
-        out[i] = perturb.goodput(perturb.apply(ctx, cls, v), fs) / (rate * v.get("rate", 1.0))
+        out[i] = ev.goodput(v, arch) / (rate * v.get("rate", 1.0))
     return out
 
 
@@ -105,14 +105,15 @@ def robust_one(
     cls: RequestClasses,
     arch: str,
     nominal: ArchitecturePlan,
-    fs: fleet.FleetSpec,
+    ev: paired.Evaluator,
     draws: Draws,
     q: float,
 ) -> Robust:
-    """The robust plan of one architecture at its nominal plan's rate (see the module doc)."""
+    """The robust plan of one architecture at its nominal plan's rate (see the module doc);
+    `ev` evaluates the nominal fleets (shared: equal fleets are evaluated once)."""
     rate = float(nominal.goodput_rps)
     need = math.ceil(q * len(draws) - 1e-9)
-    sev = _severity(ctx, cls, fs, draws, rate)
+    sev = _severity(ev, arch, draws, rate)
     met0 = int(np.sum(sev >= 1 - 1e-9))
     if met0 >= need:
         return Robust(nominal, None, nominal.cost_per_hour, met0, None, 0)
