@@ -155,8 +155,8 @@ def _one(ctx: Context, arch: str, p: ArchitecturePlan) -> Plan:
 def robust_plans(
     ctx: Context, plan: Plan, cls: RequestClasses, draws: Draws, q: float
 ) -> dict[str, Robust]:
-    fleets = fleet.from_plan(ctx, plan, "plan")
-    return {a: robust_one(ctx, cls, a, p, fleets[a], draws, q) for a, p in plan.plans.items()}
+    ev = paired.Evaluator(ctx, cls, fleet.from_plan(ctx, plan, "plan"))
+    return {a: robust_one(ctx, cls, a, p, ev, draws, q) for a, p in plan.plans.items()}
 
 
 def replace_plans(plan: Plan, robust: dict[str, Robust]) -> Plan:

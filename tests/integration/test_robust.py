@@ -5,6 +5,7 @@ meets the share is kept as it is."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -17,8 +18,7 @@ from pdd_plan.inputs.schema.scenario import Scenario
 from pdd_plan.optimize import optimize
 from pdd_plan.uncertainty import block, replay, robust
 from pdd_plan.workload.classes import build_classes
-
-pytestmark = pytest.mark.slow
+from tests.cli_helpers import invoke, refused
 
 TINY = Path(__file__).resolve().parents[2] / "benchmarks" / "scenarios" / "tiny.yaml"
 SPEED = {"dist": "lognormal", "median": 1.0, "sigma": 0.06, "source": "assumption"}
@@ -30,6 +30,7 @@ INPUTS = {
 }
 
 
+@pytest.mark.slow
 def test_q90_plan_meets_the_sla_out_of_sample():
     d = yaml.safe_load(TINY.read_text())
     d["uncertainty"] = {"inputs": INPUTS}
@@ -50,3 +51,24 @@ def test_q90_plan_meets_the_sla_out_of_sample():
     )
     assert met / len(fresh) >= 0.85, met
     assert found[LOCAL_BASELINE].plan is not None
+
+
+@pytest.mark.integration
+def test_cli_robust_puts_the_robust_fleet_in_the_plan(tmp_path):
+    d = yaml.safe_load(TINY.read_text())
+    d["uncertainty"] = {"draws": 4, "inputs": INPUTS}
+    d["search"] = {**d.get("search", {}), "robust": 0.75}
+    scen = tmp_path / "tiny-robust.yaml"
+    scen.write_text(yaml.safe_dump(d))
+    r = invoke("optimize", scen, "--no-verify", "-f", "json")
+    assert r.exit_code == 0, r.stderr
+    out = json.loads(r.stdout)
+    rb = out["uncertainty"]["robust"]
+    assert rb["q"] == 0.75 and rb["draws"] == 4
+    for a, x in rb["architectures"].items():
+        if x["robust_cost_per_hour"] is not None:
+            # the plan's fleet is the robust one (emit and simulate read it), never cheaper
+            assert out["plans"][a]["cost_per_hour"] == pytest.approx(x["robust_cost_per_hour"])
+            assert x["robust_cost_per_hour"] >= x["nominal_cost_per_hour"] - 1e-6
+            assert x["met_share"] >= 0.75
+    refused("optimize", scen, "--no-verify", "--robust", "1.5", needle=("--robust", "(0, 1)"))
