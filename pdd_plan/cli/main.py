@@ -65,6 +65,12 @@ def optimize(
     confirm: int = typer.Option(
         0, "--confirm", help="Replay this many of the uncertainty draws in the simulator."
     ),
+    replan: bool = typer.Option(
+        False,
+        "--replan",
+        help="Re-plan at the P10/P90 corners of the two strongest uncertain inputs: does the "
+        "line option or an instance count change?",
+    ),
 ) -> None:
     """Size prefill / relay-decode / main-decode pools and the line; compare with CDC-PD and IDC-PD."""
     from pdd_plan.inputs.context import build_context, load_scenario
@@ -95,10 +101,13 @@ def optimize(
     if confirm < 0:
         raise InputError(None, "--confirm", f"must be >= 0 (got {confirm})", "e.g. 4")
     limits.check("DRAWS", confirm, None, "--confirm")
-    if (draws is None and sc.uncertainty is not None) or draws or q is not None or confirm:
+    wanted = (draws is None and sc.uncertainty is not None) or draws
+    if wanted or q is not None or confirm or replan:
         from pdd_plan.uncertainty import Options, plan_under_uncertainty
 
-        opt = Options(draws=draws or None, robust=q, confirm=confirm, sim_requests=sim_requests)
+        opt = Options(
+            draws=draws or None, robust=q, confirm=confirm, sim_requests=sim_requests, replan=replan
+        )
         plan = plan_under_uncertainty(ctx, plan, opt)
     if out is not None:
         write_atomic(out, plan.to_text("yaml"))

@@ -40,6 +40,17 @@ def verdict_lines(u: PlanUncertainty) -> list[str]:
             f"Replayed {c.replays} draws of {a}{part}: SLA met in {c.sim_met_share:.0%} "
             f"(analytic {c.analytic_met_share:.0%}; verdicts agree in {c.agree_share:.0%})."
         )
+    f = u.plan_flips
+    if f is not None:
+        per = "; ".join(
+            f"{a}: line {f.line_changes[a]}/{f.corners}, counts {f.count_changes[a]}/{f.corners}"
+            + (f", no plan {f.no_plan[a]}" if f.no_plan[a] else "")
+            for a in f.line_changes
+        )
+        out.append(
+            f"Re-planned at the {f.corners} P10/P90 corners of {' and '.join(f.inputs)}: "
+            f"corners where the line option or an instance count changes ({per})."
+        )
     return out + robust_lines(u)
 
 

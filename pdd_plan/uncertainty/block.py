@@ -24,7 +24,7 @@ from pdd_plan.inputs.schema.plan_uncertainty import (
 from pdd_plan.inputs.schema.plan_uncertainty import Robust as RobustBlock
 from pdd_plan.inputs.schema.uncertainty import Uncertainty
 from pdd_plan.uncertainty import draws as draws_mod
-from pdd_plan.uncertainty import paired, replay, robust, sensitivity
+from pdd_plan.uncertainty import paired, replan, replay, robust, sensitivity
 from pdd_plan.uncertainty.n_minus_1 import n_minus_1
 from pdd_plan.workload.classes import build_classes
 from pdd_plan.workload.requests import RequestClasses
@@ -38,6 +38,7 @@ class Options:
     n_minus_1: bool = True
     robust: float | None = None  # plan robust fleets meeting the SLA in this share of draws
     confirm: int = 0  # replay this many of the draws in the simulator
+    replan: bool = False  # re-plan at the corners of the two strongest inputs
     sim_requests: int = 5000
 
 
@@ -204,5 +205,8 @@ def assess(
         comparisons=comps,
         break_even=sensitivity.line_break_even(ev, d, RELAY_ARCH, LOCAL_BASELINE),
         confirmed=_confirmed(ctx, cls, plan, d, pr, opt) if opt.confirm > 0 else {},
+        plan_flips=replan.plan_flips(ctx, cls, plan, d, replan.strongest(comps, ls))
+        if opt.replan and ls
+        else None,
         per_draw=_rows(d, pr),
     )

@@ -101,6 +101,16 @@ class Confirmed(Strict):
     partial: bool  # some drawn inputs (prefix hit, KV in memory, unequal speeds) not replayed
 
 
+class PlanFlips(Strict):
+    """Each architecture re-planned at the P10/P90 corners of the strongest inputs."""
+
+    inputs: list[str]
+    corners: int = Field(ge=1)
+    line_changes: dict[str, int]  # corners whose plan has another line option
+    count_changes: dict[str, int]  # corners whose plan has another instance count or size
+    no_plan: dict[str, int]  # corners with no plan at all
+
+
 class PlanUncertainty(Strict):
     draws: int = Field(ge=1)
     seed: int = Field(ge=0)
@@ -112,4 +122,5 @@ class PlanUncertainty(Strict):
     break_even: str | None = None
     robust: Robust | None = None
     confirmed: dict[str, Confirmed] = {}
+    plan_flips: PlanFlips | None = None
     per_draw: list[DrawRow]
