@@ -66,8 +66,10 @@ def test_block_is_deterministic_and_round_trips(setting):
 
 
 def test_cli_prints_the_probability_and_refuses_bad_draws():
-    r = invoke("optimize", "narrow-line", "--no-verify", "--draws", 3)
+    r = invoke("optimize", "narrow-line", "--no-verify", "--draws", 3, "--replan")
     assert r.exit_code == 0, r.stderr
     assert "P(PDD beats IDC-PD on BCR)" in r.stdout and "perf error band alone" in r.stdout
+    # one lever (the speeds, fully correlated): its two ends are the corners
+    assert "Re-planned at the 2 P10/P90 corners of perf_speed" in r.stdout
     for bad, word in (("5000", "over the limit"), ("1", ">= 2")):
         refused("optimize", "narrow-line", "--no-verify", "--draws", bad, needle=("--draws", word))

@@ -96,3 +96,19 @@ def test_n_minus_1_takes_one_instance_and_one_line():
     assert out["prefill"].instances[0].cost_per_hour == pytest.approx(20.0)
     assert out["line"].line.count == 1
     assert "line" not in losses(_fleet(RELAY_ARCH, 1))
+
+
+def test_strongest_levers_are_the_widest_bars():
+    from pdd_plan.inputs.schema.plan_uncertainty import Band, TornadoRow, Versus
+    from pdd_plan.uncertainty.replan import strongest
+
+    d = _draws(kv_bytes=KV, line_rate=KV, gpu_price=KV)
+    ls = sensitivity.levers(d, 1.0)
+    rows = [
+        TornadoRow(input="kv_bytes", low=0.8, high=1.4, gain_low=0.1, gain_high=-0.1),
+        TornadoRow(input="line_rate", low=0.8, high=1.4, gain_low=0.0, gain_high=0.5),
+        TornadoRow(input="gpu_price", low=0.8, high=1.4, gain_low=0.0, gain_high=0.01),
+    ]
+    v = Versus(baseline=LOCAL_BASELINE, p_beats=0.5, stderr=0.1, ties=0.0, gain=Band(),
+               median_gain=0.0, flip="", tornado=rows)  # fmt: skip
+    assert [lv.name for lv in strongest({LOCAL_BASELINE: v}, ls)] == ["line_rate", "kv_bytes"]
