@@ -40,6 +40,7 @@ class Evaluator:
     def __init__(self, ctx: Context, classes: RequestClasses, fleets: dict[str, FleetSpec]):
         self.ctx, self.classes, self.fleets = ctx, classes, fleets
         self._memo: dict[tuple, float] = {}
+        self.severity: dict[tuple, dict[int, float]] = {}  # robust.py's per-draw checks
         self.evaluations = 0
 
     def goodput(self, values: dict[str, float], arch: str) -> float:
@@ -47,8 +48,10 @@ class Evaluator:
         moving = tuple(sorted((k, v) for k, v in values.items() if k in MOVES_GOODPUT))
         key = (fleet_key(fs), moving)
         if key not in self._memo:
+            # the nominal goodput first: it brackets every draw's bisection
+            hint = None if not moving else self.goodput({}, arch)
             ap = perturb.apply(self.ctx, self.classes, dict(moving))
-            self._memo[key] = perturb.goodput(ap, fs)
+            self._memo[key] = perturb.goodput(ap, fs, hint)
             self.evaluations += 1
         return self._memo[key]
 

@@ -81,8 +81,25 @@ def shifted(classes: RequestClasses, s: float) -> RequestClasses:
     return out
 
 
+_APPLIED: dict[tuple, tuple[Context, RequestClasses, Applied]] = {}
+
+
 def apply(ctx: Context, classes: RequestClasses, values: dict[str, float]) -> Applied:
-    """The models under a draw (`values`: input name -> drawn value; a missing input is nominal)."""
+    """The models under a draw (`values`: input name -> drawn value; a missing input is nominal).
+    Memoized: the same draw applied again hands back the same GPU profiles and classes, so the
+    perf memos (keyed by profile) are hit for every fleet and architecture evaluated under it."""
+    key = (id(ctx), id(classes), tuple(sorted(values.items())))
+    hit = _APPLIED.get(key)
+    if hit is not None and hit[0] is ctx and hit[1] is classes:  # entries keep both alive
+        return hit[2]
+    if len(_APPLIED) > 2048:
+        _APPLIED.clear()
+    out = _apply(ctx, classes, values)
+    _APPLIED[key] = (ctx, classes, out)
+    return out
+
+
+def _apply(ctx: Context, classes: RequestClasses, values: dict[str, float]) -> Applied:
     kv = values.get("kv_bytes", 1.0)
     lr = values.get("line_rate", 1.0)
     lines = [scaled_line(s, lr, kv) for s in ctx.lines]
@@ -113,13 +130,57 @@ def fleet_model(ap: Applied, fs: FleetSpec) -> analytic.FleetModel:
     return fm
 
 
-def goodput(ap: Applied, fs: FleetSpec) -> float:
-    """The fleet's SLA goodput (req/s) under the draw; 0 where it meets the SLA at no rate."""
+def goodput(ap: Applied, fs: FleetSpec, hint: float | None = None) -> float:
+    """The fleet's SLA goodput (req/s) under the draw; 0 where it meets the SLA at no rate.
+    `hint` (e.g. the nominal goodput) brackets the bisection near where the answer likely is."""
     fm = fleet_model(ap, fs)
     if fm.n_prefill == 0 or not fm.md:
         return 0.0
-    lo, _ = analytic.search(fm, rel_tol=REL_TOL)
-    return float(lo.rate) if lo.ok else 0.0
+    bound = analytic.rate_bound(fm)
+    if hint is None or not 0 < hint < bound:
+        lo, _ = analytic.search(fm, rel_tol=REL_TOL)
+        return float(lo.rate) if lo.ok else 0.0
+    return _bracketed(fm, hint, bound)
+
+
+def _bracketed(fm: analytic.FleetModel, hint: float, bound: float) -> float:
+    """Evaluate's bisection started at `hint`: steps out geometrically (10%, 20%, 40%, ...)
+    until the SLA's edge is bracketed, then halves the bracket to REL_TOL (feasibility is
+    monotone in the rate, as analytic.search assumes)."""
+    floor = bound * 1e-3
+    ok = analytic.at_rate(fm, hint).ok
+    lo, hi = (hint, None) if ok else (None, hint)
+    step = 0.1
+    while lo is None or hi is None:
+        if lo is None:
+            r = hi / (1 + step)
+            if r < floor:
+                return 0.0 if not analytic.at_rate(fm, floor).ok else _halve(fm, floor, hi)
+            if analytic.at_rate(fm, r).ok:
+                lo = r
+            else:
+                hi = r
+        else:
+            r = min(lo * (1 + step), bound)
+            if r >= bound:
+                return bound if analytic.at_rate(fm, bound).ok else _halve(fm, lo, bound)
+            if analytic.at_rate(fm, r).ok:
+                lo = r
+            else:
+                hi = r
+        step *= 2
+    return _halve(fm, lo, hi)
+
+
+def _halve(fm: analytic.FleetModel, lo: float, hi: float) -> float:
+    """Bisection between a feasible `lo` and an infeasible `hi`, to REL_TOL of lo."""
+    while hi - lo > REL_TOL * lo:
+        mid = 0.5 * (lo + hi)
+        if analytic.at_rate(fm, mid).ok:
+            lo = mid
+        else:
+            hi = mid
+    return float(lo)
 
 
 def cost_per_hour(fs: FleetSpec, gpu_price: float = 1.0, line_price: float = 1.0) -> float:
