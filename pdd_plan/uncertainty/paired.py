@@ -40,7 +40,6 @@ class Evaluator:
     def __init__(self, ctx: Context, classes: RequestClasses, fleets: dict[str, FleetSpec]):
         self.ctx, self.classes, self.fleets = ctx, classes, fleets
         self._memo: dict[tuple, float] = {}
-        self.severity: dict[tuple, dict[int, float]] = {}  # robust.py's per-draw checks
         self.evaluations = 0
 
     def goodput(self, values: dict[str, float], arch: str) -> float:

@@ -2,8 +2,7 @@
 rate in at least a share Q of N independent draws (a sampled chance constraint).
 
 Method (docs/model.md, "Robust plans"). The draws are ranked by how hard they are on the
-nominal fleet (whether it meets the SLA at the rate it must carry there, then the most loaded
-resource's use over its cap: evaluate's analytic check, one per draw). Planning at
+nominal fleet (its SLA goodput under the draw over the rate it must carry there). Planning at
 a draw means the fixed-rate minimum-cost search (optimize.search.plan) on the models under
 that draw; when every input moves the fleet one way (faster GPUs, fewer bytes, a faster line
 never hurt), the fleet planned at the draw ranked ceil(Q N)-th meets every milder draw, and no
@@ -93,25 +92,13 @@ def _count_met(ctx, cls, fs, draws: Draws, rate: float) -> int:
 
 
 def _severity(ev: paired.Evaluator, arch: str, draws: Draws, rate: float) -> np.ndarray:
-    """Per draw, how hard it is on the nominal fleet at the rate it must carry there: the
-    inverse of the most loaded resource's use over its cap (evaluate's `limits`; >= 1 where
-    the fleet meets the SLA). One analytic check per draw, not a goodput bisection; equal
-    fleets share it."""
-    fs = ev.fleets[arch]
-    key = paired.fleet_key(fs)
-    memo = ev.severity.setdefault((key, rate, id(draws)), {})
+    """Per draw: the nominal fleet's SLA goodput over the rate it must carry there (>= 1: it
+    meets the SLA; low: hard). Through the shared evaluator: equal fleets once, bisections
+    bracketed at the nominal goodput."""
     out = np.zeros(len(draws))
     for i in range(len(draws)):
-        if i not in memo:
-            v = draws.draw(i)
-            fm = perturb.fleet_model(perturb.apply(ev.ctx, ev.classes, v), fs)
-            if fm.n_prefill == 0 or not fm.md:
-                memo[i] = 0.0
-                continue
-            at = analytic.at_rate(fm, rate * v.get("rate", 1.0))
-            worst = max(at.limits.values(), default=0.0)
-            memo[i] = (1.0 if at.ok else 0.0) + 1.0 / max(worst, 1e-9) * 1e-3
-        out[i] = memo[i]
+        v = draws.draw(i)
+        out[i] = ev.goodput(v, arch) / (rate * v.get("rate", 1.0))
     return out
 
 
@@ -129,7 +116,7 @@ def robust_one(
     rate = float(nominal.goodput_rps)
     need = math.ceil(q * len(draws) - 1e-9)
     sev = _severity(ev, arch, draws, rate)
-    met0 = int(np.sum(sev >= 1.0))
+    met0 = int(np.sum(sev >= 1 - 1e-9))
     if met0 >= need:
         return Robust(nominal, None, nominal.cost_per_hour, met0, None, 0)
     order = np.argsort(-sev, kind="stable")  # mildest first
