@@ -5,8 +5,10 @@ Run: python -m benchmarks.robust [--scenario FILE] [--q 0.9] [--draws 64] [--fre
      [--sim-requests 4000] [--arch pdd,cdc_pd,idc_pd]
 
 Default scenario: benchmarks/scenarios/robust-check.yaml (the default scenario with a perf
-band of an engine measured on the deployment: the shipped MoE band, whose median draw is 19%
-slower than the model, leaves no robust fleet within the datacenters' GPUs). Prints, per
+band of an engine measured on the deployment, sigma 8%, and twice the H100s and four times
+the H200s: with the shipped MoE band, whose median draw is 19% slower than the model, or with
+the default's GPUs, the decode pools at the TPOT target do not fit and there is no robust
+fleet). Prints, per
 architecture: the nominal and robust $/hour, the share of the N design draws the robust fleet
 meets, the share of the M fresh draws it meets by the analytic check and in the simulator
 (with a one-sided 95% Clopper-Pearson lower bound), the seconds spent, and which drawn inputs
