@@ -31,7 +31,7 @@ from pdd_plan.common.errors import InfeasibleError
 from pdd_plan.inputs.context import Context, build_context
 from pdd_plan.inputs.profiles import example_path
 from pdd_plan.inputs.schema.scenario import Scenario
-from pdd_plan.optimize import milp, optimize, solve_architecture, summary
+from pdd_plan.optimize import milp, optimize, problem_of, solve_architecture, summary
 from pdd_plan.optimize.search import fixed_rate
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.plan import plan_architecture
@@ -68,7 +68,7 @@ def scale_rows(name: str, d: dict, file: str, repeat: int) -> list[str]:
         for a in ctx.scenario.architectures:
             t0 = time.perf_counter()
             try:
-                p = solve_architecture(ctx, a, cls, rate, caps)
+                p = solve_architecture(problem_of(ctx), a, cls, rate, caps)
                 s = summary.summarize(p, cls, p.rate, ctx.prefill_dc)
                 info[a] = (p.milps, f"{s.cost_per_hour:,.2f}", f"{s.bcr:,.1f}")
             except InfeasibleError:
@@ -194,14 +194,14 @@ def _combination_rows(label: str, d: dict) -> list[str]:
         milp.solve = spy
         fixed_rate.decode_lb_per_rps = lambda *x, **k: float("-inf")
         try:
-            plan_architecture(ctx, a, cls, rate, Caps())
+            plan_architecture(problem_of(ctx), a, cls, rate, Caps())
         except InfeasibleError:
             pass
         finally:
             milp.solve, fixed_rate.decode_lb_per_rps = real_solve, real_lb
         t0 = time.perf_counter()
         try:
-            best = plan_architecture(ctx, a, cls, rate, Caps()).cost_per_hour
+            best = plan_architecture(problem_of(ctx), a, cls, rate, Caps()).cost_per_hour
         except InfeasibleError:
             best = None
         t_plan = time.perf_counter() - t0

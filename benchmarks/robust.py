@@ -27,7 +27,7 @@ from scipy import stats
 from pdd_plan.evaluate import fleet
 from pdd_plan.inputs.context import build_context, load_scenario
 from pdd_plan.optimize import optimize
-from pdd_plan.uncertainty import block, perturb, replay, robust
+from pdd_plan.uncertainty import block, paired, perturb, replay, robust
 from pdd_plan.workload.classes import build_classes
 
 HERE = Path(__file__).resolve().parent
@@ -83,7 +83,8 @@ def main() -> None:
         rate = float(r.plan.goodput_rps)
         for i in range(len(fresh)):
             v = fresh.draw(i)
-            an += robust.meets(perturb.apply(ctx, cls, v), fs, rate * v.get("rate", 1.0))
+            ap = perturb.apply(paired.pb_of(ctx), cls, v)
+            an += robust.meets(ap, fs, rate * v.get("rate", 1.0))
             rep = replay.replay(ctx, cls, r.plan, arch, v, a.sim_requests, i)
             sim += rep.sla_met
             partial = partial or rep.partial

@@ -74,7 +74,7 @@ def emit_cmd(
 
     arch_plan(data, architecture, plan)  # a missing architecture fails before any work
     ctx = context(data, plan)
-    check_sites(data, ctx, architecture, plan)  # a plan that is not its scenario's: refused
+    check_sites(data, ctx.sites, architecture, plan)  # a plan that is not its scenario's: refused
     dep = em.build(data, architecture, opts, model=ctx.model, gpus=ctx.gpus, file=plan)
     files = em.render(dep, target)  # everything in memory before anything is written
     folder = em.prepare_dir(out)

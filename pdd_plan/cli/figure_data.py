@@ -49,7 +49,7 @@ def bathtub_data(plan: Plan, ctx: Context, first: SimResult) -> tuple[str, dict]
     """(architecture, the bathtub with its inputs) on that architecture's prefill instance."""
     plans = plan.plans
     a = RELAY_ARCH if RELAY_ARCH in plans else next(iter(plans))
-    inst = row_instance(ctx, plans[a].groups("prefill")[0])
+    inst = row_instance(ctx.profiles, plans[a].groups("prefill")[0])
     length = int(max(1, round(float(np.median(first.input_tokens)))))
     chunk = ctx.scenario.search.prefill_chunk_tokens
     res = bathtub(inst, length, chunk, HIT_PRICE_RATIO)

@@ -8,7 +8,7 @@ import dataclasses
 from pdd_plan.architectures import ROLE_ORDER
 from pdd_plan.evaluate.fleet import FleetSpec
 from pdd_plan.inputs.context import Context
-from pdd_plan.uncertainty import perturb
+from pdd_plan.uncertainty import paired, perturb
 from pdd_plan.workload.requests import RequestClasses
 
 
@@ -40,5 +40,5 @@ def losses(fs: FleetSpec) -> dict[str, FleetSpec]:
 
 def n_minus_1(ctx: Context, classes: RequestClasses, fs: FleetSpec) -> dict[str, float]:
     """What is lost -> SLA goodput (req/s) without it."""
-    nominal = perturb.apply(ctx, classes, {})
+    nominal = perturb.apply(paired.pb_of(ctx), classes, {})
     return {k: round(perturb.goodput(nominal, f), 4) for k, f in losses(fs).items()}

@@ -17,6 +17,8 @@ from pdd_plan import architectures
 from pdd_plan.evaluate.fleet import FleetSpec
 from pdd_plan.inputs.context import Context
 from pdd_plan.inputs.schema.plan_uncertainty import Band
+from pdd_plan.optimize import problem_of
+from pdd_plan.optimize.problem import Problem
 from pdd_plan.uncertainty import perturb
 from pdd_plan.uncertainty.draws import Draws
 from pdd_plan.workload.requests import RequestClasses
@@ -34,11 +36,26 @@ def fleet_key(fs: FleetSpec) -> tuple:
     return (who, groups, line, fs.speed_factor)
 
 
+_PROBLEMS: dict[int, tuple[Context, Problem]] = {}
+
+
+def pb_of(ctx: Context) -> Problem:
+    """The planner's typed inputs of `ctx`, one object per context (the draws' memo in
+    perturb.apply is keyed by it)."""
+    hit = _PROBLEMS.get(id(ctx))
+    if hit is None or hit[0] is not ctx:  # the entry keeps its context alive
+        if len(_PROBLEMS) > 64:
+            _PROBLEMS.clear()
+        hit = _PROBLEMS[id(ctx)] = (ctx, problem_of(ctx))
+    return hit[1]
+
+
 class Evaluator:
     """SLA goodput of each fleet at given input values, memoized by (fleet, values)."""
 
     def __init__(self, ctx: Context, classes: RequestClasses, fleets: dict[str, FleetSpec]):
         self.ctx, self.classes, self.fleets = ctx, classes, fleets
+        self.pb = pb_of(ctx)
         self._memo: dict[tuple, float] = {}
         self.evaluations = 0
 
@@ -49,7 +66,7 @@ class Evaluator:
         if key not in self._memo:
             # the nominal goodput first: it brackets every draw's bisection
             hint = None if not moving else self.goodput({}, arch)
-            ap = perturb.apply(self.ctx, self.classes, dict(moving))
+            ap = perturb.apply(self.pb, self.classes, dict(moving))
             self._memo[key] = perturb.goodput(ap, fs, hint)
             self.evaluations += 1
         return self._memo[key]

@@ -26,9 +26,10 @@ import numpy as np
 
 from pdd_plan.evaluate import analytic
 from pdd_plan.evaluate.fleet import FleetSpec, deployed
-from pdd_plan.inputs.context import Context
+from pdd_plan.inputs.pieces import Profiles
 from pdd_plan.inputs.schema.line import LineSKU
 from pdd_plan.latency.line import tcp
+from pdd_plan.optimize.problem import Problem
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.workload.requests import RequestClasses
 
@@ -39,8 +40,8 @@ REL_TOL = 0.01  # the bisection's stop: 1% of the goodput (the bands print 3-4 f
 class Applied:
     """The models under one draw (see the module doc)."""
 
-    prefill_ctx: Context
-    decode_ctx: Context
+    prefill: Problem  # the planner's inputs, GPU profiles at the drawn prefill speed
+    decode: Problem  # the same at the drawn decode speed
     classes: RequestClasses
     kv: float
     gpu_price: float
@@ -81,35 +82,43 @@ def shifted(classes: RequestClasses, s: float) -> RequestClasses:
     return out
 
 
-_APPLIED: dict[tuple, tuple[Context, RequestClasses, Applied]] = {}
+_APPLIED: dict[tuple, tuple[Problem, RequestClasses, Applied]] = {}
 
 
-def apply(ctx: Context, classes: RequestClasses, values: dict[str, float]) -> Applied:
+def faster(pb: Problem, k: float) -> Problem:
+    """`pb` with every GPU profile's passes k times as fast (`evaluate.fleet.deployed`)."""
+    prof = deployed(Profiles(pb.model, pb.catalog.gpus, pb.lines), k)
+    if prof.gpus is pb.catalog.gpus:
+        return pb
+    return dataclasses.replace(pb, catalog=dataclasses.replace(pb.catalog, gpus=prof.gpus))
+
+
+def apply(pb: Problem, classes: RequestClasses, values: dict[str, float]) -> Applied:
     """The models under a draw (`values`: input name -> drawn value; a missing input is nominal).
     Memoized: the same draw applied again hands back the same GPU profiles and classes, so the
     perf memos (keyed by profile) are hit for every fleet and architecture evaluated under it."""
-    key = (id(ctx), id(classes), tuple(sorted(values.items())))
+    key = (id(pb), id(classes), tuple(sorted(values.items())))
     hit = _APPLIED.get(key)
-    if hit is not None and hit[0] is ctx and hit[1] is classes:  # entries keep both alive
+    if hit is not None and hit[0] is pb and hit[1] is classes:  # entries keep both alive
         return hit[2]
     if len(_APPLIED) > 2048:
         _APPLIED.clear()
-    out = _apply(ctx, classes, values)
-    _APPLIED[key] = (ctx, classes, out)
+    out = _apply(pb, classes, values)
+    _APPLIED[key] = (pb, classes, out)
     return out
 
 
-def _apply(ctx: Context, classes: RequestClasses, values: dict[str, float]) -> Applied:
+def _apply(pb: Problem, classes: RequestClasses, values: dict[str, float]) -> Applied:
     kv = values.get("kv_bytes", 1.0)
     lr = values.get("line_rate", 1.0)
-    lines = [scaled_line(s, lr, kv) for s in ctx.lines]
-    base = dataclasses.replace(ctx, lines=lines) if (kv, lr) != (1.0, 1.0) else ctx
+    lines = [scaled_line(s, lr, kv) for s in pb.lines]
+    base = dataclasses.replace(pb, lines=lines) if (kv, lr) != (1.0, 1.0) else pb
     kp, kd = values.get("prefill_speed", 1.0), values.get("decode_speed", 1.0)
-    p_ctx = deployed(base, kp)
-    d_ctx = p_ctx if kd == kp else deployed(base, kd)
+    p_pb = faster(base, kp)
+    d_pb = p_pb if kd == kp else faster(base, kd)
     return Applied(
-        p_ctx,
-        d_ctx,
+        p_pb,
+        d_pb,
         shifted(classes, values.get("prefix_hit", 0.0)),
         kv,
         values.get("gpu_price", 1.0),
@@ -121,10 +130,10 @@ def _apply(ctx: Context, classes: RequestClasses, values: dict[str, float]) -> A
 def fleet_model(ap: Applied, fs: FleetSpec) -> analytic.FleetModel:
     """The fleet's analytic model under the draw (decode up to its TPOT-target batch, as
     `evaluate` measures an existing fleet)."""
-    p_ctx, d_ctx = ap.prefill_ctx, ap.decode_ctx
+    p_pb, d_pb = ap.prefill, ap.decode
     if fs.speed_factor != 1.0:  # a deployment's own engine speed on top of the draw's
-        p_ctx, d_ctx = deployed(p_ctx, fs.speed_factor), deployed(d_ctx, fs.speed_factor)
-    fm = analytic.fleet_model(p_ctx, fs, ap.classes, Caps(decode=1.0), decode_ctx=d_ctx)
+        p_pb, d_pb = faster(p_pb, fs.speed_factor), faster(d_pb, fs.speed_factor)
+    fm = analytic.fleet_model(p_pb, fs, ap.classes, Caps(decode=1.0), decode_pb=d_pb)
     if ap.kv != 1.0:
         fm.shared = dataclasses.replace(fm.shared, kv_bytes=fm.shared.kv_bytes * ap.kv)
     return fm

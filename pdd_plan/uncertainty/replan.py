@@ -50,7 +50,7 @@ def plan_flips(
         for a, p in plan.plans.items():
             try:
                 rate = float(p.goodput_rps) * v.get("rate", 1.0)
-                raw = plan_architecture(ap.prefill_ctx, a, ap.classes, rate, caps)
+                raw = plan_architecture(ap.prefill, a, ap.classes, rate, caps)
             except InfeasibleError:
                 none[a] += 1
                 continue

@@ -12,12 +12,14 @@ result says so (`partial`).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from pdd_plan.inputs.context import Context
+from pdd_plan.inputs.pieces import Profiles
 from pdd_plan.inputs.schema.plan import ArchitecturePlan
 from pdd_plan.sim.run import verify
-from pdd_plan.uncertainty import perturb
+from pdd_plan.uncertainty import paired, perturb
 from pdd_plan.workload.requests import RequestClasses
 
 
@@ -46,8 +48,10 @@ def replay(
         partial = True
         v["prefill_speed"] = v["decode_speed"] = min(kp, kd)
     v.pop("prefix_hit", None)
-    ap = perturb.apply(ctx, classes, v)
+    ap = perturb.apply(paired.pb_of(ctx), classes, v)
     rate = float(plan.goodput_rps) * v.get("rate", 1.0)
     p = plan.model_copy(update={"goodput_rps": rate})
-    out = verify(ap.prefill_ctx, p, arch, n_requests, seed)
+    prof = Profiles(ap.prefill.model, ap.prefill.catalog.gpus, ap.prefill.lines)
+    rs = dataclasses.replace(ctx.replay_setup, profiles=prof)
+    out = verify(rs, p, arch, n_requests, seed)
     return Replayed(bool(out["sla_met"]), out["bottleneck"], rate, partial)

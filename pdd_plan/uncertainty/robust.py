@@ -71,7 +71,7 @@ def _design(ctx: Context, cls: RequestClasses, values: dict[str, float]) -> pert
     if "prefill_speed" in v or "decode_speed" in v:
         k = min(v.get("prefill_speed", 1.0), v.get("decode_speed", 1.0))
         v["prefill_speed"] = v["decode_speed"] = k
-    return perturb.apply(ctx, cls, v)
+    return perturb.apply(paired.pb_of(ctx), cls, v)
 
 
 def _nominal_lines(p: ArchitecturePlan, ctx: Context) -> ArchitecturePlan:
@@ -87,7 +87,7 @@ def _count_met(ctx, cls, fs, draws: Draws, rate: float) -> int:
     n = 0
     for i in range(len(draws)):
         v = draws.draw(i)
-        n += meets(perturb.apply(ctx, cls, v), fs, rate * v.get("rate", 1.0))
+        n += meets(perturb.apply(paired.pb_of(ctx), cls, v), fs, rate * v.get("rate", 1.0))
     return n
 
 
@@ -126,14 +126,12 @@ def robust_one(
         v = draws.draw(int(j))
         ap = _design(ctx, cls, v)
         try:
-            raw = plan_architecture(
-                ap.prefill_ctx, arch, ap.classes, rate * v.get("rate", 1.0), caps
-            )
+            raw = plan_architecture(ap.prefill, arch, ap.classes, rate * v.get("rate", 1.0), caps)
         except InfeasibleError as e:
             # the next draws are harder still: no plan there either
             last_why = str(e)
             break
-        p = summary.summarize(raw, ap.classes, raw.rate, ctx.prefill_dc)
+        p = summary.summarize(raw, ap.classes, raw.rate, ap.prefill.sites.prefill)
         p = _nominal_lines(p, ctx)
         plan_fs = fleet.from_plan(ctx, _one(ctx, arch, p), "robust plan")[arch]
         met = _count_met(ctx, cls, plan_fs, draws, rate)

@@ -15,6 +15,7 @@ from pdd_plan.inputs.context import build_context
 from pdd_plan.inputs.schema.plan import load_plan, parse_plan
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.uncertainty import Options, assess, perturb
+from pdd_plan.uncertainty.paired import pb_of
 from pdd_plan.workload.classes import build_classes
 from tests.cli_helpers import invoke, refused
 
@@ -34,8 +35,8 @@ def setting():
 def test_nominal_draw_is_evaluates_goodput(setting):
     _, ctx, cls, fleets = setting
     fs = fleets[LOCAL_BASELINE]
-    lo, _ = analytic.search(analytic.fleet_model(ctx, fs, cls, Caps(decode=1.0)))
-    got = perturb.goodput(perturb.apply(ctx, cls, {}), fs)
+    lo, _ = analytic.search(analytic.fleet_model(pb_of(ctx), fs, cls, Caps(decode=1.0)))
+    got = perturb.goodput(perturb.apply(pb_of(ctx), cls, {}), fs)
     # both are bisections stopping within their tolerances below the same rate
     assert got == pytest.approx(lo.rate, rel=perturb.REL_TOL + 0.002)
 
@@ -47,8 +48,8 @@ def test_nominal_draw_is_evaluates_goodput(setting):
 def test_goodput_moves_the_way_the_input_says(setting, name, worse, better):
     _, ctx, cls, fleets = setting
     fs = fleets[RELAY_ARCH]
-    lo = perturb.goodput(perturb.apply(ctx, cls, {name: worse}), fs)
-    hi = perturb.goodput(perturb.apply(ctx, cls, {name: better}), fs)
+    lo = perturb.goodput(perturb.apply(pb_of(ctx), cls, {name: worse}), fs)
+    hi = perturb.goodput(perturb.apply(pb_of(ctx), cls, {name: better}), fs)
     assert lo < hi * (1 + perturb.REL_TOL), (name, lo, hi)
 
 

@@ -11,7 +11,7 @@ import yaml
 from pdd_plan.inputs.context import build_context
 from pdd_plan.inputs.profiles import example_path
 from pdd_plan.inputs.schema.scenario import Scenario
-from pdd_plan.optimize import summary
+from pdd_plan.optimize import problem_of, summary
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.plan import plan_architecture
 from pdd_plan.sim.queues import Route
@@ -95,7 +95,7 @@ def test_planned_p_rld_share_is_the_replays_per_request_share():
     cls = build_classes(ctx)
     rate = ctx.scenario.workload.rate_rps
     caps = Caps(decode=ctx.scenario.search.decode_utilization, line_delay=1.3717)
-    p = plan_architecture(ctx, "pdd", cls, rate, caps)
+    p = plan_architecture(problem_of(ctx), "pdd", cls, rate, caps)
     s = summary.summarize(p, cls, rate, ctx.prefill_dc)
     w = ctx.scenario.workload
     req = sample_requests(w, w.samples, ctx.scenario.seed, rate)  # the draw the classes came from
