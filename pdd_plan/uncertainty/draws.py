@@ -11,10 +11,10 @@ The perf band (calibration/error_band.py) gives, per model family, the median ab
 m and the mean signed error b of predicted against measured throughput (error = predicted /
 measured - 1, + optimistic). The speed factor is measured / predicted = 1 / (1 + error); its
 logarithm is taken as normal, centred on the bias (-ln(1 + b)), with the spread at which its
-median distance from that centre is ln(1 + m). (A normal whose median |ln(1 + error)| is
-ln(1 + m) about 0 and whose mean is ln(1 + b) does not exist for the MoE band: its bias, +24%,
-is above its median error, 21%, the mark of a long tail of optimistic rows; centre and spread
-are therefore taken from the two figures separately.)
+median distance from that centre is ln(1 + m). (Centre and spread come from the two figures
+separately: the band's tail is long, so its mean is not its centre, and a normal with both a
+mean of ln(1 + b) and a median |ln(1 + error)| of ln(1 + m) need not exist: it did not for the
+band of 2026-11-30, bias +24% over a median error of 21%.)
 """
 
 from __future__ import annotations
