@@ -49,6 +49,28 @@ def optimize(
     timings: bool = typer.Option(
         False, "--timings", help="Add solver wall-clock seconds (output then differs run to run)."
     ),
+    draws: int = typer.Option(
+        None,
+        "--draws",
+        help="Evaluate every plan under N draws of the uncertain inputs (default: the "
+        "scenario's uncertainty.draws when it has the section; without it, the perf error band "
+        "alone). 0: skip.",
+    ),
+    robust: float = typer.Option(
+        None,
+        "--robust",
+        help="Plan robust fleets: each architecture's cheapest fleet found meeting the SLA in "
+        "at least this share of independent draws (e.g. 0.9; scenario search.robust).",
+    ),
+    confirm: int = typer.Option(
+        0, "--confirm", help="Replay this many of the uncertainty draws in the simulator."
+    ),
+    replan: bool = typer.Option(
+        False,
+        "--replan",
+        help="Re-plan at the P10/P90 corners of the two strongest uncertain inputs: does the "
+        "line option or an instance count change?",
+    ),
 ) -> None:
     """Size prefill / relay-decode / main-decode pools and the line; compare with CDC-PD and IDC-PD."""
     from pdd_plan.inputs.context import build_context, load_scenario
@@ -67,9 +89,26 @@ def optimize(
             "use a few thousand or more",
         )
     limits.check("REQUESTS", sim_requests, None, "--sim-requests")
-    plan = run(
-        build_context(sc, path), verify=not no_verify, sim_requests=sim_requests, timings=timings
-    )
+    if draws is not None:
+        if draws == 1 or draws < 0:
+            raise InputError(None, "--draws", f"must be 0 or >= 2 (got {draws})", "e.g. 32")
+        limits.check("DRAWS", draws, None, "--draws")
+    ctx = build_context(sc, path)
+    plan = run(ctx, verify=not no_verify, sim_requests=sim_requests, timings=timings)
+    q = robust if robust is not None else sc.search.robust
+    if q is not None and not 0 < q < 1:
+        raise InputError(None, "--robust", f"must be a share in (0, 1) (got {q:g})", "e.g. 0.9")
+    if confirm < 0:
+        raise InputError(None, "--confirm", f"must be >= 0 (got {confirm})", "e.g. 4")
+    limits.check("DRAWS", confirm, None, "--confirm")
+    wanted = (draws is None and sc.uncertainty is not None) or draws
+    if wanted or q is not None or confirm or replan:
+        from pdd_plan.uncertainty import Options, plan_under_uncertainty
+
+        opt = Options(
+            draws=draws or None, robust=q, confirm=confirm, sim_requests=sim_requests, replan=replan
+        )
+        plan = plan_under_uncertainty(ctx, plan, opt)
     if out is not None:
         write_atomic(out, plan.to_text("yaml"))
     if fmt == "table":

@@ -139,6 +139,14 @@ LIMITS: dict[str, Limit] = {
             "the day's MILP has every variable and row once per period (a minute each: 1,440)",
         ),
         Limit(
+            "DRAWS",
+            1_000,
+            "draws",
+            "uncertainty.draws, optimize --draws",
+            "every draw re-evaluates each plan's SLA goodput (about 0.1 s per draw and "
+            "architecture); a few hundred settle a probability to a few percent",
+        ),
+        Limit(
             "SWEEP_POINTS",
             2_000,
             "points",

@@ -122,16 +122,25 @@ def _decode(
     return opts, counts
 
 
-def fleet_model(pb: Problem, fs: FleetSpec, classes: RequestClasses, caps: Caps) -> FleetModel:
+def fleet_model(
+    pb: Problem,
+    fs: FleetSpec,
+    classes: RequestClasses,
+    caps: Caps,
+    decode_pb: Problem | None = None,
+) -> FleetModel:
+    """The fleet's model; `decode_pb` (default `pb`) builds the decode instances from its GPU
+    profiles, so that prefill and decode may run at different speeds (an uncertainty draw's)."""
     spec = architectures.get(fs.architecture)
     mean_ctx = mean_context(classes)
     slow: list[str] = []
     prof = Profiles(pb.model, pb.catalog.gpus, pb.lines)
+    dprof = prof if decode_pb is None else Profiles(pb.model, decode_pb.catalog.gpus, pb.lines)
     chunk = pb.catalog.prefill_chunk_tokens
     pinst, n_p, service, strata = _prefill(prof, pb.file, chunk, fs, classes)
-    md, c_md = _decode(prof, pb.file, pb.sla, fs, spec.decode_role, mean_ctx, slow)
+    md, c_md = _decode(dprof, pb.file, pb.sla, fs, spec.decode_role, mean_ctx, slow)
     rld, c_rld = (
-        _decode(prof, pb.file, pb.sla, fs, "relay_decode", mean_ctx, slow)
+        _decode(dprof, pb.file, pb.sla, fs, "relay_decode", mean_ctx, slow)
         if spec.relays
         else ([], {})
     )

@@ -14,6 +14,7 @@ from pdd_plan.architectures import PATHS, ROLE_ORDER, ROLES
 from pdd_plan.inputs.schema.owned import Owned
 from pdd_plan.inputs.schema.plan import ArchitecturePlan, Infeasible, Plan, RouteShare
 from pdd_plan.inputs.schema.scenario import SLA, Distribution, Link
+from pdd_plan.report import uncertainty
 from pdd_plan.report.day_sections import day_sections
 
 
@@ -408,6 +409,8 @@ def build_report(plan: Plan) -> Report:
         _comparison(plan),
         *(Section(**x) for x in day_sections(plan)),
     ]
+    if plan.uncertainty is not None:  # how sure: computed by pdd_plan/uncertainty/, shown here
+        rep.sections += [Section(*x) for x in uncertainty.section_parts(plan.uncertainty)]
     for a, why in plan.infeasible.items():
         rep.summary.append(f"{a}: {not_met_label(why)}: {why.message}")
     if plans:

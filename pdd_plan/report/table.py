@@ -6,7 +6,7 @@ from rich.console import Console
 
 from pdd_plan.architectures import LINE_BASELINE, LOCAL_BASELINE, PATHS, RELAY_ARCH, ROLE_ORDER, get
 from pdd_plan.inputs.schema.plan import ArchitecturePlan, Plan
-from pdd_plan.report import fit
+from pdd_plan.report import fit, uncertainty
 from pdd_plan.report.day_table import render_day
 from pdd_plan.report.sections import not_met_label
 
@@ -146,3 +146,5 @@ def render_plan(plan: Plan, console: Console) -> None:
     for a, why in plan.infeasible.items():
         console.print(f"[yellow]{a}: {not_met_label(why)}[/yellow]: {why.message}")
     render_day(plan, console)
+    if plan.uncertainty is not None:
+        uncertainty.render(plan.uncertainty, console)

@@ -20,6 +20,7 @@ from pdd_plan.common.errors import InputError
 from pdd_plan.inputs.schema.day_plan import DayPlan
 from pdd_plan.inputs.schema.io import parse, read_yaml
 from pdd_plan.inputs.schema.out import Out as _Out
+from pdd_plan.inputs.schema.plan_uncertainty import PlanUncertainty
 from pdd_plan.inputs.schema.scenario import SLA, Scenario
 
 SCHEMA_VERSION = 2
@@ -304,8 +305,10 @@ class Plan(_Out):
     infeasible: dict[str, Infeasible] = {}
     comparison: Comparison
     day: DayPlan | None = None  # a day of periods (workload.periods): its fleet and schedule
+    # every plan under draws of the uncertain inputs (absent: not computed)
+    uncertainty: PlanUncertainty | None = None
 
-    _omit_if_none: ClassVar[tuple[str, ...]] = ("day",)
+    _omit_if_none: ClassVar[tuple[str, ...]] = ("day", "uncertainty")
 
     @model_validator(mode="before")
     @classmethod

@@ -32,6 +32,7 @@ from pdd_plan.inputs.schema.line import (
     check_streams,
 )
 from pdd_plan.inputs.schema.owned import Owned, check_against
+from pdd_plan.inputs.schema.uncertainty import Uncertainty
 
 ARCHITECTURES: tuple[str, ...] = architectures.names()  # the built-in ones (the spec has all)
 
@@ -281,6 +282,9 @@ class Search(Strict):
     time_limit_s: PositiveFloat = 30.0
     """Wall-clock seconds for one architecture's whole planning (every MILP, Dinkelbach step and
     verification replay); past it the run stops with an error."""
+    robust: float | None = Field(default=None, gt=0, lt=1, exclude_if=lambda v: v is None)
+    """Plan robust fleets: per architecture the cheapest fleet found meeting the SLA in at least
+    this share of independent draws of the `uncertainty:` inputs (`optimize --robust`)."""
 
     @field_validator("utilization_levels")
     @classmethod
@@ -342,6 +346,9 @@ class Scenario(Strict):
     owned: Owned | None = Field(default=None, exclude_if=lambda v: v is None)
     """Capacity already there: `optimize` uses it first, at its own price, and plans the
     increment."""
+    uncertainty: Uncertainty | None = Field(default=None, exclude_if=lambda v: v is None)
+    """Inputs not known exactly, each with a distribution and a source: every plan is evaluated
+    under seeded draws of them. Omitted: the perf model's error band alone."""
 
     @model_validator(mode="after")
     def _owned_known(self) -> Scenario:

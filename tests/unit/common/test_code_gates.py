@@ -98,6 +98,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("perf", "workload", "latency"),  # models
     ("calibration",),  # fitting
     ("optimize", "evaluate", "sim"),  # planning
+    ("uncertainty",),  # every plan under draws of the uncertain inputs
     ("sweep",),  # many runs
     ("report", "emit", "cli", "data"),  # edges (data: the example scripts shipped with it)
 )

@@ -1,0 +1,142 @@
+"""The scenario's `uncertainty:` section: which inputs are not known exactly, each with a
+distribution and where that distribution comes from.
+
+Every input but `prefix_hit` is a factor on the nominal value (1: as the scenario says);
+`prefix_hit` is a shift of every request's prefill-side hit fraction (0: as the scenario says).
+The perf speeds default to the shipped error band of the model's family (bias included), so a
+scenario without the section still has that one uncertainty.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, PositiveInt, field_validator, model_validator
+
+from pdd_plan.common import limits
+from pdd_plan.inputs.schema.common import Strict
+
+DISTRIBUTIONS = ("normal", "lognormal", "uniform", "triangular")
+# the parameters each distribution takes (all others must be left out)
+PARAMETERS = {
+    "normal": ("mean", "sd"),
+    "lognormal": ("median", "sigma"),
+    "uniform": ("low", "high"),
+    "triangular": ("low", "mode", "high"),
+}
+
+
+class Spread(Strict):
+    """One uncertain input's distribution: `dist` and its parameters, and a `source`."""
+
+    dist: Literal["normal", "lognormal", "uniform", "triangular"]
+    """The distribution: `normal` (mean, sd), `lognormal` (median, sigma of the log),
+    `uniform` (low, high) or `triangular` (low, mode, high)."""
+    mean: float | None = None
+    """`normal`: the mean."""
+    sd: float | None = None
+    """`normal`: the standard deviation (>= 0)."""
+    median: float | None = None
+    """`lognormal`: the median (> 0)."""
+    sigma: float | None = None
+    """`lognormal`: the standard deviation of the logarithm (>= 0)."""
+    low: float | None = None
+    """`uniform`, `triangular`: the lowest value."""
+    mode: float | None = None
+    """`triangular`: the most likely value (between low and high)."""
+    high: float | None = None
+    """`uniform`, `triangular`: the highest value (>= low)."""
+    source: str = Field(min_length=1, max_length=500)
+    """Where the distribution comes from (a document, a measurement), or `assumption`."""
+
+    @model_validator(mode="after")
+    def _parameters(self) -> Spread:
+        need = PARAMETERS[self.dist]
+        for name in ("mean", "sd", "median", "sigma", "low", "mode", "high"):
+            given = getattr(self, name) is not None
+            if name in need and not given:
+                raise ValueError(f"{self.dist} needs {', '.join(need)} ({name} is missing)")
+            if name not in need and given:
+                raise ValueError(f"{self.dist} takes {', '.join(need)}, not {name}")
+        for name in ("sd", "sigma"):
+            v = getattr(self, name)
+            if v is not None and v < 0:
+                raise ValueError(f"{name} is a spread and must not be negative (got {v:g})")
+        if self.median is not None and self.median <= 0:
+            raise ValueError(f"a lognormal's median must be positive (got {self.median:g})")
+        if self.low is not None and self.high is not None and self.low > self.high:
+            raise ValueError(f"low {self.low:g} is above high {self.high:g}: a negative spread")
+        if self.mode is not None and not self.low <= self.mode <= self.high:
+            raise ValueError(f"mode {self.mode:g} must lie between low and high")
+        return self
+
+
+class Inputs(Strict):
+    """The uncertain inputs by name (unknown names are errors). Factors multiply the nominal
+    value; draws of a factor at or below 0 are clipped to 1% of it."""
+
+    prefill_speed: Spread | None = None
+    """Factor on the perf model's prefill speed (every pass 1/factor as long). Omitted: the
+    shipped error band of the model's family (data/calibration/error_band.yaml), its bias
+    included."""
+    decode_speed: Spread | None = None
+    """Factor on the perf model's decode speed. Omitted: the shipped error band, like
+    prefill_speed."""
+    perf_correlation: float = Field(default=1.0, ge=-1, le=1)
+    """Correlation of the prefill and decode speed draws (one GPU and model family; Gaussian
+    copula). The band's file has no per-phase split, so 1 (one factor for both) is an
+    assumption."""
+    kv_bytes: Spread | None = None
+    """Factor on the KV bytes a request holds in decode memory and sends across the line (per
+    token and per-request state together)."""
+    line_rate: Spread | None = None
+    """Factor on one TCP connection's rate over the line (an RTT or window the user may not
+    know); the line's capacity stays."""
+    gpu_price: Spread | None = None
+    """Factor on every GPU's $/hour."""
+    line_price: Spread | None = None
+    """Factor on the line's $/month."""
+    rate: Spread | None = None
+    """Factor on the request rate (a forecast band): whether a plan meets the SLA at its
+    planned rate is judged at the drawn rate."""
+    prefix_hit: Spread | None = None
+    """Shift of every request's prefill-side prefix-hit fraction (clipped to [0, 1]; MD's hit
+    moves with it)."""
+
+
+class Uncertainty(Strict):
+    """How sure the plan is: draws of the uncertain inputs, every plan evaluated under each."""
+
+    draws: PositiveInt = 32
+    """Draws (Latin hypercube, the same for every architecture)."""
+    seed: int = Field(default=0, ge=0)
+    """Seed of the draws: same inputs and seed, same draws."""
+    inputs: Inputs = Inputs()
+    """The uncertain inputs and their distributions."""
+
+    @field_validator("draws")
+    @classmethod
+    def _draws_limit(cls, v: int) -> int:
+        if v > limits.value("DRAWS"):
+            raise ValueError(limits.exceeded("DRAWS", v))
+        if v < 2:
+            raise ValueError("at least 2 draws (a probability needs more than one)")
+        return v
+
+
+# the inputs a draw moves, in the order the report lists them
+NAMES = (
+    "prefill_speed",
+    "decode_speed",
+    "kv_bytes",
+    "line_rate",
+    "gpu_price",
+    "line_price",
+    "rate",
+    "prefix_hit",
+)
+Kind = Literal["factor", "shift"]
+
+
+def kind(name: str) -> Kind:
+    return "shift" if name == "prefix_hit" else "factor"

@@ -1,0 +1,141 @@
+"""The plan's `uncertainty` block for people: the verdict's probability and what would flip
+it, beside each comparison; per architecture the bands, the share meeting the SLA, N-1; the
+tornado. Renders only: the block is computed by pdd_plan/uncertainty/."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from pdd_plan.architectures import RELAY_ARCH, get
+from pdd_plan.inputs.schema.plan_uncertainty import Band, PlanUncertainty
+from pdd_plan.report import fit
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x * 100:+.0f}%"
+
+
+def _band(b: Band, fmt: str = "{:.3g}") -> str:
+    if b.p50 is None:
+        return "-"
+    return " / ".join(fmt.format(x) if x is not None else "-" for x in (b.p10, b.p50, b.p90))
+
+
+def verdict_lines(u: PlanUncertainty) -> list[str]:
+    """One line per comparison: the probability with its error, then the flip sentence."""
+    relay = get(RELAY_ARCH).title
+    out = []
+    for base, v in u.comparisons.items():
+        t = get(base).title
+        tie = f", tied in {v.ties:.0%}" if v.ties > 0 else ""
+        out.append(
+            f"P({relay} beats {t} on BCR) = {v.p_beats:.0%} +/- {v.stderr:.0%} over "
+            f"{u.draws} draws{tie}. {v.flip}"
+        )
+    if u.break_even:
+        out.append(u.break_even)
+    for a, c in u.confirmed.items():
+        part = " (partly: some inputs do not reach the simulator)" if c.partial else ""
+        out.append(
+            f"Replayed {c.replays} draws of {a}{part}: SLA met in {c.sim_met_share:.0%} "
+            f"(analytic {c.analytic_met_share:.0%}; verdicts agree in {c.agree_share:.0%})."
+        )
+    f = u.plan_flips
+    if f is not None:
+        per = "; ".join(
+            f"{a}: line {f.line_changes[a]}/{f.corners}, counts {f.count_changes[a]}/{f.corners}"
+            + (f", no plan {f.no_plan[a]}" if f.no_plan[a] else "")
+            for a in f.line_changes
+        )
+        out.append(
+            f"Re-planned at the {f.corners} P10/P90 corners of {' and '.join(f.inputs)}: "
+            f"corners where the line option or an instance count changes ({per})."
+        )
+    return out + robust_lines(u)
+
+
+def lines_text(u: PlanUncertainty) -> str:
+    """The block as plain text lines (Markdown / HTML reports use the same sentences)."""
+    return "\n".join(verdict_lines(u))
+
+
+def robust_lines(u: PlanUncertainty) -> list[str]:
+    """The robust fleets' cost against the nominal ones'."""
+    r = u.robust
+    if r is None:
+        return []
+    out = [f"Robust fleets: SLA met in >= {r.q:.0%} of {r.draws} independent draws."]
+    if r.rate_note:
+        out.append(r.rate_note + ".")
+    for a, x in r.architectures.items():
+        if x.robust_cost_per_hour is None:
+            out.append(f"  {a}: none found (meets {x.met_share:.0%} as planned): {x.note}")
+            continue
+        extra = "" if x.design_draw is None else f", planned at draw {x.design_draw}"
+        out.append(
+            f"  {a}: ${x.robust_cost_per_hour:,.1f}/h vs nominal ${x.nominal_cost_per_hour:,.1f}/h "
+            f"({_pct(x.cost_of_robustness)} for robustness), meets {x.met_share:.0%}{extra}"
+        )
+    return out
+
+
+def render(u: PlanUncertainty, console: Console) -> None:
+    names = ", ".join(m.name for m in u.inputs) or "none"
+    console.print(f"How sure: {u.draws} draws ({u.method}); inputs: {names}.", highlight=False)
+    for n in u.notes:
+        console.print(f"  note: {n}", highlight=False)
+    for line in verdict_lines(u):
+        console.print(line, highlight=False)
+    rows = []
+    for a, x in u.architectures.items():
+        n1 = ", ".join(f"-{k}: {v:.3g}" for k, v in x.n_minus_1.items()) or "-"
+        rows.append([a, f"{x.meets_sla_share:.0%}", _band(x.goodput_rps), _band(x.bcr), n1])
+    cols = ("arch", "meets SLA", "goodput P10/50/90", "BCR P10/50/90", "N-1 goodput")
+    fit.show(
+        console, "under the draws", cols, rows, justify=("left", "right", "right", "right", "left")
+    )
+    bases = list(u.comparisons)
+    by_input: dict[str, list[str]] = {}
+    width: dict[str, float] = {}
+    for base in bases:
+        for r in u.comparisons[base].tornado:
+            key = f"{r.input} {r.low:.3g} .. {r.high:.3g}"
+            by_input.setdefault(key, []).append(f"{_pct(r.gain_low)} .. {_pct(r.gain_high)}")
+            lo, hi = r.gain_low or 0.0, r.gain_high or 0.0
+            width[key] = max(width.get(key, 0.0), abs(hi - lo))
+    # widest bar over the comparisons first (the table is a tornado)
+    trows = [[k, *by_input[k]] for k in sorted(by_input, key=lambda k: (-width[k], k))]
+    if trows:
+        cols = ("input P10 .. P90", *(f"gain vs {get(b).title}" for b in bases))
+        fit.show(console, "tornado: PDD's BCR gain, one input moved", cols, trows)
+    console.print(
+        "meets SLA: share of draws whose SLA goodput covers the planned (drawn) rate; N-1: SLA "
+        "goodput with one instance of a role, or one line, lost (nominal inputs).",
+        highlight=False,
+    )
+
+
+def section_parts(u: PlanUncertainty) -> list[tuple[str, str, list[str], list[list[str]], str]]:
+    """The block as report sections (key, title, columns, rows, note) for Markdown and HTML
+    (report.sections wraps them): the verdict's sentences, the bands, the tornado."""
+    names = ", ".join(f"{m.name} ({m.dist}; {m.source})" for m in u.inputs) or "none"
+    verdict = [[line] for line in verdict_lines(u)]
+    rows = [
+        [a, f"{x.meets_sla_share:.0%}", _band(x.goodput_rps), _band(x.bcr),
+         ", ".join(f"-{k}: {v:.3g}" for k, v in x.n_minus_1.items()) or "-"]
+        for a, x in u.architectures.items()
+    ]  # fmt: skip
+    torn = [
+        [get(b).title, r.input, f"{r.low:.3g} .. {r.high:.3g}",
+         f"{_pct(r.gain_low)} .. {_pct(r.gain_high)}"]
+        for b, v in u.comparisons.items()
+        for r in v.tornado
+    ]  # fmt: skip
+    note = f"{u.draws} draws, {u.method}. Inputs: {names}. " + " ".join(u.notes)
+    cols = ["arch", "meets SLA", "goodput P10/50/90", "BCR P10/50/90", "N-1 goodput"]
+    return [
+        ("uncertainty_verdict", "How sure: the verdict", ["statement"], verdict, note),
+        ("uncertainty", "Under the draws", cols, rows, ""),
+        ("tornado", "Tornado: PDD's BCR gain, one input at P10 / P90",
+         ["vs", "input", "P10 .. P90", "gain"], torn, ""),
+    ]  # fmt: skip

@@ -1,0 +1,212 @@
+"""A plan under uncertainty: the draws, every planned fleet evaluated under each (paired), the
+comparisons' probabilities, the tornado and flip sentences, the line's break-even price, and
+N-1, as the plan's typed `uncertainty` block."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pdd_plan.architectures import LINE_BASELINE, LOCAL_BASELINE, RELAY_ARCH
+from pdd_plan.evaluate import fleet
+from pdd_plan.inputs.context import Context
+from pdd_plan.inputs.schema.plan import Plan
+from pdd_plan.inputs.schema.plan_uncertainty import (
+    ArchitectureUncertainty,
+    Confirmed,
+    DrawRow,
+    InputLaw,
+    PlanUncertainty,
+    RobustArchitecture,
+    Versus,
+)
+from pdd_plan.inputs.schema.plan_uncertainty import Robust as RobustBlock
+from pdd_plan.inputs.schema.uncertainty import Uncertainty
+from pdd_plan.uncertainty import draws as draws_mod
+from pdd_plan.uncertainty import paired, replan, replay, robust, sensitivity
+from pdd_plan.uncertainty.n_minus_1 import n_minus_1
+from pdd_plan.workload.classes import build_classes
+from pdd_plan.workload.requests import RequestClasses
+
+
+@dataclass(frozen=True)
+class Options:
+    draws: int | None = None  # None: the scenario's (or the default 32)
+    seed: int | None = None
+    iid: bool = False  # independent draws instead of the Latin hypercube
+    n_minus_1: bool = True
+    robust: float | None = None  # plan robust fleets meeting the SLA in this share of draws
+    confirm: int = 0  # replay this many of the draws in the simulator
+    replan: bool = False  # re-plan at the corners of the two strongest inputs
+    sim_requests: int = 5000
+
+
+def settings(ctx: Context, opt: Options) -> tuple[Uncertainty, bool]:
+    """The scenario's section (or the default) with the options' overrides; and whether the
+    scenario has the section."""
+    given = ctx.scenario.uncertainty
+    u = given or Uncertainty()
+    upd = {}
+    if opt.draws is not None:
+        upd["draws"] = opt.draws
+    if opt.seed is not None:
+        upd["seed"] = opt.seed
+    # validated again: an override over the DRAWS limit is the same one-line error
+    return (Uncertainty.model_validate({**u.model_dump(), **upd}) if upd else u), given is not None
+
+
+def make_draws(ctx: Context, opt: Options) -> tuple[draws_mod.Draws, list[str], Uncertainty]:
+    u, _ = settings(ctx, opt)
+    ms, notes = draws_mod.marginals(ctx.scenario.uncertainty, ctx.model)
+    d = draws_mod.draw(ms, u.draws, u.seed, u.inputs.perf_correlation, iid=opt.iid)
+    return d, notes, u
+
+
+def _law(m: draws_mod.Marginal) -> InputLaw:
+    q = [float(f"{m.quantile(x):.4g}") for x in (0.1, 0.5, 0.9)]
+    params = {k: float(f"{v:.4g}") for k, v in m.params.items()}
+    return InputLaw(name=m.name, kind=m.kind, dist=m.dist, params=params, source=m.source,
+                    p10=q[0], p50=q[1], p90=q[2])  # fmt: skip
+
+
+def _versus(ev, d, pr, ls, base: str) -> Versus:
+    share, se, ties = paired.beats(pr, RELAY_ARCH, base)
+    gains = sensitivity.Gains(ev, RELAY_ARCH, base)
+    rows = sensitivity.tornado(gains, d, ls)
+    g = paired.gain(pr.bcr[:, pr.column(RELAY_ARCH)], pr.bcr[:, pr.column(base)])
+    med = gains(d.at())
+    return Versus(
+        baseline=base,
+        p_beats=round(share, 4),
+        stderr=round(se, 4),
+        ties=round(ties, 4),
+        gain=paired.band(g),
+        median_gain=None if med is None else float(f"{med:.4g}"),
+        flip=sensitivity.flip(gains, d, ls, rows),
+        tornado=rows,
+    )
+
+
+def _rows(d: draws_mod.Draws, pr: paired.Paired) -> list[DrawRow]:
+    def r(x: float) -> float:
+        return float(f"{x:.4g}")
+
+    return [
+        DrawRow(
+            values={k: r(v) for k, v in d.draw(i).items()},
+            goodput_rps={a: r(pr.goodput[i, j]) for j, a in enumerate(pr.archs)},
+            bcr={a: r(pr.bcr[i, j]) for j, a in enumerate(pr.archs)},
+        )
+        for i in range(len(d))
+    ]
+
+
+def _robust_block(
+    ctx: Context, plan: Plan, opt: Options, cls: RequestClasses
+) -> tuple[Plan, RobustBlock]:
+    """The plan with robust fleets in place, and how they were found (independent draws, the
+    scenario approach's premise, seeded apart from the assessment's)."""
+    q = float(opt.robust)
+    d, _, u = make_draws(ctx, Options(draws=opt.draws, seed=opt.seed, iid=True))
+    found = robust.robust_plans(ctx, plan, cls, d, q)
+    rows = {}
+    for a, r in found.items():
+        rc = r.plan.cost_per_hour if r.plan is not None else None
+        rows[a] = RobustArchitecture(
+            nominal_cost_per_hour=r.nominal_cost_per_hour,
+            robust_cost_per_hour=rc,
+            cost_of_robustness=None
+            if rc is None or r.nominal_cost_per_hour <= 0
+            else round(rc / r.nominal_cost_per_hour - 1.0, 4),
+            met_share=round(r.met / len(d), 4),
+            design_draw=r.design_draw,
+            replans=r.steps,
+            note=r.why,
+        )
+    note = None
+    if plan.rate_rps is None:
+        note = (
+            "objective bcr: the rate is each architecture's nominal optimum; the robust fleet "
+            "is the cheapest found serving it"
+        )
+    block = RobustBlock(q=q, draws=len(d), seed=u.seed, method=robust.METHOD, rate_note=note,
+                        architectures=rows)  # fmt: skip
+    return robust.replace_plans(plan, found), block
+
+
+def plan_under_uncertainty(ctx: Context, plan: Plan, opt: Options) -> Plan:
+    """The plan (robust fleets in place with `opt.robust`) with its `uncertainty` block."""
+    cls = build_classes(ctx.class_spec)
+    block = None
+    if opt.robust is not None:
+        plan, block = _robust_block(ctx, plan, opt, cls)
+    u = assess(ctx, plan, opt, cls)
+    return plan.model_copy(update={"uncertainty": u.model_copy(update={"robust": block})})
+
+
+def _confirmed(ctx, cls, plan: Plan, d, pr: paired.Paired, opt: Options) -> dict[str, Confirmed]:
+    """The first `opt.confirm` draws replayed per architecture, against the analytic verdict."""
+    k = min(opt.confirm, len(d))
+    out = {}
+    for j, a in enumerate(pr.archs):
+        sim, partial = [], False
+        for i in range(k):
+            r = replay.replay(ctx, cls, plan.plans[a], a, d.draw(i), opt.sim_requests, i)
+            sim.append(r.sla_met)
+            partial = partial or r.partial
+        an = [bool(pr.meets[i, j]) for i in range(k)]
+        out[a] = Confirmed(
+            replays=k,
+            sim_requests=opt.sim_requests,
+            sim_met_share=round(sum(sim) / k, 4),
+            analytic_met_share=round(sum(an) / k, 4),
+            agree_share=round(sum(x == y for x, y in zip(sim, an)) / k, 4),
+            partial=partial,
+        )
+    return out
+
+
+def assess(
+    ctx: Context, plan: Plan, opt: Options | None = None, classes: RequestClasses | None = None
+) -> PlanUncertainty:
+    """The plan's `uncertainty` block (see the module doc)."""
+    opt = opt or Options()
+    cls = classes or build_classes(ctx.class_spec)
+    d, notes, u = make_draws(ctx, opt)
+    fleets = fleet.from_plan(ctx, plan, "plan")
+    ev = paired.Evaluator(ctx, cls, fleets)
+    planned = {a: float(p.goodput_rps) for a, p in plan.plans.items()}
+    pr = paired.evaluate(ev, d, planned)
+    ls = sensitivity.levers(d, u.inputs.perf_correlation)
+    archs = {}
+    for j, a in enumerate(pr.archs):
+        archs[a] = ArchitectureUncertainty(
+            goodput_rps=paired.band(pr.goodput[:, j]),
+            bcr=paired.band(pr.bcr[:, j]),
+            cost_per_hour=paired.band(pr.cost[:, j]),
+            meets_sla_share=round(float(np.mean(pr.meets[:, j])), 4),
+            n_minus_1=n_minus_1(ctx, cls, fleets[a]) if opt.n_minus_1 else {},
+        )
+    comps = {}
+    if RELAY_ARCH in fleets:
+        for base in (LINE_BASELINE, LOCAL_BASELINE):
+            if base in fleets:
+                comps[base] = _versus(ev, d, pr, ls, base)
+    if "rate" in d.names:
+        notes.append("the request rate moves whether a plan meets the SLA, not its BCR at goodput")
+    return PlanUncertainty(
+        draws=len(d),
+        seed=u.seed,
+        method=f"{d.method}; each fleet's SLA goodput by evaluate's analytic bisection",
+        inputs=[_law(m) for m in d.marginals],
+        notes=notes,
+        architectures=archs,
+        comparisons=comps,
+        break_even=sensitivity.line_break_even(ev, d, RELAY_ARCH, LOCAL_BASELINE),
+        confirmed=_confirmed(ctx, cls, plan, d, pr, opt) if opt.confirm > 0 else {},
+        plan_flips=replan.plan_flips(ctx, cls, plan, d, replan.strongest(comps, ls))
+        if opt.replan and ls
+        else None,
+        per_draw=_rows(d, pr),
+    )

@@ -1,0 +1,153 @@
+"""Every planned fleet under the same draws (paired): per draw its SLA goodput, $/hour and BCR,
+and whether it meets the SLA at the (drawn) planned rate; the percentiles, the probability
+that PDD's plan beats each baseline's, and its Monte Carlo error.
+
+Fleets that are the same model (the same groups and line, and no relay instances to route
+over: PDD without relay decode is CDC-PD) are evaluated once per draw.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from pdd_plan import architectures
+from pdd_plan.evaluate.fleet import FleetSpec
+from pdd_plan.inputs.context import Context
+from pdd_plan.inputs.schema.plan_uncertainty import Band
+from pdd_plan.optimize import problem_of
+from pdd_plan.optimize.problem import Problem
+from pdd_plan.uncertainty import perturb
+from pdd_plan.uncertainty.draws import Draws
+from pdd_plan.workload.requests import RequestClasses
+
+TIE = 1e-9  # relative BCR difference under which two plans tie
+
+
+def fleet_key(fs: FleetSpec) -> tuple:
+    """Equal keys: the same analytic model (see the module doc)."""
+    spec = architectures.get(fs.architecture)
+    relays = any(g.role == "relay_decode" for g in fs.instances) and spec.relays
+    groups = tuple(g.model_dump_json() for g in fs.instances)
+    line = fs.line.model_dump_json() if fs.line is not None else None
+    who = fs.architecture if relays else (spec.decode_role, spec.crosses_line)
+    return (who, groups, line, fs.speed_factor)
+
+
+_PROBLEMS: dict[int, tuple[Context, Problem]] = {}
+
+
+def pb_of(ctx: Context) -> Problem:
+    """The planner's typed inputs of `ctx`, one object per context (the draws' memo in
+    perturb.apply is keyed by it)."""
+    hit = _PROBLEMS.get(id(ctx))
+    if hit is None or hit[0] is not ctx:  # the entry keeps its context alive
+        if len(_PROBLEMS) > 64:
+            _PROBLEMS.clear()
+        hit = _PROBLEMS[id(ctx)] = (ctx, problem_of(ctx))
+    return hit[1]
+
+
+class Evaluator:
+    """SLA goodput of each fleet at given input values, memoized by (fleet, values)."""
+
+    def __init__(self, ctx: Context, classes: RequestClasses, fleets: dict[str, FleetSpec]):
+        self.ctx, self.classes, self.fleets = ctx, classes, fleets
+        self.pb = pb_of(ctx)
+        self._memo: dict[tuple, float] = {}
+        self.evaluations = 0
+
+    def goodput(self, values: dict[str, float], arch: str) -> float:
+        fs = self.fleets[arch]
+        moving = tuple(sorted((k, v) for k, v in values.items() if k in MOVES_GOODPUT))
+        key = (fleet_key(fs), moving)
+        if key not in self._memo:
+            # the nominal goodput first: it brackets every draw's bisection
+            hint = None if not moving else self.goodput({}, arch)
+            ap = perturb.apply(self.pb, self.classes, dict(moving))
+            self._memo[key] = perturb.goodput(ap, fs, hint)
+            self.evaluations += 1
+        return self._memo[key]
+
+    def cost(self, values: dict[str, float], arch: str) -> float:
+        return perturb.cost_per_hour(
+            self.fleets[arch], values.get("gpu_price", 1.0), values.get("line_price", 1.0)
+        )
+
+    def bcr(self, values: dict[str, float], arch: str) -> float:
+        c = self.cost(values, arch)
+        return self.goodput(values, arch) * 3600.0 / c if c > 0 else 0.0
+
+
+# the inputs that move a fleet's SLA goodput (prices move its cost, the rate only the verdict)
+MOVES_GOODPUT = ("prefill_speed", "decode_speed", "kv_bytes", "line_rate", "prefix_hit")
+
+
+@dataclass(frozen=True)
+class Paired:
+    archs: tuple[str, ...]
+    goodput: np.ndarray  # (N, A) req/s
+    cost: np.ndarray  # (N, A) $/hour
+    bcr: np.ndarray  # (N, A) req/$
+    meets: np.ndarray  # (N, A) bool: goodput >= planned rate x the draw's rate factor
+
+    def column(self, a: str) -> int:
+        return self.archs.index(a)
+
+
+def evaluate(
+    ev: Evaluator,
+    draws: Draws,
+    planned: dict[str, float],
+    progress: Callable[[], None] | None = None,
+) -> Paired:
+    """Every fleet of `ev` under every draw; `planned`: each architecture's planned rate."""
+    archs = tuple(ev.fleets)
+    n, a = len(draws), len(archs)
+    g, c = np.zeros((n, a)), np.zeros((n, a))
+    meets = np.zeros((n, a), bool)
+    for i in range(n):
+        vals = draws.draw(i)
+        for j, arch in enumerate(archs):
+            g[i, j] = ev.goodput(vals, arch)
+            c[i, j] = ev.cost(vals, arch)
+            meets[i, j] = g[i, j] >= planned[arch] * vals.get("rate", 1.0) * (1 - 1e-9)
+        if progress is not None:
+            progress()
+    bcr = np.divide(g * 3600.0, c, out=np.zeros_like(g), where=c > 0)
+    return Paired(archs, g, c, bcr, meets)
+
+
+def band(x: np.ndarray) -> Band:
+    x = np.asarray(x, float)
+    x = x[np.isfinite(x)]
+    if len(x) == 0:
+        return Band()
+    p = np.percentile(x, [10, 50, 90])
+    return Band(p10=_r(p[0]), p50=_r(p[1]), p90=_r(p[2]))
+
+
+def _r(x: float) -> float:
+    return float(f"{float(x):.4g}")
+
+
+def gain(a: np.ndarray | float, b: np.ndarray | float) -> np.ndarray:
+    """a / b - 1 (NaN where b is 0: no ratio; +inf would not be a number a file can hold)."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    return np.divide(a, b, out=np.full(np.shape(a * b), np.nan), where=b > 0) - 1.0
+
+
+def beats(p: Paired, a: str, b: str) -> tuple[float, float, float]:
+    """(share of draws where a's BCR beats b's, its binomial standard error, share tied)."""
+    x, y = p.bcr[:, p.column(a)], p.bcr[:, p.column(b)]
+    tol = TIE * np.maximum(np.abs(x), np.abs(y))
+    win = x > y + tol
+    tie = np.abs(x - y) <= tol
+    n = len(x)
+    share = float(np.mean(win))
+    # Latin hypercube draws have no larger a variance than independent ones for a response
+    # monotone in each input: the binomial error is an upper figure
+    se = float(np.sqrt(share * (1 - share) / n))
+    return share, se, float(np.mean(tie))

@@ -1,0 +1,198 @@
+"""One draw applied to the models, and a fixed fleet's SLA goodput under it (evaluate's
+analytic bisection, `evaluate.analytic.search`, on the drawn inputs).
+
+How each input enters, exactly where the models allow it:
+
+- `prefill_speed`, `decode_speed`: the GPU profiles every prefill (decode) instance is built
+  from run every pass at that factor (`evaluate.fleet.deployed`: peak rates times k, fixed
+  times over k), so service times, the batch at the TPOT target and every TTFT term move;
+- `kv_bytes`: the KV a request holds in decode memory times k; what crosses the line is
+  carried by a line whose rates (capacity and per connection) are over k, the same transfer
+  times and line load as k times the bytes (its RTT and slow start, a few ms, stay); the
+  sub-millisecond RDMA copies inside a datacenter stay;
+- `line_rate`: one connection's rate times k (`per_connection_gbps`), the line's capacity kept;
+- `prefix_hit`: every class's (and stratum's) prefill-side hit shifted, clipped to [0, 1]; the
+  MD-side hit keeps its ratio to it;
+- `gpu_price`, `line_price`: the fleet's $/hour (cost only); `rate`: the rate the plan is
+  judged at (not the goodput).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from pdd_plan.evaluate import analytic
+from pdd_plan.evaluate.fleet import FleetSpec, deployed
+from pdd_plan.inputs.pieces import Profiles
+from pdd_plan.inputs.schema.line import LineSKU
+from pdd_plan.latency.line import tcp
+from pdd_plan.optimize.problem import Problem
+from pdd_plan.optimize.search.caps import Caps
+from pdd_plan.workload.requests import RequestClasses
+
+REL_TOL = 0.01  # the bisection's stop: 1% of the goodput (the bands print 3-4 figures)
+
+
+@dataclass(frozen=True)
+class Applied:
+    """The models under one draw (see the module doc)."""
+
+    prefill: Problem  # the planner's inputs, GPU profiles at the drawn prefill speed
+    decode: Problem  # the same at the drawn decode speed
+    classes: RequestClasses
+    kv: float
+    gpu_price: float
+    line_price: float
+    rate: float
+
+
+def scaled_line(sku: LineSKU, line_rate: float, kv: float) -> LineSKU:
+    """`sku` carrying 1/kv of its bytes (kv times the bytes, the same times) with one
+    connection's rate times line_rate."""
+    if line_rate == 1.0 and kv == 1.0:
+        return sku
+    per_conn = tcp.path_rate_bytes_s(sku) * line_rate / kv  # bytes/s one connection carries
+    return sku.model_copy(
+        update={
+            "gbps": sku.gbps / kv,
+            "per_connection_gbps": per_conn * 8 / 1e9 / sku.tcp_efficiency,
+        }
+    )
+
+
+def _shift(c: RequestClasses, s: float) -> RequestClasses:
+    hp = np.clip(c.hit_p + s, 0.0, 1.0)
+    ratio = np.divide(c.hit_d, c.hit_p, out=np.zeros_like(c.hit_d), where=c.hit_p > 0)
+    # a class with no hit had no ratio: MD's hit follows the prefill's where MD had any at all
+    some = float(np.max(ratio)) if np.any(c.hit_d > 0) else 0.0
+    ratio = np.where(c.hit_p > 0, ratio, some)
+    return dataclasses.replace(c, hit_p=hp, hit_d=np.clip(hp * ratio, 0.0, 1.0))
+
+
+def shifted(classes: RequestClasses, s: float) -> RequestClasses:
+    """`classes` with every prefill-side hit fraction moved by s (and their strata too)."""
+    if s == 0.0:
+        return classes
+    out = _shift(classes, s)
+    if classes.nodes is not None:
+        out = dataclasses.replace(out, nodes=_shift(classes.nodes, s))
+    return out
+
+
+_APPLIED: dict[tuple, tuple[Problem, RequestClasses, Applied]] = {}
+
+
+def faster(pb: Problem, k: float) -> Problem:
+    """`pb` with every GPU profile's passes k times as fast (`evaluate.fleet.deployed`)."""
+    prof = deployed(Profiles(pb.model, pb.catalog.gpus, pb.lines), k)
+    if prof.gpus is pb.catalog.gpus:
+        return pb
+    return dataclasses.replace(pb, catalog=dataclasses.replace(pb.catalog, gpus=prof.gpus))
+
+
+def apply(pb: Problem, classes: RequestClasses, values: dict[str, float]) -> Applied:
+    """The models under a draw (`values`: input name -> drawn value; a missing input is nominal).
+    Memoized: the same draw applied again hands back the same GPU profiles and classes, so the
+    perf memos (keyed by profile) are hit for every fleet and architecture evaluated under it."""
+    key = (id(pb), id(classes), tuple(sorted(values.items())))
+    hit = _APPLIED.get(key)
+    if hit is not None and hit[0] is pb and hit[1] is classes:  # entries keep both alive
+        return hit[2]
+    if len(_APPLIED) > 2048:
+        _APPLIED.clear()
+    out = _apply(pb, classes, values)
+    _APPLIED[key] = (pb, classes, out)
+    return out
+
+
+def _apply(pb: Problem, classes: RequestClasses, values: dict[str, float]) -> Applied:
+    kv = values.get("kv_bytes", 1.0)
+    lr = values.get("line_rate", 1.0)
+    lines = [scaled_line(s, lr, kv) for s in pb.lines]
+    base = dataclasses.replace(pb, lines=lines) if (kv, lr) != (1.0, 1.0) else pb
+    kp, kd = values.get("prefill_speed", 1.0), values.get("decode_speed", 1.0)
+    p_pb = faster(base, kp)
+    d_pb = p_pb if kd == kp else faster(base, kd)
+    return Applied(
+        p_pb,
+        d_pb,
+        shifted(classes, values.get("prefix_hit", 0.0)),
+        kv,
+        values.get("gpu_price", 1.0),
+        values.get("line_price", 1.0),
+        values.get("rate", 1.0),
+    )
+
+
+def fleet_model(ap: Applied, fs: FleetSpec) -> analytic.FleetModel:
+    """The fleet's analytic model under the draw (decode up to its TPOT-target batch, as
+    `evaluate` measures an existing fleet)."""
+    p_pb, d_pb = ap.prefill, ap.decode
+    if fs.speed_factor != 1.0:  # a deployment's own engine speed on top of the draw's
+        p_pb, d_pb = faster(p_pb, fs.speed_factor), faster(d_pb, fs.speed_factor)
+    fm = analytic.fleet_model(p_pb, fs, ap.classes, Caps(decode=1.0), decode_pb=d_pb)
+    if ap.kv != 1.0:
+        fm.shared = dataclasses.replace(fm.shared, kv_bytes=fm.shared.kv_bytes * ap.kv)
+    return fm
+
+
+def goodput(ap: Applied, fs: FleetSpec, hint: float | None = None) -> float:
+    """The fleet's SLA goodput (req/s) under the draw; 0 where it meets the SLA at no rate.
+    `hint` (e.g. the nominal goodput) brackets the bisection near where the answer likely is."""
+    fm = fleet_model(ap, fs)
+    if fm.n_prefill == 0 or not fm.md:
+        return 0.0
+    bound = analytic.rate_bound(fm)
+    if hint is None or not 0 < hint < bound:
+        lo, _ = analytic.search(fm, rel_tol=REL_TOL)
+        return float(lo.rate) if lo.ok else 0.0
+    return _bracketed(fm, hint, bound)
+
+
+def _bracketed(fm: analytic.FleetModel, hint: float, bound: float) -> float:
+    """Evaluate's bisection started at `hint`: steps out geometrically (10%, 20%, 40%, ...)
+    until the SLA's edge is bracketed, then halves the bracket to REL_TOL (feasibility is
+    monotone in the rate, as analytic.search assumes)."""
+    floor = bound * 1e-3
+    ok = analytic.at_rate(fm, hint).ok
+    lo, hi = (hint, None) if ok else (None, hint)
+    step = 0.1
+    while lo is None or hi is None:
+        if lo is None:
+            r = hi / (1 + step)
+            if r < floor:
+                return 0.0 if not analytic.at_rate(fm, floor).ok else _halve(fm, floor, hi)
+            if analytic.at_rate(fm, r).ok:
+                lo = r
+            else:
+                hi = r
+        else:
+            r = min(lo * (1 + step), bound)
+            if r >= bound:
+                return bound if analytic.at_rate(fm, bound).ok else _halve(fm, lo, bound)
+            if analytic.at_rate(fm, r).ok:
+                lo = r
+            else:
+                hi = r
+        step *= 2
+    return _halve(fm, lo, hi)
+
+
+def _halve(fm: analytic.FleetModel, lo: float, hi: float) -> float:
+    """Bisection between a feasible `lo` and an infeasible `hi`, to REL_TOL of lo."""
+    while hi - lo > REL_TOL * lo:
+        mid = 0.5 * (lo + hi)
+        if analytic.at_rate(fm, mid).ok:
+            lo = mid
+        else:
+            hi = mid
+    return float(lo)
+
+
+def cost_per_hour(fs: FleetSpec, gpu_price: float = 1.0, line_price: float = 1.0) -> float:
+    """The fleet's $/hour at drawn prices."""
+    line = fs.line.cost_per_hour if fs.line is not None else 0.0
+    return gpu_price * sum(g.cost_per_hour for g in fs.instances) + line_price * line

@@ -1,0 +1,76 @@
+"""Plans under uncertainty, end to end: the nominal draw is evaluate's own goodput, goodput
+moves the way each input says, the block is deterministic and round-trips through the plan
+file, and the CLI prints the verdict's probability (and refuses bad --draws in one line)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pdd_plan.architectures import LOCAL_BASELINE, RELAY_ARCH
+from pdd_plan.evaluate import analytic, fleet
+from pdd_plan.inputs.context import build_context
+from pdd_plan.inputs.schema.plan import load_plan, parse_plan
+from pdd_plan.optimize.search.caps import Caps
+from pdd_plan.uncertainty import Options, assess, perturb
+from pdd_plan.uncertainty.paired import pb_of
+from pdd_plan.workload.classes import build_classes
+from tests.cli_helpers import invoke, refused
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+PLAN = ROOT / "tests" / "golden" / "pdd-paper.optimize.yaml"
+
+
+@pytest.fixture(scope="module")
+def setting():
+    p = load_plan(PLAN)
+    ctx = build_context(p.inputs, str(PLAN))
+    return p, ctx, build_classes(ctx.class_spec), fleet.from_plan(ctx, p, str(PLAN))
+
+
+def test_nominal_draw_is_evaluates_goodput(setting):
+    _, ctx, cls, fleets = setting
+    fs = fleets[LOCAL_BASELINE]
+    lo, _ = analytic.search(analytic.fleet_model(pb_of(ctx), fs, cls, Caps(decode=1.0)))
+    got = perturb.goodput(perturb.apply(pb_of(ctx), cls, {}), fs)
+    # both are bisections stopping within their tolerances below the same rate
+    assert got == pytest.approx(lo.rate, rel=perturb.REL_TOL + 0.002)
+
+
+@pytest.mark.parametrize(
+    "name, worse, better",
+    [("decode_speed", 0.85, 1.15), ("kv_bytes", 1.6, 0.8), ("prefix_hit", -0.2, 0.0)],
+)
+def test_goodput_moves_the_way_the_input_says(setting, name, worse, better):
+    _, ctx, cls, fleets = setting
+    fs = fleets[RELAY_ARCH]
+    lo = perturb.goodput(perturb.apply(pb_of(ctx), cls, {name: worse}), fs)
+    hi = perturb.goodput(perturb.apply(pb_of(ctx), cls, {name: better}), fs)
+    assert lo < hi * (1 + perturb.REL_TOL), (name, lo, hi)
+
+
+def test_block_is_deterministic_and_round_trips(setting):
+    p, ctx, cls, _ = setting
+    a = assess(ctx, p, Options(draws=4, n_minus_1=False), cls)
+    b = assess(ctx, p, Options(draws=4, n_minus_1=False), cls)
+    assert a == b and len(a.per_draw) == 4
+    # the probability is the share of the per-draw rows where PDD's BCR is higher
+    rows = a.per_draw
+    wins = sum(r.bcr[RELAY_ARCH] > r.bcr[LOCAL_BASELINE] * (1 + 1e-6) for r in rows)
+    assert a.comparisons[LOCAL_BASELINE].p_beats == pytest.approx(wins / 4)
+    back = parse_plan(json.loads(p.model_copy(update={"uncertainty": a}).to_text("json")))
+    assert back.uncertainty == a
+
+
+def test_cli_prints_the_probability_and_refuses_bad_draws():
+    r = invoke("optimize", "narrow-line", "--no-verify", "--draws", 3, "--replan")
+    assert r.exit_code == 0, r.stderr
+    assert "P(PDD beats IDC-PD on BCR)" in r.stdout and "perf error band alone" in r.stdout
+    # one lever (the speeds, fully correlated): its two ends are the corners
+    assert "Re-planned at the 2 P10/P90 corners of perf_speed" in r.stdout
+    for bad, word in (("5000", "over the limit"), ("1", ">= 2")):
+        refused("optimize", "narrow-line", "--no-verify", "--draws", bad, needle=("--draws", word))

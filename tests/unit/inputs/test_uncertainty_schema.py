@@ -1,0 +1,85 @@
+"""The scenario's `uncertainty:` section: what it accepts and the one-line errors it gives."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from pdd_plan.common.errors import InputError
+from pdd_plan.inputs import profiles
+from pdd_plan.inputs.schema.io import parse
+from pdd_plan.inputs.schema.scenario import Scenario
+
+pytestmark = pytest.mark.unit
+
+
+def _with(unc: dict) -> Scenario:
+    d = yaml.safe_load(open(profiles.scenario_path(None)))
+    d["uncertainty"] = unc
+    return parse(Scenario, d, "s.yaml")
+
+
+def _error(unc: dict) -> str:
+    with pytest.raises(InputError) as e:
+        _with(unc)
+    msg = str(e.value)
+    assert "\n" not in msg
+    return msg
+
+
+def test_defaults_and_a_full_entry():
+    sc = _with({})
+    assert sc.uncertainty.draws == 32 and sc.uncertainty.inputs.prefill_speed is None
+    sc = _with(
+        {
+            "draws": 8,
+            "seed": 3,
+            "inputs": {
+                "kv_bytes": {
+                    "dist": "triangular",
+                    "low": 0.8,
+                    "mode": 1,
+                    "high": 1.2,
+                    "source": "assumption",
+                }
+            },
+        }
+    )
+    assert sc.uncertainty.inputs.kv_bytes.mode == 1.0
+
+
+def test_scenario_without_the_section_has_none():
+    d = yaml.safe_load(open(profiles.scenario_path(None)))
+    assert parse(Scenario, d, "s.yaml").uncertainty is None
+
+
+@pytest.mark.parametrize(
+    "unc, words",
+    [
+        (
+            {"inputs": {"kvbytes": {"dist": "normal", "mean": 1, "sd": 0.1, "source": "x"}}},
+            ["uncertainty.inputs.kvbytes", "unknown key", "kv_bytes"],
+        ),
+        (
+            {"inputs": {"kv_bytes": {"dist": "normal", "mean": 1, "sd": -0.1, "source": "x"}}},
+            ["uncertainty.inputs.kv_bytes", "negative"],
+        ),
+        (
+            {"inputs": {"rate": {"dist": "uniform", "low": 1.2, "high": 0.8, "source": "x"}}},
+            ["uncertainty.inputs.rate", "negative spread"],
+        ),
+        (
+            {"inputs": {"rate": {"dist": "uniform", "low": 0.8, "high": 1.2}}},
+            ["uncertainty.inputs.rate.source"],
+        ),
+        (
+            {"inputs": {"rate": {"dist": "normal", "low": 0.8, "sd": 1.2, "source": "x"}}},
+            ["mean is missing"],
+        ),
+        ({"draws": 5000}, ["uncertainty.draws", "over the limit", "PDD_PLAN_MAX_DRAWS"]),
+    ],
+)
+def test_bad_entries_are_one_line_errors(unc, words):
+    msg = _error(unc)
+    for w in words:
+        assert w in msg, msg

@@ -1,0 +1,94 @@
+"""Draws: seeded and reproducible, space-filling (one draw per stratum per input), the perf
+band's law as the band file's numbers give it, the copula's correlation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import yaml
+from scipy import stats
+
+from pdd_plan.calibration import error_band
+from pdd_plan.inputs import profiles
+from pdd_plan.inputs.schema.uncertainty import Uncertainty
+from pdd_plan.uncertainty import draws
+
+pytestmark = pytest.mark.unit
+
+
+def _unc(**inputs) -> Uncertainty:
+    return Uncertainty.model_validate({"inputs": inputs})
+
+
+U01 = {"dist": "uniform", "low": 0.0, "high": 1.0, "source": "assumption"}
+
+
+def test_same_seed_same_draws_other_seed_other_draws():
+    ms, _ = draws.marginals(_unc(kv_bytes=U01, rate=U01), profiles.model("llama-3.1-8b"))
+    a, b = draws.draw(ms, 16, 7), draws.draw(ms, 16, 7)
+    assert np.array_equal(a.values, b.values)
+    assert not np.array_equal(a.values, draws.draw(ms, 16, 8).values)
+
+
+def test_latin_hypercube_puts_one_draw_in_each_stratum():
+    ms, _ = draws.marginals(_unc(kv_bytes=U01, line_rate=U01), profiles.model("llama-3.1-8b"))
+    ms = [m for m in ms if m.name in ("kv_bytes", "line_rate")]
+    n = 20
+    d = draws.draw(ms, n, 3)
+    for j in range(2):
+        # a uniform(0, 1) input's values are the levels: one in each of the n strata
+        assert sorted(np.floor(d.values[:, j] * n).astype(int)) == list(range(n))
+
+
+def test_marginal_quantiles_are_the_distributions():
+    s = {"dist": "triangular", "low": 0.5, "mode": 1.0, "high": 2.0, "source": "assumption"}
+    ms, _ = draws.marginals(_unc(kv_bytes=s), profiles.model("llama-3.1-8b"))
+    kv = next(m for m in ms if m.name == "kv_bytes")
+    # triangular CDF left of the mode: (x - a)^2 / ((b - a)(c - a)) = 0.1 -> x = a + sqrt(0.15)
+    assert kv.quantile(0.1) == pytest.approx(0.5 + np.sqrt(0.1 * 1.5 * 0.5), rel=1e-9)
+    n = {"dist": "normal", "mean": 1.0, "sd": 0.1, "source": "assumption"}
+    ms, _ = draws.marginals(_unc(rate=n), profiles.model("llama-3.1-8b"))
+    rate = next(m for m in ms if m.name == "rate")
+    assert rate.quantile(0.9) == pytest.approx(1.0 + 0.1 * 1.2815515655, rel=1e-8)
+
+
+def test_perf_band_law_reads_the_band_file():
+    model = profiles.model("deepseek-v4-pro")
+    band = yaml.safe_load(error_band.band_path().read_text())["families"]["moe"]
+    m, _ = draws.perf_marginal(model, "decode_speed")
+    b, med = band["mean_signed_error"], band["median_abs_error"]
+    # speed = measured / predicted = 1 / (1 + error): its median is 1 / (1 + bias)
+    assert m.quantile(0.5) == pytest.approx(1.0 / (1.0 + b), rel=1e-9)
+    # half the draws lie within a factor 1 + median error of the median
+    sig, t = m.params["sigma"], np.log1p(med)
+    p = stats.norm.cdf(t / sig) - stats.norm.cdf(-t / sig)
+    assert p == pytest.approx(0.5, abs=1e-9)
+
+
+def test_band_sigma_without_bias_is_the_half_normal_median():
+    # median |N(0, s)| = 0.6745 s
+    assert draws.band_sigma(np.expm1(0.6745 * 0.2)) == pytest.approx(0.2, rel=1e-3)
+
+
+def test_without_a_section_only_the_perf_band_and_a_note():
+    ms, notes = draws.marginals(None, profiles.model("deepseek-v4-pro"))
+    assert [m.name for m in ms] == ["prefill_speed", "decode_speed"]
+    assert any("perf error band alone" in n for n in notes)
+
+
+@pytest.mark.parametrize("rho", [1.0, 0.0])
+def test_prefill_and_decode_speed_correlation(rho):
+    ms, _ = draws.marginals(None, profiles.model("deepseek-v4-pro"))
+    d = draws.draw(ms, 256, 1, correlation=rho)
+    r = np.corrcoef(np.log(d.values[:, 0]), np.log(d.values[:, 1]))[0, 1]
+    assert r == pytest.approx(rho, abs=0.15)
+    if rho == 1.0:
+        assert np.allclose(d.values[:, 0], d.values[:, 1])
+
+
+def test_iid_draws_are_not_stratified_but_seeded():
+    ms, _ = draws.marginals(_unc(kv_bytes=U01), profiles.model("llama-3.1-8b"))
+    ms = [m for m in ms if m.name == "kv_bytes"]
+    a = draws.draw(ms, 64, 5, iid=True)
+    assert np.array_equal(a.values, draws.draw(ms, 64, 5, iid=True).values)
+    assert len(set(np.floor(a.values[:, 0] * 64).astype(int))) < 64  # some strata twice
