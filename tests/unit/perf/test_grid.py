@@ -63,3 +63,15 @@ def test_prefill_table_equals_the_scalar_composition() -> None:
                 tail = roofline.chunk_time(inst, float(pt.rg[i]), float(cg[j]) + q * ck)
                 want = (tail if full is None else full + tail).total_s
                 assert z[i, j] == pytest.approx(want, rel=1e-12)
+
+
+@pytest.mark.parametrize("inst", _instances()[::2], ids=lambda i: i.label)
+def test_prefill_times_equal_the_scalar_prefill_time(inst: Instance) -> None:
+    """Whole prefills (full chunks then the short tail), including a prompt of exactly one
+    chunk, one over it and a long one over a long cached prefix."""
+    new = np.array([1.0, 500.0, 8192.0, 8193.0, 20000.0, 70000.0])
+    cached = np.array([0.0, 30000.0, 0.0, 1000.0, 8192.0, 90000.0])
+    got = grid.prefill_times(inst, new, cached, 8192)
+    for g, n, c in zip(got, new, cached):
+        want = roofline.prefill_time(inst, float(n), float(c), 8192).total_s
+        assert g == pytest.approx(want, rel=1e-12)
