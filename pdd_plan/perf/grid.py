@@ -165,10 +165,9 @@ def _pick(mask, a: PassArrays, b: PassArrays) -> PassArrays:
 def chunk_pairs(inst: Instance, new_tokens, context_before) -> PassArrays:
     """``roofline.chunk_time(inst, n, c)`` for each pair (n, c) of the two 1-D arrays (n > 0):
     one prefill pass of one sequence, as ``mixed_pass`` composes it."""
-    m, p, e = inst.model, inst.params, inst.efficiency
+    m, p = inst.model, inst.params
     new = np.asarray(new_tokens, dtype=float).ravel()
     before = np.broadcast_to(np.asarray(context_before, dtype=float).ravel(), new.shape)
-    phase = "prefill"
     tokens = 1.0 * new
     routed_f = 2.0 * p.routed_active * tokens
     attn, expand = _attention(new, before, m)
@@ -178,12 +177,20 @@ def chunk_pairs(inst: Instance, new_tokens, context_before) -> PassArrays:
     kv_write = layers.kv_bytes(m, before + new) - kv_read
     kv = 0.0 + 1.0 * (kv_read + kv_write) * inst.kv_replication
     attn = 0.0 + 1.0 * attn
+    return _passes(inst, "prefill", tokens, routed_f, other_f, attn, kv, np.ones_like(new), head)
+
+
+def _passes(inst: Instance, phase: str, tokens, routed_f, other_f, attn, kv, requests, head):
+    """roofline._pass over arrays of one Work field each."""
+    e = inst.efficiency
     tt = _per_token(inst, tokens, phase)
     a2a = tt["a2a"]
     full = (tt["imb"], tt["m_routed"], tt["wbytes"], routed_f, other_f, attn, kv, head)
     cb, mb, rates = _kernels(inst, tokens, *full)
-    over = e.step_overhead_ms / 1e3 + moe_terms.step_cpu_seconds(inst, 1.0)
-    z = np.zeros_like(new)
+    uniq, inv = np.unique(requests, return_inverse=True)
+    cpu = np.array([moe_terms.step_cpu_seconds(inst, r) for r in uniq.tolist()])[inv.ravel()]
+    over = e.step_overhead_ms / 1e3 + cpu
+    z = np.zeros_like(tokens)
     plain = PassArrays(cb + z, mb + z, a2a + tt["ar"], z, over + z)
     if not (inst.tbo or inst.single_batch_overlap):
         return plain
@@ -243,3 +250,22 @@ def prefill_times(inst: Instance, new_tokens, cached_tokens, chunk: int) -> np.n
             acc[idx] = acc[idx] + part[at : at + len(idx)]
         at += len(idx)
     return PassArrays(*total).total_s
+
+
+def decode_steps(inst: Instance, batches, context: float) -> np.ndarray:
+    """``roofline.decode_step(inst, b, context).total_s`` for every batch b (> 0) of `batches`,
+    every request at `context`: the per-request attention sums as decode_step sums them."""
+    m, p = inst.model, inst.params
+    b = np.asarray(batches, dtype=float).ravel()
+    f1 = layers.attention_flops_per_token(m, np.asarray(float(context)), "decode")
+    k1 = layers.attention_bytes_per_token(m, np.asarray(float(context)))
+    attn, kv = np.empty_like(b), np.empty_like(b)
+    for i, x in enumerate(b.tolist()):
+        n = max(int(round(x)), 1)
+        attn[i] = float(np.sum(np.broadcast_to(f1, (n,)))) * (x / n)
+        kv[i] = float(np.sum(np.broadcast_to(k1, (n,)))) * (x / n)
+    routed_f = 2.0 * p.routed_active * b + 0.0
+    other_f = (2.0 * p.active - 2.0 * p.routed_active) * b + 0.0
+    kv = 0.0 + kv * inst.kv_replication
+    z = np.zeros_like(b)
+    return _passes(inst, "decode", b + 0.0, routed_f, other_f, 0.0 + attn, kv, 0.0 + b, z).total_s

@@ -20,7 +20,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from pdd_plan.perf import grid, roofline
+from pdd_plan.perf import grid
 from pdd_plan.perf.instance import Instance
 
 T = TypeVar("T")
@@ -163,12 +163,12 @@ class StepTable:
         self.cols = _memo(key, lambda: self._columns(inst, cg))
 
     def _columns(self, inst: Instance, cg: list[float]) -> tuple[tuple[float, ...], ...]:
-        grid = _batch_grid(self.bmax)
+        batches = _batch_grid(self.bmax)
         every = np.arange(self.bmax + 1)
         cols = []
         for c in cg:
-            s = np.array([roofline.decode_step(inst, float(b), c).total_s for b in grid])
-            col = np.interp(every, grid, s)
+            s = grid.decode_steps(inst, batches, c)  # = roofline.decode_step per batch
+            col = np.interp(every, batches, s)
             col[0] = s[0]
             cols.append(tuple(col.tolist()))
         return tuple(cols)
@@ -202,9 +202,9 @@ class ExtendTable:
         kg = np.unique(np.round(np.geomspace(1, self.kmax, 24)).astype(int))
         every = np.arange(self.kmax + 1)
         cols = []
-        for c in self.ctx:
-            s = np.array([roofline.extend_time(inst, float(k), c).total_s for k in kg])
-            col = np.interp(every, kg, s)
+        table = grid.chunk_times(inst, kg, self.ctx).total_s  # = roofline.extend_time per k, c
+        for j in range(len(self.ctx)):
+            col = np.interp(every, kg, table[:, j])
             col[0] = 0.0
             cols.append(tuple(col.tolist()))
         return tuple(cols)

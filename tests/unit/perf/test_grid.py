@@ -75,3 +75,13 @@ def test_prefill_times_equal_the_scalar_prefill_time(inst: Instance) -> None:
     for g, n, c in zip(got, new, cached):
         want = roofline.prefill_time(inst, float(n), float(c), 8192).total_s
         assert g == pytest.approx(want, rel=1e-12)
+
+
+@pytest.mark.parametrize("inst", _instances(), ids=lambda i: i.label)
+def test_decode_steps_equal_the_scalar_decode_step(inst: Instance) -> None:
+    batches = np.array([1.0, 2.0, 3.0, 17.0, 64.0, 256.0])
+    for context in (0.0, 4096.0, 100000.0):
+        got = grid.decode_steps(inst, batches, context)
+        for g, b in zip(got, batches):
+            want = roofline.decode_step(inst, float(b), context).total_s
+            assert g == pytest.approx(want, rel=1e-12)
