@@ -22,9 +22,9 @@ seconds much less). Cases (issue 24's targets):
 The side-by-side with AIConfigurator is not run here (a separate install; minutes per run).
 To rerun it by hand, in its own virtual environment:
 
-    python -m venv /tmp/aic && /tmp/aic/bin/pip install aiconfigurator
-    time /tmp/aic/bin/aiconfigurator cli default --model DEEPSEEK_V3 --total_gpus 64 \\
-        --system h200_sxm
+    python -m venv /tmp/aic && /tmp/aic/bin/pip install aiconfigurator   # 0.12.0 here
+    time /tmp/aic/bin/aiconfigurator cli default --model-path deepseek-ai/DeepSeek-V3 \\
+        --total-gpus 64 --system h200_sxm --save-dir /tmp/aic-out
     time pdd-plan optimize          # the same shell, right after
 
 (AIConfigurator 0.12's `cli default` sweeps aggregated and disaggregated serving of a model on
