@@ -16,6 +16,7 @@ Compiled with numba (see :mod:`pdd_plan.sim.decode.kernel`).
 from __future__ import annotations
 
 import hashlib
+import threading
 from pathlib import Path
 
 import numba
@@ -43,6 +44,7 @@ class _KernelCache(FunctionCache):
 # kernel.py's dispatchers and signatures, in definition order (callees before callers): compiled
 # or loaded from the cache by `ready`, when a replay runs, not at import
 _DEFERRED: list = []
+_READY = threading.Lock()  # a sweep's threads replay at once: one of them compiles
 
 
 def jit(sig, defer: bool = False):
@@ -83,15 +85,16 @@ def ready(entry=None) -> None:
     the cache, load only it: a cached function carries the code of everything it calls, so
     loading its callees too (25 functions, ~0.25 s) is needed only to call them from Python
     or to compile `entry` afresh. Otherwise compile (or load) them all, callees first."""
-    todo = [(d, sig) for d, sig in _DEFERRED if d._can_compile]
-    if entry is not None and entry._can_compile:
-        sig = next(s for d, s in _DEFERRED if d is entry)
-        if _in_cache(entry, sig):
-            todo = [(entry, sig)]
-    for d, sig in todo:
-        d.compile(sig)
-    for d, _ in todo:
-        d.disable_compile()
+    with _READY:
+        todo = [(d, sig) for d, sig in _DEFERRED if d._can_compile]
+        if entry is not None and entry._can_compile:
+            sig = next(s for d, s in _DEFERRED if d is entry)
+            if _in_cache(entry, sig):
+                todo = [(entry, sig)]
+        for d, sig in todo:
+            d.compile(sig)
+        for d, _ in todo:
+            d.disable_compile()
 
 
 @jit(types.boolean(FA, IA, i8, i8))
