@@ -80,20 +80,25 @@ def _in_cache(d, sig) -> bool:
         return False
 
 
+def _open(d) -> bool:
+    """Whether `d` still compiles (numba's flag; a numba without it: compile, which returns
+    what is already compiled)."""
+    return getattr(d, "_can_compile", True)
+
+
 def ready(entry=None) -> None:
     """Make the deferred kernels callable. With `entry` (a top-level kernel) whose code is in
     the cache, load only it: a cached function carries the code of everything it calls, so
-    loading its callees too (25 functions, ~0.25 s) is needed only to call them from Python
+    loading its 16 callees in kernel.py too (~0.2 s) is needed only to call them from Python
     or to compile `entry` afresh. Otherwise compile (or load) them all, callees first."""
     with _READY:
-        todo = [(d, sig) for d, sig in _DEFERRED if d._can_compile]
-        if entry is not None and entry._can_compile:
+        todo = [(d, sig) for d, sig in _DEFERRED if _open(d)]
+        if entry is not None and _open(entry):
             sig = next(s for d, s in _DEFERRED if d is entry)
             if _in_cache(entry, sig):
                 todo = [(entry, sig)]
-        for d, sig in todo:
+        for d, sig in todo:  # each closed at once, as `jit` does: callers convert to its sig
             d.compile(sig)
-        for d, _ in todo:
             d.disable_compile()
 
 
