@@ -30,7 +30,10 @@ import yaml
 from benchmarks import line_input_stream as stream
 from pdd_plan.inputs.context import build_context, load_scenario  # noqa: E402
 from pdd_plan.latency.prefill import gig1  # noqa: E402
-from pdd_plan.optimize import summary  # noqa: E402
+from pdd_plan.optimize import (
+    problem_of,
+    summary,  # noqa: E402
+)
 from pdd_plan.optimize.search.caps import Caps  # noqa: E402
 from pdd_plan.optimize.search.objectives import solve_architecture  # noqa: E402
 from pdd_plan.sim import replay  # noqa: E402
@@ -46,9 +49,9 @@ def _plan_and_replay(a: argparse.Namespace):
         path = str(Path(tmp) / "s.yaml")
         Path(path).write_text(yaml.safe_dump(data))
         ctx = build_context(load_scenario(path), path)
-    cls = build_classes(ctx)
+    cls = build_classes(ctx.class_spec)
     caps = Caps(decode=ctx.scenario.search.decode_utilization)
-    raw = solve_architecture(ctx, "pdd", cls, ctx.scenario.workload.rate_rps, caps)
+    raw = solve_architecture(problem_of(ctx), "pdd", cls, ctx.scenario.workload.rate_rps, caps)
     s = summary.summarize(raw, cls, raw.rate, ctx.prefill_dc)
     res = run(ctx, s, "pdd", a.n)
     return raw, cls, s, res

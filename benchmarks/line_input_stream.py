@@ -43,6 +43,7 @@ from pdd_plan.inputs.schema.plan import ArchitecturePlan
 from pdd_plan.latency.closed_forms import limited_ps_numbers
 from pdd_plan.latency.line import found_work, input_stream
 from pdd_plan.latency.prefill import gig1
+from pdd_plan.optimize import problem_of
 from pdd_plan.optimize import summary as optimize_summary
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.objectives import solve_architecture
@@ -178,9 +179,9 @@ def main(argv: list[str] | None = None) -> int:
         path = str(Path(tmp) / "s.yaml")
         Path(path).write_text(yaml.safe_dump(data))
         ctx = build_context(load_scenario(path), path)
-    cls = build_classes(ctx)
+    cls = build_classes(ctx.class_spec)
     caps = Caps(decode=ctx.scenario.search.decode_utilization)
-    raw = solve_architecture(ctx, "pdd", cls, ctx.scenario.workload.rate_rps, caps)
+    raw = solve_architecture(problem_of(ctx), "pdd", cls, ctx.scenario.workload.rate_rps, caps)
     s = optimize_summary.summarize(raw, cls, raw.rate, ctx.prefill_dc)
     res = run(ctx, s, "pdd", a.n)
     line, pool = raw.line, raw.pool

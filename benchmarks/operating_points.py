@@ -31,7 +31,7 @@ import numpy as np
 from pdd_plan.architectures import get
 from pdd_plan.inputs.context import Context, build_context, load_scenario
 from pdd_plan.inputs.profiles import example_path
-from pdd_plan.optimize import milp, points
+from pdd_plan.optimize import milp, points, problem_of
 from pdd_plan.optimize.search import at_rates, fixed_rate
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.enumeration import Shared
@@ -80,9 +80,9 @@ def _row(label: str, n: int, tables_s: float, sets: int, pts: points.OperatingPo
 def day_rows(ctx: Context, a: str, cls: RequestClasses, n: int) -> list[str]:
     caps = Caps(decode=ctx.scenario.search.decode_utilization)
     rate = float(ctx.scenario.workload.rate_rps)
-    p = fixed_rate.plan(ctx, get(a), cls, rate, caps)
+    p = fixed_rate.plan(problem_of(ctx), get(a), cls, rate, caps)
     t = p.tables
-    sh = Shared.of(ctx, get(a), cls, caps)
+    sh = Shared.of(problem_of(ctx), get(a), cls, caps)
     _, factor = diurnal(n)
     rates = rate * factor if n > 1 else np.array([rate])
     t0 = time.perf_counter()
@@ -106,7 +106,7 @@ def day_rows(ctx: Context, a: str, cls: RequestClasses, n: int) -> list[str]:
 def draw_rows(ctx: Context, a: str, cls: RequestClasses, n: int) -> list[str]:
     caps = Caps(decode=ctx.scenario.search.decode_utilization)
     rate = float(ctx.scenario.workload.rate_rps)
-    t = fixed_rate.plan(ctx, get(a), cls, rate, caps).tables
+    t = fixed_rate.plan(problem_of(ctx), get(a), cls, rate, caps).tables
     rng = np.random.default_rng(2026)
     t0 = time.perf_counter()
     speed = np.exp(rng.normal(0.0, SPEED_SIGMA, n)) if n > 1 else np.ones(1)
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> None:
     ns = [int(x) for x in args.points.split(",")]
     path = str(example_path("pdd-paper"))
     ctx = build_context(load_scenario(path), path)
-    cls = build_classes(ctx)
+    cls = build_classes(ctx.class_spec)
     print(f"{platform.node()} {platform.processor() or platform.machine()}, {time.ctime()}")
     print("\n".join(HEADER))
     for a in args.arch.split(","):

@@ -31,7 +31,7 @@ from pdd_plan.common.errors import InfeasibleError
 from pdd_plan.inputs.context import Context, build_context
 from pdd_plan.inputs.profiles import example_path
 from pdd_plan.inputs.schema.scenario import Scenario
-from pdd_plan.optimize import milp, optimize, solve_architecture, summary
+from pdd_plan.optimize import milp, optimize, problem_of, solve_architecture, summary
 from pdd_plan.optimize.search import fixed_rate
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.plan import plan_architecture
@@ -59,7 +59,7 @@ def _shape(ctx: Context, n_classes: int) -> str:
 
 def scale_rows(name: str, d: dict, file: str, repeat: int) -> list[str]:
     ctx = _ctx(d, file)
-    cls = build_classes(ctx)
+    cls = build_classes(ctx.class_spec)
     rate = ctx.scenario.workload.rate_rps
     caps = Caps(decode=ctx.scenario.search.decode_utilization)
     per: dict[str, list[float]] = {a: [] for a in ctx.scenario.architectures}
@@ -68,7 +68,7 @@ def scale_rows(name: str, d: dict, file: str, repeat: int) -> list[str]:
         for a in ctx.scenario.architectures:
             t0 = time.perf_counter()
             try:
-                p = solve_architecture(ctx, a, cls, rate, caps)
+                p = solve_architecture(problem_of(ctx), a, cls, rate, caps)
                 s = summary.summarize(p, cls, p.rate, ctx.prefill_dc)
                 info[a] = (p.milps, f"{s.cost_per_hour:,.2f}", f"{s.bcr:,.1f}")
             except InfeasibleError:
@@ -181,7 +181,7 @@ def brute_rows(seeds: int) -> list[str]:
 def _combination_rows(label: str, d: dict) -> list[str]:
     rows = []
     ctx = _ctx(d)
-    cls = build_classes(ctx)
+    cls = build_classes(ctx.class_spec)
     rate = float(d["workload"]["rate_rps"])
     real_solve, real_lb = milp.solve, fixed_rate.decode_lb_per_rps
     for a in ctx.scenario.architectures:
@@ -194,14 +194,14 @@ def _combination_rows(label: str, d: dict) -> list[str]:
         milp.solve = spy
         fixed_rate.decode_lb_per_rps = lambda *x, **k: float("-inf")
         try:
-            plan_architecture(ctx, a, cls, rate, Caps())
+            plan_architecture(problem_of(ctx), a, cls, rate, Caps())
         except InfeasibleError:
             pass
         finally:
             milp.solve, fixed_rate.decode_lb_per_rps = real_solve, real_lb
         t0 = time.perf_counter()
         try:
-            best = plan_architecture(ctx, a, cls, rate, Caps()).cost_per_hour
+            best = plan_architecture(problem_of(ctx), a, cls, rate, Caps()).cost_per_hour
         except InfeasibleError:
             best = None
         t_plan = time.perf_counter() - t0

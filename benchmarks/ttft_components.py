@@ -32,7 +32,7 @@ from pdd_plan.inputs.context import build_context, load_scenario
 from pdd_plan.latency import ttft as ttft_law
 from pdd_plan.latency.prefill.gigc import ggc_wait_law
 from pdd_plan.latency.prefill.wait import WaitLaw
-from pdd_plan.optimize import summary
+from pdd_plan.optimize import problem_of, summary
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.objectives import solve_architecture
 from pdd_plan.sim.queues import P_MD
@@ -63,9 +63,9 @@ def main(argv: list[str] | None = None) -> None:
         path = str(Path(tmp) / "s.yaml")
         Path(path).write_text(yaml.safe_dump(data))
         ctx = build_context(load_scenario(path), path)
-    cls = build_classes(ctx)
+    cls = build_classes(ctx.class_spec)
     raw = solve_architecture(
-        ctx,
+        problem_of(ctx),
         "pdd",
         cls,
         ctx.scenario.workload.rate_rps,

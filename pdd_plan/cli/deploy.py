@@ -74,9 +74,15 @@ def emit_cmd(
 
     arch_plan(data, architecture, plan)  # a missing architecture fails before any work
     ctx = context(data, plan)
-    check_sites(data, ctx, architecture, plan)  # a plan that is not its scenario's: refused
+    check_sites(data, ctx.sites, architecture, plan)  # a plan that is not its scenario's: refused
+    day = data.day is not None and architecture in data.day.architectures
+    if day:  # a day: every group at the day's most instances, scaled by the schedule
+        from pdd_plan.emit.schedule import peak_plan
+
+        data = peak_plan(data, architecture)
     dep = em.build(data, architecture, opts, model=ctx.model, gpus=ctx.gpus, file=plan)
-    files = em.render(dep, target)  # everything in memory before anything is written
+    # everything in memory before anything is written
+    files = em.render_day(dep, target, data) if day else em.render(dep, target)
     folder = em.prepare_dir(out)
     em.write(folder, files)
     echo(f"wrote {len(files)} files to {folder}: {', '.join(sorted(files))}\n")

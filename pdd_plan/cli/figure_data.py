@@ -35,8 +35,11 @@ def replays(plan: Plan, ctx: Context, n_requests: int, seed: int | None = None) 
 
 
 def regime_data(plan: Plan, ctx: Context, executor: str = "process") -> RegimeData | None:
-    """The 5 x 5 map around the plan's point (None when the scenario has no line to vary)."""
+    """The 5 x 5 map around the plan's point (None when the scenario has no line to vary, or
+    plans a day: a cell is one rate, the day has many)."""
     sc = ctx.scenario
+    if plan.day is not None:
+        return None
     at = centre(plan, [ln.gbps for ln in ctx.lines], sc.link.max_lines if sc.link else 1)
     if at is None:
         return None
@@ -49,7 +52,7 @@ def bathtub_data(plan: Plan, ctx: Context, first: SimResult) -> tuple[str, dict]
     """(architecture, the bathtub with its inputs) on that architecture's prefill instance."""
     plans = plan.plans
     a = RELAY_ARCH if RELAY_ARCH in plans else next(iter(plans))
-    inst = row_instance(ctx, plans[a].groups("prefill")[0])
+    inst = row_instance(ctx.profiles, plans[a].groups("prefill")[0])
     length = int(max(1, round(float(np.median(first.input_tokens)))))
     chunk = ctx.scenario.search.prefill_chunk_tokens
     res = bathtub(inst, length, chunk, HIT_PRICE_RATIO)

@@ -89,7 +89,7 @@ def _preflight(sc, file: str) -> None:
     from pdd_plan.workload.classes import build_classes
 
     ctx = build_context(sc, file)
-    build_classes(ctx)
+    build_classes(ctx.class_spec)
     if sc.fleet is not None:
         from pdd_plan.evaluate import fleet
 

@@ -195,7 +195,7 @@ def simulate_cmd(
     else:
         p = plan.arch(architecture)  # fail before simulating if the plan lacks it
     if note is None:
-        check_sites(plan, ctx, architecture, path)  # ... or is not the scenario's
+        check_sites(plan, ctx.sites, architecture, path)  # ... or is not the scenario's
     note_input(trace)  # --records must not replace the trace, checked before the replay
     if records is not None:
         check_output(records, "--records")

@@ -130,6 +130,13 @@ LIMITS: dict[str, Limit] = {
             "files hold under 10^5",
         ),
         Limit(
+            "PERIODS",
+            1_440,
+            "periods",
+            "workload.periods (entries), the periods workload.periods_from_trace cuts",
+            "the day's MILP has every variable and row once per period (a minute each: 1,440)",
+        ),
+        Limit(
             "SWEEP_POINTS",
             2_000,
             "points",

@@ -20,12 +20,14 @@ import numpy as np
 from pdd_plan import architectures
 from pdd_plan.architectures import P_RLD_MD, Architecture
 from pdd_plan.evaluate.fleet import FleetSpec, instance
-from pdd_plan.inputs.context import Context
+from pdd_plan.inputs.pieces import Profiles
 from pdd_plan.inputs.schema.plan import ArchitecturePlan, InstanceGroup, LineChoice
+from pdd_plan.inputs.schema.scenario import SLA
 from pdd_plan.latency.line import transfer
 from pdd_plan.latency.prefill import pool as prefill_pool
 from pdd_plan.optimize import milp as milp
 from pdd_plan.optimize import summary, tables
+from pdd_plan.optimize.problem import Problem
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.enumeration import Shared, mean_context
 from pdd_plan.optimize.solved import SolverResult
@@ -42,7 +44,7 @@ class FleetModel:
     """The rate-independent part of one architecture's fleet: instances, service times,
     decode candidates (one per group) and the line."""
 
-    ctx: Context
+    pb: Problem  # the planner's inputs (GPU profiles as the fleet is deployed)
     spec: Architecture
     fleet: FleetSpec
     classes: RequestClasses
@@ -63,8 +65,7 @@ class FleetModel:
         return float(np.dot(self.classes.weight, self.service))
 
 
-def _prefill(fm_ctx: Context, fs: FleetSpec, classes: RequestClasses):
-    chunk = fm_ctx.scenario.search.prefill_chunk_tokens
+def _prefill(profiles: Profiles, file: str, chunk: int, fs: FleetSpec, classes: RequestClasses):
     groups = [(i, g) for i, g in enumerate(fs.instances) if g.role == "prefill" and g.count > 0]
     if not groups:
         return None, 0, np.zeros(len(classes)), np.zeros(len(classes.fine))
@@ -73,7 +74,7 @@ def _prefill(fm_ctx: Context, fs: FleetSpec, classes: RequestClasses):
     first = None
     n = 0
     for i, g in groups:
-        inst = instance(fm_ctx, g, f"{fs.where}.instances[{i}]")
+        inst = instance(profiles, file, g, f"{fs.where}.instances[{i}]")
         first = first or inst
         rate += g.count / prefill_pool.prefill_service_s(inst, classes, chunk)
         strata += g.count / prefill_pool.prefill_strata_service_s(inst, classes, chunk)
@@ -82,14 +83,22 @@ def _prefill(fm_ctx: Context, fs: FleetSpec, classes: RequestClasses):
     return first, n, n / rate, n / strata
 
 
-def _decode(ctx: Context, fs: FleetSpec, role: str, mean_ctx: float, fm_slow: list[str]):
-    tpot = ctx.scenario.sla.tpot_ms / 1e3
+def _decode(
+    profiles: Profiles,
+    file: str,
+    sla: SLA,
+    fs: FleetSpec,
+    role: str,
+    mean_ctx: float,
+    fm_slow: list[str],
+):
+    tpot = sla.tpot_ms / 1e3
     opts, counts = [], {}
     for i, g in enumerate(fs.instances):
         if g.role != role or g.count <= 0:
             continue
         where = f"{fs.where}.instances[{i}]"
-        inst = instance(ctx, g, where)
+        inst = instance(profiles, file, g, where)
         b, step = roofline.max_batch_for_tpot(inst, mean_ctx, tpot)
         if b < 1:
             fm_slow.append(where)
@@ -113,23 +122,29 @@ def _decode(ctx: Context, fs: FleetSpec, role: str, mean_ctx: float, fm_slow: li
     return opts, counts
 
 
-def fleet_model(ctx: Context, fs: FleetSpec, classes: RequestClasses, caps: Caps) -> FleetModel:
+def fleet_model(pb: Problem, fs: FleetSpec, classes: RequestClasses, caps: Caps) -> FleetModel:
     spec = architectures.get(fs.architecture)
     mean_ctx = mean_context(classes)
     slow: list[str] = []
-    pinst, n_p, service, strata = _prefill(ctx, fs, classes)
-    md, c_md = _decode(ctx, fs, spec.decode_role, mean_ctx, slow)
-    rld, c_rld = _decode(ctx, fs, "relay_decode", mean_ctx, slow) if spec.relays else ([], {})
+    prof = Profiles(pb.model, pb.catalog.gpus, pb.lines)
+    chunk = pb.catalog.prefill_chunk_tokens
+    pinst, n_p, service, strata = _prefill(prof, pb.file, chunk, fs, classes)
+    md, c_md = _decode(prof, pb.file, pb.sla, fs, spec.decode_role, mean_ctx, slow)
+    rld, c_rld = (
+        _decode(prof, pb.file, pb.sla, fs, "relay_decode", mean_ctx, slow)
+        if spec.relays
+        else ([], {})
+    )
     line = None
     if spec.crosses_line and fs.line is not None:
-        sku = next(s for s in ctx.lines if s.name == fs.line.sku)
+        sku = next(s for s in pb.lines if s.name == fs.line.sku)
         line = transfer.LineConfig(sku, fs.line.count)
     return FleetModel(
-        ctx,
+        pb,
         spec,
         fs,
         classes,
-        Shared.of(ctx, spec, classes, caps),
+        Shared.of(pb, spec, classes, caps),
         caps,
         pinst,
         n_p,
@@ -165,7 +180,7 @@ def stability_bound(fm: FleetModel) -> float:
 
 def _crossing_floor(fm: FleetModel) -> float:
     """Least share of requests that must cross the line (all but singular ones on relay)."""
-    lim = fm.ctx.scenario.policy.singular_max_output_tokens
+    lim = fm.pb.policy.singular_max_output_tokens
     if not (fm.rld and fm.spec.singular_on_relay and lim is not None):
         return 1.0
     return max(float(np.dot(fm.classes.weight, fm.classes.output_tokens > lim)), 1e-3)
@@ -246,8 +261,11 @@ def at_rate(fm: FleetModel, rate: float) -> AtRate:
     pool = prefill_pool.PrefillPool(
         fm.pinst, fm.n_prefill, fm.strata_service, rate, cls.fine.weight, cls.arrival_ca2
     )
-    ctx, spec, caps = fm.ctx, fm.spec, fm.caps
-    pt = tables.path_table(ctx, spec, fm.classes, pool, fm.service, fm.md, fm.rld, line_opt, caps)
+    sh, spec, caps = fm.shared, fm.spec, fm.caps
+    rules = (sh.sla, sh.policy, sh.prefill_chunk_tokens)
+    pt = tables.path_table(
+        *rules, spec, fm.classes, pool, fm.service, fm.md, fm.rld, line_opt, caps
+    )
     lim = _limits(fm, rate, rho_p, rho_l, pt)
     gpus = {
         (o.cand.datacenter, o.cand.gpu): fm.counts[o.cand.key] * o.cand.gpus for o in fm.md + fm.rld
@@ -264,7 +282,7 @@ def at_rate(fm: FleetModel, rate: float) -> AtRate:
         decode_cap=caps.decode,
         rate_rps=rate,
     )
-    sol = milp.solve(t, "cost", 0.0, ctx.scenario.search.time_limit_s)
+    sol = milp.solve(t, "cost", 0.0, fm.pb.search.time_limit_s)
     if sol is None:
         return AtRate(rate, False, lim)
     return AtRate(rate, True, lim, lambda: _plan(fm, rate, pool, line_opt, rho_l, sol, pt))
@@ -273,7 +291,7 @@ def at_rate(fm: FleetModel, rate: float) -> AtRate:
 def _plan(fm: FleetModel, rate, pool, line_opt, rho_l, sol, pt) -> ArchitecturePlan:
     """The fleet at `rate` as a typed plan: the MILP's routing, the fleet's real counts."""
     sol.counts = dict(fm.counts)  # every instance runs (the MILP needed only some)
-    pol = fm.ctx.scenario.policy
+    pol = fm.pb.policy
     ap = SolverResult(
         architecture=fm.spec.name,
         rate=rate,
@@ -291,7 +309,7 @@ def _plan(fm: FleetModel, rate, pool, line_opt, rho_l, sol, pt) -> ArchitectureP
         if fm.spec.singular_on_relay and fm.rld
         else None,
     )
-    plan = summary.summarize(ap, fm.classes, rate, fm.ctx.prefill_dc)
+    plan = summary.summarize(ap, fm.classes, rate, fm.pb.sites.prefill)
     # the fleet as given (its own groups and line price), not as the summary rebuilds it
     groups = [InstanceGroup.model_validate(g.model_dump()) for g in fm.fleet.instances]
     line = plan.line

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from pdd_plan.inputs.context import Context
+from pdd_plan.inputs.pieces import ReplaySetup
 from pdd_plan.inputs.schema.plan import ArchitecturePlan
 from pdd_plan.sim.run import verify
 
@@ -54,7 +54,7 @@ class Confirmed:
 
 
 def replayer(
-    ctx: Context,
+    rs: ReplaySetup,
     plan: ArchitecturePlan,
     architecture: str,
     n_requests: int,
@@ -68,7 +68,7 @@ def replayer(
         if rate >= stable_below:
             return Replay(rate, False, saturates)
         p = plan.model_copy(update={"goodput_rps": float(rate)})
-        v = verify(ctx, p, architecture, n_requests, ctx.scenario.seed)
+        v = verify(rs, p, architecture, n_requests, rs.seed)
         return Replay(rate, bool(v["sla_met"]), v["bottleneck"], v)
 
     return run

@@ -16,11 +16,14 @@ from pdd_plan.common import limits
 from pdd_plan.common.errors import InputError
 from pdd_plan.inputs import profiles
 from pdd_plan.inputs.context import Context
+from pdd_plan.inputs.pieces import Profiles, ReplaySetup, Sites
 from pdd_plan.inputs.plan_fit import allowed_sites, check_sites
 from pdd_plan.inputs.schema.fleet import ArchitectureFleet, FleetGroup, fleet_of
 from pdd_plan.inputs.schema.gpu import GPUProfile
+from pdd_plan.inputs.schema.line import LineSKU
 from pdd_plan.inputs.schema.plan import InstanceGroup, LineChoice, Plan
 from pdd_plan.latency.line.transfer import LineConfig
+from pdd_plan.optimize.problem import Problem
 from pdd_plan.perf.instance import Instance, _default_parallelism
 
 FLEET_FIX = "see the `fleet:` format in README.md (pdd-plan evaluate)"
@@ -85,42 +88,54 @@ def _faster(gpu: GPUProfile, k: float) -> GPUProfile:
     )
 
 
-def deployed(ctx: Context, speed_factor: float) -> Context:
-    """The context a fleet runs in when its engine runs at `speed_factor` times the perf
-    model's speed. Applied to the context's GPU profiles, not to one Instance, because the
-    simulator builds its own instances from `ctx.gpus` (sim/setup.py): scaled here, the
-    analytic search (through `instance`) and every replay see the same engine. The intra-
-    datacenter KV transfer over RDMA scales with the NICs' rate too (sub-millisecond for a
-    64K context on 16 GPUs, so immaterial); the line does not."""
+def deployed(profiles: Profiles, speed_factor: float) -> Profiles:
+    """The profiles a fleet runs with when its engine runs at `speed_factor` times the perf
+    model's speed. Applied to the GPU profiles, not to one Instance, because the simulator
+    builds its own instances from them (sim/setup.py): scaled here, the analytic search
+    (through `instance`) and every replay see the same engine. The intra-datacenter KV
+    transfer over RDMA scales with the NICs' rate too (sub-millisecond for a 64K context on
+    16 GPUs, so immaterial); the line does not."""
     if speed_factor == 1.0:
-        return ctx
-    gpus = {name: _faster(g, speed_factor) for name, g in ctx.gpus.items()}
-    return dataclasses.replace(ctx, gpus=gpus)
+        return profiles
+    gpus = {name: _faster(g, speed_factor) for name, g in profiles.gpus.items()}
+    return dataclasses.replace(profiles, gpus=gpus)
 
 
-def instance(ctx: Context, g: InstanceGroup | FleetGroup, field: str) -> Instance:
+def deployed_inputs(
+    pb: Problem, rs: ReplaySetup, speed_factor: float
+) -> tuple[Problem, ReplaySetup]:
+    """The planner's and the replay's inputs with the GPU profiles `deployed` scales."""
+    prof = deployed(rs.profiles, speed_factor)
+    if prof is rs.profiles:
+        return pb, rs
+    catalog = dataclasses.replace(pb.catalog, gpus=prof.gpus)
+    return dataclasses.replace(pb, catalog=catalog), dataclasses.replace(rs, profiles=prof)
+
+
+def instance(profiles: Profiles, file: str, g: InstanceGroup | FleetGroup, field: str) -> Instance:
     """The instance one group describes. Every fleet instance is built here, from the GPU
-    profiles of `ctx` (a deployment's speed factor is in them: `deployed`); a bad size is a
-    one-line error naming `field`."""
-    gpu = ctx.gpus.get(g.gpu)
+    `profiles` (a deployment's speed factor is in them: `deployed`); a bad size is a
+    one-line error naming `field` (in `file`)."""
+    gpu = profiles.gpus.get(g.gpu)
+    model = profiles.model
     if gpu is None:
         raise InputError(
-            ctx.file,
+            file,
             f"{field}.gpu",
-            f"GPU '{g.gpu}' is not in the scenario's datacenters ({', '.join(ctx.gpus)})",
+            f"GPU '{g.gpu}' is not in the scenario's datacenters ({', '.join(profiles.gpus)})",
             "list it under datacenters[].gpus",
         )
     n = g.gpus_per_instance
     try:
         if g.tp is None and g.dp is None and g.ep is None and not (g.redundant_experts or 0):
             # the optimizer's recipe for this size (MoE: EP over all GPUs, best DP-attention)
-            inst = _default_parallelism(ctx.model, gpu, n)
+            inst = _default_parallelism(model, gpu, n)
             if inst is None:
-                inst = Instance(ctx.model, gpu, n, tp=n, ep=1)  # raises why it is not a size
+                inst = Instance(model, gpu, n, tp=n, ep=1)  # raises why it is not a size
         else:
-            ep = g.ep or (n if ctx.model.ffn.moe is not None else 1)
+            ep = g.ep or (n if model.ffn.moe is not None else 1)
             inst = Instance(
-                ctx.model,
+                model,
                 gpu,
                 n,
                 tp=g.tp or n,
@@ -131,12 +146,12 @@ def instance(ctx: Context, g: InstanceGroup | FleetGroup, field: str) -> Instanc
         inst.require_fit()
     except InputError as e:
         sub = e.field if e.field in ("tp", "ep", "dp", "redundant_experts") else "gpus_per_instance"
-        raise InputError(ctx.file, f"{field}.{sub}", e.problem, e.fix) from None
+        raise InputError(file, f"{field}.{sub}", e.problem, e.fix) from None
     return inst
 
 
-def _group(ctx: Context, g: FleetGroup, field: str) -> InstanceGroup:
-    inst = instance(ctx, g, field)
+def _group(profiles: Profiles, file: str, g: FleetGroup, field: str) -> InstanceGroup:
+    inst = instance(profiles, file, g, field)
     return InstanceGroup(
         role=g.role,
         gpu=g.gpu,
@@ -151,40 +166,45 @@ def _group(ctx: Context, g: FleetGroup, field: str) -> InstanceGroup:
     )
 
 
-def _check_site(ctx: Context, g: FleetGroup, sites: dict[str, list[str]], field: str) -> None:
-    dcs = {d.name: d.gpus for d in ctx.scenario.datacenters}
-    if g.datacenter not in dcs:
+def _check_site(
+    dcs: Sites, file: str, g: FleetGroup, sites: dict[str, list[str]], field: str
+) -> None:
+    """`dcs`: the scenario's datacenters; `sites`: where each role may sit."""
+    have = dcs.gpus
+    if g.datacenter not in have:
         raise InputError(
-            ctx.file,
+            file,
             f"{field}.datacenter",
-            f"unknown datacenter '{g.datacenter}' (have {', '.join(dcs)})",
+            f"unknown datacenter '{g.datacenter}' (have {', '.join(have)})",
             "use a name from datacenters[]",
         )
-    if dcs[g.datacenter].get(g.gpu, 0) <= 0:
-        listed = ", ".join(k for k, n in dcs[g.datacenter].items() if n > 0) or "none"
+    if have[g.datacenter].get(g.gpu, 0) <= 0:
+        listed = ", ".join(k for k, n in have[g.datacenter].items() if n > 0) or "none"
         raise InputError(
-            ctx.file,
+            file,
             f"{field}.gpu",
             f"datacenter '{g.datacenter}' lists no '{g.gpu}' GPUs ({listed})",
             f"add {g.gpu} to that datacenter's gpus",
         )
     if g.datacenter not in sites[g.role]:
         raise InputError(
-            ctx.file,
+            file,
             f"{field}.datacenter",
             f"the scenario places {g.role} in {' or '.join(sites[g.role])}, not '{g.datacenter}'",
             "move the group or set placement",
         )
 
 
-def _line(ctx: Context, f: ArchitectureFleet, field: str) -> tuple[Context, LineChoice | None]:
-    """The fleet's line (any bundled or link-candidate SKU: it is added to the context)."""
+def _line(
+    skus: list[LineSKU], file: str, f: ArchitectureFleet, field: str
+) -> tuple[list[LineSKU], LineChoice | None]:
+    """The fleet's line (any bundled or link-candidate SKU: it is added to the SKUs)."""
     if f.line is None:
-        return ctx, None
-    sku = next((s for s in ctx.lines if s.name == f.line.sku), None)
+        return skus, None
+    sku = next((s for s in skus if s.name == f.line.sku), None)
     if sku is None:
-        sku = profiles.line(f.line.sku, f"{field}.line.sku", ctx.file)
-        ctx = dataclasses.replace(ctx, lines=[*ctx.lines, sku])
+        sku = profiles.line(f.line.sku, f"{field}.line.sku", file)
+        skus = [*skus, sku]
     cfg = LineConfig(sku, f.line.count)
     choice = LineChoice(
         sku=sku.name,
@@ -194,11 +214,11 @@ def _line(ctx: Context, f: ArchitectureFleet, field: str) -> tuple[Context, Line
         utilization=0.0,
         rtt_ms=sku.rtt_ms,
     )
-    return ctx, choice
+    return skus, choice
 
 
-def _gpu_totals(ctx: Context, groups: list[tuple[str, InstanceGroup]]) -> None:
-    have = {d.name: d.gpus for d in ctx.scenario.datacenters}
+def _gpu_totals(sites: Sites, file: str, groups: list[tuple[str, InstanceGroup]]) -> None:
+    have = sites.gpus
     used: dict[tuple[str, str], int] = defaultdict(int)
     where: dict[tuple[str, str], str] = {}
     for field, g in groups:
@@ -207,7 +227,7 @@ def _gpu_totals(ctx: Context, groups: list[tuple[str, InstanceGroup]]) -> None:
     for (dc, gpu), n in sorted(used.items()):
         if n > have[dc][gpu]:
             raise InputError(
-                ctx.file,
+                file,
                 where[(dc, gpu)],
                 f"the fleet uses {n} {gpu} GPUs in datacenter '{dc}', which lists {have[dc][gpu]}",
                 f"raise datacenters[].gpus.{gpu} or shrink the fleet",
@@ -215,8 +235,11 @@ def _gpu_totals(ctx: Context, groups: list[tuple[str, InstanceGroup]]) -> None:
 
 
 def from_scenario(ctx: Context) -> tuple[Context, dict[str, FleetSpec]]:
-    """Each listed architecture's fleet from the scenario's `fleet:` (own entry, else `all`)."""
+    """Each listed architecture's fleet from the scenario's `fleet:` (own entry, else `all`);
+    the context comes back with any SKU a fleet names added to its lines. An entry point (the
+    CLI reads the fleet here): the pieces below it take what they check."""
     sc = ctx.scenario
+    prof, dcs, skus = ctx.profiles, ctx.sites, ctx.lines
     if sc.fleet is None:
         raise InputError(
             ctx.file,
@@ -231,19 +254,19 @@ def from_scenario(ctx: Context) -> tuple[Context, dict[str, FleetSpec]]:
             continue
         key, f = hit
         spec = architectures.get(a)
-        sites = allowed_sites(ctx, a)
+        sites = allowed_sites(dcs, a)
         mine, idle, checked = [], [], []
         for i, g in enumerate(f.instances):
             field = f"fleet.{key}.instances[{i}]"
-            ig = _group(ctx, g, field)
+            ig = _group(prof, ctx.file, g, field)
             if g.role in spec.roles:
-                _check_site(ctx, g, sites, field)
+                _check_site(dcs, ctx.file, g, sites, field)
                 (mine if g.count > 0 else idle).append(ig)
             else:
                 idle.append(ig)
             checked.append((field, ig))
-        _gpu_totals(ctx, checked)
-        ctx, line = _line(ctx, f, f"fleet.{key}")
+        _gpu_totals(dcs, ctx.file, checked)
+        skus, line = _line(skus, ctx.file, f, f"fleet.{key}")
         # the replays and the bisection work per instance and line, bounded as a plan's are
         total = sum(g.count for g in mine)
         limits.check("PLAN_INSTANCES", total, ctx.file, f"fleet.{key}.instances")
@@ -271,16 +294,18 @@ def from_scenario(ctx: Context) -> tuple[Context, dict[str, FleetSpec]]:
             f"no fleet for any listed architecture ({', '.join(sc.architectures)})",
             "add fleet.all or an entry per architecture",
         )
-    return ctx, out
+    return (ctx if skus is ctx.lines else dataclasses.replace(ctx, lines=skus)), out
 
 
 def from_plan(ctx: Context, plan: Plan, file: str) -> dict[str, FleetSpec]:
-    """Each planned architecture's fleet and line, as the plan (possibly edited) has them."""
+    """Each planned architecture's fleet and line, as the plan (possibly edited) has them.
+    An entry point, as `from_scenario` is."""
     out: dict[str, FleetSpec] = {}
+    prof = ctx.profiles
     for a, p in plan.plans.items():
-        check_sites(plan, ctx, a, file)  # sites and GPU counts the scenario allows
+        check_sites(plan, ctx.sites, a, file)  # sites and GPU counts the scenario allows
         for i, g in enumerate(p.instances):
-            instance(ctx, g, f"plans.{a}.instances[{i}]")  # fits the model
+            instance(prof, ctx.file, g, f"plans.{a}.instances[{i}]")  # fits the model
         spec = architectures.get(a)
         used = [g for g in p.instances if g.count > 0]
         if p.line is not None and not any(s.name == p.line.sku for s in ctx.lines):

@@ -8,8 +8,11 @@ from dataclasses import dataclass
 
 from pdd_plan import architectures
 from pdd_plan.evaluate import analytic, confirm
-from pdd_plan.evaluate.fleet import FleetSpec, deployed
+from pdd_plan.evaluate.fleet import FleetSpec, deployed_inputs
 from pdd_plan.inputs.context import Context
+from pdd_plan.inputs.pieces import ReplaySetup
+from pdd_plan.optimize import problem_of
+from pdd_plan.optimize.problem import Problem
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.workload.classes import build_classes
 
@@ -64,7 +67,7 @@ def _require_roles(fs: FleetSpec, fm: analytic.FleetModel) -> None:
     role = spec.decode_role
     if not fm.md:
         if fm.slow:
-            tpot = fm.ctx.scenario.sla.tpot_ms
+            tpot = fm.pb.sla.tpot_ms
             msg = f"no {role} group meets TPOT {tpot:g} ms even at batch 1 ({', '.join(fm.slow)})"
             raise Infeasible([reason("tpot", msg, "sla.tpot_ms")])
         msg = f"the {spec.title} fleet has no {role} instances"
@@ -140,15 +143,16 @@ def _gives_out(a: dict, sim: dict | None) -> dict:
     return {"resource": above["first_limit"], "at_rps": above["rate_rps"], "by": "analytic"}
 
 
-def evaluate_one(ctx: Context, fs: FleetSpec, classes, opt: Options) -> dict:
+def evaluate_one(pb: Problem, rs: ReplaySetup, fs: FleetSpec, classes, opt: Options) -> dict:
     """One architecture's SLA goodput on its fleet; Infeasible with reasons when none."""
     spec = architectures.get(fs.architecture)
-    ctx = deployed(ctx, fs.speed_factor)  # the analytic search and every replay alike
+    # the deployment's speed: the analytic search and every replay alike
+    pb, rs = deployed_inputs(pb, rs, fs.speed_factor)
     # decode up to its TPOT-target batch: search.decode_utilization is the planner's headroom
     # when it sizes a fleet, not part of the SLA an existing fleet is measured against (with it
     # the search stopped 10% short wherever decode binds, as the replay showed)
     caps = Caps(decode=1.0)
-    fm = analytic.fleet_model(ctx, fs, classes, caps)
+    fm = analytic.fleet_model(pb, fs, classes, caps)
     _require_roles(fs, fm)
     lo, hi = analytic.search(fm)
     if not lo.ok:
@@ -160,7 +164,7 @@ def evaluate_one(ctx: Context, fs: FleetSpec, classes, opt: Options) -> dict:
         stable = analytic.stability_bound(fm)
         at = analytic.at_rate(fm, stable)
         rep = confirm.replayer(
-            ctx, lo.plan, fs.architecture, opt.sim_requests, stable, at.first_limit
+            rs, lo.plan, fs.architecture, opt.sim_requests, stable, at.first_limit
         )
         c = confirm.confirm(rep, lo.rate, opt.step, opt.max_replays)
         if c.passed is None:
@@ -205,15 +209,17 @@ def evaluate_one(ctx: Context, fs: FleetSpec, classes, opt: Options) -> dict:
 
 
 def evaluate(ctx: Context, fleets: dict[str, FleetSpec], opt: Options | None = None) -> dict:
-    """Every architecture's SLA goodput on its fleet (see the module doc)."""
+    """Every architecture's SLA goodput on its fleet (see the module doc). The top stage: the
+    context is read here, once, into the planner's and the replay's typed inputs."""
     opt = opt or Options()
-    cls = build_classes(ctx)
+    cls = build_classes(ctx.class_spec)
     sc = ctx.scenario
+    pb, rs = problem_of(ctx), ctx.replay_setup
     done: dict[str, dict] = {}
     infeasible: dict[str, dict] = {}
     for a, fs in fleets.items():
         try:
-            done[a] = evaluate_one(ctx, fs, cls, opt)
+            done[a] = evaluate_one(pb, rs, fs, cls, opt)
         except Infeasible as e:
             infeasible[a] = {"reasons": e.reasons}
     return {

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from pdd_plan.architectures import Architecture
 from pdd_plan.common.errors import InputError
 from pdd_plan.inputs import profiles
+from pdd_plan.inputs.pieces import ClassSpec, Profiles, ReplaySetup, Sites, singular_split
 from pdd_plan.inputs.schema.gpu import GPUProfile
 from pdd_plan.inputs.schema.io import load
 from pdd_plan.inputs.schema.line import LineSKU
@@ -30,17 +30,31 @@ class Context:
     def available(self, dc: str) -> dict[str, int]:
         return next(d.gpus for d in self.scenario.datacenters if d.name == dc)
 
+    # the typed pieces the stages below the top one read (inputs/pieces.py)
+    @property
+    def sites(self) -> Sites:
+        sc = self.scenario
+        gpus = {d.name: dict(d.gpus) for d in sc.datacenters}
+        pinned = sc.placement.main_decode
+        return Sites(self.prefill_dc, self.relay_dc, self.main_dc, gpus, pinned)
 
-def main_dcs(ctx: Context, spec: Architecture) -> list[str]:
-    """Where main decode may sit (the placement rule the optimizer enumerates and a plan's
-    sites are checked against): by the prefill when the KV does not cross the line."""
-    if not spec.crosses_line:
-        return [ctx.prefill_dc]
-    pl = ctx.scenario.placement.main_decode
-    if pl is not None:
-        return [pl]
-    others = [d.name for d in ctx.scenario.datacenters if d.name != ctx.prefill_dc]
-    return others or [ctx.main_dc]
+    @property
+    def profiles(self) -> Profiles:
+        return Profiles(self.model, self.gpus, self.lines)
+
+    @property
+    def class_spec(self) -> ClassSpec:
+        sc = self.scenario
+        split = singular_split(sc.policy, list(sc.architectures))
+        return ClassSpec(sc.workload, sc.policy, split, sc.seed, self.base_dir, self.file)
+
+    @property
+    def replay_setup(self) -> ReplaySetup:
+        sc = self.scenario
+        chunk = sc.search.prefill_chunk_tokens
+        return ReplaySetup(
+            self.profiles, sc.sla, sc.policy, chunk, sc.workload, self.base_dir, self.file, sc.seed
+        )
 
 
 def load_scenario(path: str | Path) -> Scenario:

@@ -14,24 +14,24 @@ from collections import defaultdict
 
 from pdd_plan import architectures
 from pdd_plan.common.errors import InputError
-from pdd_plan.inputs.context import Context, main_dcs
+from pdd_plan.inputs.pieces import Sites
 from pdd_plan.inputs.schema.plan import PLAN_FIX, Plan
 
 
-def allowed_sites(ctx: Context, architecture: str) -> dict[str, list[str]]:
+def allowed_sites(sites: Sites, architecture: str) -> dict[str, list[str]]:
     """Datacenters each role of `architecture` may use under the scenario's placement."""
     spec = architectures.get(architecture)
-    out = {"prefill": [ctx.prefill_dc], spec.decode_role: main_dcs(ctx, spec)}
+    out = {"prefill": [sites.prefill], spec.decode_role: sites.main_dcs(spec)}
     if spec.relays:
-        out["relay_decode"] = [ctx.relay_dc]
+        out["relay_decode"] = [sites.relay]
     return out
 
 
-def check_sites(plan: Plan, ctx: Context, architecture: str, file: str | None = None) -> None:
+def check_sites(plan: Plan, sites: Sites, architecture: str, file: str | None = None) -> None:
     """A one-line InputError naming the first instance group that does not fit the scenario
     (`plans.<architecture>.instances[i]`); nothing when the fleet fits."""
     have = {d.name: d.gpus for d in plan.inputs.datacenters}
-    sites = allowed_sites(ctx, architecture)
+    allowed = allowed_sites(sites, architecture)
     used: dict[tuple[str, str], int] = defaultdict(int)
     for i, g in enumerate(plan.arch(architecture, file).instances):
         if g.count == 0:
@@ -46,16 +46,16 @@ def check_sites(plan: Plan, ctx: Context, architecture: str, file: str | None = 
                 f"datacenter '{g.datacenter}' has no '{g.gpu}' GPUs in the scenario ({listed})",
                 PLAN_FIX,
             )
-        if g.role not in sites:
+        if g.role not in allowed:
             raise InputError(
                 file, f"{where}.role", f"{architecture} has no '{g.role}' role", PLAN_FIX
             )
-        if g.datacenter not in sites[g.role]:
+        if g.datacenter not in allowed[g.role]:
             raise InputError(
                 file,
                 f"{where}.datacenter",
                 f"the scenario places {architecture}'s {g.role} in "
-                f"{' or '.join(sites[g.role])}, not '{g.datacenter}'",
+                f"{' or '.join(allowed[g.role])}, not '{g.datacenter}'",
                 PLAN_FIX,
             )
         used[(g.datacenter, g.gpu)] += g.count * g.gpus_per_instance

@@ -8,10 +8,15 @@ from pdd_plan.common.errors import InfeasibleError
 from pdd_plan.inputs.context import Context
 from pdd_plan.inputs.schema.plan import ArchitecturePlan, Infeasible, Plan
 from pdd_plan.optimize import summary as optimize_summary
+from pdd_plan.optimize.day.problem import DayProblem
+from pdd_plan.optimize.day.run import optimize_day
+from pdd_plan.optimize.problem import Catalog, Problem
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.objectives import dinkelbach, solve_architecture
+from pdd_plan.optimize.search.owned import OwnedPrices
 from pdd_plan.optimize.solved import SolverResult
 from pdd_plan.optimize.verify import check_size, verified
+from pdd_plan.workload import periods
 from pdd_plan.workload.classes import build_classes
 
 
@@ -30,7 +35,13 @@ def optimize(
     has one.
     """
     sc = ctx.scenario
-    cls = build_classes(ctx)
+    pb, replay = problem_of(ctx), ctx.replay_setup
+    if periods.is_day(
+        ctx.scenario.workload
+    ):  # a day of periods: one fleet for the day (optimize/day)
+        dp = DayProblem.of(pb, replay, periods.build_day(ctx.class_spec), sc)
+        return optimize_day(dp, sc, verify, sim_requests, max_rounds)
+    cls = build_classes(ctx.class_spec)
     fixed_rate = sc.workload.rate_rps or (cls.rate_rps if sc.workload.trace else None)
     plans: dict[str, ArchitecturePlan] = {}
     raw: dict[str, SolverResult] = {}
@@ -41,13 +52,15 @@ def optimize(
         try:
             with deadline:
                 if verify:
-                    raw[a], plans[a] = verified(ctx, a, cls, fixed_rate, sim_requests, max_rounds)
+                    raw[a], plans[a] = verified(
+                        pb, replay, a, cls, fixed_rate, sim_requests, max_rounds
+                    )
                     continue
                 raw[a] = solve_architecture(
-                    ctx, a, cls, fixed_rate, Caps(decode=sc.search.decode_utilization)
+                    pb, a, cls, fixed_rate, Caps(decode=sc.search.decode_utilization)
                 )
-                check_size(ctx, a, raw[a])
-                plans[a] = optimize_summary.summarize(raw[a], cls, raw[a].rate, ctx.prefill_dc)
+                check_size(pb.file, a, raw[a])
+                plans[a] = optimize_summary.summarize(raw[a], cls, raw[a].rate, pb.sites.prefill)
         except InfeasibleError as e:
             # a baseline that cannot meet the SLA is an answer too (e.g. CDC-PD's P99 over a
             # narrow line); only when no architecture can is the scenario itself infeasible
@@ -77,6 +90,26 @@ def optimize(
     )
 
 
+def problem_of(ctx: Context) -> Problem:
+    """The planner's typed inputs, read from the resolved scenario once (the top stage's job:
+    nothing below it takes the Context)."""
+    sc = ctx.scenario
+    sites = ctx.sites
+    return Problem(
+        sites=sites,
+        catalog=Catalog.of(ctx.model, ctx.gpus, sc.search),
+        lines=ctx.lines,
+        max_lines=sc.link.max_lines if sc.link else 0,
+        sla=sc.sla,
+        policy=sc.policy,
+        search=sc.search,
+        owned=OwnedPrices.of(sc.owned, ctx.gpus, sites),
+        objective=sc.objective,
+        budget_per_hour=sc.budget_per_hour,
+        file=ctx.file,
+    )
+
+
 def infeasible_of(e: InfeasibleError) -> Infeasible:
     """The structured reasons an InfeasibleError carries (or its message, classified)."""
     if e.reasons:
@@ -84,6 +117,6 @@ def infeasible_of(e: InfeasibleError) -> Infeasible:
     return Infeasible.from_message(str(e))
 
 
-__all__ = ["optimize", "solve_architecture", "dinkelbach", "InfeasibleError", "Plan"]
+__all__ = ["optimize", "problem_of", "solve_architecture", "dinkelbach", "InfeasibleError", "Plan"]
 
 make_callable(__name__, optimize)  # pdd_plan.optimize(ctx) is the public entry point

@@ -11,11 +11,14 @@ import numpy as np
 
 from pdd_plan.architectures import Architecture
 from pdd_plan.common.errors import InfeasibleError
-from pdd_plan.inputs.context import Context
+from pdd_plan.inputs.pieces import Sites
+from pdd_plan.inputs.schema.line import LineSKU
+from pdd_plan.inputs.schema.model import ModelProfile
 from pdd_plan.inputs.schema.plan import REASON_ORDER, Reason
-from pdd_plan.inputs.schema.scenario import SLA
+from pdd_plan.inputs.schema.scenario import SLA, Policy
 from pdd_plan.latency.line import transfer
 from pdd_plan.optimize import tables
+from pdd_plan.optimize.problem import Catalog
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.perf import roofline
 from pdd_plan.perf.instance import Instance
@@ -28,9 +31,9 @@ def _ttft_field(q: float) -> str:
     return f"sla.ttft_p{round(q * 100)}_s"
 
 
-def _gpus_field(ctx: Context, dc: str, gpu: str | None = None) -> str:
+def _gpus_field(sites: Sites, dc: str, gpu: str | None = None) -> str:
     """The datacenter's GPU entry, spelled as resolve names it in its errors."""
-    i = next((i for i, d in enumerate(ctx.scenario.datacenters) if d.name == dc), 0)
+    i = sites.index(dc)
     return f"datacenters[{i}].gpus" + (f".{gpu}" if gpu else "")
 
 
@@ -66,54 +69,67 @@ def least_floor(floors: list[list[tuple[float, Reason]]]) -> list[Reason]:
 
 
 def tpot_reason(
-    ctx: Context, spec: Architecture, prefill_gpu: str, context: float, md_dc: str
+    sites: Sites,
+    catalog: Catalog,
+    sla: SLA,
+    spec: Architecture,
+    prefill_gpu: str,
+    context: float,
+    md_dc: str,
 ) -> Reason:
     """Why no decode instance qualifies: the fastest single-request step against the TPOT target."""
     local = spec.decode_role == "decode"  # decode shares prefill's datacenter and GPU type
-    dc = ctx.prefill_dc if local else md_dc
-    gpus = [prefill_gpu] if local else [g for g, n in ctx.available(dc).items() if n > 0]
+    dc = sites.prefill if local else md_dc
+    gpus = [prefill_gpu] if local else [g for g, n in sites.available(dc).items() if n > 0]
     steps = [
         (roofline.decode_step(i, 1, context).total_s, i.label)
         for g in gpus
-        for i in tables.instances(ctx, g)
-        if i.n_gpus <= ctx.available(dc).get(g, 0)
+        for i in tables.instances(catalog, g)
+        if i.n_gpus <= sites.available(dc).get(g, 0)
     ]
     if not steps:
         return Reason(
             kind="gpu_availability",
             message=f"GPU availability: the model fits on no instance of {', '.join(gpus)} within "
             f"the GPUs available in {dc}",
-            field=_gpus_field(ctx, dc),
+            field=_gpus_field(sites, dc),
         )
     t, label = min(steps)
     return Reason(
         kind="tpot",
-        message=f"TPOT {ctx.scenario.sla.tpot_ms:g} ms is below the fastest decode step "
+        message=f"TPOT {sla.tpot_ms:g} ms is below the fastest decode step "
         f"({t * 1e3:.1f} ms on {label} at {context:,.0f} tokens of context) (relax sla.tpot_ms "
         f"above {t * 1e3:.1f})",
         field="sla.tpot_ms",
     )
 
 
-def prefill_gpus_reason(ctx: Context, pinst: Instance, n_min: int) -> Reason:
+def prefill_gpus_reason(sites: Sites, pinst: Instance, n_min: int) -> Reason:
     """A fixed rate needs more prefill instances than the prefill datacenter's GPUs hold."""
     pg = pinst.gpu.name
-    have = ctx.available(ctx.prefill_dc).get(pg, 0)
+    have = sites.available(sites.prefill).get(pg, 0)
     return Reason(
         kind="gpu_availability",
         message=f"GPU availability: prefill needs {n_min} x {pinst.n_gpus} {pg} in "
-        f"{ctx.prefill_dc}, {have} available",
-        field=_gpus_field(ctx, ctx.prefill_dc, pg),
+        f"{sites.prefill}, {have} available",
+        field=_gpus_field(sites, sites.prefill, pg),
     )
 
 
-def line_reason(ctx: Context, classes: RequestClasses, rate: float, caps: Caps) -> Reason:
-    """Why no line option qualifies at a fixed rate: the KV bytes/s against the biggest option."""
-    sc = ctx.scenario
-    xb = transfer.line_bytes(ctx.model, classes.input_tokens, classes.hit_d, sc.policy.drc)
+def line_reason(
+    model: ModelProfile,
+    policy: Policy,
+    skus: list[LineSKU],
+    mx: int,
+    classes: RequestClasses,
+    rate: float,
+    caps: Caps,
+) -> Reason:
+    """Why no line option qualifies at a fixed rate: the KV bytes/s against the biggest option
+    (`mx`: link.max_lines, 0 without a link)."""
+    xb = transfer.line_bytes(model, classes.input_tokens, classes.hit_d, policy.drc)
     load = rate * float(np.dot(classes.weight, xb))  # bytes/s if every request crosses
-    mx = sc.link.max_lines if sc.link else 0
-    if not ctx.lines or mx < 1:
+    if not skus or mx < 1:
         return Reason(
             kind="line_capacity",
             message="line capacity: no line SKU to carry KV between the datacenters "
@@ -121,7 +137,7 @@ def line_reason(ctx: Context, classes: RequestClasses, rate: float, caps: Caps) 
             field="link.candidates",
         )
     # what a line and its connection pool carry together (transfer.LineConfig.usable_bytes_s)
-    sku = max(ctx.lines, key=lambda s: transfer.LineConfig(s, 1).usable_bytes_s)
+    sku = max(skus, key=lambda s: transfer.LineConfig(s, 1).usable_bytes_s)
     cap = transfer.LineConfig(sku, mx).usable_bytes_s * caps.line
     need = int(np.floor(load / (transfer.LineConfig(sku, 1).usable_bytes_s * caps.line))) + 1
     r_max = rate * cap / load
@@ -144,7 +160,9 @@ class Findings:
     the order met: the reasons are made from them only for an architecture that comes out
     infeasible (:meth:`reasons`), so a feasible search never prices a diagnosis."""
 
-    ctx: Context
+    sites: Sites
+    catalog: Catalog
+    sla: SLA
     spec: Architecture
     classes: RequestClasses
     _facts: list[Callable[[], list[Reason]]] = field(default_factory=list)
@@ -152,13 +170,23 @@ class Findings:
     def no_decode(self, prefill_gpu: str, context: float, md_dc: str) -> None:
         """No decode option for this prefill GPU and main-decode site (:func:`tpot_reason`)."""
         self._facts.append(
-            partial(_one, tpot_reason, self.ctx, self.spec, prefill_gpu, context, md_dc)
+            partial(
+                _one,
+                tpot_reason,
+                self.sites,
+                self.catalog,
+                self.sla,
+                self.spec,
+                prefill_gpu,
+                context,
+                md_dc,
+            )
         )
 
     def prefill_instances(self, seen: list[tuple[Instance, np.ndarray]]) -> None:
         """Every prefill instance tried, with its service times: their TTFT floors
         (:func:`least_floor` of :func:`ttft_floor_reasons`)."""
-        sla, classes = self.ctx.scenario.sla, self.classes
+        sla, classes = self.sla, self.classes
         self._facts.append(
             lambda: least_floor([ttft_floor_reasons(sla, classes, p, s) for p, s in seen])
         )
@@ -166,7 +194,7 @@ class Findings:
     def too_few_gpus(self, pinst: Instance, n_min: int) -> None:
         """A fixed rate needs more prefill instances than the GPUs hold
         (:func:`prefill_gpus_reason`)."""
-        self._facts.append(partial(_one, prefill_gpus_reason, self.ctx, pinst, n_min))
+        self._facts.append(partial(_one, prefill_gpus_reason, self.sites, pinst, n_min))
 
     def reasons(self) -> list[Reason]:
         return [r for make in self._facts for r in make()]
@@ -236,16 +264,16 @@ def ordered(reasons: list[Reason]) -> list[Reason]:
     return sorted(seen.values(), key=lambda r: REASON_ORDER[r.kind])
 
 
-def empty_site_reasons(ctx: Context, spec: Architecture) -> list[Reason]:
+def empty_site_reasons(sites: Sites, spec: Architecture) -> list[Reason]:
     """The datacenters an architecture must use (prefill's, and its decode pool's) that list no
     GPU at all: nothing can run there, whatever the SLA, so they are the culprit."""
-    decode_dc = ctx.main_dc if spec.crosses_line else ctx.prefill_dc
-    sites: dict[str, list[str]] = {ctx.prefill_dc: ["prefill"]}
-    sites.setdefault(decode_dc, []).append(spec.decode_role.replace("_", " "))
+    decode_dc = sites.main if spec.crosses_line else sites.prefill
+    used: dict[str, list[str]] = {sites.prefill: ["prefill"]}
+    used.setdefault(decode_dc, []).append(spec.decode_role.replace("_", " "))
     out = []
-    for dc, roles in sites.items():
-        if not any(n > 0 for n in ctx.available(dc).values()):
-            field = _gpus_field(ctx, dc)
+    for dc, roles in used.items():
+        if not any(n > 0 for n in sites.available(dc).values()):
+            field = _gpus_field(sites, dc)
             out.append(
                 Reason(
                     kind="gpu_availability",
@@ -258,10 +286,12 @@ def empty_site_reasons(ctx: Context, spec: Architecture) -> list[Reason]:
     return out
 
 
-def no_combinations(ctx: Context, spec: Architecture, reasons: list[Reason]) -> InfeasibleError:
+def no_combinations(
+    sites: Sites, sla: SLA, spec: Architecture, reasons: list[Reason]
+) -> InfeasibleError:
     """No prefill / decode combination to solve: an empty datacenter when there is one (the
     reasons gathered then only say what the missing GPUs cannot do), else the reasons."""
-    return infeasible(spec.name, empty_site_reasons(ctx, spec) or reasons, ctx.scenario.sla)
+    return infeasible(spec.name, empty_site_reasons(sites, spec) or reasons, sla)
 
 
 def infeasible(architecture: str, reasons: list[Reason], sla: SLA) -> InfeasibleError:

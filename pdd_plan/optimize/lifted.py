@@ -14,6 +14,7 @@ import dataclasses
 
 from pdd_plan.common.errors import InfeasibleError
 from pdd_plan.inputs.context import Context
+from pdd_plan.inputs.schema.line import LineSKU
 from pdd_plan.inputs.schema.plan import ArchitecturePlan, LineChoice
 from pdd_plan.latency.line.transfer import LineConfig
 from pdd_plan.optimize import optimize
@@ -21,23 +22,24 @@ from pdd_plan.optimize import optimize
 _ROOM = 1000.0  # the lifted line's capacity and pool, as a multiple of the real one
 
 
-def _roomy(ctx: Context) -> Context:
-    """The scenario's candidate lines with capacity and connection pool ``_ROOM`` times larger
-    (same names, prices, RTT and per-connection path model)."""
-    lines = [
+def _roomy(skus: list[LineSKU]) -> list[LineSKU]:
+    """The candidate lines with capacity and connection pool ``_ROOM`` times larger (same
+    names, prices, RTT and per-connection path model)."""
+    return [
         s.model_copy(update={"gbps": s.gbps * _ROOM, "connections": int(s.connections * _ROOM)})
-        for s in ctx.lines
+        for s in skus
     ]
-    return dataclasses.replace(ctx, lines=lines)
 
 
 def line_cap_lifted(ctx: Context, architecture: str) -> ArchitecturePlan:
     """``architecture``'s plan with the line cap lifted (see the module doc); InfeasibleError
-    when even a roomy line leaves it without a plan (then the line was not the problem)."""
+    when even a roomy line leaves it without a plan (then the line was not the problem).
+    A top stage, as ``optimize()`` is: it plans a changed scenario."""
 
     sc = ctx.scenario
     only = sc.model_copy(update={"architectures": [architecture]})
-    plan = optimize(dataclasses.replace(_roomy(ctx), scenario=only), verify=False)
+    roomy = _roomy(ctx.lines)
+    plan = optimize(dataclasses.replace(ctx, lines=roomy, scenario=only), verify=False)
     p = plan.plans.get(architecture)
     if p is None:
         raise InfeasibleError(f"{architecture}: no plan even with the line cap lifted")
@@ -46,10 +48,7 @@ def line_cap_lifted(ctx: Context, architecture: str) -> ArchitecturePlan:
     sku = next(s for s in ctx.lines if s.name == p.line.sku)
     k = sc.link.max_lines if sc.link else p.line.count
     cfg = LineConfig(sku, k)
-    load = (
-        p.line.utilization
-        * LineConfig(_roomy(ctx).lines[ctx.lines.index(sku)], p.line.count).usable_bytes_s
-    )
+    load = p.line.utilization * LineConfig(roomy[ctx.lines.index(sku)], p.line.count).usable_bytes_s
     line = LineChoice(
         sku=sku.name,
         gbps=cfg.gbps,

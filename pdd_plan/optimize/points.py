@@ -41,6 +41,10 @@ class Elastic:
     cost_per_hour: np.ndarray  # (candidates,)
     sites: tuple[tuple[str, str], ...]  # (datacenter, gpu)
     gpus: np.ndarray  # (points, sites)
+    # hours a run of elastic instance i is paid beyond the periods it serves (start-up, drain,
+    # billing round-up: milp/runs.py); None: none, and the points need no order. Given, the
+    # points are periods in time order, the last followed by the first (a day repeats)
+    run_hours: np.ndarray | None = None  # (candidates,)
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,9 @@ class OperatingPoints:
     # the weighted share of points allowed to miss their SLA rows (the chance constraint's
     # 1 - Q); None: every point meets them
     max_violation: float | None = None
+    # the TTFT percentiles over every point's requests pooled (a day's SLA over the day), not
+    # in each point
+    pooled_ttft: bool = False
 
     def __len__(self) -> int:
         return len(self.weight)
@@ -109,6 +116,7 @@ def points(
     paths: Sequence[Sequence[PathTable] | None] | None = None,
     elastic: Elastic | None = None,
     max_violation: float | None = None,
+    pooled_ttft: bool = False,
 ) -> OperatingPoints:
     """A checked table of K = len(weight) points over `t`; every omitted column is the
     nominal's (`decode_speed` may be one factor per point or one per point and candidate)."""
@@ -137,6 +145,7 @@ def points(
         paths=tuple(None if p is None else tuple(p) for p in (paths or [None] * k)),
         elastic=elastic,
         max_violation=max_violation,
+        pooled_ttft=pooled_ttft,
     )
     _check(out, n_cand)
     return out
@@ -174,3 +183,5 @@ def _check(p: OperatingPoints, n_cand: int) -> None:
     e = p.elastic
     if e is not None and (e.cost_per_hour.shape != (n_cand,) or e.gpus.shape != (k, len(e.sites))):
         raise ValueError("operating points: elastic costs or GPUs have the wrong shape")
+    if e is not None and e.run_hours is not None and e.run_hours.shape != (n_cand,):
+        raise ValueError("operating points: elastic run hours have the wrong shape")

@@ -8,18 +8,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pdd_plan.architectures import Architecture
-from pdd_plan.inputs.context import Context
+from pdd_plan.inputs.pieces import Sites
 from pdd_plan.latency import paths
 from pdd_plan.latency.line import transfer
 from pdd_plan.latency.prefill import pool as prefill_pool
 from pdd_plan.optimize import milp, tables
 from pdd_plan.optimize.search import owned
-from pdd_plan.optimize.search.caps import Caps
-from pdd_plan.optimize.search.enumeration import Combo
+from pdd_plan.optimize.search.enumeration import Combo, Shared
 from pdd_plan.optimize.tables import DecodeOption
 from pdd_plan.perf.instance import Instance
-from pdd_plan.workload.requests import RequestClasses
 
 QS = (0.5, 0.9, 0.99)
 
@@ -52,18 +49,16 @@ class SolverResult:
 
 
 def build(
-    ctx: Context,
-    spec: Architecture,
-    classes: RequestClasses,
+    sh: Shared,
     cb: Combo,
     t: tables.FleetTables,
     sol: milp.FleetSolution,
-    caps: Caps,
 ) -> SolverResult:
     """The plan a combination's solution describes (at the rate it serves)."""
+    spec, classes, caps = sh.spec, sh.classes, sh.caps
     ln = t.lines[sol.line_index]
     n_p = sol.prefill_count if sol.prefill_count is not None else cb.n_lo
-    chunk = ctx.scenario.search.prefill_chunk_tokens
+    chunk = sh.prefill_chunk_tokens
     pool = prefill_pool.PrefillPool.of(cb.pinst, n_p, classes, chunk, sol.rate_rps)
     crossing = sum(sol.flows[p] for p in sol.flows if t.paths[sol.line_index].crosses_line[p])
     rho_l = (
@@ -71,13 +66,15 @@ def build(
         if np.isfinite(ln.capacity_bytes_s)
         else 0.0
     )
-    singular = ctx.scenario.policy.singular_max_output_tokens if spec.singular_on_relay else None
+    singular = sh.policy.singular_max_output_tokens if spec.singular_on_relay else None
     operating = None
     if ln.config is not None and 0.0 < rho_l < ln.level * (1.0 - 1e-9):
         # the tables put the line at its level (a bound the routing must stay under); what the
         # plan reports is at the load its routing puts there (relayed requests stay off it)
         at = dataclasses.replace(ln, level=rho_l)
-        operating = tables.fine_times(ctx, classes, pool, cb.service, cb.md, cb.rld, at, caps)
+        operating = tables.fine_times(
+            sh.policy, chunk, classes, pool, cb.service, cb.md, cb.rld, at, caps
+        )
     return SolverResult(
         architecture=spec.name,
         rate=sol.rate_rps,
@@ -93,26 +90,31 @@ def build(
         singular_max_output_tokens=singular,
         main_dc=cb.md_dc,
         tables=t,
-        owned_split=_owned_split(ctx, cb, n_p, sol, ln.config),
+        owned_split=_owned_split(sh.owned, sh.sites, cb, n_p, sol, ln.config),
         operating=operating,
     )
 
 
 def _owned_split(
-    ctx: Context, cb: Combo, n_p: int, sol: milp.FleetSolution, line: transfer.LineConfig | None
+    prices: owned.OwnedPrices,
+    sites: Sites,
+    cb: Combo,
+    n_p: int,
+    sol: milp.FleetSolution,
+    line: transfer.LineConfig | None,
 ) -> tuple[float, float] | None:
     """(owned, new) $/hour with an `owned:` section; None without one."""
-    if ctx.scenario.owned is None:
+    if not prices.declared:
         return None
-    used = [(ctx.prefill_dc, cb.pinst, n_p)]
+    used = [(sites.prefill, cb.pinst, n_p)]
     used += [(o.cand.datacenter, o.inst, sol.counts.get(o.cand.key, 0)) for o in cb.md + cb.rld]
-    return owned.split(ctx, used, line)
+    return owned.split(prices, used, line)
 
 
-def one_datacenter(ctx: Context, cb: Combo) -> bool:
+def one_datacenter(sites: Sites, cb: Combo) -> bool:
     """Prefill and main decode in one datacenter (relay decode sits by prefill): the KV moves
     over RDMA, so the plan leases no line."""
-    return cb.md_dc == ctx.prefill_dc
+    return cb.md_dc == sites.prefill
 
 
 def add_duals(p: SolverResult, objective: str, lam: float, time_limit_s: float) -> None:

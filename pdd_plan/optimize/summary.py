@@ -151,12 +151,12 @@ def _operating_step(p: SolverResult, role: str, tokens_per_s: float, mean_ctx: f
     )
 
 
-def _little_step(inst, x: float, bmax: float, ctx: float) -> float:
+def _little_step(inst, x: float, bmax: float, context: float) -> float:
     """step(B) at the B in [1, bmax] with B = x step(B): B - x step(B) rises with B (a step
     grows by less than 1/x per request while the instance is below capacity), so bisect."""
 
     def step(b: float) -> float:
-        return roofline.decode_step(inst, b, ctx).total_s
+        return roofline.decode_step(inst, b, context).total_s
 
     lo, hi = 1.0, max(bmax, 1.0)
     if lo >= x * step(lo):  # under one request in flight: a batch of one

@@ -11,16 +11,20 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pdd_plan.architectures import P_MD, P_RLD, PATH_CROSSES_LINE, RELAY_PATHS, Architecture
-from pdd_plan.inputs.context import Context
+from pdd_plan.inputs.pieces import Sites
+from pdd_plan.inputs.schema.line import LineSKU
+from pdd_plan.inputs.schema.model import ModelProfile
+from pdd_plan.inputs.schema.scenario import SLA, Policy
 from pdd_plan.latency import paths as latency_paths
 from pdd_plan.latency import ttft
 from pdd_plan.latency.line import transfer
 from pdd_plan.latency.prefill import pool as prefill_pool
+from pdd_plan.optimize.problem import Catalog
 from pdd_plan.optimize.search import owned as owned_prices
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.perf import layers as perf_arch
 from pdd_plan.perf import roofline
-from pdd_plan.perf.instance import Instance, parallelism_candidates
+from pdd_plan.perf.instance import Instance
 from pdd_plan.workload.requests import RequestClasses
 
 QUANTILES = (0.9, 0.99)
@@ -99,22 +103,25 @@ class FleetTables:
     meta: dict = field(default_factory=dict)
 
 
-def instances(ctx: Context, gpu: str) -> list[Instance]:
-    s = ctx.scenario.search
-    return parallelism_candidates(
-        ctx.model, ctx.gpus[gpu], s.max_gpus_per_instance, extra_sizes=s.parallelisms - 1
-    )
+def instances(catalog: Catalog, gpu: str) -> list[Instance]:
+    return catalog.instances(gpu)
 
 
 def decode_options(
-    ctx: Context, role: str, dc: str, gpus: list[str], context_tokens: float
+    catalog: Catalog,
+    sites: Sites,
+    sla: SLA,
+    role: str,
+    dc: str,
+    gpus: list[str],
+    context_tokens: float,
 ) -> list[DecodeOption]:
     """Decode candidates: every fitting instance size of every GPU type, at the TPOT target."""
-    tpot = ctx.scenario.sla.tpot_ms / 1e3
+    tpot = sla.tpot_ms / 1e3
     out = []
     for gname in gpus:
-        have = ctx.available(dc).get(gname, 0)
-        for inst in instances(ctx, gname):
+        have = sites.available(dc).get(gname, 0)
+        for inst in instances(catalog, gname):
             if inst.n_gpus > have:
                 continue
             b, step = roofline.max_batch_for_tpot(inst, context_tokens, tpot)
@@ -136,34 +143,39 @@ def decode_options(
     return out
 
 
-def line_options(ctx: Context, levels: list[float]) -> list[LineOption]:
+def line_options(
+    skus: list[LineSKU], max_lines: int, owned: owned_prices.OwnedPrices, levels: list[float]
+) -> list[LineOption]:
     """Every candidate SKU x count x utilization level."""
-    sc = ctx.scenario
-    mx = sc.link.max_lines if sc.link else 0
     out = []
-    for sku in ctx.lines:
-        for k in range(1, mx + 1):
+    for sku in skus:
+        for k in range(1, max_lines + 1):
             cfg = transfer.LineConfig(sku, k)
             for lv in levels:
-                cost = owned_prices.line_cost(ctx, cfg)  # owned lines of the SKU first
+                cost = owned_prices.line_cost(owned, cfg)  # owned lines of the SKU first
                 out.append(
                     LineOption(f"{k}x{sku.name}@{lv:.3f}", cfg, lv, cost, cfg.usable_bytes_s)
                 )
     return out
 
 
-def line_options_at_load(ctx: Context, load_bytes_s: float, cap: float) -> list[LineOption]:
+def line_options_at_load(
+    skus: list[LineSKU],
+    max_lines: int,
+    owned: owned_prices.OwnedPrices,
+    load_bytes_s: float,
+    cap: float,
+) -> list[LineOption]:
     """Fixed rate: every SKU x count under `cap` at the utilization `load_bytes_s` would cause
     (an upper bound on the load: singular requests that end on relay decode do not cross)."""
-    sc = ctx.scenario
     out = []
-    for sku in ctx.lines:
-        for k in range(1, (sc.link.max_lines if sc.link else 0) + 1):
+    for sku in skus:
+        for k in range(1, max_lines + 1):
             cfg = transfer.LineConfig(sku, k)
             rho = load_bytes_s / cfg.usable_bytes_s  # the pool may carry less than the line
             if rho < cap:
                 level = min(max(rho, 1e-6) * (1 + 1e-6) + 1e-9, cap)  # slack for rounding
-                cost = owned_prices.line_cost(ctx, cfg)  # owned lines of the SKU first
+                cost = owned_prices.line_cost(owned, cfg)  # owned lines of the SKU first
                 out.append(LineOption(f"{k}x{sku.name}", cfg, level, cost, cfg.usable_bytes_s))
     return out
 
@@ -178,7 +190,8 @@ def _relay_paths(spec: Architecture, rld: list[DecodeOption]) -> tuple[str, ...]
 
 
 def fine_times(
-    ctx: Context,
+    policy: Policy,
+    prefill_chunk_tokens: int,
     classes: RequestClasses,
     pool: prefill_pool.PrefillPool,
     service_s: np.ndarray,
@@ -188,15 +201,12 @@ def fine_times(
     caps: Caps,
 ) -> latency_paths.PathTimes:
     """Path times per stratum of `classes` (per class when it has none), the line at `line.level`."""
-    sc = ctx.scenario
     md_step = max(o.cand.step_s for o in md)
     md_inst = min(md, key=lambda o: o.cand.cost_per_hour / o.cand.tokens_per_s).inst
     rld_inst = rld[0].inst if rld else None
     rld_step = max((o.cand.step_s for o in rld), default=0.0)
     if classes.fine is not classes:
-        service_s = prefill_pool.prefill_strata_service_s(
-            pool.inst, classes, sc.search.prefill_chunk_tokens
-        )
+        service_s = prefill_pool.prefill_strata_service_s(pool.inst, classes, prefill_chunk_tokens)
     return latency_paths.path_times(
         classes.fine,
         service_s,
@@ -207,7 +217,7 @@ def fine_times(
         line.level,
         rld_inst,
         rld_step,
-        sc.policy,
+        policy,
         caps.line_delay,
         pool.departure_ca2,
         pool,
@@ -215,7 +225,9 @@ def fine_times(
 
 
 def path_table(
-    ctx: Context,
+    sla: SLA,
+    policy: Policy,
+    prefill_chunk_tokens: int,
     spec: Architecture,
     classes: RequestClasses,
     pool: prefill_pool.PrefillPool,
@@ -230,17 +242,16 @@ def path_table(
     Times and misses are computed on the classes' strata and averaged over each class: a class
     misses its TTFT target for the share of its requests that do, not all or nothing at its mean
     request (a rare long class would otherwise push every plan onto faster GPUs)."""
-    sc = ctx.scenario
     fine = classes.fine
-    ft = fine_times(ctx, classes, pool, service_s, md, rld, line, caps)
+    ft = fine_times(policy, prefill_chunk_tokens, classes, pool, service_s, md, rld, line, caps)
     times = ft.class_mean(classes)
     n = len(classes)
     allowed = {P_MD: np.ones(n, bool)}
     # no line (every role in one datacenter): nothing to relay around
     relay = _relay_paths(spec, rld) if line.config is not None else ()
     if relay:
-        wants = latency_paths.relay_wanted(times.ttft_mean_s(P_MD), pool, sc.sla.ttft_p90_s)
-        lim = sc.policy.singular_max_output_tokens
+        wants = latency_paths.relay_wanted(times.ttft_mean_s(P_MD), pool, sla.ttft_p90_s)
+        lim = policy.singular_max_output_tokens
         singular = classes.output_tokens <= (lim if lim is not None else -1)
         for p in relay:
             allowed[p] = wants & singular if p == P_RLD else wants
@@ -258,7 +269,7 @@ def path_table(
             )
             for p in allowed
         }
-        for q, s in zip(QUANTILES, (sc.sla.ttft_p90_s, sc.sla.ttft_p99_s))
+        for q, s in zip(QUANTILES, (sla.ttft_p90_s, sla.ttft_p99_s))
     }
     return PathTable(
         allowed=allowed,
@@ -271,7 +282,5 @@ def path_table(
     )
 
 
-def kv_hold_bytes(ctx: Context, classes: RequestClasses) -> np.ndarray:
-    return np.asarray(
-        perf_arch.kv_bytes(ctx.model, classes.input_tokens + classes.output_tokens / 2)
-    )
+def kv_hold_bytes(model: ModelProfile, classes: RequestClasses) -> np.ndarray:
+    return np.asarray(perf_arch.kv_bytes(model, classes.input_tokens + classes.output_tokens / 2))

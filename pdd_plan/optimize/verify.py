@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from pdd_plan.common import limits
 from pdd_plan.common.errors import InfeasibleError
-from pdd_plan.inputs.context import Context
+from pdd_plan.inputs.pieces import ReplaySetup
 from pdd_plan.inputs.schema.plan import ArchitecturePlan, Reason, Simulated
 from pdd_plan.optimize import summary as optimize_summary
+from pdd_plan.optimize.problem import Problem
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.objectives import solve_architecture
 from pdd_plan.optimize.solved import SolverResult
@@ -26,7 +27,13 @@ SIM_KEYS = (
 
 
 def verified(
-    ctx: Context, a: str, classes: RequestClasses, rate: float | None, n_requests: int, rounds: int
+    pb: Problem,
+    replay: ReplaySetup,
+    a: str,
+    classes: RequestClasses,
+    rate: float | None,
+    n_requests: int,
+    rounds: int,
 ) -> tuple[SolverResult, ArchitecturePlan]:
     """Solve, replay the plan in the simulator, and while the simulated SLA fails cap the
     bottleneck 10% below the utilization the plan ran it at and re-solve (at most `rounds`
@@ -36,20 +43,20 @@ def verified(
 
     from pdd_plan.sim.run import verify  # the simulator loads only when a plan is replayed
 
-    caps = Caps(decode=ctx.scenario.search.decode_utilization)
+    caps = Caps(decode=pb.search.decode_utilization)
     history: list[dict] = []
     kept = None
     for i in range(rounds + 1):
         try:
-            raw = solve_architecture(ctx, a, classes, rate, caps)
+            raw = solve_architecture(pb, a, classes, rate, caps)
         except InfeasibleError as e:
             if kept is None:
                 raise
             history.append({"round": i, "caps": dict(caps.__dict__), "infeasible": str(e)})
             break
-        check_size(ctx, a, raw)
-        summary = optimize_summary.summarize(raw, classes, raw.rate, ctx.prefill_dc)
-        v = verify(ctx, summary, a, n_requests, ctx.scenario.seed)
+        check_size(pb.file, a, raw)
+        summary = optimize_summary.summarize(raw, classes, raw.rate, pb.sites.prefill)
+        v = verify(replay, summary, a, n_requests, replay.seed)
         kept = (raw, summary, v)
         history.append(
             {
@@ -78,14 +85,14 @@ def verified(
     return raw, summary.model_copy(update={"simulated": Simulated.model_validate(sim)})
 
 
-def check_size(ctx: Context, a: str, p: SolverResult) -> None:
+def check_size(file: str, a: str, p: SolverResult) -> None:
     """A solution past the PLAN_INSTANCES limit (a rate that needs a huge fleet) is a one-line
     error naming the rate, before the plan schema would refuse it as an internal error."""
     total = p.prefill_count + sum(p.solution.counts.get(o.cand.key, 0) for o in p.options)
     limits.check(
         "PLAN_INSTANCES",
         total,
-        ctx.file,
+        file,
         "workload.rate_rps",
         f"{a}'s plan needs {total:,} instances: lower the rate",
     )

@@ -117,6 +117,21 @@ class AttentionKernels(Strict):
     source: str
 
 
+class KernelFloor(Strict):
+    """The fixed GPU time of a pass's kernels that no FLOP or byte count sees: each kernel
+    takes at least `per_kernel_us`, each TP all-reduce call `allreduce_us` on top of its bytes."""
+
+    per_kernel_us: float = Field(ge=0)
+    allreduce_us: float = Field(ge=0)
+    attention_gqa: int = Field(ge=0)  # kernels per layer of GQA attention
+    attention_latent: int = Field(ge=0)  # of latent attention (MLA, DSA, compressed)
+    ffn_dense: int = Field(ge=0)  # of a dense FFN
+    ffn_moe: int = Field(ge=0)  # of a routed-expert FFN (router to combine)
+    shared_experts: int = Field(ge=0)  # added to a MoE FFN with shared experts
+    per_pass: int = Field(ge=0)  # once per pass: embedding, final norm, LM head, sampling
+    source: str
+
+
 class MoEServing(Strict):
     name: str
     deepep: DeepEP
@@ -127,6 +142,7 @@ class MoEServing(Strict):
     deepep_latency: DeepEPLatency
     engine_step: EngineStep
     attention_kernels: AttentionKernels
+    kernel_floor: KernelFloor
 
 
 @lru_cache(maxsize=1)

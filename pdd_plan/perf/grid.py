@@ -77,7 +77,8 @@ def _per_token(inst: Instance, tokens: np.ndarray, phase: str) -> dict[str, np.n
         a2a = comm.a2a_seconds(inst, t, phase, one[0])
         if a2a > 0:  # each dispatch and combine call also pays a fixed latency
             a2a += moe_terms.deepep_fixed_seconds(inst, phase)
-        rows.append((*one, a2a, comm.allreduce_seconds(inst, t)))
+        ar = comm.allreduce_seconds(inst, t) + moe_terms.allreduce_fixed_seconds(inst)
+        rows.append((*one, a2a, ar))
     cols = np.array(rows, dtype=float).reshape(len(uniq), 8)[inv.ravel()]
     names = ("imb", "m_routed", "wbytes", "imb_h", "m_routed_h", "wbytes_h", "a2a", "ar")
     return {k: cols[:, i] for i, k in enumerate(names)}
@@ -186,7 +187,9 @@ def _passes(inst: Instance, phase: str, tokens, routed_f, other_f, attn, kv, req
     tt = _per_token(inst, tokens, phase)
     a2a = tt["a2a"]
     full = (tt["imb"], tt["m_routed"], tt["wbytes"], routed_f, other_f, attn, kv, head)
+    floor = moe_terms.kernel_floor_seconds(inst)  # kernels at their latency floor
     cb, mb, rates = _kernels(inst, tokens, *full)
+    mb = mb + np.maximum(0.0, floor - cb - mb)
     uniq, inv = np.unique(requests, return_inverse=True)
     cpu = np.array([moe_terms.step_cpu_seconds(inst, r) for r in uniq.tolist()])[inv.ravel()]
     over = e.step_overhead_ms / 1e3 + cpu
@@ -203,6 +206,7 @@ def _passes(inst: Instance, phase: str, tokens, routed_f, other_f, attn, kv, req
     h_other, h_routed = other_f / 2, routed_f / 2
     half = (tt["imb_h"], tt["m_routed_h"], tt["wbytes_h"], h_routed, h_other, attn / 2, kv / 2)
     cb, mb, rates = _kernels(inst, tokens / 2, *half, head / 2)
+    mb = mb + np.maximum(0.0, floor - cb - mb)  # each micro-batch runs every kernel
     covers = _covers(inst, tokens / 2, h_other, h_routed, rates)
     covers = {k: 2.0 * v for k, v in covers.items()}
     shown = _exposed_two_batch(dispatch, a2a - dispatch, covers, phase)

@@ -8,7 +8,9 @@
 * grouped-GEMM efficiency by tokens per expert: m / (m + half) with DeepGEMM's half;
 * DeepEP's fixed latency per dispatch and combine call, inside a node or across nodes;
 * the engine's per-step CPU cost that grows with the requests in a pass, per DP rank;
-* latent-attention kernel efficiency (MLA, DSA, compressed): measured fractions of peak.
+* latent-attention kernel efficiency (MLA, DSA, compressed): measured fractions of peak;
+* the kernel-latency floor of any pass, dense or MoE: kernels x a minimum kernel time, and a
+  fixed latency per TP all-reduce call (most of a batch-1 decode step, nothing at large batch).
 
 Pure functions of an instance and a pass's size; `breakdown` gathers them for `perf`.
 """
@@ -76,6 +78,31 @@ def step_cpu_seconds(inst, requests: float) -> float:
     return serving().engine_step.per_request_us * 1e-6 * requests / inst.dp * scale
 
 
+def kernels_per_pass(model) -> int:
+    """Kernels one forward pass launches: each layer's attention and FFN, plus the pass's own."""
+    k, moe = serving().kernel_floor, model.ffn.moe
+    attn = k.attention_gqa if model.attention.kind == "gqa" else k.attention_latent
+    n_moe = 0 if moe is None else model.num_layers - model.ffn.first_dense_layers
+    per_moe = k.ffn_moe + (k.shared_experts if moe is not None and moe.num_shared_experts else 0)
+    dense = model.num_layers - n_moe
+    return model.num_layers * attn + dense * k.ffn_dense + n_moe * per_moe + k.per_pass
+
+
+def kernel_floor_seconds(inst) -> float:
+    """Least GPU time of one pass's kernels, whatever their work (moe-serving.yaml
+    kernel_floor): roofline.py runs the kernels for max(their roofline, this)."""
+    us = serving().kernel_floor.per_kernel_us * kernels_per_pass(inst.model)
+    return us * 1e-6 * inst.gpu.efficiency.fixed_time_scale
+
+
+def allreduce_fixed_seconds(inst) -> float:
+    """Fixed latency of one pass's TP all-reduce calls (two per layer), on top of their bytes."""
+    if inst.attn_tp <= 1:
+        return 0.0
+    us = serving().kernel_floor.allreduce_us * 2 * inst.model.num_layers
+    return us * 1e-6 * inst.gpu.efficiency.fixed_time_scale
+
+
 def attention_fractions(model) -> tuple[float, float] | None:
     """(compute, memory) fractions of peak of the model's attention kernels, when they are
     measured ones (latent attention), else None (the GPU's fitted mfu and mbu apply)."""
@@ -90,6 +117,8 @@ def breakdown(inst, tokens: float, requests: float, phase: str) -> dict[str, flo
     moe = inst.model.ffn.moe
     out: dict[str, float | None] = {
         "step_cpu_s": step_cpu_seconds(inst, requests),
+        "kernel_floor_s": kernel_floor_seconds(inst),
+        "allreduce_fixed_s": allreduce_fixed_seconds(inst),
         "attention_compute_fraction": None,
         "attention_memory_fraction": None,
     }

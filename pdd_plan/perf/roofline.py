@@ -235,8 +235,10 @@ def _pass(inst: Instance, w: Work, phase: str) -> PassTime:
     a2a = comm.a2a_seconds(inst, w.tokens, phase, moe_terms.expert_imbalance(inst, w.tokens))
     if a2a > 0:  # each dispatch and combine call also pays a fixed latency
         a2a += moe_terms.deepep_fixed_seconds(inst, phase)
-    ar = comm.allreduce_seconds(inst, w.tokens)
+    ar = comm.allreduce_seconds(inst, w.tokens) + moe_terms.allreduce_fixed_seconds(inst)
+    floor = moe_terms.kernel_floor_seconds(inst)  # kernels at their latency floor: latency-bound
     c, mem, cb, mb, rates = _kernels(inst, w)
+    mb += max(0.0, floor - cb - mb)
     over = e.step_overhead_ms / 1e3 + moe_terms.step_cpu_seconds(inst, w.requests)
     plain = PassTime(c, mem, a2a + ar, over, e.mode, cb, mb, 0.0)
     if a2a <= 0 or not (inst.tbo or inst.single_batch_overlap):
@@ -248,6 +250,7 @@ def _pass(inst: Instance, w: Work, phase: str) -> PassTime:
         return PassTime(c, mem, a2a + ar, over, e.mode, cb, mb, a2a - shown)
     h = w.half()
     c, mem, cb, mb, rates = _kernels(inst, h)
+    mb += max(0.0, floor - cb - mb)  # each micro-batch runs every kernel
     c, mem, cb, mb = 2.0 * c, 2.0 * mem, 2.0 * cb, 2.0 * mb
     covers = overlap.cover_seconds(inst, h.tokens, h.gemm_other, h.gemm_routed, rates)
     covers = {k: 2.0 * v for k, v in covers.items()}

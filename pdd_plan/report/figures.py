@@ -125,9 +125,36 @@ def build_figures(plan: Plan, data: FigureData) -> list[Figure]:
         ),
         *_simulated_figures(plan, data, sla),
     ]
+    if plan.day is not None:
+        figs.append(day_figure(plan))
     if data.regimes is not None:
         figs.append(regime_figure(data.regimes))
     return figs
+
+
+def day_figure(plan: Plan) -> Figure:
+    """Instances per role over the day (the plan's `day` block), base and elastic together."""
+    day = plan.day
+    series = {}
+    for a, d in day.architectures.items():
+        roles: dict[str, list[int]] = {}
+        for g in d.groups:
+            cur = roles.setdefault(g.role, [0] * len(d.periods))
+            roles[g.role] = [x + n for x, n in zip(cur, g.per_period)]
+        starts = [p.start_hour for p in d.periods]
+        series[a] = (starts, [p.hours for p in d.periods], roles)
+    costs = ", ".join(
+        f"{a} ${d.cost_day:,.0f} (base {d.cost_base:,.0f}, elastic {d.cost_elastic:,.0f}, "
+        f"line {d.cost_line:,.0f})"
+        for a, d in day.architectures.items()
+    )
+    return Figure(
+        "day",
+        "The day: instances per role",
+        f"Instances per role in each period ({day.timezone}), the base paid all day plus elastic "
+        f"instances where the rate needs them. The day's cost: {costs}.",
+        plots.day_png(series, f"hour of day ({day.timezone})"),
+    )
 
 
 def _bathtub_figure(data: FigureData) -> Figure:

@@ -195,3 +195,23 @@ def ttft_percentiles_png(rows: dict, sla: dict) -> bytes:
     fig.suptitle("TTFT percentiles: analytic vs simulated (dashed: SLA)")
     fig.tight_layout()
     return _png(fig)
+
+
+def day_png(series: dict, title: str) -> bytes:
+    """Instances per role over the day, stacked, one panel per architecture. `series`:
+    architecture -> (period start hours, period hours, {role: instances per period})."""
+    n = len(series)
+    fig, axes = plt.subplots(n, 1, figsize=(8, 2.4 * n + 0.6), sharex=True, squeeze=False)
+    for ax, (a, (starts, hours, roles)) in zip(axes[:, 0], series.items()):
+        # a step per period: each period's instances held over its hours
+        x = np.ravel([[s, s + h] for s, h in zip(starts, hours)])
+        ys = [np.repeat(np.asarray(v, float), 2) for v in roles.values()]
+        colors = [PART_COLORS.get(r, "#999999") for r in roles]
+        ax.stackplot(x, *ys, labels=list(roles), colors=colors, alpha=0.85)
+        ax.set_ylabel("instances")
+        ax.set_title(architectures.get(a).title, fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(loc="upper left", fontsize=8)
+    axes[-1, 0].set_xlabel(title)
+    axes[-1, 0].set_xticks(range(0, 25, 3))
+    return _png(fig)

@@ -14,6 +14,7 @@ from pdd_plan.architectures import PATHS, ROLE_ORDER, ROLES
 from pdd_plan.inputs.schema.owned import Owned
 from pdd_plan.inputs.schema.plan import ArchitecturePlan, Infeasible, Plan, RouteShare
 from pdd_plan.inputs.schema.scenario import SLA, Distribution, Link
+from pdd_plan.report.day_sections import day_sections
 
 
 @dataclass
@@ -405,6 +406,7 @@ def build_report(plan: Plan) -> Report:
         _routing(plans),
         _constraints(plans, plan.infeasible),
         _comparison(plan),
+        *(Section(**x) for x in day_sections(plan)),
     ]
     for a, why in plan.infeasible.items():
         rep.summary.append(f"{a}: {not_met_label(why)}: {why.message}")

@@ -7,6 +7,7 @@ from rich.console import Console
 from pdd_plan.architectures import LINE_BASELINE, LOCAL_BASELINE, PATHS, RELAY_ARCH, ROLE_ORDER, get
 from pdd_plan.inputs.schema.plan import ArchitecturePlan, Plan
 from pdd_plan.report import fit
+from pdd_plan.report.day_table import render_day
 from pdd_plan.report.sections import not_met_label
 
 
@@ -144,3 +145,4 @@ def render_plan(plan: Plan, console: Console) -> None:
     )
     for a, why in plan.infeasible.items():
         console.print(f"[yellow]{a}: {not_met_label(why)}[/yellow]: {why.message}")
+    render_day(plan, console)

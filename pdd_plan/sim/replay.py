@@ -26,7 +26,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from pdd_plan.common.errors import InputError
-from pdd_plan.inputs.context import Context
+from pdd_plan.inputs.pieces import ReplaySetup
+from pdd_plan.inputs.schema.model import ModelProfile
+from pdd_plan.inputs.schema.scenario import SLA, Policy
 from pdd_plan.latency.line import transfer
 from pdd_plan.perf import layers, roofline
 from pdd_plan.perf.instance import Instance
@@ -107,10 +109,11 @@ class Moved:
     streams: int = 1  # connections one transfer holds
 
 
-def _prefill(ctx: Context, fl: setup.Fleet, r, progress: Progress | None) -> Prefilled:
+def _prefill(
+    model: ModelProfile, chunk: int, fl: setup.Fleet, r, progress: Progress | None
+) -> Prefilled:
     inp = r.input_tokens.astype(float)
     hit_p = np.nan_to_num(r.hit_p, nan=0.0)
-    chunk = ctx.scenario.search.prefill_chunk_tokens
     types, counts = _groups(fl.prefill)
     cached = np.floor(inp * hit_p)
     new = np.maximum(inp - cached, 1.0)
@@ -118,7 +121,7 @@ def _prefill(ctx: Context, fl: setup.Fleet, r, progress: Progress | None) -> Pre
     start, server = fifo_least_loaded(r.arrival_s, services, counts, progress)
     grp = np.repeat(np.arange(len(types)), counts)[server]
     service = np.choose(grp, services) if len(types) > 1 else services[0]
-    full_kv = np.asarray(layers.kv_bytes(ctx.model, inp), dtype=float)
+    full_kv = np.asarray(layers.kv_bytes(model, inp), dtype=float)
     rdma_by_type = [
         transfer.rdma_transfer_s(
             full_kv,
@@ -132,7 +135,7 @@ def _prefill(ctx: Context, fl: setup.Fleet, r, progress: Progress | None) -> Pre
     return Prefilled(server, start, service, start + service, rdma, full_kv)
 
 
-def _drc_hook(ctx: Context, fl: setup.Fleet, reqs: setup.SimRequests) -> DRCHook:
+def _drc_hook(model: ModelProfile, fl: setup.Fleet, reqs: setup.SimRequests) -> DRCHook:
     r, n = reqs.req, len(reqs)
     inp = r.input_tokens.astype(float)
     md_tokens = sum(i.kv_capacity_tokens for i in fl.decode)
@@ -141,8 +144,8 @@ def _drc_hook(ctx: Context, fl: setup.Fleet, reqs: setup.SimRequests) -> DRCHook
         reqs.flat,
         reqs.offsets,
         r.input_tokens.tolist(),
-        transfer.line_bytes(ctx.model, inp, np.zeros(n), False).tolist(),
-        layers.kv_bytes_per_token(ctx.model),
+        transfer.line_bytes(model, inp, np.zeros(n), False).tolist(),
+        layers.kv_bytes_per_token(model),
         [math.nan] * n,
     )
 
@@ -180,11 +183,16 @@ def _backlog_router(fl: setup.Fleet, r, pol, sla) -> Router:
 
 
 def _move_kv(
-    ctx: Context, fl: setup.Fleet, reqs: setup.SimRequests, pf: Prefilled, progress
+    model: ModelProfile,
+    pol: Policy,
+    sla: SLA,
+    fl: setup.Fleet,
+    reqs: setup.SimRequests,
+    pf: Prefilled,
+    progress,
 ) -> Moved:
     """KV to decode: over RDMA without a line; else over the line, routed when KV is ready."""
     r, n = reqs.req, len(reqs)
-    pol, sla = ctx.scenario.policy, ctx.scenario.sla
     hit_d = np.asarray(r.hit_d, dtype=float).copy()
     ln = fl.line
     if ln is None:
@@ -196,10 +204,10 @@ def _move_kv(
         router = _backlog_router(fl, r, pol, sla)
     elif fl.relay:
         planned = planned_route(r.hit_p, r.output_tokens, fl.relay_below, fl.singular_max)
-    hook = _drc_hook(ctx, fl, reqs) if reqs.hashes and pol.drc else None
+    hook = _drc_hook(model, fl, reqs) if reqs.hashes and pol.drc else None
     sizes = None
     if hook is None:
-        sizes = transfer.line_bytes(ctx.model, inp, np.nan_to_num(hit_d), pol.drc)
+        sizes = transfer.line_bytes(model, inp, np.nan_to_num(hit_d), pol.drc)
         if planned is not None:  # p_rld sends nothing (run_line skips a negative size)
             sizes = np.where(planned == P_RLD, -1.0, sizes)
     pool = ln.pool
@@ -239,13 +247,19 @@ def _move_kv(
 
 
 def _decode(
-    ctx: Context, fl: setup.Fleet, reqs: setup.SimRequests, pf: Prefilled, mv: Moved, progress
+    model: ModelProfile,
+    pol: Policy,
+    sla: SLA,
+    fl: setup.Fleet,
+    reqs: setup.SimRequests,
+    pf: Prefilled,
+    mv: Moved,
+    progress,
 ) -> tuple[DecodeResult, list[int]]:
-    pol = ctx.scenario.policy
     r = reqs.req
     inp = r.input_tokens.astype(float)
     out = r.output_tokens.astype(np.int64)
-    tpot = ctx.scenario.sla.tpot_ms / 1e3
+    tpot = sla.tpot_ms / 1e3
     step_ctx = inp + out / 2.0
     ctx_pts = (float(step_ctx.min()), float(step_ctx.max()))
     ref = float(step_ctx.mean())
@@ -256,7 +270,6 @@ def _decode(
     ext = None
     if relay:
         ext = ExtendTable(fl.decode[0], cap, np.unique(np.quantile(inp, [0, 0.5, 1]).round()))
-    model = ctx.model
     di = DecodeInputs(
         route=mv.route,
         t_md=mv.t_md,
@@ -277,7 +290,7 @@ def _decode(
 
 
 def simulate(
-    ctx: Context,
+    replay_setup: ReplaySetup,
     plan: PlanLike,
     architecture: str,
     reqs: setup.SimRequests,
@@ -285,18 +298,21 @@ def simulate(
     progress: Progress | None = None,
 ) -> SimResult:
     """Replay ``reqs`` on one architecture of ``plan`` (a Plan or one ArchitecturePlan)."""
-    fl = setup.fleet(ctx, setup.arch_plan(plan, architecture), architecture)
+    profiles, pol, sla = replay_setup.profiles, replay_setup.policy, replay_setup.sla
+    arch_plan = setup.arch_plan(plan, architecture)
+    fl = setup.fleet(profiles, replay_setup.file, arch_plan, architecture)
     r = reqs.req
     if len(r) == 0:
         raise InputError(None, "--requests", "nothing to simulate", "give at least one request")
-    pf = _prefill(ctx, fl, r, progress)
-    mv = _move_kv(ctx, fl, reqs, pf, progress)
-    dec, bmax = _decode(ctx, fl, reqs, pf, mv, progress)
+    model = profiles.model
+    pf = _prefill(model, replay_setup.prefill_chunk_tokens, fl, r, progress)
+    mv = _move_kv(model, pol, sla, fl, reqs, pf, progress)
+    dec, bmax = _decode(model, pol, sla, fl, reqs, pf, mv, progress)
     return SimResult(
         architecture=architecture,
         source=reqs.source,
         seed=seed,
-        sla=ctx.scenario.sla.model_dump(),
+        sla=sla.model_dump(),
         arrival_s=r.arrival_s,
         input_tokens=r.input_tokens,
         output_tokens=r.output_tokens.astype(np.int64),

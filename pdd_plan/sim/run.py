@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from pdd_plan.inputs.context import Context
+from pdd_plan.inputs.pieces import ReplaySetup
 from pdd_plan.sim import setup
 from pdd_plan.sim.queues import Progress
 from pdd_plan.sim.replay import simulate
@@ -36,20 +37,37 @@ def run(
 
     A stable run's statistics leave out its warm-up: the requests before the one-sided MSER-5
     point of its TTFT and TPOT series (:mod:`pdd_plan.sim.warmup`), since it started with
-    every queue empty. An unstable run keeps every request: the stated window from empty."""
+    every queue empty. An unstable run keeps every request: the stated window from empty.
+
+    The simulator's top stage: the context is read here, and the replay takes its pieces."""
+    rs = ctx.replay_setup
+    return replay_plan(rs, plan, architecture, n_requests, seed, trace, progress, window)
+
+
+def replay_plan(
+    rs: ReplaySetup,
+    plan: PlanLike,
+    architecture: str = "pdd",
+    n_requests: int | None = None,
+    seed: int | None = None,
+    trace: str | None = None,
+    progress: Progress | None = None,
+    window: int = WINDOW,
+) -> SimResult:
+    """:func:`run` on the typed pieces a replay reads (`ReplaySetup`)."""
     p = setup.arch_plan(plan, architecture)
-    s = ctx.scenario.seed if seed is None else int(seed)
-    reqs = setup.requests(ctx, n_requests, s, p.goodput_rps, trace)
-    res = simulate(ctx, p, architecture, reqs, s, progress)
+    s = rs.seed if seed is None else int(seed)
+    reqs = setup.requests(rs, n_requests, s, p.goodput_rps, trace)
+    res = simulate(rs, p, architecture, reqs, s, progress)
     if window and len(reqs) > window and res.unstable:
-        reqs = setup.requests(ctx, window, s, p.goodput_rps, trace)
-        res = simulate(ctx, p, architecture, reqs, s, progress)
+        reqs = setup.requests(rs, window, s, p.goodput_rps, trace)
+        res = simulate(rs, p, architecture, reqs, s, progress)
     res.warmup = NONE_UNSTABLE if res.unstable else truncate([res.ttft_s, res.tpot_s])
     return res
 
 
 def verify(
-    ctx: Context,
+    rs: ReplaySetup,
     plan: PlanLike,
     architecture: str,
     n_requests: int = 20_000,
@@ -71,9 +89,13 @@ def verify(
       (prefill utilization), ``"line"`` (line utilization), or ``"decode"`` (decode batch /
       utilization; also when only TPOT fails).
     """
-    res = run(ctx, plan, architecture, n_requests, seed)
+    return checked(rs, replay_plan(rs, plan, architecture, n_requests, seed))
+
+
+def checked(rs: ReplaySetup, res: SimResult) -> dict:
+    """A replay's summary with its SLA checks, tail breakdown and bottleneck (see verify)."""
     s = res.summary()
-    sla = ctx.scenario.sla
+    sla = rs.sla
     checks = {
         "ttft_p90": _check(s["ttft_s"]["p90"], sla.ttft_p90_s),
         "ttft_p99": _check(s["ttft_s"]["p99"], sla.ttft_p99_s),

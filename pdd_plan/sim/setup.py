@@ -10,7 +10,8 @@ import numpy as np
 from pdd_plan import architectures
 from pdd_plan.architectures import ROLES, Architecture
 from pdd_plan.common.errors import InputError
-from pdd_plan.inputs.context import Context
+from pdd_plan.inputs.pieces import Profiles, ReplaySetup
+from pdd_plan.inputs.schema.line import LineSKU
 from pdd_plan.inputs.schema.plan import ArchitecturePlan, InstanceGroup, Plan
 from pdd_plan.latency.line.transfer import LineConfig
 from pdd_plan.perf.instance import Instance
@@ -58,11 +59,11 @@ def arch_plan(plan: PlanLike, architecture: str) -> ArchitecturePlan:
     return plan
 
 
-def row_instance(ctx: Context, g: InstanceGroup) -> Instance:
+def row_instance(profiles: Profiles, g: InstanceGroup) -> Instance:
     """The instance one plan row describes (its GPU must be in the scenario's datacenters)."""
     return Instance(
-        ctx.model,
-        ctx.gpus[g.gpu],
+        profiles.model,
+        profiles.gpus[g.gpu],
         g.gpus_per_instance,
         tp=g.tp,
         ep=g.ep,
@@ -71,10 +72,12 @@ def row_instance(ctx: Context, g: InstanceGroup) -> Instance:
     )
 
 
-def _pools(ctx: Context, p: ArchitecturePlan, architecture: str) -> dict[str, list[Instance]]:
+def _pools(
+    profiles: Profiles, file: str, p: ArchitecturePlan, architecture: str
+) -> dict[str, list[Instance]]:
     pools: dict[str, list[Instance]] = {r: [] for r in ROLES}
     for i, g in enumerate(p.instances):
-        if g.gpu not in ctx.gpus:
+        if g.gpu not in profiles.gpus:
             raise InputError(
                 None,
                 f"plans.{architecture}.instances[{i}].gpu",
@@ -82,24 +85,24 @@ def _pools(ctx: Context, p: ArchitecturePlan, architecture: str) -> dict[str, li
                 "use the plan with the scenario it was made from",
             )
         try:
-            inst = row_instance(ctx, g)
+            inst = row_instance(profiles, g)
             inst.require_fit()
         except InputError as e:  # name the plan row, not the bare instance field
             where = f"plans.{architecture}.instances[{i}]"
-            raise InputError(ctx.file, f"{where}.{e.field}", e.problem, e.fix) from None
+            raise InputError(file, f"{where}.{e.field}", e.problem, e.fix) from None
         pools[g.role].extend([inst] * g.count)
     return pools
 
 
-def _line(ctx: Context, p: ArchitecturePlan, architecture: str) -> LineConfig:
+def _line(skus: list[LineSKU], p: ArchitecturePlan, architecture: str) -> LineConfig:
     ln = p.line
     if ln is None:
         raise InputError(
             None, f"plans.{architecture}.line", "no line in a cross-datacenter plan", ""
         )
-    sku = next((s for s in ctx.lines if s.name == ln.sku), None)
+    sku = next((s for s in skus if s.name == ln.sku), None)
     if sku is None:
-        have = ", ".join(s.name for s in ctx.lines) or "none"
+        have = ", ".join(s.name for s in skus) or "none"
         raise InputError(
             None,
             f"plans.{architecture}.line.sku",
@@ -109,10 +112,10 @@ def _line(ctx: Context, p: ArchitecturePlan, architecture: str) -> LineConfig:
     return LineConfig(sku, ln.count)
 
 
-def fleet(ctx: Context, arch_plan: ArchitecturePlan, architecture: str) -> Fleet:
+def fleet(profiles: Profiles, file: str, arch_plan: ArchitecturePlan, architecture: str) -> Fleet:
     """Rebuild the instances and line of one architecture's plan."""
     a = spec(architecture)
-    pools = _pools(ctx, arch_plan, architecture)
+    pools = _pools(profiles, file, arch_plan, architecture)
     decode = pools[a.decode_role]
     for role, got in (("prefill", pools["prefill"]), (a.decode_role, decode)):
         if not got:
@@ -121,7 +124,7 @@ def fleet(ctx: Context, arch_plan: ArchitecturePlan, architecture: str) -> Fleet
             )
     # every role in one datacenter: the KV moves over RDMA and the plan leases no line
     one_dc = len({g.datacenter for g in arch_plan.instances}) == 1
-    line = _line(ctx, arch_plan, architecture) if a.crosses_line and not one_dc else None
+    line = _line(profiles.lines, arch_plan, architecture) if a.crosses_line and not one_dc else None
     relay = pools["relay_decode"] if a.relays else []
     rate = arch_plan.goodput_rps
     ro = arch_plan.routing
@@ -155,11 +158,11 @@ class SimRequests:
         return len(self.req)
 
 
-def _trace_path(ctx: Context, trace: str) -> Path:
+def _trace_path(base_dir: Path, trace: str) -> Path:
     p = Path(trace)
     if p.exists() or p.is_absolute():
         return p
-    q = ctx.base_dir / trace
+    q = base_dir / trace
     return q if q.exists() else p
 
 
@@ -179,7 +182,7 @@ def _read_hashes(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def requests(
-    ctx: Context,
+    setup: ReplaySetup,
     n: int | None,
     seed: int,
     rate_rps: float | None,
@@ -194,13 +197,12 @@ def requests(
     cache; their DRC is simulated during the run (it depends on routing). Traces without hashes
     take ``hit_rate`` if given, else hits drawn from ``workload.prefix_hit``.
     """
-    sc = ctx.scenario
-    w, pol = sc.workload, sc.policy
+    w, pol = setup.workload, setup.policy
     path_s = trace or w.trace
     if path_s is None:
         if rate_rps is None or rate_rps <= 0:
             raise InputError(
-                ctx.file, "workload.rate_rps", "no request rate to simulate", "give rate_rps"
+                setup.file, "workload.rate_rps", "no request rate to simulate", "give rate_rps"
             )
         k = int(n) if n is not None else 20_000
         r = sample_requests(w, k, seed, rate_rps)
@@ -209,7 +211,7 @@ def requests(
             Requests(r.arrival_s, r.input_tokens, r.output_tokens, r.hit_p, hd), "distribution"
         )
 
-    path = _trace_path(ctx, path_s) if trace is None else Path(trace)
+    path = _trace_path(setup.base_dir, path_s) if trace is None else Path(trace)
     if not path.is_file():
         raise InputError(
             str(path), None, "trace file not found", "give an existing trace file path"

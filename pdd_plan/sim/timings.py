@@ -209,15 +209,15 @@ class ExtendTable:
             cols.append(tuple(col.tolist()))
         return tuple(cols)
 
-    def __call__(self, k: int, ctx: float) -> float:
+    def __call__(self, k: int, context: float) -> float:
         k = k if k <= self.kmax else self.kmax
         cg, cols = self.ctx, self.cols
         if len(cols) == 1:
             return cols[0][k]
-        j = bisect.bisect_right(cg, ctx) - 1
+        j = bisect.bisect_right(cg, context) - 1
         if j < 0:
             return cols[0][k]
         if j >= len(cg) - 1:
             return cols[-1][k]
-        f = (ctx - cg[j]) / (cg[j + 1] - cg[j])
+        f = (context - cg[j]) / (cg[j + 1] - cg[j])
         return cols[j][k] * (1 - f) + cols[j + 1][k] * f

@@ -22,7 +22,7 @@ from pdd_plan.inputs.context import build_context
 from pdd_plan.inputs.schema.scenario import Scenario
 from pdd_plan.latency import ttft
 from pdd_plan.latency.prefill import pool as prefill_pool
-from pdd_plan.optimize import tables
+from pdd_plan.optimize import problem_of, tables
 from pdd_plan.perf import roofline
 from pdd_plan.workload.requests import Requests
 from pdd_plan.workload.traces.classes import classes_from_requests
@@ -69,7 +69,7 @@ def test_class_service_is_the_mean_over_requests_not_at_the_mean_request():
     """Prefill time is convex in tokens: with 3 classes the time of each class's mean request
     understates the fleet's mean service, the strata recover it (hand computed per request)."""
     ctx = _ctx(LARGE)
-    inst = next(i for i in tables.instances(ctx, "mi300x") if i.n_gpus == 8)
+    inst = next(i for i in tables.instances(problem_of(ctx).catalog, "mi300x") if i.n_gpus == 8)
     chunk = ctx.scenario.search.prefill_chunk_tokens
     req = _requests(600)
     cached = np.floor(req.input_tokens * req.hit_p)
@@ -98,7 +98,7 @@ def test_a_rare_slow_class_misses_in_proportion_to_its_slow_members():
     cls = classes_from_requests(req, 1, hit_bins=[0, 1.0])
     assert len(cls) == 1 and len(cls.nodes) == 4
     ctx = _ctx(LARGE)
-    inst = next(i for i in tables.instances(ctx, "mi300x") if i.n_gpus == 8)
+    inst = next(i for i in tables.instances(problem_of(ctx).catalog, "mi300x") if i.n_gpus == 8)
     chunk = ctx.scenario.search.prefill_chunk_tokens
     svc = prefill_pool.prefill_strata_service_s(inst, cls, chunk)
     pool = prefill_pool.PrefillPool.of(inst, 50, cls, chunk, 0.001)  # no wait
@@ -127,12 +127,6 @@ def test_roles_in_one_datacenter_lease_no_line():
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="since perf v3 the large scenario's PDD plan at 192 classes costs 9.5 % more than at "
-    "24-96 ($921.1/h vs $841.1/h; the test holds 5 %): convergence in classes at the new "
-    "operating point needs a look",
-)
 def test_large_plans_converge_in_classes():
     """large.yaml at 24/48/96 classes within 5% of 192 for every architecture, simulated."""
     costs: dict[int, dict[str, float]] = {}

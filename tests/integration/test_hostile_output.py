@@ -371,13 +371,13 @@ def test_the_golden_plan_fits_its_scenario():
     plan = parse_plan(plan_dict())
     ctx = context(plan)
     for a in plan.plans:
-        check_sites(plan, ctx, a)
-    assert allowed_sites(ctx, "pdd") == {
+        check_sites(plan, ctx.sites, a)
+    assert allowed_sites(ctx.sites, "pdd") == {
         "prefill": ["dc-a"],
         "main_decode": ["dc-b"],
         "relay_decode": ["dc-a"],
     }
-    assert allowed_sites(ctx, "idc_pd") == {"prefill": ["dc-a"], "decode": ["dc-a"]}
+    assert allowed_sites(ctx.sites, "idc_pd") == {"prefill": ["dc-a"], "decode": ["dc-a"]}
 
 
 def test_note_input_of_nothing_or_a_missing_path_is_harmless(tmp_path):

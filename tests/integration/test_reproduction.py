@@ -88,9 +88,10 @@ def test_speed_factor_scales_every_pass_exactly():
     ctx, fleets = _load(archs=["idc_pd"])
     fs = fleets["idc_pd"]
     g = fs.instances[0]
-    base = instance(deployed(ctx, 1.0), g, "x")
+    prof = ctx.profiles
+    base = instance(deployed(prof, 1.0), ctx.file, g, "x")
     for k in (0.5, 1.7):
-        fast = instance(deployed(ctx, k), g, "x")
+        fast = instance(deployed(prof, k), ctx.file, g, "x")
         for t in (
             lambda i: roofline.decode_step(i, 1, 65536).total_s,
             lambda i: roofline.decode_step(i, 48, 60000).total_s,
@@ -99,7 +100,7 @@ def test_speed_factor_scales_every_pass_exactly():
         ):
             assert t(fast) == pytest.approx(t(base) / k, rel=1e-9)
         assert fast.kv_pool_bytes == base.kv_pool_bytes  # memory sizes do not move
-    assert deployed(ctx, 1.0) is ctx
+    assert deployed(prof, 1.0) is prof
 
 
 def test_speed_factor_moves_goodput_the_right_way():

@@ -199,7 +199,7 @@ def test_hashed_trace_drc_evolves_with_routing() -> None:
 
 def test_verify_reports_checks_and_bottleneck(default) -> None:
     ctx, plan = default
-    v = verify(ctx, plan.plans["pdd"], "pdd", 3000, 0)
+    v = verify(ctx.replay_setup, plan.plans["pdd"], "pdd", 3000, 0)
     assert set(v["checks"]) == {"ttft_p90", "ttft_p99", "tpot_p90"}
     assert v["sla_met"] == all(c["ok"] for c in v["checks"].values())
     assert (
@@ -211,7 +211,7 @@ def test_verify_reports_checks_and_bottleneck(default) -> None:
     # an overloaded line fails the SLA and is named
     ctx2 = _ctx(sla={"ttft_p90_s": 2.0, "ttft_p99_s": 3.0, "tpot_ms": 60})
     slow = plan.plans["cdc_pd"].model_copy(update={"line": LineChoice(**_line("eth-10g", 1))})
-    v2 = verify(ctx2, slow, "cdc_pd", 3000, 0)
+    v2 = verify(ctx2.replay_setup, slow, "cdc_pd", 3000, 0)
     assert not v2["sla_met"] and v2["bottleneck"] == "line"
     assert v2["line_utilization"] > 0.9
 

@@ -17,8 +17,9 @@ from pydantic import Field, NonNegativeFloat, NonNegativeInt, model_serializer, 
 from pdd_plan import architectures
 from pdd_plan.common import limits
 from pdd_plan.common.errors import InputError
-from pdd_plan.inputs.schema.common import Strict
+from pdd_plan.inputs.schema.day_plan import DayPlan
 from pdd_plan.inputs.schema.io import parse, read_yaml
+from pdd_plan.inputs.schema.out import Out as _Out
 from pdd_plan.inputs.schema.scenario import SLA, Scenario
 
 SCHEMA_VERSION = 2
@@ -30,21 +31,6 @@ MAX_GPUS_PER_INSTANCE = 4_096
 MAX_REDUNDANT_EXPERTS = 4_096  # physical expert slots beyond the logical ones, per MoE layer
 MAX_COST_PER_HOUR = 1e15  # $/hour; finite and far above any fleet
 PLAN_FIX = "write plans with `pdd-plan optimize --out PLAN.yaml`"
-
-
-class _Out(Strict):
-    """Serializes like a plain dict; keys named in `_omit_if_none` vanish when None (they
-    appear only in some plans, e.g. `dinkelbach_iterations`)."""
-
-    _omit_if_none: ClassVar[tuple[str, ...]] = ()
-
-    @model_serializer(mode="wrap")
-    def _drop_absent(self, handler: Any) -> dict:
-        d = handler(self)
-        for k in self._omit_if_none:
-            if d.get(k) is None:
-                d.pop(k, None)
-        return d
 
 
 Cost = Field(ge=0, le=MAX_COST_PER_HOUR)
@@ -317,6 +303,9 @@ class Plan(_Out):
     plans: dict[str, ArchitecturePlan]
     infeasible: dict[str, Infeasible] = {}
     comparison: Comparison
+    day: DayPlan | None = None  # a day of periods (workload.periods): its fleet and schedule
+
+    _omit_if_none: ClassVar[tuple[str, ...]] = ("day",)
 
     @model_validator(mode="before")
     @classmethod

@@ -14,6 +14,7 @@ from pydantic import (
 
 from pdd_plan import architectures
 from pdd_plan.common import limits
+from pdd_plan.inputs.schema import day
 from pdd_plan.inputs.schema.common import (
     MAX_BUDGET_PER_HOUR,
     MAX_LINE_GBPS,
@@ -22,6 +23,7 @@ from pdd_plan.inputs.schema.common import (
     Name,
     Strict,
 )
+from pdd_plan.inputs.schema.distribution import Distribution
 from pdd_plan.inputs.schema.fleet import Fleet
 from pdd_plan.inputs.schema.line import (
     DEFAULT_CONNECTIONS,
@@ -32,67 +34,6 @@ from pdd_plan.inputs.schema.line import (
 from pdd_plan.inputs.schema.owned import Owned, check_against
 
 ARCHITECTURES: tuple[str, ...] = architectures.names()  # the built-in ones (the spec has all)
-
-
-class Lognormal(Strict):
-    mu: float
-    """Mean of the logarithm of the value."""
-    sigma: float = Field(ge=0)
-    """Standard deviation of the logarithm (0: every draw is exp(mu))."""
-    min: float = Field(ge=0)
-    """Draws below this are clipped to it."""
-    max: float = Field(gt=0)
-    """Draws above this are clipped to it."""
-
-    @model_validator(mode="after")
-    def _order(self) -> Lognormal:
-        if self.min > self.max:
-            raise ValueError("lognormal min must not exceed max")
-        return self
-
-
-class Distribution(Strict):
-    """Exactly one of fixed / lognormal / histogram ([[lo, hi, share], ...], shares sum to 1)."""
-
-    fixed: float | None = Field(default=None, ge=0)
-    """Every request has this value."""
-    lognormal: Lognormal | None = None
-    """A clipped lognormal: `{mu, sigma, min, max}`."""
-    histogram: list[tuple[float, float, float]] | None = None
-    """Bins `[[lo, hi, share], ...]`: a share of requests drawn uniformly in [lo, hi]; shares sum
-    to 1."""
-
-    @model_validator(mode="after")
-    def _one_kind(self) -> Distribution:
-        kinds = [k for k in ("fixed", "lognormal", "histogram") if getattr(self, k) is not None]
-        if len(kinds) != 1:
-            raise ValueError("give exactly one of fixed, lognormal, histogram")
-        if self.histogram is not None:
-            _check_bins(self.histogram)
-        return self
-
-
-def _check_bins(bins: list[tuple[float, float, float]]) -> None:
-    """Bins of [lo, hi, share]: each well formed, shares summing to 1, and no two overlapping
-    (a value in two bins would be drawn with both shares: the histogram would not say what
-    the user meant)."""
-    if not bins:
-        raise ValueError("histogram needs at least one [lo, hi, share] bin")
-    for lo, hi, share in bins:
-        if not (0 <= lo <= hi) or share < 0:
-            raise ValueError(
-                f"histogram bin [{lo}, {hi}, {share}] needs 0 <= lo <= hi and share >= 0"
-            )
-    ordered = sorted(bins)
-    for a, b in zip(ordered, ordered[1:]):
-        if b[0] < a[1] or (a[0] == a[1] == b[0] == b[1]):  # touching at an edge is fine
-            raise ValueError(
-                f"histogram bins [{a[0]:g}, {a[1]:g}] and [{b[0]:g}, {b[1]:g}] overlap; "
-                "give each value range once"
-            )
-    total = sum(b[2] for b in bins)
-    if abs(total - 1.0) > 1e-6:
-        raise ValueError(f"histogram shares sum to {total:g}, must sum to 1")
 
 
 MAX_TOKENS = limits.LIMITS["TOKENS"].default  # the default; limits.value("TOKENS") is in force
@@ -129,26 +70,19 @@ class Workload(Strict):
     routing should split long from short requests of one hit bin."""
     samples: PositiveInt = 20000
     """Requests drawn from the distributions to build the classes."""
+    periods: list[day.Period] | None = Field(default=None, exclude_if=lambda v: v is None)
+    """A day of traffic: periods with their own rate (and optionally request mix) covering the
+    24 hours; `optimize` then plans one fleet for the day (base plus elastic per period)."""
+    periods_from_trace: day.PeriodsFromTrace | None = Field(
+        default=None, exclude_if=lambda v: v is None
+    )
+    """A day cut from the trace: periods of `period_minutes`, each with the trace's rate and
+    request mix in it."""
 
     @field_validator("input_tokens", "output_tokens")
     @classmethod
     def _token_range(cls, v: Distribution | None) -> Distribution | None:
-        if v is None:
-            return v
-        lo = hi = v.fixed
-        if v.histogram is not None:
-            lo = min(b[0] for b in v.histogram if b[2] > 0)
-            hi = max(b[1] for b in v.histogram)
-        if v.lognormal is not None:
-            lo, hi = v.lognormal.min, v.lognormal.max
-        # a request has at least one token, and a fixed count is a whole number (the sampler
-        # would otherwise silently round 0 up to 1 and 100.5 to 100)
-        if lo < 1:
-            raise ValueError(f"token counts must be >= 1 (got {lo:g})")
-        if v.fixed is not None and v.fixed != int(v.fixed):
-            raise ValueError(f"a fixed token count is a whole number (got {v.fixed:g})")
-        _under("TOKENS", hi)
-        return v
+        return _token_range(v)
 
     @field_validator("samples")
     @classmethod
@@ -165,14 +99,7 @@ class Workload(Strict):
     @field_validator("prefix_hit")
     @classmethod
     def _rate_range(cls, v: Distribution) -> Distribution:
-        hi = v.fixed if v.fixed is not None else None
-        if v.histogram is not None:
-            hi = max(b[1] for b in v.histogram)
-        if v.lognormal is not None:
-            hi = v.lognormal.max
-        if hi is not None and hi > 1.0:
-            raise ValueError("prefix hit rates are fractions in [0, 1]")
-        return v
+        return _hit_range(v)
 
     @model_validator(mode="after")
     def _lengths(self) -> Workload:
@@ -180,7 +107,48 @@ class Workload(Strict):
             raise ValueError("give input_tokens and output_tokens, or a trace")
         if self.trace is not None and self.arrival_cv != 1.0:
             raise ValueError("arrival_cv shapes synthetic arrivals; a trace keeps its own")
+        if self.periods is not None and self.periods_from_trace is not None:
+            raise ValueError("give workload.periods or workload.periods_from_trace, not both")
+        if self.periods_from_trace is not None and self.trace is None:
+            raise ValueError("workload.periods_from_trace needs workload.trace")
+        if self.periods is not None:
+            day.check_periods(self.periods, self.rate_rps is not None)
+            for p in self.periods:
+                _token_range(p.input_tokens)
+                _token_range(p.output_tokens)
+                if p.prefix_hit is not None:
+                    _hit_range(p.prefix_hit)
         return self
+
+
+def _token_range(v: Distribution | None) -> Distribution | None:
+    if v is None:
+        return v
+    lo = hi = v.fixed
+    if v.histogram is not None:
+        lo = min(b[0] for b in v.histogram if b[2] > 0)
+        hi = max(b[1] for b in v.histogram)
+    if v.lognormal is not None:
+        lo, hi = v.lognormal.min, v.lognormal.max
+    # a request has at least one token, and a fixed count is a whole number (the sampler
+    # would otherwise silently round 0 up to 1 and 100.5 to 100)
+    if lo < 1:
+        raise ValueError(f"token counts must be >= 1 (got {lo:g})")
+    if v.fixed is not None and v.fixed != int(v.fixed):
+        raise ValueError(f"a fixed token count is a whole number (got {v.fixed:g})")
+    _under("TOKENS", hi)
+    return v
+
+
+def _hit_range(v: Distribution) -> Distribution:
+    hi = v.fixed if v.fixed is not None else None
+    if v.histogram is not None:
+        hi = max(b[1] for b in v.histogram)
+    if v.lognormal is not None:
+        hi = v.lognormal.max
+    if hi is not None and hi > 1.0:
+        raise ValueError("prefix hit rates are fractions in [0, 1]")
+    return v
 
 
 class Datacenter(Strict):
@@ -262,6 +230,9 @@ class SLA(Strict):
     """Time to first token, 99th percentile, in seconds (at least the P90)."""
     tpot_ms: PositiveFloat
     """Time per output token in ms (the decode step the batch size must meet)."""
+    over: Literal["period", "day"] = Field(default="period", exclude_if=lambda v: v == "period")
+    """With `workload.periods`: the TTFT percentiles hold in every period (`period`), or over
+    the day's requests pooled (`day`)."""
 
     @model_validator(mode="after")
     def _order(self) -> SLA:
@@ -343,7 +314,15 @@ class Scenario(Strict):
     sla: SLA
     """Latency targets every plan must meet."""
     prices: dict[str, Annotated[float, Field(gt=0, le=MAX_USD_PER_GPU_HOUR)]] = {}
-    """$/GPU-hour per GPU type, overriding the profiles' defaults."""
+    """$/GPU-hour per GPU type, overriding the profiles' defaults (with periods: the base
+    fleet's price, paid every hour of the day)."""
+    on_demand_prices: dict[str, float] = Field(default={}, exclude_if=lambda v: not v)
+    """With periods: $/GPU-hour of elastic (on-demand) GPUs per GPU type (default: `prices`)."""
+    elastic: day.Elastic | None = Field(default=None, exclude_if=lambda v: v is None)
+    """With periods: elastic GPUs per datacenter on top of the base fleet and how they are
+    paid; without it the day's fleet is all base."""
+    timezone: str = Field(default="UTC", exclude_if=lambda v: v == "UTC")
+    """IANA timezone of the periods' hours (and of the emitted scaling schedule)."""
     policy: Policy = Policy()
     """Serving policy: prefix caching, hand-off, singular routing."""
     architectures: list[str] = list(ARCHITECTURES)
@@ -370,6 +349,21 @@ class Scenario(Strict):
             cands = self.link.candidates if self.link is not None else []
             skus = [c if isinstance(c, str) else line_name(c, i) for i, c in enumerate(cands)]
             check_against(self.owned, {d.name: d.gpus for d in self.datacenters}, skus)
+        return self
+
+    @model_validator(mode="after")
+    def _day(self) -> Scenario:
+        day.check_timezone(self.timezone)
+        day.check_prices(self.on_demand_prices)
+        w = self.workload
+        days = w.periods is not None or w.periods_from_trace is not None
+        if not days and (self.elastic is not None or self.sla.over == "day"):
+            raise ValueError("elastic and sla.over need workload.periods or periods_from_trace")
+        dcs = {d.name: d.gpus for d in self.datacenters}
+        tables = [self.elastic.max_gpus] if self.elastic is not None else []
+        tables += [p.elastic_max_gpus for p in w.periods or [] if p.elastic_max_gpus]
+        for t in tables:
+            day.check_elastic_gpus(t, dcs)
         return self
 
     @model_validator(mode="after")

@@ -40,6 +40,7 @@ class Model:
         self.unit: list[float] = [1.0] * k
         self.e: list[dict[str, pulp.LpVariable]] = [{} for _ in range(k)]
         self.v: list[pulp.LpVariable | None] = [None] * k
+        self.starts: list[dict[str, pulp.LpVariable]] = [{} for _ in range(k)]  # runs.py
         # point k's flow variable -> its class (the big-M of a relaxed row bounds flows by class)
         self.flow_class: list[dict[pulp.LpVariable, int]] = [{} for _ in range(k)]
 

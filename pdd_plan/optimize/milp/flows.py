@@ -144,10 +144,25 @@ def define_prefill(m: Model) -> None:
 
 
 def define_ttft_percentiles(m: Model) -> None:
-    """The expected share of each point's requests over each TTFT target, at most 1 - q."""
+    """The expected share of each point's requests over each TTFT target, at most 1 - q (with
+    `pooled_ttft`: of all the points' requests, each point weighted by its hours x rate)."""
+    if m.pts.pooled_ttft and len(m.pts) > 1:
+        _pooled_ttft(m)
+        return
     for k in m.points:
         paths, f = m.pts.point_paths(k), m.f[k]
         for q in QUANTILES:
             miss = lin((v, paths[o].miss[q][p][c]) for (o, p, c), v in f.items())
             name = f"ttft_p{round(q * 100)}{m.tag(k)}"
             m.add_sla(k, name, miss, (1.0 - q) * m.r[k] / m.unit[k])
+
+
+def _pooled_ttft(m: Model) -> None:
+    w = m.pts.weight
+    total = sum(float(w[k]) * float(m.pts.rate_rps[k]) for k in m.points)
+    for q in QUANTILES:
+        terms = []
+        for k in m.points:
+            paths, scale = m.pts.point_paths(k), float(w[k]) * m.unit[k] / total
+            terms += [(v, scale * paths[o].miss[q][p][c]) for (o, p, c), v in m.f[k].items()]
+        m.add(f"ttft_p{round(q * 100)}_pooled", lin(terms) <= 1.0 - q)

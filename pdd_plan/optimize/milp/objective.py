@@ -14,6 +14,7 @@ import pulp
 from pdd_plan.optimize.milp.base import GOODPUT_COST_WEIGHT, Model, lin
 from pdd_plan.optimize.milp.elastic import elastic_cost
 from pdd_plan.optimize.milp.fleet import base_cost_expr
+from pdd_plan.optimize.milp.runs import run_cost
 
 # At equal cost, fewer instances and lines: a free (owned at $0) instance must not be deployed
 # for nothing. Each shared instance and line adds this many $/hour to the objective only (never
@@ -30,7 +31,7 @@ def cost_expr(m: Model):
     share = m.pts.share
     for k in m.points:
         cost += float(share[k]) * elastic_cost(m, k)
-    return cost
+    return cost + run_cost(m)
 
 
 def goodput_expr(m: Model):

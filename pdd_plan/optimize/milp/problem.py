@@ -16,7 +16,7 @@ import warnings
 import pulp
 
 from pdd_plan.common import limits
-from pdd_plan.optimize.milp import chance, elastic, fleet, flows
+from pdd_plan.optimize.milp import chance, elastic, fleet, flows, runs
 from pdd_plan.optimize.milp.base import Model
 from pdd_plan.optimize.milp.objective import define_budget, define_objective
 from pdd_plan.optimize.milp.result import FleetSolution, PointsSolution, extract
@@ -38,6 +38,7 @@ def build_points(
     fleet.define_fleet(m)
     flows.define_flows(m)
     elastic.define_elastic(m)
+    runs.define_runs(m)
     chance.define_violations(m)
     fleet.define_owned(m)
     define_objective(m, objective, lam, tie_break)

@@ -40,11 +40,13 @@ def _levels(sh: Shared, lines: list[LineOption], rate: float) -> np.ndarray:
 def _paths_at(
     sh: Shared, cb: Combo, lines: list[LineOption], rate: float, levels: np.ndarray
 ) -> tuple[PathTable, ...]:
-    chunk = sh.ctx.scenario.search.prefill_chunk_tokens
+    chunk = sh.prefill_chunk_tokens
     pool = prefill_pool.PrefillPool.of(cb.pinst, cb.n_lo, sh.classes, chunk, rate)
     return tuple(
         tables.path_table(
-            sh.ctx,
+            sh.sla,
+            sh.policy,
+            sh.prefill_chunk_tokens,
             sh.spec,
             sh.classes,
             pool,
@@ -70,7 +72,7 @@ def rate_points(
     """Points at `rates` (req/s, each > 0) with `weights`; `lines` carry the peak's bytes
     (tables.line_options_at_load at max(rates)). At one rate: the fixed-rate search's tables."""
     peak = float(max(rates))
-    chunk = sh.ctx.scenario.search.prefill_chunk_tokens
+    chunk = sh.prefill_chunk_tokens
     pool = prefill_pool.PrefillPool.of(cb.pinst, cb.n_lo, sh.classes, chunk, peak)
     nominal = fleet_tables(sh, cb, pool, lines, peak)
     rebuilt: dict[float, tuple[np.ndarray, tuple[PathTable, ...] | None]] = {

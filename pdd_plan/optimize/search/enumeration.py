@@ -1,4 +1,4 @@
-"""What both drivers enumerate: main-decode sites (:func:`inputs.context.main_dcs`), prefill
+"""What both drivers enumerate: main-decode sites (:meth:`inputs.pieces.Sites.main_dcs`), prefill
 instances with their decode sets (`PrefillChoice`), the combinations (`Combo`) that fix the MILP's context, and the
 `FleetTables` of one combination.
 
@@ -11,15 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
 from pdd_plan.architectures import Architecture
 from pdd_plan.common import limits
-from pdd_plan.inputs.context import Context, main_dcs
+from pdd_plan.inputs.pieces import Sites
+from pdd_plan.inputs.schema.line import LineSKU
+from pdd_plan.inputs.schema.scenario import SLA, Policy
 from pdd_plan.latency.line import transfer
 from pdd_plan.latency.prefill import pool as prefill_pool
 from pdd_plan.optimize import diagnosis, tables
+from pdd_plan.optimize.problem import Catalog, Problem
 from pdd_plan.optimize.search import owned
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.tables import DecodeOption, LineOption
@@ -59,21 +63,27 @@ class Combo:
         return f"prefill {self.n_lo} x {self.pinst.label}"
 
 
-def _gpus_in(ctx: Context, dc: str) -> list[str]:
-    return [g for g, n in ctx.available(dc).items() if n > 0]
+def _gpus_in(sites: Sites, dc: str) -> list[str]:
+    return [g for g, n in sites.available(dc).items() if n > 0]
 
 
 def decode_sets(
-    ctx: Context, spec: Architecture, pg: str, md_dc: str, mean_ctx: float
+    sites: Sites,
+    catalog: Catalog,
+    sla: SLA,
+    spec: Architecture,
+    pg: str,
+    md_dc: str,
+    mean_ctx: float,
 ) -> tuple[list[DecodeOption], list[DecodeOption]]:
     """Decode options of the pool every request lands on, and of relay decode (if any)."""
+    opts = partial(tables.decode_options, catalog, sites, sla)
     if spec.decode_role == "decode":  # decode beside prefill, on its GPU type
-        return tables.decode_options(ctx, "decode", ctx.prefill_dc, [pg], mean_ctx), []
-    md = tables.decode_options(ctx, "main_decode", md_dc, _gpus_in(ctx, md_dc), mean_ctx)
+        return opts("decode", sites.prefill, [pg], mean_ctx), []
+    md = opts("main_decode", md_dc, _gpus_in(sites, md_dc), mean_ctx)
     rld: list[DecodeOption] = []
     if spec.relays:
-        rgpus = _gpus_in(ctx, ctx.relay_dc)
-        rld = tables.decode_options(ctx, "relay_decode", ctx.relay_dc, rgpus, mean_ctx)
+        rld = opts("relay_decode", sites.relay, _gpus_in(sites, sites.relay), mean_ctx)
     return md, rld
 
 
@@ -83,22 +93,27 @@ def mean_context(classes: RequestClasses) -> float:
 
 
 def prefill_choices(
-    ctx: Context, spec: Architecture, classes: RequestClasses, findings: diagnosis.Findings
+    sites: Sites,
+    catalog: Catalog,
+    sla: SLA,
+    spec: Architecture,
+    classes: RequestClasses,
+    findings: diagnosis.Findings,
 ) -> Iterator[PrefillChoice]:
     """Every main-decode site x prefill GPU x instance size. Notes in `findings`, in order,
     each prefill GPU with no decode option, and (at the end) every instance tried, whose TTFT
     floors explain an empty answer when every one breaks the SLA."""
-    chunk = ctx.scenario.search.prefill_chunk_tokens
+    chunk = catalog.prefill_chunk_tokens
     mean_ctx = mean_context(classes)
-    avail_p = ctx.available(ctx.prefill_dc)
+    avail_p = sites.available(sites.prefill)
     seen = []
-    for md_dc in main_dcs(ctx, spec):
+    for md_dc in sites.main_dcs(spec):
         for pg in [g for g, n in avail_p.items() if n > 0]:
-            md, rld = decode_sets(ctx, spec, pg, md_dc, mean_ctx)
+            md, rld = decode_sets(sites, catalog, sla, spec, pg, md_dc, mean_ctx)
             if not md:
                 findings.no_decode(pg, mean_ctx, md_dc)
                 continue
-            for pinst in tables.instances(ctx, pg):
+            for pinst in tables.instances(catalog, pg):
                 service = prefill_pool.prefill_service_s(pinst, classes, chunk)
                 seen.append((pinst, service))
                 es = float(np.dot(classes.weight, service))
@@ -107,53 +122,63 @@ def prefill_choices(
     findings.prefill_instances(seen)
 
 
-def gpus_left(ctx: Context) -> dict[tuple[str, str], int]:
-    return {(d.name, g): k for d in ctx.scenario.datacenters for g, k in d.gpus.items()}
+def gpus_left(sites: Sites) -> dict[tuple[str, str], int]:
+    return {(dc, g): k for dc, gpus in sites.gpus.items() for g, k in gpus.items()}
 
 
 def decode_lb_per_rps(
-    classes: RequestClasses, opts: list[DecodeOption], cap: float, ctx: Context | None = None
+    classes: RequestClasses,
+    opts: list[DecodeOption],
+    cap: float,
+    owned_prices: owned.OwnedPrices | None = None,
 ) -> float:
     """$/hour per req/s that decode costs at the very least (cheapest tokens/s, no rounding,
-    with `ctx`, owned GPUs at the cheaper of their two prices). Pass main and relay decode together: every
+    with `owned_prices`, owned GPUs at the cheaper of their two prices). Pass main and relay decode together: every
     output token is decoded on one of them (relay decode may be the cheaper per token, and
     p_rld / p_rld_md move tokens there)."""
     best = min(
-        (floor_cost(ctx, o) if ctx is not None else o.cand.cost_per_hour)
+        (floor_cost(owned_prices, o) if owned_prices is not None else o.cand.cost_per_hour)
         / (o.cand.tokens_per_s * cap)
         for o in opts
     )
     return float(np.dot(classes.weight, classes.output_tokens)) * best
 
 
-def floor_cost(ctx: Context, o: DecodeOption) -> float:
+def floor_cost(owned_prices: owned.OwnedPrices, o: DecodeOption) -> float:
     c = o.cand
-    return owned.floor_cost(ctx, c.datacenter, c.gpu, c.gpus, c.cost_per_hour)
+    return owned.floor_cost(owned_prices, c.datacenter, c.gpu, c.gpus, c.cost_per_hour)
 
 
-def line_cost_lb(ctx: Context, spec: Architecture) -> float:
+def line_cost_lb(owned_prices: owned.OwnedPrices, skus: list[LineSKU], spec: Architecture) -> float:
     """$/hour any plan pays for the line at least (none without one; owned lines first)."""
     if not spec.crosses_line:
         return 0.0
-    return min((owned.line_cost(ctx, transfer.LineConfig(s, 1)) for s in ctx.lines), default=0.0)
+    cfgs = (transfer.LineConfig(s, 1) for s in skus)
+    return min((owned.line_cost(owned_prices, c) for c in cfgs), default=0.0)
 
 
 @dataclass(frozen=True)
 class Shared:
-    """Per architecture solve: what every combination's tables share (built once)."""
+    """Per architecture solve: what every combination's tables share (built once), and the
+    pieces of the problem the tables stage reads (sites, SLA, policy, chunk, owned prices)."""
 
-    ctx: Context
     spec: Architecture
     classes: RequestClasses
     caps: Caps
     line_bytes: np.ndarray
     kv_bytes: np.ndarray
+    sites: Sites
+    sla: SLA
+    policy: Policy
+    prefill_chunk_tokens: int
+    owned: owned.OwnedPrices
 
     @classmethod
-    def of(cls, ctx: Context, spec: Architecture, classes: RequestClasses, caps: Caps) -> Shared:
-        drc = ctx.scenario.policy.drc
-        xb = transfer.line_bytes(ctx.model, classes.input_tokens, classes.hit_d, drc)
-        return cls(ctx, spec, classes, caps, xb, tables.kv_hold_bytes(ctx, classes))
+    def of(cls, pb: Problem, spec: Architecture, classes: RequestClasses, caps: Caps) -> Shared:
+        xb = transfer.line_bytes(pb.model, classes.input_tokens, classes.hit_d, pb.policy.drc)
+        kv = tables.kv_hold_bytes(pb.model, classes)
+        chunk = pb.catalog.prefill_chunk_tokens
+        return cls(spec, classes, caps, xb, kv, pb.sites, pb.sla, pb.policy, chunk, pb.owned)
 
 
 def fleet_tables(
@@ -167,19 +192,20 @@ def fleet_tables(
 ) -> tables.FleetTables:
     """The MILP of one combination: `rate` None makes the rate (and the prefill pool size within
     the combination's range) variables."""
-    ctx, cls = sh.ctx, sh.classes
+    cls = sh.classes
     paths = []
+    rules = (sh.sla, sh.policy, sh.prefill_chunk_tokens)
     for ln in lines:  # one TTFT table per line option: the search's deadline holds between them
         limits.check_deadline()
         paths.append(
-            tables.path_table(ctx, sh.spec, cls, pool, cb.service, cb.md, cb.rld, ln, sh.caps)
+            tables.path_table(*rules, sh.spec, cls, pool, cb.service, cb.md, cb.rld, ln, sh.caps)
         )
-    left = gpus_left(ctx)
+    left = gpus_left(sh.sites)
     pg = cb.pinst.gpu.name
     variable = rate is None
     es = float(np.dot(cls.weight, cb.service))
     if not variable:
-        left[(ctx.prefill_dc, pg)] -= cb.n_lo * cb.pinst.n_gpus
+        left[(sh.sites.prefill, pg)] -= cb.n_lo * cb.pinst.n_gpus
     return tables.FleetTables(
         weight=cls.weight,
         line_bytes=sh.line_bytes,
@@ -196,9 +222,9 @@ def fleet_tables(
         prefill_cost_per_hour=0.0 if variable else cb.n_lo * cb.pinst.cost_per_hour,
         prefill_rate_per_instance=cb.rho / es if variable else 0.0,
         prefill_instances=(cb.n_lo, cb.n_hi),
-        prefill_gpus=(ctx.prefill_dc, pg, cb.pinst.n_gpus),
+        prefill_gpus=(sh.sites.prefill, pg, cb.pinst.n_gpus),
         prefill_instance_cost=cb.pinst.cost_per_hour,
         budget_per_hour=budget,
-        owned=owned.gpus(ctx),
+        owned=owned.gpus(sh.owned),
         meta={"md_dc": cb.md_dc, "pool": pool, "combo": cb},
     )

@@ -9,9 +9,9 @@ import time
 import numpy as np
 
 from pdd_plan.architectures import Architecture
-from pdd_plan.inputs.context import Context
 from pdd_plan.latency.prefill import pool as prefill_pool
 from pdd_plan.optimize import diagnosis, milp, solved, tables
+from pdd_plan.optimize.problem import Problem
 from pdd_plan.optimize.search import owned
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.enumeration import (
@@ -28,7 +28,7 @@ from pdd_plan.workload.requests import RequestClasses
 
 
 def _combos(
-    ctx: Context,
+    pb: Problem,
     spec: Architecture,
     classes: RequestClasses,
     rate: float,
@@ -36,30 +36,30 @@ def _combos(
     findings: diagnosis.Findings,
 ) -> list[Combo]:
     """Pool sizes from the smallest under the prefill cap to `max_prefill_extra` more."""
-    extra = ctx.scenario.search.max_prefill_extra
+    extra = pb.search.max_prefill_extra
     out = []
-    for ch in prefill_choices(ctx, spec, classes, findings):
+    for ch in prefill_choices(pb.sites, pb.catalog, pb.sla, spec, classes, findings):
         n_min = int(np.floor(rate * ch.mean_service_s / caps.prefill)) + 1
         if n_min > ch.max_n:
             findings.too_few_gpus(ch.pinst, n_min)
             continue
         for n_p in range(n_min, min(n_min + extra, ch.max_n + 1)):
             rho = rate * ch.mean_service_s / n_p
-            cost = owned.pool_cost(ctx, ctx.prefill_dc, ch.pinst, n_p)
+            cost = owned.pool_cost(pb.owned, pb.sites.prefill, ch.pinst, n_p)
             out.append(Combo(ch.md_dc, ch.pinst, ch.service, n_p, n_p, rho, cost, ch.md, ch.rld))
     return out
 
 
-def _lines(sh: Shared, rate: float) -> list[LineOption]:
+def _lines(pb: Problem, sh: Shared, rate: float) -> list[LineOption]:
     """The line options at this rate: the same for every combination."""
     if not sh.spec.crosses_line:
         return [tables.rdma_option()]
     load = rate * float(np.dot(sh.classes.weight, sh.line_bytes))
-    return tables.line_options_at_load(sh.ctx, load, sh.caps.line)
+    return tables.line_options_at_load(pb.lines, pb.max_lines, pb.owned, load, sh.caps.line)
 
 
 def plan(
-    ctx: Context,
+    pb: Problem,
     spec: Architecture,
     classes: RequestClasses,
     rate: float,
@@ -68,52 +68,54 @@ def plan(
 ) -> SolverResult:
     """The cheapest plan of `spec` serving `rate` req/s; InfeasibleError with reasons if none."""
     t0 = time.perf_counter()
-    sc = ctx.scenario
-    findings = diagnosis.Findings(ctx, spec, classes)
-    combos = _combos(ctx, spec, classes, rate, caps, findings)
+    sla = pb.sla
+    findings = diagnosis.Findings(pb.sites, pb.catalog, sla, spec, classes)
+    combos = _combos(pb, spec, classes, rate, caps, findings)
     if not combos:
-        raise diagnosis.no_combinations(ctx, spec, findings.reasons())
-    sh = Shared.of(ctx, spec, classes, caps)
-    lines = _lines(sh, rate)
-    if not lines and not any(solved.one_datacenter(ctx, cb) for cb in combos):
+        raise diagnosis.no_combinations(pb.sites, sla, spec, findings.reasons())
+    sh = Shared.of(pb, spec, classes, caps)
+    lines = _lines(pb, sh, rate)
+    if not lines and not any(solved.one_datacenter(pb.sites, cb) for cb in combos):
         # no line option carries the bytes under its cap (the same for every combination): say
         # so rather than fall through to a GPU-availability guess
-        reasons = [*findings.reasons(), diagnosis.line_reason(ctx, classes, rate, caps)]
-        raise diagnosis.infeasible(spec.name, reasons, sc.sla)
-    line_lb = line_cost_lb(ctx, spec)
+        why = diagnosis.line_reason(
+            pb.model, pb.policy, pb.lines, pb.max_lines, classes, rate, caps
+        )
+        raise diagnosis.infeasible(spec.name, [*findings.reasons(), why], sla)
+    line_lb = line_cost_lb(pb.owned, pb.lines, spec)
     combos.sort(key=lambda c: c.fixed_cost)
     best: SolverResult | None = None
     milps = 0
     reach: diagnosis.Reach = {}
     for cb in combos:
-        local = solved.one_datacenter(ctx, cb)
+        local = solved.one_datacenter(pb.sites, cb)
         cb_lines = [tables.rdma_option()] if local else lines
         if not cb_lines:
             continue
         lb_cost = (
             cb.fixed_cost
             + (0.0 if local else line_lb)
-            + rate * decode_lb_per_rps(classes, cb.md + cb.rld, caps.decode, ctx)
+            + rate * decode_lb_per_rps(classes, cb.md + cb.rld, caps.decode, pb.owned)
         )
         if best is not None and lb_cost >= best.cost_per_hour * (1 - 1e-9):
             continue  # bound: cannot beat the incumbent
-        chunk = sc.search.prefill_chunk_tokens
+        chunk = pb.search.prefill_chunk_tokens
         pool = prefill_pool.PrefillPool.of(cb.pinst, cb.n_lo, classes, chunk, rate)
         t = fleet_tables(sh, cb, pool, cb_lines, rate)
         milps += 1
-        sol = milp.solve(t, "cost", 0.0, sc.search.time_limit_s)
+        sol = milp.solve(t, "cost", 0.0, pb.search.time_limit_s)
         if sol is None:
             diagnosis.track_reach(reach, t, cb.label)
             continue
         if best is None or -sol.cost_per_hour > -best.cost_per_hour + 1e-9:
-            best = solved.build(ctx, spec, classes, cb, t, sol, caps)
+            best = solved.build(sh, cb, t, sol)
     if best is None:
-        reasons = findings.reasons() + diagnosis.reach_reasons(reach, sc.sla)
+        reasons = findings.reasons() + diagnosis.reach_reasons(reach, sla)
         if not reasons:
             reasons.append(diagnosis.pools_reason(True))
-        raise diagnosis.infeasible(spec.name, reasons, sc.sla)
+        raise diagnosis.infeasible(spec.name, reasons, sla)
     if duals:
-        solved.add_duals(best, "cost", 0.0, sc.search.time_limit_s)
+        solved.add_duals(best, "cost", 0.0, pb.search.time_limit_s)
     best.solve_seconds = time.perf_counter() - t0
     best.milps = milps
     return best

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from pdd_plan.architectures import Architecture
-from pdd_plan.inputs.context import Context
 from pdd_plan.latency.prefill import pool as prefill_pool
 from pdd_plan.optimize import diagnosis, milp, solved, tables
+from pdd_plan.optimize.problem import Problem
 from pdd_plan.optimize.search import owned
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.enumeration import (
@@ -91,26 +91,28 @@ class FreeRateSearch:
 
     def __init__(
         self,
-        ctx: Context,
+        pb: Problem,
         spec: Architecture,
         classes: RequestClasses,
         caps: Caps,
         budget: float | None = None,
         rate_cap: float | None = None,
     ):
-        self.ctx, self.spec, self.classes, self.caps = ctx, spec, classes, caps
+        self.pb, self.spec, self.classes, self.caps = pb, spec, classes, caps
         self.budget, self.rate_cap = budget, rate_cap
-        self.findings = diagnosis.Findings(ctx, spec, classes)
+        self.findings = diagnosis.Findings(pb.sites, pb.catalog, pb.sla, spec, classes)
         self.combos = self._enumerate()
         if not self.combos:
-            raise diagnosis.no_combinations(ctx, spec, self.findings.reasons())
+            raise diagnosis.no_combinations(pb.sites, pb.sla, spec, self.findings.reasons())
         self.combos.sort(key=lambda c: c.fixed_cost)  # ties go to the cheaper pool
-        self.sh = Shared.of(ctx, spec, classes, caps)
-        levels = cap_levels(ctx.scenario.search.utilization_levels, caps.line)
+        self.sh = Shared.of(pb, spec, classes, caps)
+        levels = cap_levels(pb.search.utilization_levels, caps.line)
         self.lines = (
-            tables.line_options(ctx, levels) if spec.crosses_line else [tables.rdma_option()]
+            tables.line_options(pb.lines, pb.max_lines, pb.owned, levels)
+            if spec.crosses_line
+            else [tables.rdma_option()]
         )
-        self.line_lb = line_cost_lb(ctx, spec)
+        self.line_lb = line_cost_lb(pb.owned, pb.lines, spec)
         self.bounds = [self._bound(cb) for cb in self.combos]
         self._tables: dict[int, tables.FleetTables] = {}
         self._infeasible: set[int] = set()  # the feasible set does not depend on the objective
@@ -125,19 +127,22 @@ class FreeRateSearch:
         # The line gets no such level (a quarter more binaries in every MILP): the fixed-rate
         # re-solve at the chosen rate (objectives.dinkelbach) runs it at its exact load.
         cap = self.caps.prefill
-        levels = sorted(set(cap_levels(self.ctx.scenario.search.utilization_levels, cap)) | {cap})
+        pb = self.pb
+        levels = sorted(set(cap_levels(pb.search.utilization_levels, cap)) | {cap})
         out = []
-        for ch in prefill_choices(self.ctx, self.spec, self.classes, self.findings):
+        for ch in prefill_choices(
+            pb.sites, pb.catalog, pb.sla, self.spec, self.classes, self.findings
+        ):
             for lo, hi in buckets(ch.max_n):
                 for lv in levels:
-                    cost = owned.pool_cost(self.ctx, self.ctx.prefill_dc, ch.pinst, lo)
+                    cost = owned.pool_cost(pb.owned, pb.sites.prefill, ch.pinst, lo)
                     out.append(
                         Combo(ch.md_dc, ch.pinst, ch.service, lo, hi, lv, cost, ch.md, ch.rld)
                     )
         return out
 
     def _line_lb(self, cb: Combo) -> float:
-        return 0.0 if solved.one_datacenter(self.ctx, cb) else self.line_lb
+        return 0.0 if solved.one_datacenter(self.pb.sites, cb) else self.line_lb
 
     def _bound(self, cb: Combo) -> _Bound:
         line_lb = self._line_lb(cb)
@@ -147,10 +152,10 @@ class FreeRateSearch:
         per_rps = es / cb.rho * pi.cost_per_hour + decode_lb_per_rps(self.classes, opts, cap)
         # owned capacity: every GPU at its cheaper price (tight at low rates), or market price
         # less the most the owned GPUs can take off (tight at high rates); both are bounds
-        dc, g = self.ctx.prefill_dc, pi.gpu.name
-        floor = es / cb.rho * owned.floor_cost(self.ctx, dc, g, pi.n_gpus, pi.cost_per_hour)
-        floor += decode_lb_per_rps(self.classes, opts, cap, self.ctx)
-        off = owned.discount(self.ctx)
+        prices, dc, g = self.pb.owned, self.pb.sites.prefill, pi.gpu.name
+        floor = es / cb.rho * owned.floor_cost(prices, dc, g, pi.n_gpus, pi.cost_per_hour)
+        floor += decode_lb_per_rps(self.classes, opts, cap, prices)
+        off = owned.discount(prices)
         r_lo = min(r_ub, cb.rho * cb.n_lo / es)
         if self.budget is not None:
             r_ub = min(r_ub, _affordable(self.budget - line_lb, floor))
@@ -162,9 +167,9 @@ class FreeRateSearch:
             cb = self.combos[i]
             es = float(np.dot(self.classes.weight, cb.service))
             rate = cb.rho * cb.n_lo / es
-            chunk = self.ctx.scenario.search.prefill_chunk_tokens
+            chunk = self.pb.search.prefill_chunk_tokens
             pool = prefill_pool.PrefillPool.of(cb.pinst, cb.n_lo, self.classes, chunk, rate)
-            local = solved.one_datacenter(self.ctx, cb)
+            local = solved.one_datacenter(self.pb.sites, cb)
             lines = [tables.rdma_option()] if local else self.lines
             self._tables[i] = fleet_tables(
                 self.sh, cb, pool, lines, None, self.budget, self.rate_cap
@@ -201,12 +206,12 @@ class FreeRateSearch:
         """The best plan for `objective` ('goodput' or 'dinkelbach' at `lam`). Among plans
         within 1e-9 of the best, the combination with the cheapest pool wins (as enumerated)."""
         t0 = time.perf_counter()
-        limit = self.ctx.scenario.search.time_limit_s
+        limit = self.pb.search.time_limit_s
         eff = milp.GOODPUT_COST_WEIGHT if objective == "goodput" else lam
         ubs = [self._ub(i, objective, lam, eff) for i in range(len(self.combos))]
         best_i, best_key, best_sol, milps = -1, -np.inf, None, 0
         for i in self._order(ubs):
-            local = solved.one_datacenter(self.ctx, self.combos[i])
+            local = solved.one_datacenter(self.pb.sites, self.combos[i])
             if i in self._infeasible or not (self.lines or local):
                 continue
             tie_ok = i < best_i and ubs[i] >= best_key - TOL
@@ -224,15 +229,14 @@ class FreeRateSearch:
             if best_sol is None or _better(sol.objective, i, best_key, best_i):
                 best_i, best_key, best_sol = i, sol.objective, sol
         if best_sol is None:
-            reasons = self.findings.reasons() + diagnosis.reach_reasons(
-                self.reach, self.ctx.scenario.sla
-            )
+            sla = self.pb.sla
+            reasons = self.findings.reasons() + diagnosis.reach_reasons(self.reach, sla)
             if not reasons:
                 reasons.append(diagnosis.pools_reason(False))
-            raise diagnosis.infeasible(self.spec.name, reasons, self.ctx.scenario.sla)
+            raise diagnosis.infeasible(self.spec.name, reasons, sla)
         self._last_best = best_i
         cb, t = self.combos[best_i], self._tables[best_i]
-        best = solved.build(self.ctx, self.spec, self.classes, cb, t, best_sol, self.caps)
+        best = solved.build(self.sh, cb, t, best_sol)
         if duals:
             solved.add_duals(best, objective, lam, limit)
         best.solve_seconds = time.perf_counter() - t0

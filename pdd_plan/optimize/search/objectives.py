@@ -8,7 +8,7 @@ import time
 from pdd_plan import architectures
 from pdd_plan.common import limits
 from pdd_plan.common.errors import InfeasibleError, InputError
-from pdd_plan.inputs.context import Context
+from pdd_plan.optimize.problem import Problem
 from pdd_plan.optimize.search import fixed_rate
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.free_rate import FreeRateSearch
@@ -24,7 +24,7 @@ def bcr_of(p: SolverResult) -> float:
 
 
 def dinkelbach(
-    ctx: Context, a: str, classes: RequestClasses, caps: Caps, tol: float = 1e-6, max_iter: int = 30
+    pb: Problem, a: str, classes: RequestClasses, caps: Caps, tol: float = 1e-6, max_iter: int = 30
 ) -> SolverResult:
     """Best goodput per dollar with the rate free: Dinkelbach's iterations over MILPs.
 
@@ -39,7 +39,7 @@ def dinkelbach(
     own rate.
     """
     t0 = time.perf_counter()
-    search = FreeRateSearch(ctx, architectures.get(a), classes, caps)
+    search = FreeRateSearch(pb, architectures.get(a), classes, caps)
     p = search.solve("goodput")
     lam = bcr_of(p)
     iters, milps, f = 1, p.milps, 0.0
@@ -59,7 +59,7 @@ def dinkelbach(
     gap = max(f, 0.0) / (lam * max(p.cost_per_hour, MIN_SPEND_PER_HOUR)) if lam > 0 else 0.0
     if f > 0:
         p = search.solve("dinkelbach", bcr_of(p), duals=True)
-    p, polish_milps = _at_its_rate(ctx, search, p, caps, duals=f > 0)
+    p, polish_milps = _at_its_rate(pb, search, p, caps, duals=f > 0)
     p.solve_seconds = time.perf_counter() - t0
     p.milps = milps + polish_milps
     p.dinkelbach_iterations, p.optimality_gap = iters, gap
@@ -67,7 +67,7 @@ def dinkelbach(
 
 
 def _at_its_rate(
-    ctx: Context, search: FreeRateSearch, p: SolverResult, caps: Caps, duals: bool
+    pb: Problem, search: FreeRateSearch, p: SolverResult, caps: Caps, duals: bool
 ) -> tuple[SolverResult, int]:
     """The cheaper of `p` and the fixed-rate search's plan at p's rate.
 
@@ -78,57 +78,56 @@ def _at_its_rate(
     rate. None at p's rate (say every fixed-rate pool size is below p's): p stands. Also
     returns the MILPs the fixed-rate search solved."""
     try:
-        q = fixed_rate.plan(ctx, search.spec, search.classes, p.rate, caps, duals)
+        q = fixed_rate.plan(pb, search.spec, search.classes, p.rate, caps, duals)
     except InfeasibleError:
         return p, 0
     return (q if q.cost_per_hour < p.cost_per_hour * (1 - 1e-9) else p), q.milps
 
 
 def solve_architecture(
-    ctx: Context, a: str, classes: RequestClasses, rate: float | None, caps: Caps
+    pb: Problem, a: str, classes: RequestClasses, rate: float | None, caps: Caps
 ) -> SolverResult:
     """The plan of `a` for the scenario's objective, within search.time_limit_s (wall clock,
     every MILP and Dinkelbach step together; an enclosing deadline, as optimize() sets per
     architecture, takes precedence). Past it: InputError naming search.time_limit_s."""
-    with limits.deadline(ctx.scenario.search.time_limit_s, ctx.file, f"the {a} search"):
-        return _solve_architecture(ctx, a, classes, rate, caps)
+    with limits.deadline(pb.search.time_limit_s, pb.file, f"the {a} search"):
+        return _solve_architecture(pb, a, classes, rate, caps)
 
 
 def _solve_architecture(
-    ctx: Context, a: str, classes: RequestClasses, rate: float | None, caps: Caps
+    pb: Problem, a: str, classes: RequestClasses, rate: float | None, caps: Caps
 ) -> SolverResult:
-    sc = ctx.scenario
-    if sc.objective == "goodput":
-        if sc.budget_per_hour is None:
+    if pb.objective == "goodput":
+        if pb.budget_per_hour is None:
             raise InputError(
-                ctx.file,
+                pb.file,
                 "budget_per_hour",
                 "objective 'goodput' needs a budget",
                 "set budget_per_hour ($/hour)",
             )
         # the rate is the decision; a given rate_rps caps it (demand beyond it does not exist)
         p = plan_architecture(
-            ctx,
+            pb,
             a,
             classes,
             None,
             caps,
             objective="goodput",
-            budget=sc.budget_per_hour,
+            budget=pb.budget_per_hour,
             duals=True,
             rate_cap=rate,
         )
         p.optimality_gap = 0.0
         return p
     if rate is None:
-        if sc.objective == "cost":
+        if pb.objective == "cost":
             raise InputError(
-                ctx.file,
+                pb.file,
                 "workload.rate_rps",
                 "objective 'cost' needs a rate",
                 "set workload.rate_rps or use objective bcr",
             )
-        return dinkelbach(ctx, a, classes, caps)
-    p = plan_architecture(ctx, a, classes, rate, caps, duals=True)
+        return dinkelbach(pb, a, classes, caps)
+    p = plan_architecture(pb, a, classes, rate, caps, duals=True)
     p.optimality_gap = 0.0  # min cost at a fixed rate: every combination solved or bounded
     return p

@@ -9,7 +9,7 @@ way (enumeration.py) and explain an empty answer with structured reasons (diagno
 from __future__ import annotations
 
 from pdd_plan import architectures
-from pdd_plan.inputs.context import Context
+from pdd_plan.optimize.problem import Problem
 from pdd_plan.optimize.search import fixed_rate
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.free_rate import FreeRateSearch
@@ -18,7 +18,7 @@ from pdd_plan.workload.requests import RequestClasses
 
 
 def plan_architecture(
-    ctx: Context,
+    pb: Problem,
     architecture: str,
     classes: RequestClasses,
     rate: float | None,
@@ -36,8 +36,8 @@ def plan_architecture(
     (most rate - lam * cost: one Dinkelbach step of the best goodput per dollar).
     """
     spec = architectures.get(architecture)
-    caps = caps or Caps(decode=ctx.scenario.search.decode_utilization)
+    caps = caps or Caps(decode=pb.search.decode_utilization)
     if rate is not None:
-        return fixed_rate.plan(ctx, spec, classes, rate, caps, duals)
-    search = FreeRateSearch(ctx, spec, classes, caps, budget, rate_cap)
+        return fixed_rate.plan(pb, spec, classes, rate, caps, duals)
+    search = FreeRateSearch(pb, spec, classes, caps, budget, rate_cap)
     return search.solve(objective, lam, duals)

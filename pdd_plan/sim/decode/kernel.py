@@ -90,23 +90,23 @@ def step_time(T, j, b, sc, ctx0):
 
 
 @jit(f8(T_, i8, f8), defer=True)
-def extend_time(T, k, ctx):
-    """Seconds MD needs to extend k relay tokens on context ctx (``ExtendTable.__call__``)."""
+def extend_time(T, k, context):
+    """Seconds MD needs to extend k relay tokens on context `context` (``ExtendTable.__call__``)."""
     if k > T.x_kmax:
         k = T.x_kmax
     cg = T.x_ctx
     n = cg.shape[0]
     if n == 1:
         return T.x_cols[0, k]
-    j = 0  # bisect_right(cg, ctx) - 1, by a scan: a handful of context points
-    while j < n and not ctx < cg[j]:
+    j = 0  # bisect_right(cg, context) - 1, by a scan: a handful of context points
+    while j < n and not context < cg[j]:
         j += 1
     j -= 1
     if j < 0:
         return T.x_cols[0, k]
     if j >= n - 1:
         return T.x_cols[n - 1, k]
-    f = (ctx - cg[j]) / (cg[j + 1] - cg[j])
+    f = (context - cg[j]) / (cg[j + 1] - cg[j])
     return T.x_cols[j, k] * (1 - f) + T.x_cols[j + 1, k] * f
 
 

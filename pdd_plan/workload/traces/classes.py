@@ -80,15 +80,7 @@ def classes_from_requests(
     inp = np.asarray(requests.input_tokens, dtype=np.float64)
     out = np.asarray(requests.output_tokens, dtype=np.float64)
 
-    hb = hit_bin_index(hp, edges)
-    qs = np.quantile(inp, np.linspace(0.0, 1.0, int(n_input_buckets) + 1)[1:-1])
-    lb = np.searchsorted(qs, inp, side="right")
-    key = hb * int(n_input_buckets) + lb
-    if output_split is not None:
-        # the singular rule reads each request's own output: a class's mean output against the
-        # cap routes a whole class one way (narrow-line: a low-hit class of mean output 960 > 500
-        # sent its short members, 0.7% of all requests, across the line the replay keeps them off)
-        key = key * 2 + (out > float(output_split))
+    key = _keys(hp, inp, out, int(n_input_buckets), edges, output_split)
     keys, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
 
     def mean(x: np.ndarray) -> np.ndarray:
@@ -106,6 +98,40 @@ def classes_from_requests(
         nodes=nodes,
         node_class=node_class,
     )
+
+
+def _keys(
+    hp: np.ndarray,
+    inp: np.ndarray,
+    out: np.ndarray,
+    n_input_buckets: int,
+    edges: tuple[float, ...],
+    output_split: float | None,
+) -> np.ndarray:
+    hb = hit_bin_index(hp, edges)
+    qs = np.quantile(inp, np.linspace(0.0, 1.0, n_input_buckets + 1)[1:-1])
+    lb = np.searchsorted(qs, inp, side="right")
+    key = hb * n_input_buckets + lb
+    if output_split is not None:
+        # the singular rule reads each request's own output: a class's mean output against the
+        # cap routes a whole class one way (narrow-line: a low-hit class of mean output 960 > 500
+        # sent its short members, 0.7% of all requests, across the line the replay keeps them off)
+        key = key * 2 + (out > float(output_split))
+    return key
+
+
+def class_index(
+    requests: Requests,
+    n_input_buckets: int = 4,
+    hit_bins: Sequence[float] = HIT_BIN_EDGES,
+    output_split: float | None = None,
+) -> np.ndarray:
+    """Each request's class in `classes_from_requests` of the same requests and arguments."""
+    hp = np.asarray(requests.hit_p, dtype=np.float64)
+    inp = np.asarray(requests.input_tokens, dtype=np.float64)
+    out = np.asarray(requests.output_tokens, dtype=np.float64)
+    key = _keys(hp, inp, out, int(n_input_buckets), _check_edges(hit_bins), output_split)
+    return np.unique(key, return_inverse=True)[1].reshape(-1)
 
 
 def _strata(

@@ -82,8 +82,10 @@ def test_fleet_redundant_experts_reach_the_plan_memory_and_the_flags(plan):
     row.update(tp=16, ep=16, dp=8)
     from pdd_plan.inputs.schema.fleet import FleetGroup
 
-    a = fleet.instance(ctx, FleetGroup.model_validate(row), "f")
-    b = fleet.instance(ctx, FleetGroup.model_validate({**row, "redundant_experts": 16}), "f")
+    a = fleet.instance(ctx.profiles, ctx.file, FleetGroup.model_validate(row), "f")
+    b = fleet.instance(
+        ctx.profiles, ctx.file, FleetGroup.model_validate({**row, "redundant_experts": 16}), "f"
+    )
     assert b.expert_slots == a.expert_slots + 16
     assert b.kv_capacity_tokens < a.kv_capacity_tokens
     assert b.expert_imbalance < a.expert_imbalance  # EPLB balances the busiest rank
@@ -109,7 +111,9 @@ def test_redundant_experts_on_a_dense_model_or_bad_sizes_are_one_line_errors(tmp
     row = {"role": "prefill", "gpu": "h100", "datacenter": "dc-a", "count": 1}
     row.update(gpus_per_instance=16, tp=16, ep=16, dp=8)
     with pytest.raises(InputError, match="ep=16 does not divide 384 \\+ 8 redundant"):
-        fleet.instance(ctx, FleetGroup.model_validate({**row, "redundant_experts": 8}), "f")
+        fleet.instance(
+            ctx.profiles, ctx.file, FleetGroup.model_validate({**row, "redundant_experts": 8}), "f"
+        )
     with pytest.raises(Exception, match="greater than or equal to 0"):
         FleetGroup.model_validate({**row, "redundant_experts": -1})
 

@@ -12,7 +12,7 @@ from pdd_plan.inputs.context import build_context, load_scenario
 from pdd_plan.inputs.profiles import example_path
 from pdd_plan.inputs.schema.scenario import Workload
 from pdd_plan.latency import closed_forms
-from pdd_plan.optimize import summary
+from pdd_plan.optimize import problem_of, summary
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.objectives import solve_architecture
 from pdd_plan.sim.run import run
@@ -99,9 +99,9 @@ def _scenario(tmp_path, name: str, cv: float) -> str:
 def _analytic_and_replay(path: str, arch: str, n: int) -> tuple[list[float], list[float]]:
     """The plan's TTFT P50/P90/P99 as the planner predicts them, and a long replay's."""
     ctx = build_context(load_scenario(path), path)
-    cls = build_classes(ctx)
+    cls = build_classes(ctx.class_spec)
     caps = Caps(decode=ctx.scenario.search.decode_utilization)
-    raw = solve_architecture(ctx, arch, cls, ctx.scenario.workload.rate_rps, caps)
+    raw = solve_architecture(problem_of(ctx), arch, cls, ctx.scenario.workload.rate_rps, caps)
     s = summary.summarize(raw, cls, raw.rate, ctx.prefill_dc)
     res = run(ctx, s, arch, n)
     an = [getattr(s.ttft_s, k) for k in ("p50", "p90", "p99")]

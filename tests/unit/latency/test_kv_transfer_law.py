@@ -14,7 +14,7 @@ import yaml
 from pdd_plan.inputs.context import build_context, load_scenario
 from pdd_plan.inputs.profiles import example_path
 from pdd_plan.latency.line import delay_shape
-from pdd_plan.optimize import summary
+from pdd_plan.optimize import problem_of, summary
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.objectives import solve_architecture
 from pdd_plan.sim.queues import P_MD
@@ -83,9 +83,9 @@ def _scenario(tmp_path: Path, name: str, rate: float | None = None, cv: float | 
 
 def _analytic_and_replay(path: str, n: int) -> tuple[list[float], list[float]]:
     ctx = build_context(load_scenario(path), path)
-    cls = build_classes(ctx)
+    cls = build_classes(ctx.class_spec)
     caps = Caps(decode=ctx.scenario.search.decode_utilization)
-    raw = solve_architecture(ctx, "pdd", cls, ctx.scenario.workload.rate_rps, caps)
+    raw = solve_architecture(problem_of(ctx), "pdd", cls, ctx.scenario.workload.rate_rps, caps)
     s = summary.summarize(raw, cls, raw.rate, ctx.prefill_dc)
     res = run(ctx, s, "pdd", n)
     kv = res.kv_transfer_s[~np.isnan(res.kv_at_decode_s)]
@@ -177,9 +177,9 @@ def test_kv_transfer_law_within_15_percent_of_the_replay(tmp_path, name, rate, c
 def test_microbenchmark_ttft_within_15_percent_of_the_replay(tmp_path):
     path = _scenario(tmp_path, "wan-microbench", 40.0)
     ctx = build_context(load_scenario(path), path)
-    cls = build_classes(ctx)
+    cls = build_classes(ctx.class_spec)
     caps = Caps(decode=ctx.scenario.search.decode_utilization)
-    raw = solve_architecture(ctx, "pdd", cls, 40.0, caps)
+    raw = solve_architecture(problem_of(ctx), "pdd", cls, 40.0, caps)
     s = summary.summarize(raw, cls, raw.rate, ctx.prefill_dc)
     res = run(ctx, s, "pdd", 100_000)
     an = [getattr(s.ttft_s, k) for k in ("p50", "p90", "p99")]

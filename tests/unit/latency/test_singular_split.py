@@ -11,12 +11,12 @@ import yaml
 from pdd_plan.inputs.context import build_context
 from pdd_plan.inputs.profiles import example_path
 from pdd_plan.inputs.schema.scenario import Scenario
-from pdd_plan.optimize import summary
+from pdd_plan.optimize import problem_of, summary
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.plan import plan_architecture
 from pdd_plan.sim.queues import Route
 from pdd_plan.sim.replay import planned_route
-from pdd_plan.workload.classes import build_classes, singular_split
+from pdd_plan.workload.classes import build_classes
 from pdd_plan.workload.distributions import sample_requests
 from pdd_plan.workload.requests import Requests
 from pdd_plan.workload.traces.classes import classes_from_requests
@@ -60,14 +60,14 @@ def _ctx(name: str, **policy):
 @pytest.mark.unit
 def test_no_cap_or_no_relaying_architecture_keeps_the_classes():
     split = _ctx("narrow-line")
-    assert singular_split(split) == 500
+    assert split.class_spec.singular_split == 500
     no_cap = _ctx("narrow-line", singular_max_output_tokens=None)
-    assert singular_split(no_cap) is None
+    assert no_cap.class_spec.singular_split is None
     d = yaml.safe_load(example_path("narrow-line").read_text())
     d["architectures"] = ["cdc_pd", "idc_pd"]  # no architecture finishes requests on relay
     no_relay = build_context(Scenario.model_validate(d), "")
-    assert singular_split(no_relay) is None
-    a, b = build_classes(no_cap), build_classes(no_relay)
+    assert no_relay.class_spec.singular_split is None
+    a, b = build_classes(no_cap.class_spec), build_classes(no_relay.class_spec)
     np.testing.assert_array_equal(a.weight, b.weight)
     np.testing.assert_array_equal(a.output_tokens, b.output_tokens)
     # as before the split: workload.classes 24 over 8 hit bins = 3 input buckets, fixed input
@@ -77,7 +77,7 @@ def test_no_cap_or_no_relaying_architecture_keeps_the_classes():
     np.testing.assert_array_equal(a.weight, old.weight)
     np.testing.assert_allclose(a.hit_p, old.hit_p)
     # with the split every class is singular or not by all its members
-    c = build_classes(split)
+    c = build_classes(split.class_spec)
     assert len(c) == 2 * len(a)  # fixed 64K input: one length bucket either way
     fine = c.fine
     for k in range(len(c)):
@@ -92,10 +92,10 @@ def test_planned_p_rld_share_is_the_replays_per_request_share():
     # relayed request to p_rld when its own output is <= 500 tokens. The plan must put the
     # same share there.
     ctx = _ctx("narrow-line")
-    cls = build_classes(ctx)
+    cls = build_classes(ctx.class_spec)
     rate = ctx.scenario.workload.rate_rps
     caps = Caps(decode=ctx.scenario.search.decode_utilization, line_delay=1.3717)
-    p = plan_architecture(ctx, "pdd", cls, rate, caps)
+    p = plan_architecture(problem_of(ctx), "pdd", cls, rate, caps)
     s = summary.summarize(p, cls, rate, ctx.prefill_dc)
     w = ctx.scenario.workload
     req = sample_requests(w, w.samples, ctx.scenario.seed, rate)  # the draw the classes came from

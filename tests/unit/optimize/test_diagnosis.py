@@ -14,7 +14,7 @@ from pdd_plan.common.errors import InfeasibleError
 from pdd_plan.inputs.context import build_context
 from pdd_plan.inputs.schema.plan import REASON_ORDER, Reason
 from pdd_plan.inputs.schema.scenario import Scenario
-from pdd_plan.optimize import diagnosis
+from pdd_plan.optimize import diagnosis, problem_of
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.plan import plan_architecture
 from pdd_plan.workload.classes import build_classes
@@ -30,7 +30,9 @@ def _reasons(change, architecture: str = "pdd") -> InfeasibleError:
     ctx = build_context(Scenario.model_validate(copy.deepcopy(d)), "")
     rate = float(d["workload"]["rate_rps"])
     with pytest.raises(InfeasibleError) as e:
-        plan_architecture(ctx, architecture, build_classes(ctx), rate, Caps())
+        plan_architecture(
+            problem_of(ctx), architecture, build_classes(ctx.class_spec), rate, Caps()
+        )
     err = e.value
     assert err.reasons, "a planner error carries its reasons"
     assert str(err) == f"{architecture}: no plan meets the scenario: {err.reasons[0].message}"
@@ -123,7 +125,13 @@ def test_a_feasible_search_makes_no_reasons(monkeypatch):
         )
     d = yaml.safe_load(TINY.read_text())
     ctx = build_context(Scenario.model_validate(copy.deepcopy(d)), "")
-    plan_architecture(ctx, "pdd", build_classes(ctx), float(d["workload"]["rate_rps"]), Caps())
+    plan_architecture(
+        problem_of(ctx),
+        "pdd",
+        build_classes(ctx.class_spec),
+        float(d["workload"]["rate_rps"]),
+        Caps(),
+    )
     assert made == []
     # the same facts, on an infeasible scenario, make the floors in order
     _reasons(lambda d: d["sla"].update(ttft_p90_s=0.001, ttft_p99_s=0.002))

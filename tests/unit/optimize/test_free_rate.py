@@ -12,7 +12,7 @@ import yaml
 from pdd_plan import architectures
 from pdd_plan.inputs.context import build_context
 from pdd_plan.inputs.schema.scenario import Scenario
-from pdd_plan.optimize import milp
+from pdd_plan.optimize import milp, problem_of
 from pdd_plan.optimize.search import fixed_rate
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.free_rate import FreeRateSearch, buckets, cap_levels
@@ -65,7 +65,9 @@ def test_prefill_pools_run_up_to_their_cap():
     free-rate search must reach it too, or its optimum pays for an instance the other saves."""
     ctx = build_context(Scenario.model_validate(yaml.safe_load(TINY.read_text())), "")
     caps = Caps(prefill=0.93)
-    search = FreeRateSearch(ctx, architectures.get("idc_pd"), build_classes(ctx), caps)
+    search = FreeRateSearch(
+        problem_of(ctx), architectures.get("idc_pd"), build_classes(ctx.class_spec), caps
+    )
     levels = sorted({cb.rho for cb in search.combos})
     assert levels[-1] == 0.93
     assert set(ctx.scenario.search.utilization_levels) < set(levels)
@@ -84,16 +86,16 @@ def test_dinkelbach_steps_match_every_combination(architecture, monkeypatch):
     # the optimum is unchanged (goodput 25.4 req/s, 20 of them relayed, two Dinkelbach steps)
     d["link"]["candidates"] = ["eth-25g"]
     ctx = build_context(Scenario.model_validate(d), "")
-    cls = build_classes(ctx)
+    cls = build_classes(ctx.class_spec)
     spec = architectures.get(architecture)
-    search = FreeRateSearch(ctx, spec, cls, Caps())
+    search = FreeRateSearch(problem_of(ctx), spec, cls, Caps())
     p = search.solve("goodput")
     assert p.solution.objective == pytest.approx(_every(search, "goodput", 0.0), abs=1e-7)
     lam = p.rate / p.cost_per_hour
     for _ in range(4):
         q = search.solve("dinkelbach", lam)
         assert q.solution.objective == pytest.approx(_every(search, "dinkelbach", lam), abs=1e-7)
-        fresh = FreeRateSearch(ctx, spec, cls, Caps()).solve("dinkelbach", lam)
+        fresh = FreeRateSearch(problem_of(ctx), spec, cls, Caps()).solve("dinkelbach", lam)
         assert q.solution.objective == pytest.approx(fresh.solution.objective, abs=1e-7)
         if q.solution.objective <= 1e-9:
             break
@@ -110,8 +112,8 @@ def test_dinkelbach_never_loses_to_the_fixed_rate_plan_at_its_rate():
     d["workload"].pop("rate_rps", None)
     d.setdefault("search", {})["utilization_levels"] = [0.5]
     ctx = build_context(Scenario.model_validate(d), "")
-    cls = build_classes(ctx)
-    p = dinkelbach(ctx, "idc_pd", cls, Caps())
-    fixed = fixed_rate.plan(ctx, architectures.get("idc_pd"), cls, p.rate, Caps())
+    cls = build_classes(ctx.class_spec)
+    p = dinkelbach(problem_of(ctx), "idc_pd", cls, Caps())
+    fixed = fixed_rate.plan(problem_of(ctx), architectures.get("idc_pd"), cls, p.rate, Caps())
     assert p.cost_per_hour <= fixed.cost_per_hour * (1 + 1e-9)
     assert p.optimality_gap <= 1e-6

@@ -27,7 +27,7 @@ from pdd_plan.cli.main import app
 from pdd_plan.common.errors import InfeasibleError
 from pdd_plan.inputs.context import build_context
 from pdd_plan.inputs.schema.scenario import Scenario
-from pdd_plan.optimize import milp
+from pdd_plan.optimize import milp, problem_of
 from pdd_plan.optimize.search import fixed_rate
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.plan import plan_architecture
@@ -175,7 +175,7 @@ def _every_combination(monkeypatch, ctx, a, classes, rate):
         m.setattr(milp, "solve", spy)
         m.setattr(fixed_rate, "decode_lb_per_rps", lambda *a, **k: float("-inf"))
         try:
-            plan_architecture(ctx, a, classes, rate, Caps())
+            plan_architecture(problem_of(ctx), a, classes, rate, Caps())
         except InfeasibleError:
             pass
     return seen
@@ -205,12 +205,12 @@ def _check_against_every_combination(monkeypatch, d: dict, brute: bool) -> dict:
     """plan_architecture (bounded) against the minimum over every combination it enumerates,
     each solved by the MILP and, with `brute`, checked against brute force too."""
     ctx = build_context(Scenario.model_validate(d), "")
-    cls = build_classes(ctx)
+    cls = build_classes(ctx.class_spec)
     rate = float(d["workload"]["rate_rps"])
     outcome = {}
     for a in ctx.scenario.architectures:
         try:
-            best = plan_architecture(ctx, a, cls, rate, Caps())
+            best = plan_architecture(problem_of(ctx), a, cls, rate, Caps())
         except InfeasibleError:
             best = None
         every = _every_combination(monkeypatch, ctx, a, cls, rate)

@@ -10,7 +10,7 @@ from benchmarks.oracles import bruteforce
 from pdd_plan.architectures import get
 from pdd_plan.inputs.context import build_context, load_scenario
 from pdd_plan.inputs.profiles import example_path
-from pdd_plan.optimize import milp, points
+from pdd_plan.optimize import milp, points, problem_of
 from pdd_plan.optimize.search import at_rates, fixed_rate
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.enumeration import Shared
@@ -77,10 +77,10 @@ def test_line_level_sits_a_hair_above_the_load_and_never_past_the_cap():
 def default_pdd():
     path = str(example_path("pdd-paper"))
     ctx = build_context(load_scenario(path), path)
-    cls = build_classes(ctx)
+    cls = build_classes(ctx.class_spec)
     caps = Caps(decode=ctx.scenario.search.decode_utilization)
-    p = fixed_rate.plan(ctx, get("pdd"), cls, 40.0, caps)
-    return Shared.of(ctx, get("pdd"), cls, caps), p
+    p = fixed_rate.plan(problem_of(ctx), get("pdd"), cls, 40.0, caps)
+    return Shared.of(problem_of(ctx), get("pdd"), cls, caps), p
 
 
 @pytest.mark.integration

@@ -14,6 +14,7 @@ from pdd_plan import architectures
 from pdd_plan.architectures import Architecture
 from pdd_plan.inputs.context import build_context
 from pdd_plan.inputs.schema.scenario import Scenario
+from pdd_plan.optimize import problem_of
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.plan import plan_architecture
 from pdd_plan.workload.classes import build_classes
@@ -35,7 +36,7 @@ def setting():
     d = yaml.safe_load(TINY.read_text())
     d["policy"] = {"singular_max_output_tokens": 100000}  # every request would be singular
     ctx = build_context(Scenario.model_validate(d), "")
-    yield ctx, build_classes(ctx), float(d["workload"]["rate_rps"])
+    yield ctx, build_classes(ctx.class_spec), float(d["workload"]["rate_rps"])
     architectures.unregister(HANDOFF_ONLY.name)
 
 
@@ -46,7 +47,7 @@ def _allowed(p) -> set[str]:
 @pytest.mark.unit
 def test_pdd_tables_offer_every_path(setting):
     ctx, cls, rate = setting
-    p = plan_architecture(ctx, "pdd", cls, rate, Caps())
+    p = plan_architecture(problem_of(ctx), "pdd", cls, rate, Caps())
     assert _allowed(p) == {"p_md", "p_rld_md", "p_rld"}
     assert p.singular_max_output_tokens == 100000
     assert p.solution.flows["p_rld"].sum() > 0  # with every request singular, PDD uses it
@@ -57,7 +58,7 @@ def test_pdd_tables_offer_every_path(setting):
 def test_no_p_rld_when_the_spec_lacks_it(setting, free_rate):
     ctx, cls, rate = setting
     p = plan_architecture(
-        ctx,
+        problem_of(ctx),
         HANDOFF_ONLY.name,
         cls,
         None if free_rate else rate,
@@ -73,6 +74,6 @@ def test_no_p_rld_when_the_spec_lacks_it(setting, free_rate):
 @pytest.mark.unit
 def test_without_relay_paths_no_relay_pool(setting):
     ctx, cls, rate = setting
-    p = plan_architecture(ctx, "idc_pd", cls, rate, Caps())
+    p = plan_architecture(problem_of(ctx), "idc_pd", cls, rate, Caps())
     assert _allowed(p) == {"p_md"} and not p.tables.rld
     assert np.isinf(p.tables.lines[0].capacity_bytes_s)  # RDMA: no line crossed

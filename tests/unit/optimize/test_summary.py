@@ -13,7 +13,7 @@ import pytest
 from pdd_plan.architectures import PATHS
 from pdd_plan.inputs.context import build_context, load_scenario
 from pdd_plan.inputs.schema.plan import ArchitecturePlan
-from pdd_plan.optimize import summary
+from pdd_plan.optimize import problem_of, summary
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.objectives import solve_architecture
 from pdd_plan.optimize.solved import SolverResult
@@ -26,9 +26,9 @@ ROOT = Path(__file__).resolve().parents[3]
 def solved() -> tuple[SolverResult, ArchitecturePlan]:
     path = ROOT / "examples" / "pdd-paper.yaml"
     ctx = build_context(load_scenario(path), str(path))
-    cls = build_classes(ctx)
+    cls = build_classes(ctx.class_spec)
     caps = Caps(decode=ctx.scenario.search.decode_utilization)
-    raw = solve_architecture(ctx, "pdd", cls, ctx.scenario.workload.rate_rps, caps)
+    raw = solve_architecture(problem_of(ctx), "pdd", cls, ctx.scenario.workload.rate_rps, caps)
     return raw, summary.summarize(raw, cls, raw.rate, ctx.prefill_dc)
 
 

@@ -250,19 +250,24 @@ def _real_instances() -> list[Instance]:
 
 @pytest.mark.parametrize("inst", _real_instances(), ids=lambda i: f"{i.model.name}/{i.label}")
 def test_decode_time_rises_with_batch_and_context(inst):
+    # never falls; flat only while the pass sits on its kernel-latency floor (moe_terms)
     batches = [1, 2, 4, 8, 16, 64, 256]
     by_batch = [roofline.decode_step(inst, b, 4096.0).total_s for b in batches]
-    assert all(b > a for a, b in zip(by_batch, by_batch[1:])), by_batch
+    assert all(b >= a for a, b in zip(by_batch, by_batch[1:])), by_batch
+    assert by_batch[-1] > by_batch[0]
     contexts = [128.0, 1024.0, 8192.0, 65536.0]
     by_ctx = [roofline.decode_step(inst, 16, c).total_s for c in contexts]
-    assert all(b > a for a, b in zip(by_ctx, by_ctx[1:])), by_ctx
+    assert all(b >= a for a, b in zip(by_ctx, by_ctx[1:])), by_ctx
+    assert by_ctx[-1] > by_ctx[0]
 
 
 @pytest.mark.parametrize("inst", _real_instances(), ids=lambda i: f"{i.model.name}/{i.label}")
 def test_prefill_time_is_monotone_in_new_tokens(inst):
     tokens = [1, 10, 100, 1000, 4096, 8191, 8192, 8193, 12000, 16384, 30000]
     times = [roofline.prefill_time(inst, t, 0.0, chunk=8192).total_s for t in tokens]
-    assert all(b > a for a, b in zip(times, times[1:])), times
+    # flat only while a small pass sits on its kernel-latency floor (moe_terms)
+    assert all(b >= a for a, b in zip(times, times[1:])), times
+    assert all(b > a for a, b in zip(times[4:], times[5:])), times
     # a cached prefix makes the same new tokens cost more (longer attention), never less
     for t in (100, 8192):
         assert (

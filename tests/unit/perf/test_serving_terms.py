@@ -132,3 +132,27 @@ def test_perf_json_shows_each_term_and_the_family_basis():
     assert t["attention_compute_fraction"] == pytest.approx(0.586)
     assert res["efficiency_family"] == "moe" and res["efficiency_basis"]
     assert "mean_signed_error" in res["error_band"]
+
+
+def test_kernel_floor_by_hand_and_only_where_the_roofline_is_below_it():
+    k = comm.serving().kernel_floor
+    # DeepSeek-V3: 61 latent-attention layers, 3 dense FFNs, 58 MoE FFNs with a shared expert
+    v3 = profiles.model("deepseek-v3")
+    assert moe_terms.kernels_per_pass(v3) == (
+        61 * k.attention_latent + 3 * k.ffn_dense + 58 * (k.ffn_moe + k.shared_experts) + k.per_pass
+    )
+    # Llama-3.1-8B: 32 GQA layers with dense FFNs
+    l8 = profiles.model("llama-3.1-8b")
+    assert moe_terms.kernels_per_pass(l8) == 32 * (k.attention_gqa + k.ffn_dense) + k.per_pass
+    h100 = cal.analytic_gpu("h100")
+    one = Instance(l8, h100, 1, tp=1, ep=1)
+    floor = moe_terms.kernel_floor_seconds(one)
+    assert floor == pytest.approx(k.per_kernel_us * 1e-6 * moe_terms.kernels_per_pass(l8))
+    assert moe_terms.allreduce_fixed_seconds(one) == 0.0  # no TP group, no all-reduce
+    tp8 = Instance(l8, h100, 8, tp=8, ep=1)
+    assert moe_terms.allreduce_fixed_seconds(tp8) == pytest.approx(k.allreduce_us * 1e-6 * 2 * 32)
+    # a pass whose kernels are far above the floor does not move; kernels never run below it
+    big = roofline.decode_step(one, 256, 4096.0)
+    assert big.compute_bound_s + big.memory_bound_s > 10 * floor
+    tiny = roofline.decode_step(Instance(l8, h100, 8, tp=8, ep=1), 1, 128.0)
+    assert tiny.compute_bound_s + tiny.memory_bound_s >= floor - 1e-12

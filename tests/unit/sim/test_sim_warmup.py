@@ -203,7 +203,7 @@ def test_unstable_line_keeps_the_window_from_empty(default) -> None:
     w = res.summary()["warmup"]
     assert w["method"] == "none" and w["requests"] == 0 and w["kept_requests"] == 3000
     assert "unstable" in w["note"]
-    v = verify(ctx, slow, "cdc_pd", 3000, 0)
+    v = verify(ctx.replay_setup, slow, "cdc_pd", 3000, 0)
     assert v["warmup"]["requests"] == 0 and not v["sla_met"]
 
 

@@ -16,8 +16,9 @@ from pathlib import Path
 
 from pdd_plan.common.atomic import write_atomic
 from pdd_plan.evaluate import Options, analytic, evaluate
-from pdd_plan.evaluate.fleet import deployed, from_scenario
+from pdd_plan.evaluate.fleet import deployed_inputs, from_scenario
 from pdd_plan.inputs.context import build_context, load_scenario
+from pdd_plan.optimize import problem_of
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.sim.run import verify
 from pdd_plan.workload.classes import build_classes
@@ -51,15 +52,15 @@ def _pct(new: float, old: float) -> float:
 def cdc_at(ctx, fs, rate: float, n: int) -> dict | None:
     """CDC-PD's simulated TTFT percentiles on its fleet at `rate` (None: its analytic model
     finds no routing there, so there is no plan to replay)."""
-    ctx = deployed(ctx, fs.speed_factor)
+    pb, rs = deployed_inputs(problem_of(ctx), ctx.replay_setup, fs.speed_factor)
     fm = analytic.fleet_model(
-        ctx, fs, build_classes(ctx), Caps(ctx.scenario.search.decode_utilization)
+        pb, fs, build_classes(ctx.class_spec), Caps(ctx.scenario.search.decode_utilization)
     )
     at = analytic.at_rate(fm, rate)
     if at.plan is None:
         return None
     p = at.plan.model_copy(update={"goodput_rps": float(rate)})
-    v = verify(ctx, p, "cdc_pd", n, ctx.scenario.seed)
+    v = verify(rs, p, "cdc_pd", n, rs.seed)
     return {
         "rate_rps": rate,
         "ttft_s": {k: v["checks"][f"ttft_{k}"]["simulated"] for k in ("p90", "p99")},

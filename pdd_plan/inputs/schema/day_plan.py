@@ -1,0 +1,77 @@
+"""A day's plan (the optional `day` block of a plan file): per architecture the fleet's groups
+with their base and per-period instances, per period its rate, cost, line load, path shares
+and replay, and the day's cost split and BCR."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import Field, NonNegativeFloat, NonNegativeInt
+
+from pdd_plan.inputs.schema.out import Out
+
+MAX_DAY_COST = 1e15  # $ per day; finite and far above any fleet
+MAX_COUNT = 100_000  # instances of one group (the plan's MAX_INSTANCES_PER_GROUP)
+DayCost = Field(ge=0, le=MAX_DAY_COST)
+
+
+class DayGroup(Out):
+    """One instance group of the day's fleet: its shape, its base count (paid every hour) and
+    its instances in each period (base plus elastic)."""
+
+    role: str
+    gpu: str
+    datacenter: str
+    gpus_per_instance: int = Field(ge=1)
+    tp: int = Field(ge=1)
+    dp: int = Field(ge=1)
+    ep: int = Field(ge=1)
+    base: NonNegativeInt = Field(le=MAX_COUNT)
+    per_period: list[NonNegativeInt]  # instances in each period, base included
+
+
+class PeriodReplay(Out):
+    """The replay of one period's fleet at its rate and mix."""
+
+    requests: NonNegativeInt
+    ttft_p90_s: float | None
+    ttft_p99_s: float | None
+    tpot_p90_ms: float | None
+    sla_met: bool
+
+
+class DayPeriod(Out):
+    start_hour: float = Field(ge=0, lt=24)
+    hours: float = Field(gt=0)
+    rate_rps: NonNegativeFloat
+    base_per_role: dict[str, int]
+    elastic_per_role: dict[str, int]
+    cost_per_hour: float = Field(ge=0, le=MAX_DAY_COST)  # base + elastic while it lasts
+    line_utilization: float | None
+    route_share: dict[str, float]  # path -> share of the period's requests
+    replay: PeriodReplay | None = None
+
+    _omit_if_none: ClassVar[tuple[str, ...]] = ("replay",)
+
+
+class DayArchitecture(Out):
+    groups: list[DayGroup]
+    periods: list[DayPeriod]
+    cost_base: float = DayCost  # $ per day: the base fleet (prefill pool included), 24 h
+    cost_elastic: float = DayCost  # $ per day: elastic instances, runs' extra hours included
+    cost_line: float = DayCost  # $ per day: the line lease
+    cost_day: float = DayCost
+    peak_plan_cost_day: float | None = None  # 24 h of the busiest period's single-rate plan
+    requests: NonNegativeFloat  # the day's requests
+    bcr: NonNegativeFloat  # the day's requests per second per $/hour (mean rate / mean cost)
+    sla_met: bool | None = None  # every period's replay met the SLA (None: not replayed)
+    rounds: NonNegativeInt = 0  # re-solves after a missed replay
+
+
+class DayPlan(Out):
+    timezone: str
+    hours: float = Field(gt=0)  # the periods' hours (24, or a trace's span)
+    sla_over: str
+    startup_minutes: NonNegativeFloat | None = None
+    architectures: dict[str, DayArchitecture]
+    bcr_gain: dict[str, float | None] = {}  # pdd's day BCR over each baseline's, - 1

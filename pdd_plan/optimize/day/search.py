@@ -1,0 +1,213 @@
+"""The day's cheapest fleet of one architecture: every prefill choice at each pool size from
+the smallest that carries the busiest period (the pool is base, sized for the day), one
+operating-points MILP per combination over the line options that carry the peak period's
+bytes, cheapest fixed cost first; a combination whose fixed cost plus a lower bound on its
+decode cannot beat the incumbent is skipped (fixed_rate.py's search, over a day)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from pdd_plan.architectures import Architecture
+from pdd_plan.optimize import diagnosis, milp, points, solved, tables
+from pdd_plan.optimize.day import day_points, prefill
+from pdd_plan.optimize.day.elastic import elastic_of
+from pdd_plan.optimize.day.prefill import PrefillDay
+from pdd_plan.optimize.day.problem import DayProblem
+from pdd_plan.optimize.search import fixed_rate, owned
+from pdd_plan.optimize.search.caps import Caps
+from pdd_plan.optimize.search.enumeration import (
+    Combo,
+    Shared,
+    decode_lb_per_rps,
+    line_cost_lb,
+    prefill_choices,
+)
+from pdd_plan.optimize.solved import SolverResult
+from pdd_plan.optimize.tables import LineOption
+from pdd_plan.workload.periods import Day, reweighted
+
+
+@dataclass
+class Tightened:
+    """Per period, caps a missed replay tightened (verify.py): decode speed and line level
+    factors (1: as planned)."""
+
+    decode: np.ndarray
+    line: np.ndarray
+
+    @classmethod
+    def none(cls, n: int) -> Tightened:
+        return cls(np.ones(n), np.ones(n))
+
+
+@dataclass
+class DaySolved:
+    architecture: str
+    combo: Combo
+    lines: list[LineOption]
+    points: points.OperatingPoints
+    solution: milp.PointsSolution
+    shared: Shared
+    seconds: float
+    milps: int
+    prefill: PrefillDay | None = None  # the pool's base and per-period instances
+
+    @property
+    def cost_per_hour(self) -> float:
+        """The day's $/hour: the MILP's (base, elastic decode, line) and elastic prefill."""
+        extra = 0.0
+        if self.prefill is not None:
+            extra = self.prefill.elastic_cost_day(self.day) / self.day.hours
+        return self.solution.cost_per_hour + extra
+
+    day: Day | None = None
+
+
+def combos(dp: DayProblem, spec: Architecture, day: Day, caps: Caps, findings) -> list[Combo]:
+    """Pool sizes from the smallest whose utilization stays under the prefill cap in every
+    period (each at its own mix) to `max_prefill_extra` more."""
+    pb = dp.pb
+    extra = pb.search.max_prefill_extra
+    out = []
+    for ch in prefill_choices(pb.sites, pb.catalog, pb.sla, spec, day.classes, findings):
+        load = max(p.rate_rps * float(np.dot(p.class_weight, ch.service)) for p in day.periods)
+        n_min = int(np.floor(load / caps.prefill)) + 1
+        if n_min > ch.max_n:
+            findings.too_few_gpus(ch.pinst, n_min)
+            continue
+        for n_p in range(n_min, min(n_min + extra, ch.max_n + 1)):
+            cost = owned.pool_cost(pb.owned, pb.sites.prefill, ch.pinst, n_p)
+            out.append(
+                Combo(ch.md_dc, ch.pinst, ch.service, n_p, n_p, load / n_p, cost, ch.md, ch.rld)
+            )
+    return out
+
+
+def _lines(dp: DayProblem, sh: Shared, day: Day) -> list[LineOption]:
+    if not sh.spec.crosses_line:
+        return [tables.rdma_option()]
+    load = day_points.peak_load(sh, day, day_points.warmup_factor(sh, day, dp.pb.model))
+    pb = dp.pb
+    return tables.line_options_at_load(pb.lines, pb.max_lines, pb.owned, load, sh.caps.line)
+
+
+def _price_floor(dp: DayProblem) -> float:
+    """The cheapest elastic price as a share of the base's (1 without elastic)."""
+    if dp.elastic is None or not dp.on_demand:
+        return 1.0
+    return min(1.0, *(x / dp.base_price(g) for g, x in dp.on_demand.items()))
+
+
+def busiest(day: Day) -> int:
+    """The period with the most requests per second (the first of equals)."""
+    return int(np.argmax([p.rate_rps for p in day.periods]))
+
+
+def peak_plan(dp: DayProblem, spec: Architecture, day: Day, caps: Caps) -> SolverResult:
+    """The single-rate plan of the busiest period (its rate and mix)."""
+    k = busiest(day)
+    cls = reweighted(day.classes, day.periods[k].class_weight)
+    return fixed_rate.plan(dp.pb, spec, cls, max(day.periods[k].rate_rps, day_points.MIN_RPS), caps)
+
+
+def plan_day(
+    dp: DayProblem,
+    spec: Architecture,
+    day: Day,
+    caps: Caps,
+    tight: Tightened | None = None,
+    lag: bool = True,
+    seed: SolverResult | None = None,
+) -> DaySolved:
+    """The cheapest day of `spec` over the combination of the busiest period's plan (`seed`,
+    planned here if not given) and the line options no dearer than its line; when that finds
+    no day, every combination and line option (the fixed-rate search's enumeration over the
+    day). InfeasibleError with reasons if none. `lag` False: elastic runs cost nothing beyond
+    their periods (a check's setting)."""
+    t0 = time.perf_counter()
+    seed = seed or peak_plan(dp, spec, day, caps)
+    cb = seed.tables.meta["combo"]
+    line_cost = seed.tables.lines[seed.solution.line_index].cost_per_hour
+    sh = Shared.of(dp.pb, spec, day.classes, caps)
+    local = solved.one_datacenter(dp.pb.sites, cb)
+    lines = [tables.rdma_option()] if local else _lines(dp, sh, day)
+    cheap = [ln for ln in lines if ln.cost_per_hour <= line_cost * (1 + 1e-9)]
+    tight = tight or Tightened.none(len(day.periods))
+    best = _solve(dp, sh, day, cb, cheap, tight, lag) if cheap else None
+    milps = 1
+    if best is None:
+        best, n = search_all(dp, spec, day, caps, tight, lag)
+        milps += n
+    best.seconds = time.perf_counter() - t0
+    best.milps = milps
+    return best
+
+
+def _solve(
+    dp: DayProblem,
+    sh: Shared,
+    day: Day,
+    cb: Combo,
+    lines: list[LineOption],
+    tight: Tightened,
+    lag: bool,
+) -> DaySolved | None:
+    pooled = dp.sla_over == "day"
+    per = prefill.pools(dp, day, cb)
+    # smaller pools in quiet periods; when they break a period's TTFT rows, the whole pool
+    tries = [per, np.full(len(per), cb.n_lo)] if per.min() < cb.n_lo else [per]
+    for pools in tries:
+        pd = prefill.plan_prefill(dp, day, cb, pools, lag)
+        taken = prefill.taken(dp, cb, pd)
+        el = elastic_of(dp, day, day.classes, [o.cand for o in cb.md + cb.rld], lag, taken)
+        pts = day_points.day_points(
+            sh, dp.pb.model, cb, lines, day, el, pooled, tight.decode, tight.line, pools, pd.base
+        )
+        sol = milp.solve_points(pts, "cost", 0.0, dp.pb.search.time_limit_s)
+        if sol is not None:
+            return DaySolved(sh.spec.name, cb, lines, pts, sol, sh, 0.0, 0, pd, day)
+    return None
+
+
+def search_all(
+    dp: DayProblem, spec: Architecture, day: Day, caps: Caps, tight: Tightened, lag: bool
+) -> tuple[DaySolved, int]:
+    """Every combination, cheapest fixed cost first, with the fixed-rate search's bound."""
+    pb = dp.pb
+    findings = diagnosis.Findings(pb.sites, pb.catalog, pb.sla, spec, day.classes)
+    cands = combos(dp, spec, day, caps, findings)
+    if not cands:
+        raise diagnosis.no_combinations(pb.sites, pb.sla, spec, findings.reasons())
+    sh = Shared.of(pb, spec, day.classes, caps)
+    lines = _lines(sh, day)
+    if not lines and not any(solved.one_datacenter(pb.sites, cb) for cb in cands):
+        reason = diagnosis.line_reason(
+            pb.model, pb.policy, pb.lines, pb.max_lines, day.classes, day.peak_rps, caps
+        )
+        raise diagnosis.infeasible(spec.name, [*findings.reasons(), reason], pb.sla)
+    line_lb = line_cost_lb(pb.owned, pb.lines, spec)
+    floor = _price_floor(dp)
+    cands.sort(key=lambda c: c.fixed_cost)
+    best: DaySolved | None = None
+    milps = 0
+    for cb in cands:
+        local = solved.one_datacenter(pb.sites, cb)
+        cb_lines = [tables.rdma_option()] if local else lines
+        if not cb_lines:
+            continue
+        decode_lb = decode_lb_per_rps(day.classes, cb.md + cb.rld, caps.decode, pb.owned)
+        lb = cb.fixed_cost + (0.0 if local else line_lb) + day.mean_rps * decode_lb * floor
+        if best is not None and lb >= best.cost_per_hour * (1 - 1e-9):
+            continue  # bound: cannot beat the incumbent
+        milps += 1
+        sol = _solve(dp, sh, day, cb, cb_lines, tight, lag)
+        if sol is not None and (best is None or sol.cost_per_hour < best.cost_per_hour - 1e-9):
+            best = sol
+    if best is None:
+        reasons = findings.reasons() or [diagnosis.pools_reason(True)]
+        raise diagnosis.infeasible(spec.name, reasons, pb.sla)
+    return best, milps
