@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import typer
-import yaml
 
 from pdd_plan.common.atomic import forget_inputs, write_atomic  # noqa: F401  (the commands write their files with it)
 from pdd_plan.common.errors import InputError, PddPlanError
@@ -132,6 +131,8 @@ def dumps(data: Any, fmt: str) -> str:
     if fmt == "json":
         return json.dumps(data, indent=2, sort_keys=False) + "\n"
     if fmt == "yaml":
+        import yaml
+
         return yaml.safe_dump(data, sort_keys=False)
     raise ValueError(fmt)
 

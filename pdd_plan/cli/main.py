@@ -11,7 +11,6 @@ from pdd_plan.cli.common import DEBUG, check_format, dumps, echo, guarded, write
 from pdd_plan.common import limits
 from pdd_plan.common.atomic import check_output
 from pdd_plan.common.errors import InputError
-from pdd_plan.inputs import profiles
 
 app = typer.Typer(
     add_completion=False,
@@ -28,6 +27,8 @@ def _root(debug: bool = typer.Option(False, "--debug", help="Show tracebacks for
 
 
 def _scenario_path(scenario: str | None) -> str:
+    from pdd_plan.inputs import profiles
+
     return profiles.scenario_path(scenario)
 
 
@@ -162,6 +163,8 @@ def profiles_list(
     format: str = typer.Option("table", "--format", "-f", help="table | json | yaml"),
 ) -> None:
     """List bundled profiles."""
+    from pdd_plan.inputs import profiles
+
     fmt = check_format(format)
     data = {k: profiles.bundled_names(k) for k in profiles.KINDS}
     if fmt == "table":
@@ -178,6 +181,8 @@ def profiles_show(
     format: str = typer.Option("yaml", "--format", "-f", help="yaml | json"),
 ) -> None:
     """Show one profile, with the quantities computed from it (models: params, KV bytes/token)."""
+    from pdd_plan.inputs import profiles
+
     fmt = check_format(format, ("yaml", "json"))
     for kind in profiles.KINDS:
         if name in profiles.bundled_names(kind):

@@ -18,7 +18,6 @@ from pdd_plan.cli.common import check_format, dumps, echo, flag_names, guarded, 
 from pdd_plan.common import limits
 from pdd_plan.common.atomic import check_output
 from pdd_plan.common.errors import InputError
-from pdd_plan.inputs import profiles
 
 REGIME_FORMATS = ("table", "json", "csv")
 DEFAULT_X = "line_gbps=1:10:1"
@@ -168,6 +167,8 @@ def regimes_cmd(
     limits.check("REQUESTS", sim_requests, None, "--sim-requests")
     if not 20 <= dpi <= 600:
         raise InputError(None, "--dpi", f"must be 20 to 600 (got {dpi})", "e.g. 100")
+    from pdd_plan.inputs import profiles
+
     path = profiles.scenario_path(scenario)
     data = read_yaml(path)
     _outputs(json_out, csv_out, png)  # after the scenario is read: none may be written over it

@@ -6,6 +6,7 @@ import io
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
@@ -16,10 +17,10 @@ from pdd_plan.common import limits
 from pdd_plan.common.atomic import check_output, note_input, write_atomic
 from pdd_plan.common.errors import InfeasibleError, InputError
 from pdd_plan.common.files import require_file
-from pdd_plan.inputs import profiles
-from pdd_plan.inputs.plan_fit import check_sites
-from pdd_plan.inputs.schema.plan import ArchitecturePlan
 from pdd_plan.report import fit
+
+if TYPE_CHECKING:  # the plan schema (pydantic) loads when a command runs, not for --help
+    from pdd_plan.inputs.schema.plan import ArchitecturePlan
 
 _SHOW_AFTER_S = 2.0
 
@@ -182,6 +183,9 @@ def simulate_cmd(
                     "Parquet needs pyarrow",
                     "pip install 'pdd-plan[parquet]' (pyarrow), or use a .csv name",
                 ) from None
+    from pdd_plan.inputs import profiles
+    from pdd_plan.inputs.plan_fit import check_sites
+
     path = profiles.scenario_path(file)
     ctx, plan = _load(path, trace)
     note = None

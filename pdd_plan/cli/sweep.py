@@ -12,7 +12,6 @@ from pdd_plan.cli.common import check_format, dumps, echo, guarded, write_atomic
 from pdd_plan.common import limits
 from pdd_plan.common.atomic import check_output
 from pdd_plan.common.errors import InputError
-from pdd_plan.inputs import profiles
 
 SWEEP_FORMATS = ("table", "json", "csv")
 _SAY_POINTS = 20  # grids from this size say so off a terminal (they run for minutes)
@@ -122,6 +121,8 @@ def sweep_cmd(
     limits.check("REQUESTS", sim_requests, None, "--sim-requests")
     if plot is not None and plot.suffix.lower() != ".png":
         raise InputError(str(plot), "--plot", "not a .png file name", "use FILE.png")
+    from pdd_plan.inputs import profiles
+
     path = profiles.scenario_path(scenario)
     data = read_yaml(path)
     if plot is not None:  # not the scenario, a device or a missing folder: before any point

@@ -12,7 +12,6 @@ from pdd_plan.cli.common import check_format, dumps, echo, guarded, write_atomic
 from pdd_plan.common import limits
 from pdd_plan.common.errors import InputError
 from pdd_plan.common.files import require_file
-from pdd_plan.inputs import profiles
 
 trace_app = typer.Typer(
     no_args_is_help=True, help="Request traces: statistics and prefix-cache hit rates."
@@ -116,6 +115,8 @@ def bathtub_cmd(
     # passes scale as 1 / chunk: the chunk that brings them under the limit, rounded up
     need = -(-chunk * passes // limits.value("PREFILL_PASSES"))
     limits.check("PREFILL_PASSES", passes, None, "--chunk", f"use --chunk >= {need:,}")
+    from pdd_plan.inputs import profiles
+
     m, g = profiles.model(model, "--model"), profiles.gpu(gpu, "--gpu")
     cands = [
         i

@@ -22,8 +22,6 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from pdd_plan.common.errors import InputError
 
 
@@ -212,6 +210,8 @@ def check(
 def check_trace_tokens(inputs: Any, outputs: Any, file: str, first_line: int) -> None:
     """A chunk of trace rows (token-count arrays, the first row at `first_line`) under the
     TOKENS limit; the error names the first row over it. Vectorized: one pass per chunk."""
+    import numpy as np  # the trace readers only: `pdd-plan --help` starts without numpy
+
     n = value("TOKENS")
     for what, col in (("input_tokens", inputs), ("output_tokens", outputs)):
         over = np.flatnonzero(~(np.asarray(col) <= n))

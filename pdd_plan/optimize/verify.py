@@ -12,7 +12,6 @@ from pdd_plan.optimize.problem import Problem
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.objectives import solve_architecture
 from pdd_plan.optimize.solved import SolverResult
-from pdd_plan.sim.run import verify
 from pdd_plan.workload.requests import RequestClasses
 
 SIM_KEYS = (
@@ -41,6 +40,8 @@ def verified(
     times). A plan whose replay still misses the SLA then, or whose re-solve under the tighter
     cap finds no plan, does not meet the scenario: InfeasibleError with a `replay_sla` reason
     carrying the replay's figures, so no comparison or ranking can pick it."""
+
+    from pdd_plan.sim.run import verify  # the simulator loads only when a plan is replayed
 
     caps = Caps(decode=pb.search.decode_utilization)
     history: list[dict] = []

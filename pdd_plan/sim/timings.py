@@ -20,7 +20,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from pdd_plan.perf import roofline
+from pdd_plan.perf import grid
 from pdd_plan.perf.instance import Instance
 
 T = TypeVar("T")
@@ -113,15 +113,17 @@ class PrefillTimes:
             geo = c_lo + np.geomspace(64, c_hi - c_lo, 4) if c_hi - c_lo > 64 else lin[:0]
             cg = np.unique(np.concatenate([lin, geo]))
         ck = float(self.chunk)
-        z = np.empty((len(self.rg), len(cg)))
-        for j, c0 in enumerate(cg):
-            full = None
-            for i in range(q):
-                p = roofline.chunk_time(self.inst, ck, float(c0) + i * ck)
-                full = p if full is None else full + p
-            for i, r in enumerate(self.rg):
-                tail = roofline.chunk_time(self.inst, float(r), float(c0) + q * ck)
-                z[i, j] = (tail if full is None else full + tail).total_s
+        # one vectorized evaluation per token count (perf.grid, equal to roofline.chunk_time),
+        # summed as PassTime sums passes: the full chunks left to right, then the tail
+        tail = grid.chunk_times(self.inst, self.rg, cg + q * ck)
+        if q:
+            at = cg[None, :] + np.arange(q)[:, None] * ck  # chunk i starts at c0 + i * chunk
+            fulls = [a.reshape(q, len(cg)) for a in grid.chunk_times(self.inst, [ck], at)]
+            full = grid.PassArrays(*(a[0] for a in fulls))
+            for i in range(1, q):
+                full = full + grid.PassArrays(*(a[i] for a in fulls))
+            tail = full + tail
+        z = np.ascontiguousarray(tail.total_s)
         return cg, z
 
     def __call__(self, new_tokens: np.ndarray, cached_tokens: np.ndarray) -> np.ndarray:
@@ -161,12 +163,12 @@ class StepTable:
         self.cols = _memo(key, lambda: self._columns(inst, cg))
 
     def _columns(self, inst: Instance, cg: list[float]) -> tuple[tuple[float, ...], ...]:
-        grid = _batch_grid(self.bmax)
+        batches = _batch_grid(self.bmax)
         every = np.arange(self.bmax + 1)
         cols = []
         for c in cg:
-            s = np.array([roofline.decode_step(inst, float(b), c).total_s for b in grid])
-            col = np.interp(every, grid, s)
+            s = grid.decode_steps(inst, batches, c)  # = roofline.decode_step per batch
+            col = np.interp(every, batches, s)
             col[0] = s[0]
             cols.append(tuple(col.tolist()))
         return tuple(cols)
@@ -200,9 +202,9 @@ class ExtendTable:
         kg = np.unique(np.round(np.geomspace(1, self.kmax, 24)).astype(int))
         every = np.arange(self.kmax + 1)
         cols = []
-        for c in self.ctx:
-            s = np.array([roofline.extend_time(inst, float(k), c).total_s for k in kg])
-            col = np.interp(every, kg, s)
+        table = grid.chunk_times(inst, kg, self.ctx).total_s  # = roofline.extend_time per k, c
+        for j in range(len(self.ctx)):
+            col = np.interp(every, kg, table[:, j])
             col[0] = 0.0
             cols.append(tuple(col.tolist()))
         return tuple(cols)

@@ -50,11 +50,17 @@ ratio. **Variance** (:func:`variance_ratio`): the found work's (small) and the a
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import gammainc
 
 from pdd_plan.latency.prefill import gig1
 
 _RENEWAL_SPAN = 50.0  # gap scales after which the renewal excess is at its asymptote (to ~1e-6)
+
+
+def gammainc(a, x):
+    """scipy.special.gammainc (regularized lower incomplete gamma), imported on first use."""
+    from scipy.special import gammainc as g  # ~0.4 s to import; only bursty arrivals need it
+
+    return g(a, x)
 
 
 def _moments(

@@ -25,13 +25,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import gammainc
 
 from pdd_plan.latency.prefill.wait import NO_TAIL, ExponentialTail
 
 GRID = 1 << 14  # lattice points (FFT size); 2^14 keeps a call at a few ms
 SPAN_DECAYS = 48.0  # grid span in units of 1 / theta: the tail beyond it is ~e^-48
 POINTS = 256  # points of the compact law the TTFT mixture uses (bins of equal width)
+
+
+def gammainc(a, x):
+    """scipy.special.gammainc (regularized lower incomplete gamma), imported on first use."""
+    from scipy.special import gammainc as g  # ~0.4 s to import; only one-instance pools need it
+
+    return g(a, x)
 
 
 @dataclass(frozen=True)

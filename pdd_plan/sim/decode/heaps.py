@@ -16,6 +16,7 @@ Compiled with numba (see :mod:`pdd_plan.sim.decode.kernel`).
 from __future__ import annotations
 
 import hashlib
+import threading
 from pathlib import Path
 
 import numba
@@ -40,13 +41,19 @@ class _KernelCache(FunctionCache):
         return (*super()._index_key(sig, codegen), _SOURCES)
 
 
-def jit(sig):
+# kernel.py's dispatchers and signatures, in definition order (callees before callers): compiled
+# or loaded from the cache by `ready`, when a replay runs, not at import
+_DEFERRED: list = []
+_READY = threading.Lock()  # a sweep's threads replay at once: one of them compiles
+
+
+def jit(sig, defer: bool = False):
     """``numba.njit(sig, cache=True)``: compiled for exactly this signature (callers' literal
     arguments convert to it instead of compiling one more specialization each), cached on
     disk by :class:`_KernelCache`. Without the runtime's reference counting (``_nrt=False``):
     the kernels allocate nothing, and counting every array view made the loop 4x slower.
     Without any writable cache location (a read-only install and home) numba refuses to
-    cache: compile on each run instead."""
+    cache: compile on each run instead. ``defer``: compile in :func:`ready`, not now."""
 
     def wrap(fn):
         d = numba.njit(_nrt=False)(fn)
@@ -54,11 +61,45 @@ def jit(sig):
             d._cache = _KernelCache(fn)  # what Dispatcher.enable_caching does, keyed wider
         except RuntimeError:
             pass
+        if defer:
+            _DEFERRED.append((d, sig))
+            return d
         d.compile(sig)
         d.disable_compile()
         return d
 
     return wrap
+
+
+def _in_cache(d, sig) -> bool:
+    """Whether numba's disk cache holds `d`'s code for `sig` (its index has the key)."""
+    try:
+        key = d._cache._index_key(sig, d.targetctx.codegen())
+        return key in d._cache._cache_file._load_index()
+    except Exception:  # no cache (read-only install) or numba internals moved: compile all
+        return False
+
+
+def _open(d) -> bool:
+    """Whether `d` still compiles (numba's flag; a numba without it: compile, which returns
+    what is already compiled)."""
+    return getattr(d, "_can_compile", True)
+
+
+def ready(entry=None) -> None:
+    """Make the deferred kernels callable. With `entry` (a top-level kernel) whose code is in
+    the cache, load only it: a cached function carries the code of everything it calls, so
+    loading its 16 callees in kernel.py too (~0.2 s) is needed only to call them from Python
+    or to compile `entry` afresh. Otherwise compile (or load) them all, callees first."""
+    with _READY:
+        todo = [(d, sig) for d, sig in _DEFERRED if _open(d)]
+        if entry is not None and _open(entry):
+            sig = next(s for d, s in _DEFERRED if d is entry)
+            if _in_cache(entry, sig):
+                todo = [(entry, sig)]
+        for d, sig in todo:  # each closed at once, as `jit` does: callers convert to its sig
+            d.compile(sig)
+            d.disable_compile()
 
 
 @jit(types.boolean(FA, IA, i8, i8))

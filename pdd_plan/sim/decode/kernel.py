@@ -35,6 +35,7 @@ from pdd_plan.sim.decode.heaps import (
     heap_remove,
     i8,
     jit,
+    ready,  # noqa: F401  (the decoder readies the kernels through this module)
 )
 from pdd_plan.sim.decode.io import DecodeInputs, Engine
 
@@ -64,7 +65,7 @@ R_, Q_, T_, W_ = _state_types()
 
 
 # ---------------------------------------------------------------------- tables
-@jit(f8(T_, i8, i8, f8, f8))
+@jit(f8(T_, i8, i8, f8, f8), defer=True)
 def step_time(T, j, b, sc, ctx0):
     """Seconds of one decode step of table j at batch b with contexts summing to sc
     (``StepTable.__call__``, same arithmetic)."""
@@ -88,7 +89,7 @@ def step_time(T, j, b, sc, ctx0):
     return T.s_vals[lo] * (1.0 - f) + T.s_vals[lo + tab.len] * f
 
 
-@jit(f8(T_, i8, f8))
+@jit(f8(T_, i8, f8), defer=True)
 def extend_time(T, k, context):
     """Seconds MD needs to extend k relay tokens on context `context` (``ExtendTable.__call__``)."""
     if k > T.x_kmax:
@@ -110,7 +111,7 @@ def extend_time(T, k, context):
 
 
 # ---------------------------------------------------------------------- instance mechanics
-@jit(void(R_, Q_, T_, W_, i8, f8, i8))
+@jit(void(R_, Q_, T_, W_, i8, f8, i8), defer=True)
 def settle(R, Q, T, W, k, t, n_joined):
     """After k's batch changed at t: new step time, first tokens of the ``n_joined`` requests
     in ``W.joined``, next departure."""
@@ -134,7 +135,7 @@ def settle(R, Q, T, W, k, t, n_joined):
             q.G = 0.0  # idle: restart the step counter (precision on long runs)
 
 
-@jit(void(Q_, i8, f8))
+@jit(void(Q_, i8, f8), defer=True)
 def advance(Q, k, t):
     q = Q[k]
     b = q.B
@@ -145,7 +146,7 @@ def advance(Q, k, t):
     q.tl = t
 
 
-@jit(void(R_, Q_, W_, i8, i8, f8))
+@jit(void(R_, Q_, W_, i8, i8, f8), defer=True)
 def admit(R, Q, W, k, r, t):
     q, x = Q[k], R[r]
     g = q.G
@@ -164,7 +165,7 @@ def admit(R, Q, W, k, r, t):
         x.md_of = k
 
 
-@jit(i8(R_, Q_, W_, i8, f8))
+@jit(i8(R_, Q_, W_, i8, f8), defer=True)
 def pump(R, Q, W, k, t):
     """Admit waiters FIFO while they fit; returns how many joined (in ``W.joined``)."""
     q = Q[k]
@@ -186,7 +187,7 @@ def pump(R, Q, W, k, t):
     return n
 
 
-@jit(void(R_, Q_, T_, W_, i8, i8, i8, f8))
+@jit(void(R_, Q_, T_, W_, i8, i8, i8, f8), defer=True)
 def arrive(R, Q, T, W, lo, hi, r, t):
     """Join the least-loaded instance of lo..hi-1 (batch + queue over its cap), at once when
     it has room, else FIFO."""
@@ -209,7 +210,7 @@ def arrive(R, Q, T, W, lo, hi, r, t):
     settle(R, Q, T, W, k, t, 1)
 
 
-@jit(i8(R_, Q_, T_, W_, i8, f8))
+@jit(i8(R_, Q_, T_, W_, i8, f8), defer=True)
 def leave_rld(R, Q, T, W, r, t):
     """Take a running request off RLD now; returns the tokens it made there."""
     x = R[r]
@@ -234,7 +235,7 @@ def leave_rld(R, Q, T, W, r, t):
 
 
 # ---------------------------------------------------------------------- events
-@jit(void(R_, i8, f8))
+@jit(void(R_, i8, f8), defer=True)
 def finish_relay(R, r, t):
     """A request made its relay tokens: done (p_rld, or a short p_rld_md) or paused."""
     x = R[r]
@@ -247,7 +248,7 @@ def finish_relay(R, r, t):
         x.status = PAUSED  # relay cap reached before the KV crossed the line
 
 
-@jit(void(R_, Q_, T_, W_, i8, f8))
+@jit(void(R_, Q_, T_, W_, i8, f8), defer=True)
 def departures(R, Q, T, W, k, t):
     """Instance k's next finish tag is reached at t: everyone at that tag leaves."""
     q = Q[k]
@@ -273,7 +274,7 @@ def departures(R, Q, T, W, k, t):
     settle(R, Q, T, W, k, t, pump(R, Q, W, k, t) if q.qlen else 0)
 
 
-@jit(void(R_, Q_, T_, W_, i8, f8))
+@jit(void(R_, Q_, T_, W_, i8, f8), defer=True)
 def kv_at_md(R, Q, T, W, r, t):
     """The request continues on MD (KV delivered, or extended there)."""
     x = R[r]
@@ -288,7 +289,7 @@ def kv_at_md(R, Q, T, W, r, t):
     arrive(R, Q, T, W, 0, T.n_md, r, t)
 
 
-@jit(void(R_, Q_, T_, W_, i8, f8))
+@jit(void(R_, Q_, T_, W_, i8, f8), defer=True)
 def kv_at_rld(R, Q, T, W, r, t):
     x = R[r]
     if x.status != NEW:
@@ -300,7 +301,7 @@ def kv_at_rld(R, Q, T, W, r, t):
     arrive(R, Q, T, W, T.n_md, Q.shape[0], r, t)
 
 
-@jit(void(R_, W_, f8, i8, i8))
+@jit(void(R_, W_, f8, i8, i8), defer=True)
 def push_event(R, W, t, kind, r):
     """A dynamic event: r's ``kind`` at t (a request has at most one pending)."""
     W.counts[SEQ] += 1
@@ -312,7 +313,7 @@ def push_event(R, W, t, kind, r):
     W.counts[SIZE] += 1
 
 
-@jit(void(R_, Q_, T_, W_, i8, f8))
+@jit(void(R_, Q_, T_, W_, i8, f8), defer=True)
 def handoff(R, Q, T, W, r, t):
     """The KV has crossed the line: move the request to MD as its state allows."""
     x = R[r]
@@ -335,7 +336,7 @@ def handoff(R, Q, T, W, r, t):
         push_event(R, W, t + T.lat + extend_time(T, x.rk, x.ectx), EXTENDED, r)
 
 
-@jit(void(R_, Q_, T_, W_, i8, f8))
+@jit(void(R_, Q_, T_, W_, i8, f8), defer=True)
 def caught_up(R, Q, T, W, r, t):
     """catch_up: MD has extended the first tokens; RLD hands over now."""
     st = R[r].status
@@ -346,7 +347,7 @@ def caught_up(R, Q, T, W, r, t):
         kv_at_md(R, Q, T, W, r, t)
 
 
-@jit(void(R_, Q_, T_, W_, i8, i8, f8))
+@jit(void(R_, Q_, T_, W_, i8, i8, f8), defer=True)
 def on_event(R, Q, T, W, kind, r, t):
     if kind == KV_AT_RLD:
         kv_at_rld(R, Q, T, W, r, t)
@@ -359,7 +360,7 @@ def on_event(R, Q, T, W, kind, r, t):
 
 
 # ---------------------------------------------------------------------- the loop
-@jit(boolean(R_, Q_, T_, W_, F1, I1, I1, i8))
+@jit(boolean(R_, Q_, T_, W_, F1, I1, I1, i8), defer=True)
 def run_events(R, Q, T, W, s_t, s_k, s_r, budget):
     """Merge the static events (sorted), the dynamic heap and the instances' departures in
     time order (departures first on ties, then static events, then the heap), for at most

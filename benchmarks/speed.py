@@ -1,0 +1,208 @@
+"""Whole-process speed of the commands people wait for: medians of fresh `pdd-plan` processes.
+
+Run: python -m benchmarks.speed [--repeat N] [--only NAME,...] [--out FILE.md]
+
+Each case starts a new Python process running the `pdd-plan` entry point (what the console
+script runs: `from pdd_plan.cli import main; main()`) and times it from start to exit, start-up
+and imports included; the table shows the median and the fastest of `--repeat` runs, the median CPU
+seconds (user + system, the process and the children it waits for: not the pool workers a
+forkserver starts, so none for regimes) and the 1-minute load average when the
+runs started (on a shared box a load over its core count stretches the wall times; the CPU
+seconds much less). Cases (issue 24's targets):
+
+* optimize: the default scenario with verification, `--no-verify`, `narrow-line`,
+  `benchmarks/scenarios/large.yaml`;
+* `--help`;
+* regimes: the 10 x 10 map on the default (its default axes), process executor, 2 workers;
+* simulate: 1,000,000 requests of the default on its PDD plan (the plan file is written once
+  before the runs, untimed);
+* first optimize after install: the default with an empty numba cache and no bytecode
+  (`NUMBA_CACHE_DIR` and `PYTHONPYCACHEPREFIX` pointed at a fresh folder per run), which is
+  what a fresh install meets; the ratio to the warm median is the target's figure.
+
+The side-by-side with AIConfigurator is not run here (a separate install; minutes per run).
+To rerun it by hand, in its own virtual environment:
+
+    python -m venv /tmp/aic && /tmp/aic/bin/pip install aiconfigurator   # 0.12.0 here
+    time /tmp/aic/bin/aiconfigurator cli default --model-path deepseek-ai/DeepSeek-V3 \\
+        --total-gpus 64 --system h200_sxm --save-dir /tmp/aic-out
+    time pdd-plan optimize          # the same shell, right after
+
+(AIConfigurator 0.12's `cli default` sweeps aggregated and disaggregated serving of a model on
+a GPU count; the figure to compare is whole-process wall time, five runs each, medians.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ENTRY = "from pdd_plan.cli import main; main()"
+
+
+@dataclass
+class Case:
+    name: str
+    args: list[str]
+    target_s: float | None = None  # the issue's bar, when it has one
+    repeat: int | None = None  # fewer runs for the long cases
+    fresh: bool = False  # empty numba cache and bytecode each run
+    own_cpu: bool = True  # False: its workers are the forkserver's children, not counted
+    notes: str = ""
+    times: list[float] = field(default_factory=list)
+    cpus: list[float] = field(default_factory=list)
+    loads: list[float] = field(default_factory=list)
+
+
+def _cases(plan_file: str) -> list[Case]:
+    large = str(ROOT / "benchmarks" / "scenarios" / "large.yaml")
+    regimes = ["regimes", "--executor", "process", "--workers", "2", "--format", "json"]
+    return [
+        Case("optimize", ["optimize", "--format", "json"], 1.5),
+        Case("optimize --no-verify", ["optimize", "--no-verify", "--format", "json"], 0.8),
+        Case("--help", ["--help"], 0.4),
+        Case("optimize narrow-line", ["optimize", "narrow-line", "--format", "json"]),
+        Case("optimize large.yaml", ["optimize", large, "--format", "json"], repeat=3),
+        Case("regimes 10x10", regimes, 12.0, repeat=3, own_cpu=False),
+        Case(
+            "simulate 1M",
+            ["simulate", plan_file, "-n", "1000000", "--format", "json"],
+            4.0,
+            repeat=3,
+        ),
+        Case(
+            "first optimize after install",
+            ["optimize", "--format", "json"],
+            None,
+            repeat=2,
+            fresh=True,
+            notes="target: <= 2x the warm optimize",
+        ),
+    ]
+
+
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)  # waited-for descendants: pool workers too
+    return r.ru_utime + r.ru_stime
+
+
+def _run(args: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall, CPU) seconds of one process."""
+    c, t = _cpu(), time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", ENTRY, *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    wall, cpu = time.perf_counter() - t, _cpu() - c
+    if done.returncode != 0:
+        raise SystemExit(f"pdd-plan {' '.join(args)} failed: {done.stderr.strip()[-400:]}")
+    return wall, cpu
+
+
+def _env(fresh: bool, scratch: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    if fresh:  # a fresh install: nothing compiled yet, by numba or Python
+        d = Path(tempfile.mkdtemp(dir=scratch))
+        env["NUMBA_CACHE_DIR"] = str(d / "numba")
+        env["PYTHONPYCACHEPREFIX"] = str(d / "pyc")
+    return env
+
+
+def measure(cases: list[Case], repeat: int, scratch: Path, log: Callable[[str], None]) -> None:
+    for c in cases:
+        n = min(repeat, c.repeat) if c.repeat else repeat
+        for _ in range(max(n, 1)):
+            c.loads.append(os.getloadavg()[0])
+            wall, cpu = _run(c.args, _env(c.fresh, scratch))
+            c.times.append(wall)
+            c.cpus.append(cpu)
+        log(f"{c.name}: median {statistics.median(c.times):.2f} s ({len(c.times)} runs)")
+
+
+def table(cases: list[Case]) -> str:
+    warm = next((c for c in cases if c.name == "optimize" and c.times), None)
+    rows = [
+        "| case | command | runs | median s | fastest s | CPU s | load (1 min) | target | met |",
+        "|---|---|---:|---:|---:|---:|---|---|---|",
+    ]
+    for c in cases:
+        if not c.times:
+            continue
+        med = statistics.median(c.times)
+        target, met = (
+            (f"<= {c.target_s:g} s", "yes" if med <= c.target_s else "no")
+            if (c.target_s is not None)
+            else ("", "")
+        )
+        if c.fresh and warm is not None:
+            ratio = med / statistics.median(warm.times)
+            target, met = f"<= 2x warm ({ratio:.1f}x)", "yes" if ratio <= 2 else "no"
+        args = " ".join(a if "/" not in a else Path(a).name for a in c.args)
+        loads = f"{min(c.loads):.1f}-{max(c.loads):.1f}"
+        rows.append(
+            f"| {c.name} | `pdd-plan {args}` | {len(c.times)} | {med:.2f} | {min(c.times):.2f} "
+            f"| {f'{statistics.median(c.cpus):.2f}' if c.own_cpu else '-'} | {loads} | {target} "
+            f"| {met} |"
+        )
+    return "\n".join(rows) + "\n"
+
+
+def _plan_file(scratch: Path) -> str:
+    """The default scenario's plan, written once for the simulate case (untimed)."""
+    out = scratch / "default-plan.yaml"
+    args = ["optimize", "--no-verify", "--out", str(out), "--format", "json"]
+    _run(args, _env(False, scratch))
+    return str(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=5, help="runs per case (long cases: <= 3)")
+    ap.add_argument("--only", default="", help="comma-separated case names")
+    ap.add_argument("--out", type=Path, help="also write the Markdown table here")
+    args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="pdd-speed-") as tmp:
+        scratch = Path(tmp)
+        cases = _cases(_plan_file(scratch))
+        if args.only:
+            keep = {s.strip() for s in args.only.split(",")}
+            unknown = keep - {c.name for c in cases}
+            if unknown:
+                ap.error(f"--only: unknown case(s) {sorted(unknown)}; see the module docstring")
+            cases = [
+                c
+                for c in cases
+                if c.name in keep
+                or c.name == "optimize"
+                and any(k.startswith("first") for k in keep)
+            ]
+        measure(cases, args.repeat, scratch, lambda s: print(s, file=sys.stderr, flush=True))
+    head = (
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.python_version()}, "
+        f"{os.cpu_count()} CPUs, {platform.machine()}\n\n"
+    )
+    text = head + table(cases)
+    print(text, end="")
+    if args.out is not None:
+        args.out.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
