@@ -83,6 +83,14 @@ def render_day(plan: Plan, console: Console) -> None:
         rows,
         justify=("left",) + ("right",) * 7,
     )
+    for a, d in day.architectures.items():
+        if d.scale is not None:  # day_scale free: the scale the best-BCR search chose
+            at_1 = "no day" if d.bcr_at_profile is None else f"{d.bcr_at_profile:.1f}"
+            console.print(
+                f"{a}: the day at {d.scale:.3g}x its rate profile, BCR {d.bcr:.1f} "
+                f"(1x: {at_1}; best of {len(d.scales_tried or [])} scales planned)",
+                highlight=False,
+            )
     g = day.bcr_gain
     relay, local, line = (get(x).title for x in (RELAY_ARCH, LOCAL_BASELINE, LINE_BASELINE))
 

@@ -129,3 +129,16 @@ def check_elastic_gpus(table: dict[str, dict[str, int]], dcs: dict[str, dict[str
                 raise ValueError(f"elastic max_gpus.{dc}.{g} must be >= 0 (got {n})")
             if not n <= limits.value("GPUS"):
                 raise ValueError(limits.exceeded("GPUS", n))
+
+
+def check_free_scale(days: bool, objective: str, budget: float | None) -> None:
+    """`day_scale: free` frees the profile's scale for the best day BCR: a day, objective bcr,
+    and no budget (the scale, not a spend cap, sets what the day buys)."""
+    if not days:
+        raise ValueError("day_scale free needs workload.periods or periods_from_trace")
+    if objective != "bcr":
+        raise ValueError(
+            f"day_scale free maximizes the day's BCR: set objective bcr (not {objective})"
+        )
+    if budget is not None:
+        raise ValueError("day_scale free sets no budget: remove budget_per_hour or day_scale")

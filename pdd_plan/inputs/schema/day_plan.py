@@ -54,6 +54,14 @@ class DayPeriod(Out):
     _omit_if_none: ClassVar[tuple[str, ...]] = ("replay",)
 
 
+class ScaleTry(Out):
+    """One scale of the rate profile the best-BCR search planned (day_scale free)."""
+
+    scale: float = Field(gt=0)
+    cost_day: float | None = Field(default=None, ge=0, le=MAX_DAY_COST)  # None: no day
+    bcr: NonNegativeFloat | None = None
+
+
 class DayArchitecture(Out):
     groups: list[DayGroup]
     periods: list[DayPeriod]
@@ -66,6 +74,13 @@ class DayArchitecture(Out):
     bcr: NonNegativeFloat  # the day's requests per second per $/hour (mean rate / mean cost)
     sla_met: bool | None = None  # every period's replay met the SLA (None: not replayed)
     rounds: NonNegativeInt = 0  # re-solves after a missed replay
+    # day_scale free: the profile's scale planned (every period's rate times it), the BCR of
+    # the cheapest day at the profile as given (s = 1), and every scale the search planned
+    scale: float | None = Field(default=None, gt=0)
+    bcr_at_profile: NonNegativeFloat | None = None
+    scales_tried: list[ScaleTry] | None = None
+
+    _omit_if_none: ClassVar[tuple[str, ...]] = ("scale", "bcr_at_profile", "scales_tried")
 
 
 class DayPlan(Out):

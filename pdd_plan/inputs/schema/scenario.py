@@ -334,6 +334,10 @@ class Scenario(Strict):
     objective: Literal["bcr", "cost", "goodput"] = "bcr"
     """`bcr`: min cost at `rate_rps`, or without a rate the best goodput per dollar (Dinkelbach);
     `cost`: min cost (needs a rate); `goodput`: most req/s within `budget_per_hour`."""
+    day_scale: Literal["fixed", "free"] = Field(default="fixed", exclude_if=lambda v: v == "fixed")
+    """With periods and objective `bcr`: `fixed` plans the cheapest day at the periods' rates;
+    `free` plans the day at the scale s of the whole rate profile (every period's rate times s,
+    searched over 0.5x..2x) with the best day BCR (the day's requests per dollar)."""
     budget_per_hour: float | None = Field(default=None, gt=0, le=MAX_BUDGET_PER_HOUR)
     """$/hour cap, for `objective: goodput`."""
     search: Search = Search()
@@ -366,6 +370,8 @@ class Scenario(Strict):
         days = w.periods is not None or w.periods_from_trace is not None
         if not days and (self.elastic is not None or self.sla.over == "day"):
             raise ValueError("elastic and sla.over need workload.periods or periods_from_trace")
+        if self.day_scale == "free":
+            day.check_free_scale(days, self.objective, self.budget_per_hour)
         dcs = {d.name: d.gpus for d in self.datacenters}
         tables = [self.elastic.max_gpus] if self.elastic is not None else []
         tables += [p.elastic_max_gpus for p in w.periods or [] if p.elastic_max_gpus]

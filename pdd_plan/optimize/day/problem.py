@@ -1,6 +1,6 @@
 """The day planner's typed inputs, built once by the top stage (`optimize()`): the planning
 problem, the replay setup, the day's periods, and the scenario's elastic section, on-demand
-prices, SLA scope and each period's elastic GPUs and workload (what its replay draws from)."""
+prices, SLA scope, whether the profile's scale is free, and each period's elastic GPUs and workload (what its replay draws from)."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ class DayProblem:
     timezone: str
     period_gpus: tuple[dict[str, dict[str, int]], ...]  # per period: elastic GPUs per site
     period_workloads: tuple[Workload, ...]  # per period: the workload its replay draws from
+    free_scale: bool = False  # day_scale free: the profile's scale with the best day BCR
 
     @classmethod
     def of(cls, pb: Problem, replay: ReplaySetup, day: Day, sc: Scenario) -> DayProblem:
@@ -52,6 +53,7 @@ class DayProblem:
             sc.timezone,
             tuple(tables),
             tuple(loads),
+            sc.day_scale == "free",
         )
 
     def base_price(self, gpu: str) -> float:

@@ -7,11 +7,11 @@ from __future__ import annotations
 from pdd_plan.architectures import LINE_BASELINE, LOCAL_BASELINE, RELAY_ARCH, get
 from pdd_plan.common import limits
 from pdd_plan.common.errors import InfeasibleError
-from pdd_plan.inputs.schema.day_plan import DayArchitecture, DayPlan
+from pdd_plan.inputs.schema.day_plan import DayArchitecture, DayPlan, ScaleTry
 from pdd_plan.inputs.schema.plan import ArchitecturePlan, Infeasible, Plan
 from pdd_plan.inputs.schema.scenario import Scenario
 from pdd_plan.optimize import summary as optimize_summary
-from pdd_plan.optimize.day import search, summary, verify
+from pdd_plan.optimize.day import scale, search, summary, verify
 from pdd_plan.optimize.day.problem import DayProblem
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.solved import SolverResult
@@ -24,6 +24,12 @@ PERIOD_REQUESTS_SHARE = 0.05
 def _one(
     dp: DayProblem, a: str, day: Day, verified: bool, n: int, rounds: int
 ) -> tuple[SolverResult, ArchitecturePlan, DayArchitecture]:
+    found = None
+    if dp.free_scale:  # the best day BCR: plan (and replay) the day at the best scale found
+        s, tried = scale.best_scale(dp, get(a), Caps(decode=dp.pb.search.decode_utilization))
+        found = (s, tried)
+        dp = scale.scaled(dp, s)
+        day = dp.day
     if verified:
         ds, replays, i, peak, met = verify.verified_day(dp, a, day, n, rounds)
     else:
@@ -35,6 +41,8 @@ def _one(
     raw = summary.period_result(ds, day, k)
     plan = summary.period_plan(ds, day, k)
     d = summary.day_architecture(ds, day, peak)
+    if found is not None:
+        d = d.model_copy(update=_scale_fields(*found))
     if replays is not None:
         periods = [p.model_copy(update={"replay": r}) for p, r in zip(d.periods, replays)]
         d = d.model_copy(update={"periods": periods, "sla_met": met, "rounds": i})
@@ -49,6 +57,20 @@ def _one(
                 + "; relax the SLA or add capacity"
             )
     return raw, plan, d
+
+
+def _scale_fields(s: float, tried: list[scale.Tried]) -> dict:
+    def r(x: float | None) -> float | None:
+        return None if x is None else round(x, 6) + 0.0
+
+    at_1 = next((t.bcr for t in tried if t.scale == 1.0), None)
+    return {
+        "scale": r(s),
+        "bcr_at_profile": r(at_1),
+        "scales_tried": [
+            ScaleTry(scale=r(t.scale), cost_day=r(t.cost_day), bcr=r(t.bcr)) for t in tried
+        ],
+    }
 
 
 def optimize_day(

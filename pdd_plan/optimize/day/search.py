@@ -183,7 +183,7 @@ def search_all(
     if not cands:
         raise diagnosis.no_combinations(pb.sites, pb.sla, spec, findings.reasons())
     sh = Shared.of(pb, spec, day.classes, caps)
-    lines = _lines(sh, day)
+    lines = _lines(dp, sh, day)
     if not lines and not any(solved.one_datacenter(pb.sites, cb) for cb in cands):
         reason = diagnosis.line_reason(
             pb.model, pb.policy, pb.lines, pb.max_lines, day.classes, day.peak_rps, caps

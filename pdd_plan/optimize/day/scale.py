@@ -1,0 +1,87 @@
+"""The best day BCR (`day_scale: free`): the scale s of the whole rate profile (every period's
+rate times s) whose cheapest day serves the most requests per dollar.
+
+The day's cost at scale s is the min-cost day plan (search.plan_day); it is a step function of
+s (integer instances, discrete lines), so s x requests / cost(s) peaks at the right end of a
+step. The search: the plan on a coarse grid of s (GRID, 0.5x..2x), then bisection to the right
+of the best grid point for the largest s that costs the same (its step's right end), each step
+one day plan. It finds the best of the scales it evaluates, no more: a step narrower than the
+grid's spacing whose right end lies elsewhere can be missed, and s is capped at GRID's ends.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from pdd_plan.architectures import Architecture
+from pdd_plan.common.errors import InfeasibleError
+from pdd_plan.optimize import summary as optimize_summary
+from pdd_plan.optimize.day import search
+from pdd_plan.optimize.day.problem import DayProblem
+from pdd_plan.optimize.search.caps import Caps
+from pdd_plan.workload.periods import Day
+
+GRID = (0.5, 0.75, 1.0, 1.5, 2.0)  # multiples of the profile; 1 is the day as given
+BISECTIONS = 4  # halvings of the bracket: a step's right end within 1/16 of the grid spacing
+SAME_COST = 1e-9  # relative: two days cost the same
+
+
+@dataclasses.dataclass(frozen=True)
+class Tried:
+    """One evaluated scale: the day's $ and its BCR (None: no day at that scale)."""
+
+    scale: float
+    cost_day: float | None
+    bcr: float | None
+
+
+def scaled(dp: DayProblem, s: float) -> DayProblem:
+    """The day problem with every period's rate times `s` (mixes unchanged)."""
+    periods = tuple(dataclasses.replace(p, rate_rps=p.rate_rps * s) for p in dp.day.periods)
+    day = Day(dp.day.classes, periods, dp.day.from_trace)
+    loads = tuple(
+        w.model_copy(update={"rate_rps": max(p.rate_rps, 1e-3)})
+        for w, p in zip(dp.period_workloads, periods)
+    )
+    return dataclasses.replace(dp, day=day, period_workloads=loads)
+
+
+def evaluate(dp: DayProblem, spec: Architecture, s: float, caps: Caps) -> Tried:
+    """The cheapest day at scale `s` and its BCR (requests per second per $/hour)."""
+    sd = scaled(dp, s)
+    try:
+        ds = search.plan_day(sd, spec, sd.day, caps)
+    except InfeasibleError:
+        return Tried(s, None, None)
+    cost = ds.cost_per_hour  # the day's mean $/hour: base, elastic (drains included), line
+    return Tried(s, cost * sd.day.hours, optimize_summary.bcr(sd.day.mean_rps, cost))
+
+
+def _cost(t: Tried) -> float:
+    return float("inf") if t.cost_day is None else t.cost_day
+
+
+def best_scale(dp: DayProblem, spec: Architecture, caps: Caps) -> tuple[float, list[Tried]]:
+    """The scale with the best day BCR among those evaluated, and every evaluation (grid
+    first, then the bisection's, in order). InfeasibleError (the profile's own) if none has a
+    day."""
+    tried = [evaluate(dp, spec, s, caps) for s in GRID]
+    ok = [t for t in tried if t.bcr is not None]
+    if not ok:
+        search.plan_day(dp, spec, dp.day, caps)  # raises the profile's own reasons
+        raise InfeasibleError(f"{spec.name}: no day at any scale of the profile")
+    j = tried.index(max(ok, key=lambda t: t.bcr))
+    # the step holding grid point i ends before i+1: bisect right of the best point (or, when
+    # that is the grid's top, right of the one before, whose step may end just short of it)
+    i = j if j + 1 < len(tried) else j - 1
+    if i >= 0 and tried[i].bcr is not None:
+        lo, hi = tried[i], tried[i + 1]
+        for _ in range(BISECTIONS):
+            mid = evaluate(dp, spec, 0.5 * (lo.scale + hi.scale), caps)
+            tried.append(mid)
+            if _cost(mid) <= _cost(lo) * (1 + SAME_COST):
+                lo = mid
+            else:
+                hi = mid
+    best = max((t for t in tried if t.bcr is not None), key=lambda t: t.bcr)
+    return best.scale, tried
