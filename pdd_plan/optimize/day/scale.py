@@ -3,10 +3,12 @@ rate times s) whose cheapest day serves the most requests per dollar.
 
 The day's cost at scale s is the min-cost day plan (search.plan_day); it is a step function of
 s (integer instances, discrete lines), so s x requests / cost(s) peaks at the right end of a
-step. The search: the plan on a coarse grid of s (GRID, 0.5x..2x), then bisection to the right
-of the best grid point for the largest s that costs the same (its step's right end), each step
-one day plan. It finds the best of the scales it evaluates, no more: a step narrower than the
-grid's spacing whose right end lies elsewhere can be missed, and s is capped at GRID's ends.
+step. The search plans the day on a coarse grid of s (GRID, 0.5x..2x) and at the scale where
+the busiest period alone has its best BCR (the single-rate bcr objective, Dinkelbach, at that
+period's rate and mix: a flat day's optimum), then bisects to the right of the best of those
+for the largest s that costs the same (its step's right end); each point is one day plan. It
+returns the best of the scales it planned, no more: the BCR is a sawtooth in s, and a step
+whose right end lies between the points planned can be missed.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from pdd_plan.common.errors import InfeasibleError
 from pdd_plan.optimize import summary as optimize_summary
 from pdd_plan.optimize.day import search
 from pdd_plan.optimize.day.problem import DayProblem
+from pdd_plan.optimize.search import objectives
 from pdd_plan.optimize.search.caps import Caps
-from pdd_plan.workload.periods import Day
+from pdd_plan.workload.periods import Day, reweighted
 
 GRID = (0.5, 0.75, 1.0, 1.5, 2.0)  # multiples of the profile; 1 is the day as given
 BISECTIONS = 4  # halvings of the bracket: a step's right end within 1/16 of the grid spacing
@@ -61,21 +64,40 @@ def _cost(t: Tried) -> float:
     return float("inf") if t.cost_day is None else t.cost_day
 
 
+def peak_scale(dp: DayProblem, spec: Architecture, caps: Caps) -> float | None:
+    """The scale at which the busiest period alone has its best BCR: the single-rate bcr
+    objective (Dinkelbach) at that period's mix, its rate over the period's. None if it has
+    no plan. A flat day's best scale is this one (a flat day is the single-rate plan)."""
+    k = search.busiest(dp.day)
+    peak = dp.day.periods[k]
+    try:
+        p = objectives.dinkelbach(
+            dp.pb, spec.name, reweighted(dp.day.classes, peak.class_weight), caps
+        )
+    except InfeasibleError:
+        return None
+    return p.rate / peak.rate_rps if peak.rate_rps > 0 and p.rate > 0 else None
+
+
 def best_scale(dp: DayProblem, spec: Architecture, caps: Caps) -> tuple[float, list[Tried]]:
     """The scale with the best day BCR among those evaluated, and every evaluation (grid
-    first, then the bisection's, in order). InfeasibleError (the profile's own) if none has a
-    day."""
+    first, then the busiest period's best scale, then the bisection's, in order).
+    InfeasibleError (the profile's own) if none has a day."""
     tried = [evaluate(dp, spec, s, caps) for s in GRID]
+    s_peak = peak_scale(dp, spec, caps)
+    if s_peak is not None and s_peak not in GRID:
+        tried.append(evaluate(dp, spec, s_peak, caps))
     ok = [t for t in tried if t.bcr is not None]
     if not ok:
         search.plan_day(dp, spec, dp.day, caps)  # raises the profile's own reasons
         raise InfeasibleError(f"{spec.name}: no day at any scale of the profile")
-    j = tried.index(max(ok, key=lambda t: t.bcr))
-    # the step holding grid point i ends before i+1: bisect right of the best point (or, when
-    # that is the grid's top, right of the one before, whose step may end just short of it)
-    i = j if j + 1 < len(tried) else j - 1
-    if i >= 0 and tried[i].bcr is not None:
-        lo, hi = tried[i], tried[i + 1]
+    ranked = sorted(tried, key=lambda t: t.scale)
+    j = ranked.index(max(ok, key=lambda t: t.bcr))
+    # the step holding point i ends before point i+1: bisect right of the best point (or, when
+    # it is the largest scale planned, right of the one before, whose step may end just short)
+    i = j if j + 1 < len(ranked) else j - 1
+    if i >= 0 and ranked[i].bcr is not None:
+        lo, hi = ranked[i], ranked[i + 1]
         for _ in range(BISECTIONS):
             mid = evaluate(dp, spec, 0.5 * (lo.scale + hi.scale), caps)
             tried.append(mid)
