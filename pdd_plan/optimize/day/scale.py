@@ -6,7 +6,8 @@ s (integer instances, discrete lines), so s x requests / cost(s) peaks at the ri
 step. The search plans the day on a coarse grid of s (GRID, 0.5x..2x) and at the scale where
 the busiest period alone has its best BCR (the single-rate bcr objective, Dinkelbach, at that
 period's rate and mix: a flat day's optimum), then bisects to the right of the best of those
-for the largest s that costs the same (its step's right end); each point is one day plan. It
+for the largest s that costs the same (its step's right end), moving to a dearer step when it
+has the better BCR; each point is one day plan. It
 returns the best of the scales it planned, no more: the BCR is a sawtooth in s, and a step
 whose right end lies between the points planned can be missed.
 """
@@ -99,9 +100,12 @@ def best_scale(dp: DayProblem, spec: Architecture, caps: Caps) -> tuple[float, l
     if i >= 0 and ranked[i].bcr is not None:
         lo, hi = ranked[i], ranked[i + 1]
         for _ in range(BISECTIONS):
+            top = max(t.bcr for t in tried if t.bcr is not None)
             mid = evaluate(dp, spec, 0.5 * (lo.scale + hi.scale), caps)
             tried.append(mid)
-            if _cost(mid) <= _cost(lo) * (1 + SAME_COST):
+            # the same cost: lo's step reaches mid; a dearer mid with a better BCR: a better
+            # step, whose right end is sought from here on (Dinkelbach's move to a better ratio)
+            if _cost(mid) <= _cost(lo) * (1 + SAME_COST) or (mid.bcr or 0.0) > top:
                 lo = mid
             else:
                 hi = mid
