@@ -124,3 +124,20 @@ def test_periods_from_trace_needs_a_trace():
     d = _with(workload__periods_from_trace={"period_minutes": 5})
     del d["workload"]["periods"]
     assert "needs workload.trace" in _error(d)
+
+
+@pytest.mark.unit
+def test_a_free_day_scale_needs_the_bcr_objective_no_budget_and_a_day():
+    assert "set objective bcr (not cost)" in _error(_with(day_scale="free", objective="cost"))
+    assert "remove budget_per_hour" in _error(_with(day_scale="free", budget_per_hour=1000))
+    d = _with(day_scale="free")
+    del d["workload"]["periods"], d["elastic"]
+    assert "day_scale free needs workload.periods" in _error(d)
+    assert parse(Scenario, _with(day_scale="free"), "day.yaml").day_scale == "free"
+    assert parse(Scenario, _with(), "day.yaml").day_scale == "fixed"  # the default: as given
+
+
+@pytest.mark.unit
+def test_the_default_day_scale_is_left_out_of_the_dumped_scenario():
+    sc = parse(Scenario, _with(), "day.yaml")
+    assert "day_scale" not in sc.model_dump(mode="json")
