@@ -87,8 +87,8 @@ def render_day(plan: Plan, console: Console) -> None:
         if d.scale is not None:  # day_scale free: the scale the best-BCR search chose
             at_1 = "no day" if d.bcr_at_profile is None else f"{d.bcr_at_profile:.1f}"
             console.print(
-                f"{a}: the day at {d.scale:.3g}x its rate profile, BCR {d.bcr:.1f} "
-                f"(1x: {at_1}; best of {len(d.scales_tried or [])} scales planned)",
+                f"{a}: the day at {d.scale:.3g}x its rate profile: BCR {d.bcr:.1f} "
+                f"(1x: {at_1}; {len(d.scales_tried or [])} scales tried)",
                 highlight=False,
             )
     g = day.bcr_gain
