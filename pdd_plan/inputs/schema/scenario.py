@@ -337,7 +337,9 @@ class Scenario(Strict):
     day_scale: Literal["fixed", "free"] = Field(default="fixed", exclude_if=lambda v: v == "fixed")
     """With periods and objective `bcr`: `fixed` plans the cheapest day at the periods' rates;
     `free` plans the day at the scale s of the whole rate profile (every period's rate times s,
-    searched over 0.5x..2x) with the best day BCR (the day's requests per dollar)."""
+    searched on 0.5x..2x, at the busiest period's own best scale, and by bisection) with the
+    best day BCR (the day's requests per dollar): 10 day plans per architecture, so allow
+    `search.time_limit_s` for them."""
     budget_per_hour: float | None = Field(default=None, gt=0, le=MAX_BUDGET_PER_HOUR)
     """$/hour cap, for `objective: goodput`."""
     search: Search = Search()
