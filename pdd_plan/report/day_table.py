@@ -88,7 +88,7 @@ def render_day(plan: Plan, console: Console) -> None:
             at_1 = "no day" if d.bcr_at_profile is None else f"{d.bcr_at_profile:.1f}"
             console.print(
                 f"{a}: the day at {d.scale:.3g}x its rate profile: BCR {d.bcr:.1f} "
-                f"(1x: {at_1}; {len(d.scales_tried or [])} scales tried)",
+                f"(1x as planned: {at_1})",
                 highlight=False,
             )
     g = day.bcr_gain

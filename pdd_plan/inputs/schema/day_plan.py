@@ -75,7 +75,8 @@ class DayArchitecture(Out):
     sla_met: bool | None = None  # every period's replay met the SLA (None: not replayed)
     rounds: NonNegativeInt = 0  # re-solves after a missed replay
     # day_scale free: the profile's scale planned (every period's rate times it), the BCR of
-    # the cheapest day at the profile as given (s = 1), and every scale the search planned
+    # the cheapest day at the profile as given (s = 1), and every scale the search planned;
+    # those are the search's plans, before any replay (a replay's re-solves can raise the cost)
     scale: float | None = Field(default=None, gt=0)
     bcr_at_profile: NonNegativeFloat | None = None
     scales_tried: list[ScaleTry] | None = None
