@@ -21,8 +21,8 @@ import numpy as np
 from pdd_plan.inputs.schema.model import ModelProfile
 from pdd_plan.latency.line import transfer
 from pdd_plan.latency.prefill import pool as prefill_pool
-from pdd_plan.optimize import points, tables
-from pdd_plan.optimize.search.at_rates import line_level
+from pdd_plan.optimize import points
+from pdd_plan.optimize.search.at_rates import levels_at_load, paths_at
 from pdd_plan.optimize.search.enumeration import Combo, Shared, fleet_tables
 from pdd_plan.optimize.tables import LineOption, PathTable
 from pdd_plan.workload.periods import Day, reweighted
@@ -72,31 +72,8 @@ def _paths(
     n_p: int,
 ) -> tuple[np.ndarray, tuple[PathTable, ...]]:
     cls = reweighted(sh.classes, mix)
-    load = rate * float(np.dot(mix, sh.line_bytes)) * f
-    levels = np.array(
-        [
-            ln.level if ln.config is None else line_level(load / ln.capacity_bytes_s, sh.caps.line)
-            for ln in lines
-        ]
-    )
-    chunk = sh.prefill_chunk_tokens
-    pool = prefill_pool.PrefillPool.of(cb.pinst, n_p, cls, chunk, rate)
-    paths = tuple(
-        tables.path_table(
-            sh.sla,
-            sh.policy,
-            sh.prefill_chunk_tokens,
-            sh.spec,
-            cls,
-            pool,
-            cb.service,
-            cb.md,
-            cb.rld,
-            dataclasses.replace(ln, level=float(lv)),
-            sh.caps,
-        )
-        for ln, lv in zip(lines, levels)
-    )
+    levels = levels_at_load(sh, lines, rate * float(np.dot(mix, sh.line_bytes)) * f)
+    paths = paths_at(sh, cb, lines, cls, n_p, rate, levels)
     return levels, paths
 
 

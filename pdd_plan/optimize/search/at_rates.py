@@ -19,6 +19,7 @@ from pdd_plan.latency.prefill import pool as prefill_pool
 from pdd_plan.optimize import points, tables
 from pdd_plan.optimize.search.enumeration import Combo, Shared, fleet_tables
 from pdd_plan.optimize.tables import LineOption, PathTable
+from pdd_plan.workload.requests import RequestClasses
 
 
 def line_level(rho: float, cap: float) -> float:
@@ -27,8 +28,9 @@ def line_level(rho: float, cap: float) -> float:
     return min(max(rho, 1e-6) * (1 + 1e-6) + 1e-9, cap)
 
 
-def _levels(sh: Shared, lines: list[LineOption], rate: float) -> np.ndarray:
-    load = rate * float(np.dot(sh.classes.weight, sh.line_bytes))
+def levels_at_load(sh: Shared, lines: list[LineOption], load: float) -> np.ndarray:
+    """Each line option's utilization level when the line carries `load` bytes/s (a fixed
+    option keeps its own level)."""
     return np.array(
         [
             ln.level if ln.config is None else line_level(load / ln.capacity_bytes_s, sh.caps.line)
@@ -37,18 +39,25 @@ def _levels(sh: Shared, lines: list[LineOption], rate: float) -> np.ndarray:
     )
 
 
-def _paths_at(
-    sh: Shared, cb: Combo, lines: list[LineOption], rate: float, levels: np.ndarray
+def paths_at(
+    sh: Shared,
+    cb: Combo,
+    lines: list[LineOption],
+    classes: RequestClasses,
+    n_prefill: int,
+    rate: float,
+    levels: np.ndarray,
 ) -> tuple[PathTable, ...]:
-    chunk = sh.prefill_chunk_tokens
-    pool = prefill_pool.PrefillPool.of(cb.pinst, cb.n_lo, sh.classes, chunk, rate)
+    """The path tables of `classes` at `rate` on `n_prefill` prefill instances, one per line
+    option at its level."""
+    pool = prefill_pool.PrefillPool.of(cb.pinst, n_prefill, classes, sh.prefill_chunk_tokens, rate)
     return tuple(
         tables.path_table(
             sh.sla,
             sh.policy,
             sh.prefill_chunk_tokens,
             sh.spec,
-            sh.classes,
+            classes,
             pool,
             cb.service,
             cb.md,
@@ -81,8 +90,8 @@ def rate_points(
     for r in rates:
         r = float(r)
         if r not in rebuilt:
-            lv = _levels(sh, lines, r)
-            rebuilt[r] = (lv, _paths_at(sh, cb, lines, r, lv))
+            lv = levels_at_load(sh, lines, r * float(np.dot(sh.classes.weight, sh.line_bytes)))
+            rebuilt[r] = (lv, paths_at(sh, cb, lines, sh.classes, cb.n_lo, r, lv))
     return points.points(
         nominal,
         weights,
