@@ -54,8 +54,8 @@ def optimize(
         None,
         "--draws",
         help="Evaluate every plan under N draws of the uncertain inputs (default: the "
-        "scenario's uncertainty.draws when it has the section; without it, the perf error band "
-        "alone). 0: skip.",
+        "scenario's uncertainty.draws, or 32; without an uncertainty: section, the perf error "
+        "band alone). 0: skip.",
     ),
     robust: float = typer.Option(
         None,
@@ -102,7 +102,8 @@ def optimize(
     if confirm < 0:
         raise InputError(None, "--confirm", f"must be >= 0 (got {confirm})", "e.g. 4")
     limits.check("DRAWS", confirm, None, "--confirm")
-    wanted = (draws is None and sc.uncertainty is not None) or draws
+    # on by default for a plan at one rate (a day's plan has no single fleet to draw on)
+    wanted = draws != 0 and (draws is not None or plan.day is None)
     if wanted or q is not None or confirm or replan:
         from pdd_plan.uncertainty import Options, plan_under_uncertainty
 

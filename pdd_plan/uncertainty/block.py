@@ -179,14 +179,17 @@ def assess(
     planned = {a: float(p.goodput_rps) for a, p in plan.plans.items()}
     pr = paired.evaluate(ev, d, planned)
     ls = sensitivity.levers(d, u.inputs.perf_correlation)
-    archs = {}
+    archs, n1 = {}, {}
     for j, a in enumerate(pr.archs):
+        k = paired.fleet_key(fleets[a])
+        if opt.n_minus_1 and k not in n1:  # equal fleets (PDD as CDC-PD) lose the same
+            n1[k] = n_minus_1(ctx, cls, fleets[a])
         archs[a] = ArchitectureUncertainty(
             goodput_rps=paired.band(pr.goodput[:, j]),
             bcr=paired.band(pr.bcr[:, j]),
             cost_per_hour=paired.band(pr.cost[:, j]),
             meets_sla_share=round(float(np.mean(pr.meets[:, j])), 4),
-            n_minus_1=n_minus_1(ctx, cls, fleets[a]) if opt.n_minus_1 else {},
+            n_minus_1=n1.get(k, {}),
         )
     comps = {}
     if RELAY_ARCH in fleets:

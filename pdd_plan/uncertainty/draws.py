@@ -1,8 +1,8 @@
 """Draws of the uncertain inputs: each input's marginal (the scenario's, or the shipped perf
 error band), and N seeded space-filling draws of all of them together.
 
-The draws are a Latin hypercube (`scipy.stats.qmc.LatinHypercube`, scrambled, seeded) pushed
-through each marginal's inverse CDF; prefill and decode speed are joined by a Gaussian copula
+The draws are a Latin hypercube (seeded: each input's N strata in a random order, a uniform
+point inside each) pushed through each marginal's inverse CDF; prefill and decode speed are joined by a Gaussian copula
 with the scenario's `perf_correlation`. `iid` gives plain Monte Carlo draws instead (the
 scenario approach's guarantee and the out-of-sample check need independent draws). Every
 architecture is evaluated under the same draws (paired), so a comparison's noise cancels.
@@ -20,10 +20,9 @@ band of 2026-11-30, bias +24% over a median error of 21%.)
 from __future__ import annotations
 
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
-from scipy import stats
-from scipy.stats import qmc
 
 from pdd_plan.calibration import error_band
 from pdd_plan.inputs.schema.model import ModelProfile
@@ -32,15 +31,52 @@ from pdd_plan.inputs.schema.uncertainty import NAMES, Spread, Uncertainty, kind
 FLOOR = 0.01  # a factor is never drawn below 1% of the nominal (a normal's tail can go under 0)
 
 
+_N01 = NormalDist()
+
+
+def norm_ppf(u: np.ndarray | float) -> np.ndarray:
+    """The standard normal's inverse CDF, elementwise (the stdlib's, Wichura's AS241: about
+    1e-16 relative; scipy.stats is not imported for it, see `_levels`)."""
+    a = np.asarray(u, float)
+    return np.array([_N01.inv_cdf(float(x)) for x in a.ravel()]).reshape(a.shape)
+
+
+def norm_cdf(z: np.ndarray | float) -> np.ndarray:
+    a = np.asarray(z, float)
+    return np.array([_N01.cdf(float(x)) for x in a.ravel()]).reshape(a.shape)
+
+
+@dataclass(frozen=True)
+class Law:
+    """A distribution's inverse CDF, in closed form (or through norm_ppf)."""
+
+    dist: str
+    params: dict[str, float]
+
+    def ppf(self, u: np.ndarray | float) -> np.ndarray:
+        u, p = np.asarray(u, float), self.params
+        if self.dist == "normal":
+            return p["mean"] + p["sd"] * norm_ppf(u)
+        if self.dist == "lognormal":
+            return p["median"] * np.exp(p["sigma"] * norm_ppf(u))
+        lo, hi = p["low"], p["high"]
+        if self.dist == "uniform" or hi == lo:
+            return lo + (hi - lo) * u
+        c = (p["mode"] - lo) / (hi - lo)  # triangular: the CDF's two quadratic arms inverted
+        left = lo + np.sqrt(u * (hi - lo) * (p["mode"] - lo))
+        right = hi - np.sqrt((1 - u) * (hi - lo) * (hi - p["mode"]))
+        return np.where(u < c, left, right)
+
+
 @dataclass(frozen=True)
 class Marginal:
-    """One input's distribution (as `scipy.stats` frozen), where it comes from, and its kind."""
+    """One input's distribution (its inverse CDF), where it comes from, and its kind."""
 
     name: str
     dist: str
     params: dict[str, float]
     source: str
-    law: object  # scipy frozen distribution
+    law: Law
 
     @property
     def kind(self) -> str:
@@ -55,39 +91,16 @@ class Marginal:
         return float(self.value(q))
 
 
-def law_of(s: Spread):
-    """The scipy distribution a `Spread` names."""
-    if s.dist == "normal":
-        return stats.norm(s.mean, s.sd)
-    if s.dist == "lognormal":
-        return stats.lognorm(s.sigma, scale=s.median) if s.sigma > 0 else _point(s.median)
-    if s.dist == "uniform":
-        return stats.uniform(s.low, s.high - s.low) if s.high > s.low else _point(s.low)
-    if s.high == s.low:
-        return _point(s.low)
-    return stats.triang((s.mode - s.low) / (s.high - s.low), s.low, s.high - s.low)
-
-
-class _point:
-    """A distribution with no spread (the scipy ones need a positive scale)."""
-
-    def __init__(self, x: float):
-        self.x = float(x)
-
-    def ppf(self, u):
-        return np.full(np.shape(u), self.x)
-
-
 def _spread(s: Spread, name: str) -> Marginal:
     keys = ("mean", "sd", "median", "sigma", "low", "mode", "high")
     params = {k: float(getattr(s, k)) for k in keys if getattr(s, k) is not None}
-    return Marginal(name, s.dist, params, s.source, law_of(s))
+    return Marginal(name, s.dist, params, s.source, Law(s.dist, params))
 
 
 def band_sigma(median_abs: float) -> float:
     """The spread of ln(1 + error) whose median |.| about the centre is ln(1 + median_abs):
     ln(1 + m) / z_0.75 (the median of a half-normal is 0.6745 sigma)."""
-    return float(np.log1p(median_abs) / stats.norm.ppf(0.75))
+    return float(np.log1p(median_abs) / _N01.inv_cdf(0.75))
 
 
 def perf_marginal(model: ModelProfile, name: str) -> tuple[Marginal | None, str]:
@@ -103,8 +116,8 @@ def perf_marginal(model: ModelProfile, name: str) -> tuple[Marginal | None, str]
         f"shipped error band ({band['family']}, {band['rows']} held-out rows, {band['basis']}): "
         f"median |error| {band['median_abs_error']:.0%}, bias {b:+.0%}"
     )
-    law = stats.lognorm(sigma, scale=median)
-    return Marginal(name, "lognormal", {"median": median, "sigma": sigma}, src, law), note
+    params = {"median": median, "sigma": sigma}
+    return Marginal(name, "lognormal", params, src, Law("lognormal", params)), note
 
 
 def marginals(unc: Uncertainty | None, model: ModelProfile) -> tuple[list[Marginal], list[str]]:
@@ -149,11 +162,16 @@ class Draws:
 
 
 def _levels(n: int, d: int, seed: int, iid: bool) -> np.ndarray:
+    """(n, d) quantile levels. The Latin hypercube is built here, not by scipy.stats.qmc:
+    importing scipy.stats costs about 1-2 s, more than the whole block may add to a plan."""
+    rng = np.random.default_rng(seed)
     if d == 0:
         return np.zeros((n, 0))
     if iid:
-        return np.random.default_rng(seed).random((n, d))
-    return qmc.LatinHypercube(d=d, scramble=True, seed=seed).random(n)
+        return rng.random((n, d))
+    # each column: the n strata [k/n, (k+1)/n) in a random order, a uniform point in each
+    strata = np.column_stack([rng.permutation(n) for _ in range(d)])
+    return (strata + rng.random((n, d))) / n
 
 
 def draw(
@@ -164,9 +182,12 @@ def draw(
     u = _levels(n, len(ms), seed, iid)
     if "prefill_speed" in names and "decode_speed" in names:
         i, j = names.index("prefill_speed"), names.index("decode_speed")
-        z1, z2 = stats.norm.ppf(u[:, i]), stats.norm.ppf(u[:, j])
         r = float(correlation)
-        u[:, j] = stats.norm.cdf(r * z1 + np.sqrt(max(1.0 - r * r, 0.0)) * z2)
+        if r >= 1.0 - 1e-12:
+            u[:, j] = u[:, i]  # one factor for both (the copula's limit, without a round trip)
+        else:
+            z1, z2 = norm_ppf(u[:, i]), norm_ppf(u[:, j])
+            u[:, j] = norm_cdf(r * z1 + np.sqrt(max(1.0 - r * r, 0.0)) * z2)
     vals = np.column_stack([m.value(u[:, k]) for k, m in enumerate(ms)]) if ms else u
-    method = "independent draws" if iid else "Latin hypercube (scrambled, seeded)"
+    method = "independent draws" if iid else "Latin hypercube (seeded)"
     return Draws(names, tuple(ms), vals, method)

@@ -3,7 +3,9 @@ and whether it meets the SLA at the (drawn) planned rate; the percentiles, the p
 that PDD's plan beats each baseline's, and its Monte Carlo error.
 
 Fleets that are the same model (the same groups and line, and no relay instances to route
-over: PDD without relay decode is CDC-PD) are evaluated once per draw.
+over: PDD without relay decode is CDC-PD) are evaluated once per draw. A draw that dominates
+another (every input at least as favourable to every fleet) has at least its goodput, and one
+dominated at most: each evaluation starts from the bracket the draws already done give it.
 """
 
 from __future__ import annotations
@@ -51,25 +53,36 @@ def pb_of(ctx: Context) -> Problem:
 
 
 class Evaluator:
-    """SLA goodput of each fleet at given input values, memoized by (fleet, values)."""
+    """SLA goodput of each fleet at given input values, memoized by (fleet, values), with the
+    bracket of every new evaluation narrowed by those already done at draws that dominate it
+    (monotone: see DIRECTION)."""
 
     def __init__(self, ctx: Context, classes: RequestClasses, fleets: dict[str, FleetSpec]):
         self.ctx, self.classes, self.fleets = ctx, classes, fleets
         self.pb = pb_of(ctx)
-        self._memo: dict[tuple, float] = {}
+        self._memo: dict[tuple, perturb.Edge] = {}
+        self._done: dict[tuple, list[tuple[dict[str, float], perturb.Edge]]] = {}
         self.evaluations = 0
 
-    def goodput(self, values: dict[str, float], arch: str) -> float:
+    def edge(self, values: dict[str, float], arch: str) -> perturb.Edge:
         fs = self.fleets[arch]
         moving = tuple(sorted((k, v) for k, v in values.items() if k in MOVES_GOODPUT))
-        key = (fleet_key(fs), moving)
+        fk = fleet_key(fs)
+        key = (fk, moving)
         if key not in self._memo:
-            # the nominal goodput first: it brackets every draw's bisection
-            hint = None if not moving else self.goodput({}, arch)
-            ap = perturb.apply(self.pb, self.classes, dict(moving))
-            self._memo[key] = perturb.goodput(ap, fs, hint)
+            done = self._done.setdefault(fk, [])
+            x = dict(moving)
+            lo = max((e.lo for y, e in done if dominates(x, y)), default=0.0)
+            his = [e.hi for y, e in done if dominates(y, x)]
+            ap = perturb.apply(self.pb, self.classes, x)
+            e = perturb.edge(ap, fs, lo, min(his) if his else None)
+            self._memo[key] = e
+            done.append((x, e))
             self.evaluations += 1
         return self._memo[key]
+
+    def goodput(self, values: dict[str, float], arch: str) -> float:
+        return self.edge(values, arch).lo
 
     def cost(self, values: dict[str, float], arch: str) -> float:
         return perturb.cost_per_hour(
@@ -82,7 +95,41 @@ class Evaluator:
 
 
 # the inputs that move a fleet's SLA goodput (prices move its cost, the rate only the verdict)
-MOVES_GOODPUT = ("prefill_speed", "decode_speed", "kv_bytes", "line_rate", "prefix_hit")
+MOVES_GOODPUT = (
+    "prefill_speed",
+    "decode_speed",
+    "kv_bytes",
+    "request_state",
+    "line_rate",
+    "prefix_hit",
+)
+# how each moves it where the models say so for every fleet: +1 more never hurts (faster
+# passes, a faster connection), -1 more never helps (more bytes on the line and in memory).
+# The prefix-hit shift is left out: it moves which requests relay, not only how fast.
+DIRECTION = {
+    "prefill_speed": 1,
+    "decode_speed": 1,
+    "kv_bytes": -1,
+    "request_state": -1,
+    "line_rate": 1,
+}
+
+
+def dominates(x: dict[str, float], y: dict[str, float]) -> bool:
+    """Whether every fleet's SLA goodput is at least as high under x as under y: each ordered
+    input at least as favourable, every other input equal (a missing input is nominal)."""
+    for k in set(x) | set(y):
+        a, b = x.get(k, _NOMINAL.get(k, 1.0)), y.get(k, _NOMINAL.get(k, 1.0))
+        d = DIRECTION.get(k)
+        if d is None:
+            if a != b:
+                return False
+        elif d * (a - b) < 0:
+            return False
+    return True
+
+
+_NOMINAL = {"prefix_hit": 0.0}
 
 
 @dataclass(frozen=True)

@@ -139,57 +139,75 @@ def fleet_model(ap: Applied, fs: FleetSpec) -> analytic.FleetModel:
     return fm
 
 
-def goodput(ap: Applied, fs: FleetSpec, hint: float | None = None) -> float:
-    """The fleet's SLA goodput (req/s) under the draw; 0 where it meets the SLA at no rate.
-    `hint` (e.g. the nominal goodput) brackets the bisection near where the answer likely is."""
+@dataclass(frozen=True)
+class Edge:
+    """Where a fleet's SLA goodput lies: `lo` is served (0: no rate found that is), no rate
+    above `hi` is; hi <= lo x (1 + REL_TOL) once found."""
+
+    lo: float
+    hi: float
+
+
+# the resources whose use grows in proportion to the rate and whose use over cap no routing
+# avoids (evaluate's early-outs and the decode rows' sum): a probe at r with use L past them
+# puts the goodput at or below r / L (the others, TTFT, KV and relay, only guide the next probe)
+LINEAR = ("prefill_queue", "line", "decode_tpot")
+
+
+def goodput(ap: Applied, fs: FleetSpec) -> float:
+    """The fleet's SLA goodput (req/s) under the draw; 0 where it meets the SLA at no rate."""
+    return edge(ap, fs).lo
+
+
+def edge(ap: Applied, fs: FleetSpec, lo: float = 0.0, hi: float | None = None) -> Edge:
+    """The fleet's SLA goodput under the draw to REL_TOL, by evaluate's analytic check
+    (`analytic.at_rate`); `lo` (served) and `hi` (an upper bound) may come from draws that
+    dominate (see paired.Evaluator). The first probe is just under the rate bound (every
+    rate-linear resource at its cap): where one of them binds, as on the default, that one
+    probe is the answer. Otherwise each probe's use of the resources places the next (the
+    rate at which the one most over its cap would reach it), with bisection when that does
+    not land inside the bracket; feasibility is monotone in the rate (analytic.search's
+    premise)."""
     fm = fleet_model(ap, fs)
     if fm.n_prefill == 0 or not fm.md:
-        return 0.0
+        return Edge(0.0, 0.0)
     bound = analytic.rate_bound(fm)
-    if hint is None or not 0 < hint < bound:
-        lo, _ = analytic.search(fm, rel_tol=REL_TOL)
-        return float(lo.rate) if lo.ok else 0.0
-    return _bracketed(fm, hint, bound)
-
-
-def _bracketed(fm: analytic.FleetModel, hint: float, bound: float) -> float:
-    """Evaluate's bisection started at `hint`: steps out geometrically (10%, 20%, 40%, ...)
-    until the SLA's edge is bracketed, then halves the bracket to REL_TOL (feasibility is
-    monotone in the rate, as analytic.search assumes)."""
+    hi = bound if hi is None else min(hi, bound)
     floor = bound * 1e-3
-    ok = analytic.at_rate(fm, hint).ok
-    lo, hi = (hint, None) if ok else (None, hint)
-    step = 0.1
-    while lo is None or hi is None:
-        if lo is None:
-            r = hi / (1 + step)
-            if r < floor:
-                return 0.0 if not analytic.at_rate(fm, floor).ok else _halve(fm, floor, hi)
-            if analytic.at_rate(fm, r).ok:
-                lo = r
-            else:
-                hi = r
+    guess = hi / (1 + REL_TOL)
+    while not (lo > 0 and hi <= lo * (1 + REL_TOL)):
+        r = _inside(guess, lo, hi, floor)
+        a = analytic.at_rate(fm, r)
+        if not a.ok and r <= floor:  # no rate worth serving (analytic.search's floor)
+            return Edge(0.0, floor)
+        if a.ok:
+            lo = r
         else:
-            r = min(lo * (1 + step), bound)
-            if r >= bound:
-                return bound if analytic.at_rate(fm, bound).ok else _halve(fm, lo, bound)
-            if analytic.at_rate(fm, r).ok:
-                lo = r
-            else:
-                hi = r
-        step *= 2
-    return _halve(fm, lo, hi)
+            hi = min([r] + [r / a.limits[k] for k in LINEAR if a.limits.get(k, 0.0) > 1.0])
+        guess = _next(r, a, lo)
+    return Edge(float(lo), float(hi))
 
 
-def _halve(fm: analytic.FleetModel, lo: float, hi: float) -> float:
-    """Bisection between a feasible `lo` and an infeasible `hi`, to REL_TOL of lo."""
-    while hi - lo > REL_TOL * lo:
-        mid = 0.5 * (lo + hi)
-        if analytic.at_rate(fm, mid).ok:
-            lo = mid
-        else:
-            hi = mid
-    return float(lo)
+def _next(r: float, a: analytic.AtRate, lo: float) -> float:
+    """The next probe: where the resource most over (or nearest) its cap would reach it, if
+    its use grows with the rate; just above lo after a served probe near it (to close)."""
+    use = max(a.limits.values(), default=0.0)
+    if use <= 0:
+        return float("nan")
+    at = r / use
+    if a.ok and at <= r * (1 + REL_TOL):
+        return lo * (1 + REL_TOL) * (1 - 1e-9)  # the edge is just above: confirm it
+    return at * (1 - REL_TOL / 4) if not a.ok else at
+
+
+def _inside(g: float, lo: float, hi: float, floor: float) -> float:
+    """`g` if it shrinks the bracket (lo, hi) enough, else its middle (geometric, or a
+    quarter of hi with nothing served yet), never under the floor."""
+    a, b = (lo if lo > 0 else None), hi
+    ok = g == g and (a is None or g > a * (1 + REL_TOL / 8)) and g < b * (1 - REL_TOL / 8)
+    if not ok:
+        g = float(np.sqrt(a * b)) if a is not None else b / 4
+    return max(g, floor)
 
 
 def cost_per_hour(fs: FleetSpec, gpu_price: float = 1.0, line_price: float = 1.0) -> float:
