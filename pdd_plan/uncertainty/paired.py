@@ -99,7 +99,6 @@ MOVES_GOODPUT = (
     "prefill_speed",
     "decode_speed",
     "kv_bytes",
-    "request_state",
     "line_rate",
     "prefix_hit",
 )
@@ -110,7 +109,6 @@ DIRECTION = {
     "prefill_speed": 1,
     "decode_speed": 1,
     "kv_bytes": -1,
-    "request_state": -1,
     "line_rate": 1,
 }
 

@@ -164,10 +164,12 @@ def robust_one(
         return Robust(nominal, None, nominal.cost_per_hour, met0, None, 0)
     caps = Caps(decode=ctx.scenario.search.decode_utilization)
     last_why = None
-    pos = need - 1
+    pos, tried = need - 1, 0
     for step in range(MAX_STEPS):
         if pos >= n:
+            last_why = f"the {tried} fleets planned up to the hardest draw fall short of it"
             break
+        tried += 1
         j = int(order[pos])
         v = draws.draw(j)
         ap = _design(ctx, cls, v)
@@ -188,7 +190,7 @@ def robust_one(
             return Robust(p, raw, nominal.cost_per_hour, met, j, step + 1)
         pos += need - met
     why = last_why or f"no fleet planned at {MAX_STEPS} draws past the share meets it"
-    return Robust(None, None, nominal.cost_per_hour, met0, None, MAX_STEPS, why)
+    return Robust(None, None, nominal.cost_per_hour, met0, None, tried, why)
 
 
 def _one(ctx: Context, arch: str, p: ArchitecturePlan) -> Plan:
