@@ -1,4 +1,5 @@
-"""One self-contained HTML page: inline CSS, plots embedded as base64 PNG, no network
+"""One self-contained HTML page: inline CSS, plots embedded as base64 PNG (and a section's
+inline SVG, the tornado), no network
 references (no external CSS, scripts, fonts or links) and no timestamps."""
 
 from __future__ import annotations
@@ -61,6 +62,8 @@ def render_html(rep: Report, figures: list[Figure]) -> str:
         parts.append(_table(s.columns, s.rows, f"plan-table {escape(s.key)}"))
         if s.note:
             parts.append(f'<p class="note">{escape(s.note)}</p>')
+        if s.svg:  # built from the plan's numbers by the section's module, escaped there
+            parts.append(f'<figure id="fig-{escape(s.key)}">{s.svg}</figure>')
         parts.append("</section>")
     if figures:
         parts.append('<section id="plots">')

@@ -25,6 +25,7 @@ class Section:
     columns: list[str]
     rows: list[list[str]]
     note: str = ""
+    svg: str = ""  # an inline SVG plot the HTML page draws under the table (Markdown: none)
 
 
 @dataclass

@@ -4,6 +4,8 @@ tornado. Renders only: the block is computed by pdd_plan/uncertainty/."""
 
 from __future__ import annotations
 
+from html import escape
+
 from rich.console import Console
 
 from pdd_plan.architectures import RELAY_ARCH, get
@@ -115,9 +117,10 @@ def render(u: PlanUncertainty, console: Console) -> None:
     )
 
 
-def section_parts(u: PlanUncertainty) -> list[tuple[str, str, list[str], list[list[str]], str]]:
+def section_parts(u: PlanUncertainty) -> list[tuple]:
     """The block as report sections (key, title, columns, rows, note) for Markdown and HTML
-    (report.sections wraps them): the verdict's sentences, the bands, the tornado."""
+    (report.sections wraps them): the verdict's sentences, the bands, the tornado (with its
+    plot, an inline SVG the HTML page draws under the table)."""
     names = ", ".join(f"{m.name} ({m.dist}; {m.source})" for m in u.inputs) or "none"
     verdict = [[line] for line in verdict_lines(u)]
     rows = [
@@ -137,5 +140,83 @@ def section_parts(u: PlanUncertainty) -> list[tuple[str, str, list[str], list[li
         ("uncertainty_verdict", "How sure: the verdict", ["statement"], verdict, note),
         ("uncertainty", "Under the draws", cols, rows, ""),
         ("tornado", "Tornado: PDD's BCR gain, one input at P10 / P90",
-         ["vs", "input", "P10 .. P90", "gain"], torn, ""),
+         ["vs", "input", "P10 .. P90", "gain"], torn, "", tornado_svg(u)),
     ]  # fmt: skip
+
+
+# ------------------------------------------------------------------ the tornado as a plot
+
+_W, _LABEL, _PLOT, _ROW, _HEAD = 720, 250, 400, 22, 26
+_P10, _P90 = "#4c72b0", "#dd8452"  # the palette of the report's PNG plots (plots.PART_COLORS)
+
+
+def tornado_svg(u: PlanUncertainty) -> str:
+    """PDD's BCR gain over each baseline with one input at its P10 (blue) and P90 (orange),
+    the others at their medians, as bars from the median inputs' gain (solid line), with no
+    gain (a tie, dashed) marked: an inline SVG (deterministic text, no script, no external
+    reference; HTML5 needs no namespace for it). Empty when there is no bar to draw."""
+
+    def flat(v) -> bool:  # tied in every bar (PDD planned as CDC-PD): nothing to draw
+        gs = [g for r in v.tornado for g in (r.gain_low, r.gain_high)] + [v.median_gain]
+        return all(g is None or abs(g) < 1e-9 for g in gs)
+
+    panels = [(b, v) for b, v in u.comparisons.items() if v.tornado and not flat(v)]
+    if not panels:
+        return ""
+    vals = [0.0]
+    for _, v in panels:
+        vals += [x for r in v.tornado for x in (r.gain_low, r.gain_high) if x is not None]
+        vals += [v.median_gain] if v.median_gain is not None else []
+    lo, hi = min(vals), max(vals)
+    pad = 0.06 * (hi - lo or 1.0)
+    lo, hi = lo - pad, hi + pad
+
+    def x(g: float) -> float:
+        return _LABEL + _PLOT * (g - lo) / (hi - lo)
+
+    parts, y = [], 0
+    for base, v in panels:
+        parts.append(_text(4, y + 17, f"PDD's BCR gain vs {get(base).title}", bold=True))
+        y += _HEAD
+        top = y
+        mid = v.median_gain if v.median_gain is not None else 0.0
+        for r in v.tornado:
+            parts.append(_text(4, y + 15, f"{r.input} {r.low:.3g} .. {r.high:.3g}"))
+            for g, color in ((r.gain_low, _P10), (r.gain_high, _P90)):
+                if g is None:
+                    continue
+                a, b = sorted((x(mid), x(g)))
+                parts.append(
+                    f'<rect x="{a:.1f}" y="{y + 4}" width="{max(b - a, 1.0):.1f}" '
+                    f'height="{_ROW - 8}" fill="{color}"><title>{escape(_pct(g))}</title></rect>'
+                )
+                tx = x(g) + (4 if g >= mid else -4)
+                anchor = "start" if g >= mid else "end"
+                parts.append(_text(tx, y + 15, _pct(g), anchor=anchor, size=10))
+            y += _ROW
+        for g, dash in ((0.0, ' stroke-dasharray="4 3"'), (mid, "")):
+            parts.append(
+                f'<line x1="{x(g):.1f}" y1="{top}" x2="{x(g):.1f}" y2="{y}" stroke="#222"{dash}/>'
+            )
+        parts.append(_text(x(mid), y + 12, f"median inputs {_pct(mid)}", anchor="middle", size=10))
+        y += 18
+    legend = (
+        f'<rect x="{_LABEL}" y="{y + 2}" width="10" height="10" fill="{_P10}"/>'
+        + _text(_LABEL + 14, y + 11, "input at P10", size=10)
+        + f'<rect x="{_LABEL + 100}" y="{y + 2}" width="10" height="10" fill="{_P90}"/>'
+        + _text(_LABEL + 114, y + 11, "input at P90", size=10)
+        + _text(_LABEL + 200, y + 11, "dashed: no gain (the ranking flips)", size=10)
+    )
+    y += 18
+    return (
+        f'<svg width="{_W}" height="{y}" viewBox="0 0 {_W} {y}" role="img" '
+        f'aria-label="tornado of PDD\'s BCR gain">{"".join(parts)}{legend}</svg>'
+    )
+
+
+def _text(x: float, y: float, s: str, anchor: str = "start", size: int = 12, bold=False) -> str:
+    weight = ' font-weight="bold"' if bold else ""
+    return (
+        f'<text x="{x:.1f}" y="{y}" font-size="{size}" text-anchor="{anchor}"'
+        f' font-family="sans-serif"{weight}>{escape(s)}</text>'
+    )

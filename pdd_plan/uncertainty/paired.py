@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pdd_plan import architectures
+from pdd_plan.evaluate import analytic
 from pdd_plan.evaluate.fleet import FleetSpec
 from pdd_plan.inputs.context import Context
 from pdd_plan.inputs.schema.plan_uncertainty import Band
@@ -28,10 +29,14 @@ from pdd_plan.workload.requests import RequestClasses
 TIE = 1e-9  # relative BCR difference under which two plans tie
 
 
+def _relays(fs: FleetSpec) -> bool:
+    return any(g.role == "relay_decode" and g.count > 0 for g in fs.instances)
+
+
 def fleet_key(fs: FleetSpec) -> tuple:
     """Equal keys: the same analytic model (see the module doc)."""
     spec = architectures.get(fs.architecture)
-    relays = any(g.role == "relay_decode" for g in fs.instances) and spec.relays
+    relays = _relays(fs) and spec.relays
     groups = tuple(g.model_dump_json() for g in fs.instances)
     line = fs.line.model_dump_json() if fs.line is not None else None
     who = fs.architecture if relays else (spec.decode_role, spec.crosses_line)
@@ -83,6 +88,23 @@ class Evaluator:
 
     def goodput(self, values: dict[str, float], arch: str) -> float:
         return self.edge(values, arch).lo
+
+    def meets(self, values: dict[str, float], arch: str, rate: float) -> bool:
+        """Whether the fleet meets the SLA at `rate` under the draw: its goodput covers it,
+        and, for a fleet with relay decode, the check at that rate itself passes (the relay
+        gate opens with P->MD's TTFT, so such a fleet can fail at a rate below one it
+        serves: its feasibility need not be monotone in the rate)."""
+        if self.goodput(values, arch) < rate * (1 - 1e-9):
+            return False
+        fs = self.fleets[arch]
+        if not (architectures.get(fs.architecture).relays and _relays(fs)):
+            return True
+        key = ("meets", fleet_key(fs), tuple(sorted(values.items())), rate)
+        if key not in self._memo:
+            ap = perturb.apply(self.pb, self.classes, values)
+            fm = perturb.fleet_model(ap, fs)
+            self._memo[key] = bool(analytic.at_rate(fm, rate).ok)
+        return bool(self._memo[key])
 
     def cost(self, values: dict[str, float], arch: str) -> float:
         return perturb.cost_per_hour(
@@ -158,7 +180,7 @@ def evaluate(
         for j, arch in enumerate(archs):
             g[i, j] = ev.goodput(vals, arch)
             c[i, j] = ev.cost(vals, arch)
-            meets[i, j] = g[i, j] >= planned[arch] * vals.get("rate", 1.0) * (1 - 1e-9)
+            meets[i, j] = ev.meets(vals, arch, planned[arch] * vals.get("rate", 1.0))
         if progress is not None:
             progress()
     bcr = np.divide(g * 3600.0, c, out=np.zeros_like(g), where=c > 0)

