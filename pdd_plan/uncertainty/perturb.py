@@ -164,9 +164,8 @@ def edge(ap: Applied, fs: FleetSpec, lo: float = 0.0, hi: float | None = None) -
     (`analytic.at_rate`); `lo` (served) and `hi` (an upper bound) may come from draws that
     dominate (see paired.Evaluator). The first probe is just under the rate bound (every
     rate-linear resource at its cap): where one of them binds, as on the default, that one
-    probe is the answer. Otherwise each probe's use of the resources places the next (the
-    rate at which the one most over its cap would reach it), with bisection when that does
-    not land inside the bracket; feasibility is monotone in the rate (analytic.search's
+    probe is the answer. After that each probe is placed by the resources' use (`_next`), kept
+    inside the bracket; feasibility is taken as monotone in the rate (analytic.search's
     premise)."""
     fm = fleet_model(ap, fs)
     if fm.n_prefill == 0 or not fm.md:
@@ -175,29 +174,42 @@ def edge(ap: Applied, fs: FleetSpec, lo: float = 0.0, hi: float | None = None) -
     hi = bound if hi is None else min(hi, bound)
     floor = bound * 1e-3
     guess = hi / (1 + REL_TOL)
+    seen: dict[bool, tuple[float, dict]] = {}  # served / not -> (rate, use of each) last
+    down = 2 * REL_TOL
     while not (lo > 0 and hi <= lo * (1 + REL_TOL)):
         r = _inside(guess, lo, hi, floor)
         a = analytic.at_rate(fm, r)
         if not a.ok and r <= floor:  # no rate worth serving (analytic.search's floor)
             return Edge(0.0, floor)
+        over = {k: v for k, v in a.limits.items() if v >= 1.0}
         if a.ok:
             lo = r
         else:
-            hi = min([r] + [r / a.limits[k] for k in LINEAR if a.limits.get(k, 0.0) > 1.0])
-        guess = _next(r, a, lo)
+            hi = min([r] + [r / over[k] for k in LINEAR if k in over])
+        seen[a.ok] = (r, a.limits)
+        guess, down = _next(seen, over, lo, hi, down)
     return Edge(float(lo), float(hi))
 
 
-def _next(r: float, a: analytic.AtRate, lo: float) -> float:
-    """The next probe: where the resource most over (or nearest) its cap would reach it, if
-    its use grows with the rate; just above lo after a served probe near it (to close)."""
-    use = max(a.limits.values(), default=0.0)
-    if use <= 0:
-        return float("nan")
-    at = r / use
-    if a.ok and at <= r * (1 + REL_TOL):
-        return lo * (1 + REL_TOL) * (1 - 1e-9)  # the edge is just above: confirm it
-    return at * (1 - REL_TOL / 4) if not a.ok else at
+def _next(seen: dict, over: dict, lo: float, hi: float, down: float) -> tuple[float, float]:
+    """The next probe (and the next step down). A rate-linear resource over its cap: just
+    under where it reaches it. Served and refused probes both seen: where the use of what the
+    refused one ran out of reaches 1, interpolated in its logarithm (TTFT misses grow about exponentially near the
+    edge). Nothing served yet: a step down from hi, doubling each time (2%, 4%, 8%, ...).
+    Otherwise the bracket's (geometric) middle."""
+    if any(k in over for k in LINEAR):
+        return hi * (1 - REL_TOL / 4), down
+    if True in seen and False in seen:
+        (r0, l0), (r1, l1) = seen[True], seen[False]
+        k = max(l1, key=l1.get)  # the resource the refused probe ran out of
+        u0, u1 = l0.get(k, 0.0), l1[k]
+        if 0 < u0 < 1 < u1:
+            f = float(np.log(1 / u0) / np.log(u1 / u0))
+            return r0 + (r1 - r0) * min(max(f, 0.1), 0.9), down
+        return float(np.sqrt(lo * hi)), down
+    if False in seen:
+        return hi / (1 + down), down * 2
+    return float(np.sqrt(lo * hi)), down  # served, with only the bound above
 
 
 def _inside(g: float, lo: float, hi: float, floor: float) -> float:

@@ -74,3 +74,38 @@ def test_cli_prints_the_probability_and_refuses_bad_draws():
     assert "Re-planned at the 2 P10/P90 corners of perf_speed" in r.stdout
     for bad, word in (("5000", "over the limit"), ("1", ">= 2")):
         refused("optimize", "narrow-line", "--no-verify", "--draws", bad, needle=("--draws", word))
+
+
+def test_bracketed_goodputs_agree_with_fresh_searches(setting):
+    # the brackets one draw's search takes from the draws that dominate it (paired.Evaluator)
+    # change how many checks are made, not the answer: each edge overlaps the one a search
+    # from scratch finds, and both are within the tolerance
+    p, ctx, cls, fleets = setting
+    from pdd_plan.uncertainty import paired
+    from pdd_plan.uncertainty.block import make_draws
+
+    d, _, _ = make_draws(ctx, Options(draws=6))
+    ev = paired.Evaluator(ctx, cls, fleets)
+    for i in range(len(d)):
+        v = d.draw(i)
+        for a in (RELAY_ARCH, LOCAL_BASELINE):
+            got = ev.edge(v, a)
+            fresh = perturb.edge(perturb.apply(pb_of(ctx), cls, v), fleets[a])
+            assert got.lo <= fresh.hi * (1 + 1e-9) and fresh.lo <= got.hi * (1 + 1e-9), (i, a)
+            assert got.hi <= got.lo * (1 + perturb.REL_TOL) + 1e-12
+            # the served end is served: evaluate's own check at it
+            fm = perturb.fleet_model(perturb.apply(pb_of(ctx), cls, v), fleets[a])
+            assert got.lo == 0 or analytic.at_rate(fm, got.lo).ok
+
+
+def test_met_counts_by_dominance_are_the_direct_checks(setting):
+    p, ctx, cls, fleets = setting
+    from pdd_plan.uncertainty import robust
+    from pdd_plan.uncertainty.block import make_draws
+
+    d, _, _ = make_draws(ctx, Options(draws=8, iid=True))
+    fs, rate = fleets[LOCAL_BASELINE], p.plans[LOCAL_BASELINE].goodput_rps
+    direct = sum(
+        robust.meets(perturb.apply(pb_of(ctx), cls, d.draw(i)), fs, rate) for i in range(len(d))
+    )
+    assert robust._count_met(ctx, cls, fs, d, rate) == direct
