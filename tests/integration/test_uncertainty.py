@@ -14,7 +14,8 @@ from pdd_plan.evaluate import analytic, fleet
 from pdd_plan.inputs.context import build_context
 from pdd_plan.inputs.schema.plan import load_plan, parse_plan
 from pdd_plan.optimize.search.caps import Caps
-from pdd_plan.uncertainty import Options, assess, perturb
+from pdd_plan.uncertainty import Options, assess, paired, perturb, robust
+from pdd_plan.uncertainty.block import make_draws
 from pdd_plan.uncertainty.paired import pb_of
 from pdd_plan.workload.classes import build_classes
 from tests.cli_helpers import invoke, refused
@@ -81,9 +82,6 @@ def test_bracketed_goodputs_agree_with_fresh_searches(setting):
     # change how many checks are made, not the answer: each edge overlaps the one a search
     # from scratch finds, and both are within the tolerance
     p, ctx, cls, fleets = setting
-    from pdd_plan.uncertainty import paired
-    from pdd_plan.uncertainty.block import make_draws
-
     d, _, _ = make_draws(ctx, Options(draws=6))
     ev = paired.Evaluator(ctx, cls, fleets)
     for i in range(len(d)):
@@ -100,9 +98,6 @@ def test_bracketed_goodputs_agree_with_fresh_searches(setting):
 
 def test_met_counts_by_dominance_are_the_direct_checks(setting):
     p, ctx, cls, fleets = setting
-    from pdd_plan.uncertainty import robust
-    from pdd_plan.uncertainty.block import make_draws
-
     d, _, _ = make_draws(ctx, Options(draws=8, iid=True))
     fs, rate = fleets[LOCAL_BASELINE], p.plans[LOCAL_BASELINE].goodput_rps
     direct = sum(

@@ -3,6 +3,9 @@ band's law as the band file's numbers give it, the copula's correlation."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import yaml
@@ -127,9 +130,6 @@ def test_copula_below_one_keeps_both_marginals():
 
 
 def test_the_block_does_not_import_scipy_stats():
-    import subprocess
-    import sys
-
     code = "import sys, pdd_plan.uncertainty; print('scipy.stats' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"  # its import costs 1-2 s, more than the block's budget
