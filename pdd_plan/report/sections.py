@@ -36,7 +36,11 @@ class Report:
     summary: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        for sec in d["sections"]:  # a plot only where a section has one (the tornado)
+            if not sec["svg"]:
+                del sec["svg"]
+        return d
 
     def section(self, key: str) -> Section:
         return next(s for s in self.sections if s.key == key)
