@@ -6,10 +6,11 @@ with the ``readings.yaml`` beside it).
 
 A *source* is one document (the readings' ``documents``). For each source S, the efficiency
 factors of every GPU and family are fitted jointly (``calibration.joint.fit_joint``, the fit
-``pdd-plan calibrate`` runs: per-GPU factors pooled towards the GPUs' mean, and one MoE-vs-dense
-shift shared by all GPUs) on the rows of every OTHER source, and S's rows are predicted with
-them; a GPU with no rows outside S takes the population mean (and the shift, for MoE). Nothing
-is tuned on the held-out rows. Three errors per row, + meaning optimistic (predicted /
+``pdd-plan calibrate`` runs: per-GPU factors pooled towards the GPUs' mean, and the MoE-vs-dense
+shift partially pooled, each GPU with both families deviating from the shared mean under a
+prior whose spread the fit estimates from the training rows) on the rows of every OTHER source,
+and S's rows are predicted with them; a GPU with no rows outside S takes the population mean
+(and the shared mean shift, for MoE). Nothing is tuned on the held-out rows. Three errors per row, + meaning optimistic (predicted /
 measured - 1 on a throughput, measured / predicted - 1 on a latency):
 
 * held-out: fitted without the row's source (the honest figure);

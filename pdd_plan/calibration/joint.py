@@ -4,8 +4,9 @@ One least-squares problem over all measurement rows, whatever their GPU and fami
 
     theta_g   = (log mfu, log mbu, step overhead ms, log chunk_half_tokens) of GPU g (dense)
     mu        = the same four for the population of GPUs (what a GPU without rows gets)
-    delta     = (delta_mfu, delta_mbu): MoE passes on any GPU g run at mfu_g * exp(delta_mfu)
-                and mbu_g * exp(delta_mbu), the one MoE-vs-dense shift all GPUs share
+    delta     = (delta_mfu, delta_mbu): the shared mean of the MoE-vs-dense shift
+    d_g       = GPU g's deviation from it, for each GPU with rows of both families: MoE passes
+                on g run at mfu_g * exp(delta_mfu + d_g,mfu) and mbu_g * exp(delta_mbu + d_g,mbu)
 
 with residuals (the maximum a posteriori estimate under independent Gaussian priors):
 
@@ -13,11 +14,25 @@ with residuals (the maximum a posteriori estimate under independent Gaussian pri
     pooling g, k  (theta_g,k - mu_k) / SIGMA_GPU[k]        every GPU with rows
     population k  (mu_k - analytic_k) / SIGMA_PRIOR[k]
     shift         delta / SIGMA_SHIFT
+    deviation     d_g,k / tau_k                             every GPU with both families
 
-The shift is identified by the GPUs that have rows of both families (the same GPU, the same
-engines, dense against MoE); a GPU with rows of one family gets the other through it, and a
-GPU with no rows gets the population mean (and the shift for MoE). Pooling pulls a GPU fitted
-to one row towards the other GPUs instead of letting it fit that row exactly.
+The shift is partially pooled: a GPU with rows of both families (the same GPU, the same engines,
+dense against MoE) has its own shift, shrunk toward the shared mean by the normal prior
+N(0, tau^2) on its deviation, so that one GPU generation's MoE rows (Blackwell's FP4 experts)
+move its own shift and only through the mean the others'. A GPU with rows of one family has no
+deviation: it gets the shared mean for the other family (and `perf` says so); a GPU with no
+rows gets the population mean and the shared mean shift.
+
+tau_k, the between-GPU spread of the shift, is not chosen by hand: it is estimated from the
+rows being fitted by the DerSimonian-Laird method-of-moments estimator of a random-effects
+model (DerSimonian & Laird 1986, Controlled Clinical Trials 7:177): a first fit with each
+both-family GPU's shift free (the weak SIGMA_SHIFT prior on its deviation) gives each GPU's
+shift s_g and its variance v_g (the Gauss-Newton posterior covariance, (J^T J)^-1 of the
+normalized residuals); with w_g = 1/v_g, Q = sum w_g (s_g - s_w)^2 about the weighted mean,
+tau^2 = max(0, (Q - (k - 1)) / (sum w - sum w^2 / sum w)); the second fit uses it. tau below
+TAU_FLOOR (a 1 % spread, no deviation worth a parameter) or fewer than two both-family GPUs:
+every GPU takes the shared mean. In leave-one-source-out the estimate is made on the training
+rows only, as every other parameter.
 
 The sigmas are priors, stated once and not tuned on the rows: SIGMA_ROW 0.25 (a model error of
 25 % on one row, the scale of the held-out errors before this fit); per-GPU spread of mfu a
@@ -25,14 +40,14 @@ factor e^0.5 (published serving MFU spans about 0.3-0.8), of mbu e^0.25 (0.6-0.9
 overhead 2 ms, of the half-speed chunk a factor e; the population's pull to the analytic defaults
 and the shift's to zero are weak (e^1, 3 ms). `scipy.optimize.least_squares` solves it (trf,
 bounds, finite differences over a sparse Jacobian: a row depends on its GPU's four factors and,
-for a MoE row, the shift).
+for a MoE row, the shift and its GPU's deviation).
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -49,6 +64,8 @@ SIGMA_PRIOR = (1.0, 1.0, 3.0, 1.0)
 SIGMA_SHIFT = 1.0
 SHIFTED = ("mfu", "mbu")  # the factors MoE shifts
 SHIFT_BOUNDS = (-2.0, 1.0)  # log: MoE at e^-2 = 0.14x .. e = 2.7x of dense
+DEV_BOUNDS = (-2.0, 2.0)  # log: a GPU's deviation from the shared mean shift
+TAU_FLOOR = 0.01  # a between-GPU spread below 1 %: every GPU takes the shared mean
 
 
 def _to_x(factors: dict[str, float]) -> list[float]:
@@ -67,35 +84,61 @@ def shifted(dense: dict[str, float], shift: dict[str, float]) -> dict[str, float
     return out
 
 
+def _x_shift(shift: dict[str, float]) -> str:
+    return ", ".join(f"{k} x{math.exp(v):.2f}" for k, v in shift.items())
+
+
 @dataclass(frozen=True)
 class JointFit:
     gpus: dict[str, dict[str, float]]  # dense factors of each GPU with rows
     population: dict[str, float]  # dense factors of a GPU without rows
-    shift: dict[str, float]  # log MoE shift of mfu and mbu
+    shift: dict[str, float]  # log MoE shift of mfu and mbu: the shared mean
     counts: dict[str, dict[str, int]]  # GPU -> family -> rows fitted
     rows: list[int]
     errors: list[float]  # signed, + optimistic, with the fitted factors
     success: bool
     message: str
+    deviation: dict[str, dict[str, float]] = field(default_factory=dict)  # GPU -> log deviation
+    tau: dict[str, float] = field(default_factory=dict)  # between-GPU spread of the shift (log)
+
+    def gpu_shift(self, gpu: str) -> dict[str, float]:
+        """The log MoE-vs-dense shift of `gpu`: the shared mean plus its deviation, if any."""
+        dev = self.deviation.get(gpu, {})
+        return {k: v + dev.get(k, 0.0) for k, v in self.shift.items()}
 
     def factors(self, gpu: str, family: str) -> dict[str, float]:
         dense = self.gpus.get(gpu, self.population)
-        return shifted(dense, self.shift) if family == "moe" else dict(dense)
+        return shifted(dense, self.gpu_shift(gpu)) if family == "moe" else dict(dense)
 
     def basis(self, gpu: str, family: str) -> str:
         """How the factors of `family` on `gpu` were estimated, in words."""
         n = self.counts.get(gpu, {})
         mine, other = n.get(family, 0), n.get("dense" if family == "moe" else "moe", 0)
-        shift = ", ".join(f"{k} x{math.exp(v):.2f}" for k, v in self.shift.items())
+        mean = f"the shared mean MoE-vs-dense shift ({_x_shift(self.shift)})"
+        if gpu in self.deviation:
+            tau = ", ".join(f"{k} {v:.2f}" for k, v in self.tau.items())
+            return (
+                f"fitted to {mine} {family} row{'s' * (mine != 1)} of this GPU (joint fit); "
+                f"its own MoE-vs-dense shift ({_x_shift(self.gpu_shift(gpu))}) from its rows of "
+                f"both families, shrunk toward {mean} (between-GPU spread tau, log: {tau})"
+            )
+        if mine and other:
+            return (
+                f"fitted to {mine} {family} row{'s' * (mine != 1)} of this GPU (joint fit); "
+                f"{mean}: the GPUs' shifts spread no more than their rows' noise explains "
+                "(between-GPU spread estimated 0), so none has its own"
+            )
         if mine:
-            return f"fitted to {mine} {family} row{'s' * (mine != 1)} of this GPU (joint fit)"
+            return (
+                f"fitted to {mine} {family} row{'s' * (mine != 1)} of this GPU (joint fit); "
+                f"no {'dense' if family == 'moe' else 'MoE'} rows here: {mean} links the families"
+            )
         if other:
             return (
-                f"shared part of the joint fit: this GPU has no {family} rows; its {other} "
-                f"{'dense' if family == 'moe' else 'MoE'} rows with the MoE-vs-dense shift "
-                f"fitted across GPUs ({shift})"
+                f"shared part of the joint fit: this GPU has no {family} rows, so its {other} "
+                f"{'dense' if family == 'moe' else 'MoE'} rows with {mean}"
             )
-        return f"population mean of the joint fit (no rows on this GPU; MoE shift {shift})"
+        return f"population mean of the joint fit (no rows on this GPU; {mean})"
 
     def profile(self, gpu: GPUProfile) -> GPUProfile:
         """`gpu` with its fitted dense factors and its MoE ones (marked calibrated)."""
@@ -104,35 +147,59 @@ class JointFit:
 
 
 class _Problem:
-    """The parameter vector's layout and the residuals of one joint fit."""
+    """The parameter vector's layout and the residuals of one joint fit. `tau` (per shifted
+    factor) is the prior spread of each both-family GPU's deviation; None: no deviations."""
 
-    def __init__(self, rows: list[Measurement], analytic: dict[str, GPUProfile]):
+    def __init__(
+        self,
+        rows: list[Measurement],
+        analytic: dict[str, GPUProfile],
+        tau: dict[str, float] | None = None,
+    ):
         self.rows, self.analytic = rows, analytic
         self.gpus = sorted({r.gpu for r in rows})
         self.models = {m: profiles.model(m) for m in {r.model for r in rows}}
         self.meas = np.array([r.value for r in rows])
         self.moe = np.array([r.family == "moe" for r in rows])
+        fams = {g: {r.family for r in rows if r.gpu == g} for g in self.gpus}
+        self.both = [g for g in self.gpus if len(fams[g]) == 2] if tau is not None else []
+        self.tau = np.array([tau[k] for k in SHIFTED]) if tau is not None else None
         e0 = analytic[self.gpus[0]].efficiency  # the analytic defaults (the same on every GPU)
         self.x_prior = np.array(_to_x({k: getattr(e0, k) for k in FACTORS}))
-        g4, nf = 4 * len(self.gpus), len(FACTORS)
+        g4, nf, ns = 4 * len(self.gpus), len(FACTORS), len(SHIFTED)
         self.mu = slice(g4, g4 + nf)
-        self.sh = slice(g4 + nf, g4 + nf + len(SHIFTED))
-        self.n = g4 + nf + len(SHIFTED)
+        self.sh = slice(g4 + nf, g4 + nf + ns)
+        self.dev0 = g4 + nf + ns
+        self.n = self.dev0 + ns * len(self.both)
+
+    def dev(self, g: str) -> slice | None:
+        if g not in self.both:
+            return None
+        j = self.dev0 + len(SHIFTED) * self.both.index(g)
+        return slice(j, j + len(SHIFTED))
 
     def unpack(self, x: np.ndarray):
         gpus = {g: _from_x(x[4 * i : 4 * i + 4]) for i, g in enumerate(self.gpus)}
-        return gpus, _from_x(x[self.mu]), dict(zip(SHIFTED, map(float, x[self.sh])))
+        devs = {g: dict(zip(SHIFTED, map(float, x[self.dev(g)]))) for g in self.both}
+        return gpus, _from_x(x[self.mu]), dict(zip(SHIFTED, map(float, x[self.sh]))), devs
 
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
         lo = [math.log(BOUNDS[k][0]) if lg else BOUNDS[k][0] for k, lg in zip(FACTORS, LOG)]
         hi = [math.log(BOUNDS[k][1]) if lg else BOUNDS[k][1] for k, lg in zip(FACTORS, LOG)]
-        reps = len(self.gpus) + 1
-        s_lo, s_hi = [SHIFT_BOUNDS[0]] * len(SHIFTED), [SHIFT_BOUNDS[1]] * len(SHIFTED)
-        return np.array(lo * reps + s_lo), np.array(hi * reps + s_hi)
+        reps, ns, nd = len(self.gpus) + 1, len(SHIFTED), len(SHIFTED) * len(self.both)
+        lo_all = lo * reps + [SHIFT_BOUNDS[0]] * ns + [DEV_BOUNDS[0]] * nd
+        return np.array(lo_all), np.array(hi * reps + [SHIFT_BOUNDS[1]] * ns + [DEV_BOUNDS[1]] * nd)
+
+    def x0(self) -> np.ndarray:
+        lo, hi = self.bounds()
+        x = np.concatenate(
+            [np.tile(self.x_prior, len(self.gpus) + 1), np.zeros(self.n - self.sh.start)]
+        )
+        return np.clip(x, lo, hi)
 
     def predictions(self, x: np.ndarray) -> np.ndarray:
-        gpus, _, shift = self.unpack(x)
-        fit = JointFit(gpus, {}, shift, {}, [], [], True, "")
+        gpus, _, shift, devs = self.unpack(x)
+        fit = JointFit(gpus, {}, shift, {}, [], [], True, "", devs)
         profs = {g: fit.profile(self.analytic[g]) for g in self.gpus}
         return np.array([predict(r, profs[r.gpu], self.models[r.model]) for r in self.rows])
 
@@ -141,46 +208,89 @@ class _Problem:
         mu = x[self.mu]
         pool = [(x[4 * i : 4 * i + 4] - mu) / SIGMA_GPU for i in range(len(self.gpus))]
         prior = (mu - self.x_prior) / SIGMA_PRIOR
-        return np.concatenate([err, *pool, prior, x[self.sh] / SIGMA_SHIFT])
+        devs = [x[self.dev(g)] / self.tau for g in self.both]
+        return np.concatenate([err, *pool, prior, x[self.sh] / SIGMA_SHIFT, *devs])
 
     def sparsity(self) -> np.ndarray:
-        n_rows, n_g = len(self.rows), len(self.gpus)
-        s = np.zeros((n_rows + 4 * n_g + 4 + len(SHIFTED), self.n), dtype=bool)
+        n_rows, n_g, ns = len(self.rows), len(self.gpus), len(SHIFTED)
+        s = np.zeros((n_rows + 4 * n_g + 4 + ns + ns * len(self.both), self.n), dtype=bool)
         for i, r in enumerate(self.rows):
             j = self.gpus.index(r.gpu)
             s[i, 4 * j : 4 * j + 4] = True
             s[i, self.sh] = bool(self.moe[i])
+            if self.moe[i] and r.gpu in self.both:
+                s[i, self.dev(r.gpu)] = True
         for j in range(n_g):
             for k in range(4):
                 s[n_rows + 4 * j + k, 4 * j + k] = True
                 s[n_rows + 4 * j + k, self.mu.start + k] = True
         for k in range(4):
             s[n_rows + 4 * n_g + k, self.mu.start + k] = True
-        for k in range(len(SHIFTED)):
+        for k in range(ns):
             s[n_rows + 4 * n_g + 4 + k, self.sh.start + k] = True
+        for k in range(ns * len(self.both)):
+            s[n_rows + 4 * n_g + 4 + ns + k, self.dev0 + k] = True
         return s
+
+    def solve(self):
+        from scipy.optimize import least_squares  # heavy to import; only the fitter needs it
+
+        return least_squares(
+            self.residuals,
+            self.x0(),
+            bounds=self.bounds(),
+            jac_sparsity=self.sparsity(),
+            method="trf",
+            diff_step=1e-3,
+            x_scale=1.0,
+        )
+
+
+def dersimonian_laird(s: np.ndarray, v: np.ndarray) -> float:
+    """The method-of-moments between-study variance tau^2 of estimates `s` with within-study
+    variances `v` (DerSimonian & Laird 1986); 0 when the spread is no more than `v` explains."""
+    if len(s) < 2:
+        return 0.0
+    w = 1.0 / v
+    mean = float(np.sum(w * s) / np.sum(w))
+    q = float(np.sum(w * (s - mean) ** 2))
+    denom = float(np.sum(w) - np.sum(w**2) / np.sum(w))
+    return max(0.0, (q - (len(s) - 1)) / denom) if denom > 0 else 0.0
+
+
+def between_gpu_spread(rows: list[Measurement], analytic: dict[str, GPUProfile]) -> dict:
+    """tau of each shifted factor, from a first fit with every both-family GPU's shift nearly
+    free: each GPU's shift (mean + deviation) and its posterior variance, DerSimonian-Laird."""
+    pb = _Problem(rows, analytic, {k: SIGMA_SHIFT for k in SHIFTED})
+    if len(pb.both) < 2:
+        return {k: 0.0 for k in SHIFTED}
+    sol = pb.solve()
+    jac = sol.jac.toarray() if hasattr(sol.jac, "toarray") else np.asarray(sol.jac)
+    cov = np.linalg.pinv(jac.T @ jac)
+    out = {}
+    for k in range(len(SHIFTED)):
+        s, v = [], []
+        for g in pb.both:
+            a, b = pb.sh.start + k, pb.dev(g).start + k
+            s.append(sol.x[a] + sol.x[b])
+            v.append(cov[a, a] + cov[b, b] + 2 * cov[a, b])
+        out[SHIFTED[k]] = math.sqrt(dersimonian_laird(np.array(s), np.maximum(v, 1e-12)))
+    return out
 
 
 def fit_joint(rows: list[Measurement], analytic: dict[str, GPUProfile]) -> JointFit:
     """The joint fit of `rows` (any GPUs, both families); `analytic` maps each GPU name in
     the rows to its profile as written (`fit.analytic_gpu`)."""
-    from scipy.optimize import least_squares  # heavy to import; only the fitter needs it
-
     if not rows:
         raise InputError(None, "measurements", "no rows to fit", "give measurement rows")
-    pb = _Problem(rows, {g: analytic[g] for g in {r.gpu for r in rows}})
-    lo, hi = pb.bounds()
-    x0 = np.clip(np.concatenate([np.tile(pb.x_prior, len(pb.gpus) + 1), [0.0] * 2]), lo, hi)
-    sol = least_squares(
-        pb.residuals,
-        x0,
-        bounds=(lo, hi),
-        jac_sparsity=pb.sparsity(),
-        method="trf",
-        diff_step=1e-3,
-        x_scale=1.0,
+    analytic = {g: analytic[g] for g in {r.gpu for r in rows}}
+    tau = between_gpu_spread(rows, analytic)
+    pooled = any(t >= TAU_FLOOR for t in tau.values())
+    pb = _Problem(
+        rows, analytic, {k: max(t, TAU_FLOOR) for k, t in tau.items()} if pooled else None
     )
-    gpus, mu, shift = pb.unpack(sol.x)
+    sol = pb.solve()
+    gpus, mu, shift, devs = pb.unpack(sol.x)
     counts: dict[str, Counter] = {}
     for r in rows:
         counts.setdefault(r.gpu, Counter())[r.family] += 1
@@ -194,4 +304,6 @@ def fit_joint(rows: list[Measurement], analytic: dict[str, GPUProfile]) -> Joint
         [float(e) for e in errors],
         bool(sol.success),
         str(sol.message),
+        devs,
+        tau,
     )

@@ -32,11 +32,14 @@ def calibration_yaml(
     mine = [r for r in jf.rows if rows_gpu[r] == gpu]
     errs = gpu_errors(jf, rows_gpu, gpu)
     shift = ", ".join(f"{k} x{math.exp(v):.3f}" for k, v in jf.shift.items())
+    tau = ", ".join(f"{k} {v:.3f}" for k, v in jf.tau.items())
     method = (
         f"fitted by pdd-plan calibrate to {csv_name} ({len(jf.rows)} rows of "
         f"{len(jf.gpus)} GPUs, jointly: calibration/joint.py), {date}; scipy least_squares on "
         f"log errors within bounds {', '.join(f'{k} {BOUNDS[k]}' for k in FACTORS)}, per-GPU "
-        f"factors pooled towards the GPUs' mean, one MoE-vs-dense shift for all GPUs ({shift})"
+        f"factors pooled towards the GPUs' mean, the MoE-vs-dense shift partially pooled "
+        f"(shared mean {shift}; a GPU with both families deviates from it under a normal prior "
+        f"of spread tau, log, {tau or 'not estimated'}, estimated by DerSimonian-Laird)"
     )
     data = {
         "gpu": gpu,
@@ -50,6 +53,10 @@ def calibration_yaml(
             "date": date,
             "rows_per_family": dict(sorted(jf.counts.get(gpu, {}).items())),
             "moe_shift_log": {k: round(v, 4) for k, v in jf.shift.items()},
+            "moe_shift_deviation_log": {
+                k: round(v, 4) for k, v in jf.deviation.get(gpu, {}).items()
+            },
+            "moe_shift_tau_log": {k: round(v, 4) for k, v in jf.tau.items()},
             "errors_calibrated": [round(e, 4) for e in errs],
             "median_abs_error_calibrated": round(float(np.median(np.abs(errs))), 4)
             if errs

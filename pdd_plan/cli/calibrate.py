@@ -189,7 +189,7 @@ def calibrate(
     format: str = typer.Option("table", "--format", "-f", help="table | json | yaml"),
 ) -> None:
     """Fit mfu, mbu, step overhead and chunk_half_tokens of every GPU and model family
-    jointly to measured throughput (one MoE-vs-dense shift shared by all GPUs)."""
+    jointly to measured throughput (the MoE-vs-dense shift partially pooled per GPU)."""
     from pdd_plan.calibration import engine_results as er
 
     fmt = check_format(format)

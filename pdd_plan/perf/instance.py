@@ -155,6 +155,11 @@ class Instance:
     def compute_dtype(self) -> str:
         return self.dtype or self.model.weights.dtype
 
+    @property
+    def expert_dtype(self) -> str:
+        """The routed experts' weight dtype (their grouped GEMMs run on its tensor cores)."""
+        return self.dtype or self.model.weights.expert_dtype or self.model.weights.dtype
+
     @cached_property
     def value_key(self) -> tuple:
         """Everything the perf model reads from this instance, by value and hashable: the key

@@ -200,7 +200,9 @@ def _kernels(inst: Instance, w: Work) -> tuple[float, float, float, float, tuple
     routed = w.gemm_routed * imbalance
     other = w.gemm_other - w.head_skipped
     s_other = (m_other + half) / (rate * m_other) if m_other > 0 else 0.0
-    s_routed = imbalance * (m_routed + moe_terms.grouped_half()) / (rate * m_routed)
+    # routed experts on the tensor cores of their own dtype (NVFP4 experts under FP8 attention)
+    rate_routed = rate * g.peak_flops(inst.expert_dtype) / g.peak_flops(inst.compute_dtype)
+    s_routed = imbalance * (m_routed + moe_terms.grouped_half()) / (rate_routed * m_routed)
     cg = other * s_other + w.gemm_routed * s_routed
     ca = w.attn / attn_rate
     mg, ma = _weight_bytes_read(inst, w.tokens) / bw, w.kv / attn_bw
@@ -210,7 +212,10 @@ def _kernels(inst: Instance, w: Work) -> tuple[float, float, float, float, tuple
     # (ideal FLOP time >= byte time); a small chunk that is slow only because m/(m + m_half)
     # starves the tensor cores is still memory-bound.
     cb = mb = 0.0
-    for c, mem, ideal in ((cg, mg, (other + routed) / rate), (ca, ma, w.attn / attn_rate)):
+    for c, mem, ideal in (
+        (cg, mg, other / rate + routed / rate_routed),
+        (ca, ma, w.attn / attn_rate),
+    ):
         t = max(c, mem)
         if ideal >= mem and ideal > 0:
             cb += t

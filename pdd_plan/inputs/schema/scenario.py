@@ -269,10 +269,11 @@ class Search(Strict):
     """Line and prefill utilization caps tried when the rate is free."""
     max_gpus_per_instance: PositiveInt = 32
     """Largest instance considered (GPUs)."""
-    parallelisms: PositiveInt = (
-        2  # instance sizes per GPU type and role, from the smallest that fits
-    )
-    """Instance sizes tried per GPU type and role, from the smallest that fits the model."""
+    parallelisms: PositiveInt = 3  # three sizes: see the description
+    """Instance sizes tried per GPU type and role, from the smallest that fits the model. Three by
+    default: a larger instance halves the weights each GPU reads per step, which is what lets a
+    memory-bound MoE decode meet a TPOT target at a useful batch; the search stays capped by
+    `max_gpus_per_instance`."""
     prefill_chunk_tokens: PositiveInt = 8192
     """Chunked-prefill size (SGLang `--chunked-prefill-size`)."""
     decode_utilization: float = Field(default=0.9, gt=0, lt=1)

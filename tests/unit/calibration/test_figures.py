@@ -35,9 +35,10 @@ def test_total_throughput_counts_input_and_output_tokens():
 
 @pytest.mark.unit
 def test_request_latency_alone_is_a_prefill_then_one_decode_step_per_token():
-    r = _row(77)  # one request at a time, 1024 in / 1024 out
+    r = _row(77)  # one request at a time, 512 in / 512 out (the mean of bench_serving's draw)
+    assert (r.isl, r.osl) == (512, 512)
     g = cal.analytic_gpu(r.gpu)
     inst = cal.instance_of(r, g)
-    by_hand = roofline.chunk_time(inst, 1024, 0).total_s
-    by_hand += sum(roofline.decode_step(inst, 1, 1024 + k).total_s for k in range(0, 1024, 64)) * 64
+    by_hand = roofline.chunk_time(inst, 512, 0).total_s
+    by_hand += sum(roofline.decode_step(inst, 1, 512 + k).total_s for k in range(0, 512, 64)) * 64
     assert cal.predict(r, g) / 1e3 == pytest.approx(by_hand, rel=0.05)

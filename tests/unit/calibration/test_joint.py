@@ -95,3 +95,53 @@ def test_joint_fit_recovers_a_known_shift():
     assert jf.success
     assert math.exp(jf.shift["mfu"]) == pytest.approx(0.5, rel=0.15)
     assert np.median(np.abs(jf.errors)) < 0.03
+
+
+@pytest.mark.unit
+def test_dersimonian_laird_against_hand_arithmetic():
+    # s = (0, 1), v = 1/4 each: w = 4, mean 0.5, Q = 2, sum w - sum w^2 / sum w = 4:
+    # tau^2 = (Q - (k - 1)) / 4 = 0.25
+    assert joint.dersimonian_laird(np.array([0.0, 1.0]), np.array([0.25, 0.25])) == 0.25
+    # a spread the noise explains (Q = 0.02 < k - 1): no between-GPU spread
+    assert joint.dersimonian_laird(np.array([0.0, 0.1]), np.array([0.25, 0.25])) == 0.0
+    assert joint.dersimonian_laird(np.array([0.3]), np.array([0.1])) == 0.0  # one GPU
+
+
+@pytest.mark.unit
+def test_a_gpu_with_both_families_has_its_own_shift_the_others_the_shared_mean():
+    shift = {"mfu": math.log(0.5), "mbu": math.log(0.9)}
+    dev = {"h100": {"mfu": math.log(1.2), "mbu": 0.0}}
+    counts = {"h100": {"dense": 3, "moe": 2}, "b200": {"moe": 4}}
+    tau = {"mfu": 0.3, "mbu": 0.0}
+    jf = joint.JointFit({"h100": DENSE, "b200": DENSE}, DENSE, shift, counts, [], [], True, "",
+                        dev, tau)  # fmt: skip
+    assert jf.factors("h100", "moe")["mfu"] == pytest.approx(0.6 * 0.5 * 1.2)
+    assert jf.factors("b200", "moe")["mfu"] == pytest.approx(0.6 * 0.5)  # the shared mean
+    assert "its own MoE-vs-dense shift (mfu x0.60" in jf.basis("h100", "moe")
+    assert "shrunk toward the shared mean" in jf.basis("h100", "moe")
+    assert "shared mean MoE-vs-dense shift (mfu x0.50" in jf.basis("b200", "dense")
+    assert "shared mean" in jf.basis("l40s", "moe")
+
+
+@pytest.mark.slow
+def test_two_gpus_with_different_shifts_each_keep_most_of_their_own():
+    # rows made by the model with h100's MoE at 0.9x its dense mfu and h200's at 0.2x: the
+    # estimated spread is not zero and each GPU's shift stays nearer its own truth than the other's
+    rows = [
+        r for r in cal.read_measurements(CSV) if r.row in (1, 3, 9, 10, 60, 62, 63, 5, 61, 64, 8)
+    ]
+    shift = {"mfu": math.log(0.6), "mbu": 0.0}
+    dev = {
+        "h100": {"mfu": math.log(1.5), "mbu": 0.0},
+        "h200": {"mfu": math.log(0.2 / 0.6), "mbu": 0.0},
+    }
+    truth = joint.JointFit({"h100": DENSE, "h200": DENSE}, DENSE, shift, {}, [], [], True, "", dev)
+    analytic = {r.gpu: cal.analytic_gpu(r.gpu) for r in rows}
+    made = [
+        r.__class__(**{**r.__dict__, "value": cal.predict(r, truth.profile(analytic[r.gpu]))})
+        for r in rows
+    ]
+    jf = joint.fit_joint(made, analytic)
+    assert jf.tau["mfu"] > joint.TAU_FLOOR and set(jf.deviation) == {"h100", "h200"}
+    h100, h200 = (math.exp(jf.gpu_shift(g)["mfu"]) for g in ("h100", "h200"))
+    assert abs(h100 - 0.9) < abs(h100 - 0.2) and abs(h200 - 0.2) < abs(h200 - 0.9)
