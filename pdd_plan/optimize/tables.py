@@ -255,22 +255,13 @@ def path_table(
         singular = classes.output_tokens <= (lim if lim is not None else -1)
         for p in relay:
             allowed[p] = wants & singular if p == P_RLD else wants
-    miss = {
-        q: {
-            p: classes.class_mean(
-                ttft.miss_probability(
-                    ft.ttft_fixed_s[p],
-                    pool,
-                    s,
-                    ft.line_wait(p),
-                    ft.line_wait_var(p),
-                    ft.line_wait_atom(p),
-                )
-            )
-            for p in allowed
-        }
-        for q, s in zip(QUANTILES, (sla.ttft_p90_s, sla.ttft_p99_s))
-    }
+    slas = (sla.ttft_p90_s, sla.ttft_p99_s)
+    fixed = {p: ft.ttft_fixed_s[p] for p in allowed}
+    waits = [
+        {p: f(p) for p in allowed} for f in (ft.line_wait, ft.line_wait_var, ft.line_wait_atom)
+    ]
+    rows = ttft.miss_probabilities(fixed, pool, slas, *waits)
+    miss = {q: {p: classes.class_mean(row[p]) for p in allowed} for q, row in zip(QUANTILES, rows)}
     return PathTable(
         allowed=allowed,
         miss=miss,
