@@ -93,12 +93,29 @@ def wait_plus_exponential_survival(
 
 
 def _points_part(w: np.ndarray, p: np.ndarray, t: np.ndarray, m: np.ndarray) -> np.ndarray:
-    """Sum over the point masses ``p`` at ``w`` of P(w + E > t), E of mean ``m``."""
+    """Sum over the point masses ``p`` at ``w`` of P(w + E > t), E of mean ``m``.
+
+    The summaries' bisections call this thousands of times over (strata x points) arrays: the
+    terms are made in one buffer, in place, and the exponential (most of the time) only for the
+    points before ``t`` and only where some ``m`` > 0 (with ``m`` all 0 every term is 0 or its
+    mass); each entry is the same IEEE operations as
+    ``p * where(w > t, 1, exp(-max(t - w, 0) / m))``, summed the same way."""
     tt, mm = t[..., None], m[..., None]
     past = w > tt
-    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        e = np.where(mm > 0, np.exp(-np.maximum(tt - w, 0.0) / np.where(mm > 0, mm, 1.0)), 0.0)
-    return np.sum(p * np.where(past, 1.0, e), axis=-1)
+    pos = mm > 0
+    if pos.any():
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            e = np.subtract(tt, w)
+            np.maximum(e, 0.0, out=e)
+            np.divide(e, -np.where(pos, mm, 1.0), out=e)  # -(x) / m is x / (-m), bit for bit
+            np.exp(e, out=e, where=~past)  # a point past t adds its whole mass: no exponential
+        if not pos.all():
+            e = np.where(pos, e, 0.0)
+    else:
+        e = np.zeros(past.shape)
+    np.copyto(e, 1.0, where=past)
+    np.multiply(p, e, out=e)
+    return np.sum(e, axis=-1)
 
 
 def _tail_part(tail: ExponentialTail, t: np.ndarray, m: np.ndarray) -> np.ndarray:
