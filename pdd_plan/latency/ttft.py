@@ -114,8 +114,12 @@ def ttft_quantiles(
 
     law, wait = _delay_law(jit, var, atom), pool.wait_law  # the same at every point of the search
 
+    seen: dict[float, float] = {}  # the quantiles' searches start alike: each point once
+
     def surv(t: float) -> float:
-        return float(np.dot(share, _survival(t - fixed, wait, law)))
+        if t not in seen:
+            seen[t] = float(np.dot(share, _survival(t - fixed, wait, law)))
+        return seen[t]
 
     out = []
     for q in qs:
@@ -124,11 +128,5 @@ def ttft_quantiles(
             hi *= 2.0
             if hi > 1e7:
                 break
-        for _ in range(60):
-            mid = (lo + hi) / 2
-            if surv(mid) > 1 - q:
-                lo = mid
-            else:
-                hi = mid
-        out.append(hi)
+        out.append(delay_shape.bisect(lambda t, q=q: surv(t) > 1 - q, lo, hi, 60))
     return out

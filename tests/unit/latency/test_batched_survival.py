@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from pdd_plan.latency import ttft
+from pdd_plan.latency.line import delay_shape
 from pdd_plan.latency.prefill import gig1
 from pdd_plan.latency.prefill import wait as wait_law
 from pdd_plan.latency.prefill.gigc import ExpansionWait
@@ -86,3 +87,30 @@ def test_miss_probabilities_equal_one_call_per_entry(law):
             one = ttft.miss_probability(fixed[k], pool, sla, mean[k], var[k], atom[k])
             assert row[k].tobytes() == one.tobytes()
             assert np.all((0.0 <= row[k]) & (row[k] <= 1.0))
+
+
+def _plain_bisect(above, lo, hi, halvings):
+    for _ in range(halvings):
+        mid = (lo + hi) / 2
+        if above(mid):
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def test_bisect_stops_where_the_plain_loop_ends():
+    rng = np.random.default_rng(11)
+    for _ in range(500):
+        x = float(10 ** rng.uniform(-6, 4))
+        lo, hi = float(rng.choice([0.0, -1e-12, x / 3])), x * float(rng.uniform(1.0, 50.0))
+        noisy = rng.random() < 0.3  # not monotone near the root: the steps must still agree
+
+        def above(t, x=x, noisy=noisy):
+            return t < x or (noisy and math.sin(t * 1e15) > 0.9)
+
+        for n in (5, 60, 80):
+            assert delay_shape.bisect(above, lo, hi, n) == _plain_bisect(above, lo, hi, n)
+    # the one-ulp stop: 60 halvings of [0, 20] around 7 end within an ulp of 7
+    got = delay_shape.bisect(lambda t: t < 7.0, 0.0, 20.0, 60)
+    assert got == 7.0 or got == math.nextafter(7.0, 8.0)
