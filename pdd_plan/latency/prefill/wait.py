@@ -123,11 +123,12 @@ def _tail_part(tail: ExponentialTail, t: np.ndarray, m: np.ndarray) -> np.ndarra
     a, t0 = tail.rate, tail.shift
     u = np.maximum(t - t0, 0.0)  # the exponential part of a long wait starts at t0
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        ea = np.exp(-a * u)  # the wait's own tail, in every branch: computed once
         b = np.where(m > 0, 1.0 / np.where(m > 0, m, 1.0), np.inf)
         close = np.abs(b - a) < 1e-9 * np.maximum(a, 1.0)
         conv = np.where(
             close,
-            (1 + a * u) * np.exp(-a * u),
-            (b * np.exp(-a * u) - a * np.exp(-b * u)) / np.where(close, 1.0, b - a),
+            (1 + a * u) * ea,
+            (b * ea - a * np.exp(-b * u)) / np.where(close, 1.0, b - a),
         )
-    return np.where(m > 0, np.where(t < t0, 1.0, conv), np.exp(-a * u))
+    return np.where(m > 0, np.where(t < t0, 1.0, conv), ea)
