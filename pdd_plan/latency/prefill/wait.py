@@ -124,11 +124,15 @@ def _tail_part(tail: ExponentialTail, t: np.ndarray, m: np.ndarray) -> np.ndarra
     u = np.maximum(t - t0, 0.0)  # the exponential part of a long wait starts at t0
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         ea = np.exp(-a * u)  # the wait's own tail, in every branch: computed once
-        b = np.where(m > 0, 1.0 / np.where(m > 0, m, 1.0), np.inf)
+        pos = m > 0
+        if not pos.any():  # no line delay anywhere (the atom's part of a TTFT): the tail alone
+            return ea
+        b = np.where(pos, 1.0 / np.where(pos, m, 1.0), np.inf)
         close = np.abs(b - a) < 1e-9 * np.maximum(a, 1.0)
         conv = np.where(
             close,
             (1 + a * u) * ea,
             (b * ea - a * np.exp(-b * u)) / np.where(close, 1.0, b - a),
         )
-    return np.where(m > 0, np.where(t < t0, 1.0, conv), ea)
+    delayed = np.where(t < t0, 1.0, conv)
+    return delayed if pos.all() else np.where(pos, delayed, ea)

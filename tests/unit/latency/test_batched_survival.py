@@ -114,3 +114,35 @@ def test_bisect_stops_where_the_plain_loop_ends():
     # the one-ulp stop: 60 halvings of [0, 20] around 7 end within an ulp of 7
     got = delay_shape.bisect(lambda t: t < 7.0, 0.0, 20.0, 60)
     assert got == 7.0 or got == math.nextafter(7.0, 8.0)
+
+
+def _plain_tail_part(tail, t, m):
+    a, t0 = tail.rate, tail.shift
+    u = np.maximum(t - t0, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        b = np.where(m > 0, 1.0 / np.where(m > 0, m, 1.0), np.inf)
+        close = np.abs(b - a) < 1e-9 * np.maximum(a, 1.0)
+        conv = np.where(
+            close,
+            (1 + a * u) * np.exp(-a * u),
+            (b * np.exp(-a * u) - a * np.exp(-b * u)) / np.where(close, 1.0, b - a),
+        )
+    return np.where(m > 0, np.where(t < t0, 1.0, conv), np.exp(-a * u))
+
+
+@pytest.mark.parametrize("kind", ["some", "none", "half", "rates meet"])
+def test_tail_part_is_the_formula_bit_for_bit(kind):
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        shape = (int(rng.integers(1, 150)),)
+        tail = wait_law.ExponentialTail(0.3, float(rng.exponential()), float(rng.exponential(3)))
+        t = rng.normal(1.0, 2.0, shape) * 10 ** rng.uniform(-3, 1)
+        m = rng.exponential(1.0, shape) * 10 ** rng.uniform(-4, 1)
+        if kind == "none":
+            m[:] = 0.0
+        elif kind == "half":
+            m[rng.random(shape) < 0.5] = 0.0
+        elif kind == "rates meet":
+            m[:] = 1.0 / tail.rate
+        want, got = _plain_tail_part(tail, t, m), wait_law._tail_part(tail, t, m)
+        assert got.tobytes() == want.tobytes()
