@@ -116,17 +116,50 @@ def ttft_quantiles(
 
     seen: dict[float, float] = {}  # the quantiles' searches start alike: each point once
 
+    def evaluate(ts: list[float]) -> None:
+        """The mixture's survival at each new t of `ts`, all in one vectorized pass (each as its
+        own call would give it: the survival is element-wise, each row's dot product alone)."""
+        new = [t for t in dict.fromkeys(ts) if t not in seen]
+        if new:
+            rows = _survival(np.array(new)[:, None] - fixed, wait, law)
+            for t, row in zip(new, rows):
+                seen[t] = float(np.dot(share, row.copy()))
+
     def surv(t: float) -> float:
-        if t not in seen:
-            seen[t] = float(np.dot(share, _survival(t - fixed, wait, law)))
+        evaluate([t])
         return seen[t]
 
-    out = []
+    his = []
     for q in qs:
-        lo, hi = 0.0, float(fixed.max() + 10 * jit.max()) + 1.0
+        hi = float(fixed.max() + 10 * jit.max()) + 1.0
         while surv(hi) > 1 - q:
             hi *= 2.0
             if hi > 1e7:
                 break
-        out.append(delay_shape.bisect(lambda t, q=q: surv(t) > 1 - q, lo, hi, 60))
-    return out
+        his.append(hi)
+    return _bisect_together(qs, his, evaluate, seen)
+
+
+def _bisect_together(qs, his: list[float], evaluate, seen: dict[float, float]) -> list[float]:
+    """:func:`delay_shape.bisect` (60 halvings from [0, hi]) of every quantile in `qs` side by
+    side: each step's midpoints in one :func:`evaluate` call, each quantile's steps and stops
+    exactly its own search's."""
+    lo, hi, done = [0.0] * len(qs), list(his), [False] * len(qs)
+    for _ in range(60):
+        mids = [(a + b) / 2 for a, b in zip(lo, hi)]
+        evaluate([m for i, m in enumerate(mids) if not done[i] and m != hi[i]])
+        for i, q in enumerate(qs):
+            m = mids[i]
+            if done[i] or m == hi[i]:  # one ulp wide: hi stays
+                done[i] = True
+                continue
+            above = seen[m] > 1 - q
+            if m == lo[i]:  # one ulp wide: hi moves to lo unless lo is above
+                hi[i], done[i] = (hi[i] if above else m), True
+            elif above:
+                lo[i] = m
+            else:
+                hi[i] = m
+        if all(done):
+            break
+    return hi

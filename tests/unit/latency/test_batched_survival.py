@@ -146,3 +146,47 @@ def test_tail_part_is_the_formula_bit_for_bit(kind):
             m[:] = 1.0 / tail.rate
         want, got = _plain_tail_part(tail, t, m), wait_law._tail_part(tail, t, m)
         assert got.tobytes() == want.tobytes()
+
+
+def _plain_ttft_quantiles(fixed, share, pool, qs, jit, var, atom):
+    """ttft_quantiles as one search per quantile, 60 halvings each, one survival per point."""
+    keep = share > 1e-12
+    fixed, jit, var, atom = fixed[keep], jit[keep], var[keep], atom[keep]
+    share = share[keep] / share[keep].sum()
+
+    def surv(t):
+        return float(np.dot(share, ttft.ttft_survival(t - fixed, pool, jit, var, atom)))
+
+    out = []
+    for q in qs:
+        lo, hi = 0.0, float(fixed.max() + 10 * jit.max()) + 1.0
+        while surv(hi) > 1 - q:
+            hi *= 2.0
+            if hi > 1e7:
+                break
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            if surv(mid) > 1 - q:
+                lo = mid
+            else:
+                hi = mid
+        out.append(hi)
+    return out
+
+
+@pytest.mark.parametrize("law", [ExpansionWait(0.4, 0.5, 3.0), "lattice"])
+def test_ttft_quantiles_equal_one_search_per_quantile(law):
+    pool = _Pool(_lattice_law() if law == "lattice" else law)
+    rng = np.random.default_rng(9)
+    for _ in range(5):
+        n = int(rng.integers(2, 40))
+        fixed = rng.uniform(0.5, 12.0, n)
+        share = rng.dirichlet(np.ones(n))
+        share[0] = 0.0  # a path no request takes
+        jit = rng.exponential(0.3, n)
+        var = jit**2 * rng.uniform(0.1, 3.0, n)
+        atom = rng.uniform(0.0, 0.9, n)
+        qs = (0.5, 0.9, 0.99)
+        want = _plain_ttft_quantiles(fixed, share, pool, qs, jit, var, atom)
+        assert ttft.ttft_quantiles(fixed, share, pool, qs, jit, var, atom) == want
+        assert want == sorted(want)  # quantiles rise with q
