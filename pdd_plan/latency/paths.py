@@ -24,19 +24,29 @@ from pdd_plan.workload.requests import RequestClasses
 _EXTEND_CACHE: dict[tuple[int, int, int], tuple[Instance, float]] = {}
 
 
-def _extend_s(md: Instance, k: float, ctx: float) -> float:
+def _extend_at(md: Instance, k: int, ctx: int) -> float:
     """MD's extend recompute of k relay tokens at context ctx, memoized: the optimizer asks for
     the same few (k, context) pairs under every line option."""
-    key = (id(md), int(round(max(k, 1.0))), int(round(ctx)))
+    key = (id(md), k, ctx)
     hit = _EXTEND_CACHE.get(key)
     if (
         hit is None or hit[0] is not md
     ):  # the entry keeps its instance alive, so ids can't be reused
         if len(_EXTEND_CACHE) > 200_000:
             _EXTEND_CACHE.clear()
-        hit = (md, roofline.extend_time(md, float(key[1]), float(key[2])).total_s)
+        hit = (md, roofline.extend_time(md, float(k), float(ctx)).total_s)
         _EXTEND_CACHE[key] = hit
     return hit[1]
+
+
+def _extend_times(md: Instance, k: np.ndarray, ctx: np.ndarray) -> np.ndarray:
+    """:func:`_extend_at` of every (k, ctx) pair (k at least 1), the keys rounded in numpy (``np.rint`` rounds
+    half to even, as ``round`` does) and each distinct pair looked up once."""
+    kk = np.rint(np.maximum(np.asarray(k, dtype=float), 1.0)).astype(np.int64).tolist()
+    cc = np.rint(np.asarray(ctx, dtype=float)).astype(np.int64).tolist()
+    pairs = list(zip(kk, cc))
+    got = {p: _extend_at(md, *p) for p in dict.fromkeys(pairs)}
+    return np.array([got[p] for p in pairs], dtype=float)
 
 
 @dataclass(frozen=True)
@@ -167,11 +177,7 @@ def path_times(
         ctx = classes.input_tokens
         # tokens RLD makes while the KV crawls to MD; catch_up also covers MD's extend
         k = np.minimum(np.minimum(lt / rld_step_s, policy.relay_max_tokens), out)
-        ext = (
-            np.array([_extend_s(md, ki, c) for ki, c in zip(k, ctx)])
-            if md
-            else np.zeros(len(classes))
-        )
+        ext = _extend_times(md, k, ctx) if md else np.zeros(len(classes))
         if policy.handoff == "catch_up":
             k = np.minimum(np.minimum((lt + ext) / rld_step_s, policy.relay_max_tokens), out)
             stall = np.where(k >= policy.relay_max_tokens, ext, 0.0)  # cap hit: MD still stalls

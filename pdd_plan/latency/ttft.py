@@ -7,7 +7,7 @@ import numpy as np
 
 from pdd_plan.latency.line import delay_shape
 from pdd_plan.latency.prefill.pool import PrefillPool
-from pdd_plan.latency.prefill.wait import wait_plus_exponential_survival
+from pdd_plan.latency.prefill.wait import WaitLaw, wait_plus_exponential_survival
 
 
 def ttft_survival(
@@ -24,12 +24,24 @@ def ttft_survival(
     wait = pool.wait_law
     if line_wait is None or line_wait_var is None:
         return wait_plus_exponential_survival(wait, slack, line_wait)
-    law = delay_shape.two_moment(
+    return _survival(slack, wait, _delay_law(line_wait, line_wait_var, line_wait_atom))
+
+
+def _delay_law(
+    line_wait: np.ndarray, line_wait_var: np.ndarray, line_wait_atom: np.ndarray | None
+) -> delay_shape.TwoMoment:
+    return delay_shape.two_moment(
         line_wait, line_wait_var, 0.0 if line_wait_atom is None else line_wait_atom
     )
+
+
+def _survival(slack: np.ndarray, wait: WaitLaw, law: delay_shape.TwoMoment) -> np.ndarray:
+    """:func:`ttft_survival` given the line delay's law. Element-wise, so a call over many
+    slacks at once (rows of targets, paths side by side) gives each entry bit for bit what a
+    call of its own would."""
     s = np.asarray(slack, dtype=float)
     out = law.q * wait_plus_exponential_survival(wait, s - law.shift, law.scale)
-    if np.any(law.q < 1.0):
+    if np.any(law.q < 1.0):  # where q is 1 the second part adds exactly 0.0
         out = out + (1.0 - law.q) * wait_plus_exponential_survival(wait, s, None)
     return out
 
@@ -44,6 +56,30 @@ def miss_probability(
 ) -> np.ndarray:
     """P(TTFT > sla) per class: the prefill wait plus the line queueing must fit the slack."""
     return ttft_survival(sla_s - ttft_fixed_s, pool, line_wait, line_wait_var, line_wait_atom)
+
+
+def miss_probabilities(
+    ttft_fixed_s: dict[str, np.ndarray],
+    pool: PrefillPool,
+    slas_s: tuple[float, ...],
+    line_wait: dict[str, np.ndarray],
+    line_wait_var: dict[str, np.ndarray],
+    line_wait_atom: dict[str, np.ndarray],
+) -> list[dict[str, np.ndarray]]:
+    """:func:`miss_probability` of every path (the keys of `ttft_fixed_s`) at every target in
+    `slas_s`, in one vectorized pass over all of them (the optimizer asks for every line option
+    of every combination: one numpy call each instead of one per target and path). Each entry is
+    what its own call gives, bit for bit: every step is element-wise."""
+    keys = list(ttft_fixed_s)
+    cut = np.cumsum([len(ttft_fixed_s[p]) for p in keys])[:-1]
+
+    def joined(d: dict[str, np.ndarray]) -> np.ndarray:
+        return np.concatenate([np.asarray(d[p], dtype=float) for p in keys])
+
+    fixed = joined(ttft_fixed_s)
+    law = _delay_law(joined(line_wait), joined(line_wait_var), joined(line_wait_atom))
+    out = _survival(np.stack([sla - fixed for sla in slas_s]), pool.wait_law, law)
+    return [dict(zip(keys, np.split(row, cut))) for row in out]
 
 
 def mixture_quantiles(
@@ -76,21 +112,54 @@ def ttft_quantiles(
     fixed, jit, var, atom = fixed[keep], jit[keep], var[keep], atom[keep]
     share = share[keep] / share[keep].sum()
 
-    def surv(t: float) -> float:
-        return float(np.dot(share, ttft_survival(t - fixed, pool, jit, var, atom)))
+    law, wait = _delay_law(jit, var, atom), pool.wait_law  # the same at every point of the search
 
-    out = []
+    seen: dict[float, float] = {}  # the quantiles' searches start alike: each point once
+
+    def evaluate(ts: list[float]) -> None:
+        """The mixture's survival at each new t of `ts`, all in one vectorized pass (each as its
+        own call would give it: the survival is element-wise, each row's dot product alone)."""
+        new = [t for t in dict.fromkeys(ts) if t not in seen]
+        if new:
+            rows = _survival(np.array(new)[:, None] - fixed, wait, law)
+            for t, row in zip(new, rows):
+                seen[t] = float(np.dot(share, row.copy()))
+
+    def surv(t: float) -> float:
+        evaluate([t])
+        return seen[t]
+
+    his = []
     for q in qs:
-        lo, hi = 0.0, float(fixed.max() + 10 * jit.max()) + 1.0
+        hi = float(fixed.max() + 10 * jit.max()) + 1.0
         while surv(hi) > 1 - q:
             hi *= 2.0
             if hi > 1e7:
                 break
-        for _ in range(60):
-            mid = (lo + hi) / 2
-            if surv(mid) > 1 - q:
-                lo = mid
+        his.append(hi)
+    return _bisect_together(qs, his, evaluate, seen)
+
+
+def _bisect_together(qs, his: list[float], evaluate, seen: dict[float, float]) -> list[float]:
+    """:func:`delay_shape.bisect` (60 halvings from [0, hi]) of every quantile in `qs` side by
+    side: each step's midpoints in one :func:`evaluate` call, each quantile's steps and stops
+    exactly its own search's."""
+    lo, hi, done = [0.0] * len(qs), list(his), [False] * len(qs)
+    for _ in range(60):
+        mids = [(a + b) / 2 for a, b in zip(lo, hi)]
+        evaluate([m for i, m in enumerate(mids) if not done[i] and m != hi[i]])
+        for i, q in enumerate(qs):
+            m = mids[i]
+            if done[i] or m == hi[i]:  # one ulp wide: hi stays
+                done[i] = True
+                continue
+            above = seen[m] > 1 - q
+            if m == lo[i]:  # one ulp wide: hi moves to lo unless lo is above
+                hi[i], done[i] = (hi[i] if above else m), True
+            elif above:
+                lo[i] = m
             else:
-                hi = mid
-        out.append(hi)
-    return out
+                hi[i] = m
+        if all(done):
+            break
+    return hi

@@ -151,9 +151,26 @@ def _operating_step(p: SolverResult, role: str, tokens_per_s: float, mean_ctx: f
     )
 
 
+_STEP_CACHE: dict[tuple[int, float, float, float], tuple[object, float]] = {}
+
+
 def _little_step(inst, x: float, bmax: float, context: float) -> float:
     """step(B) at the B in [1, bmax] with B = x step(B): B - x step(B) rises with B (a step
-    grows by less than 1/x per request while the instance is below capacity), so bisect."""
+    grows by less than 1/x per request while the instance is below capacity), so bisect.
+    Memoized: a summary asks for the same pool's operating step for its TTFT shift, its TPOT
+    and its bottleneck (each bisection is 40 scalar decode steps)."""
+    key = (id(inst), float(x), float(bmax), float(context))
+    hit = _STEP_CACHE.get(key)
+    if hit is None or hit[0] is not inst:  # the entry keeps its instance alive: ids stay unique
+        if len(_STEP_CACHE) > 10_000:
+            _STEP_CACHE.clear()
+        hit = (inst, _bisect_step(inst, x, bmax, context))
+        _STEP_CACHE[key] = hit
+    return hit[1]
+
+
+def _bisect_step(inst, x: float, bmax: float, context: float) -> float:
+    """:func:`_little_step`'s bisection."""
 
     def step(b: float) -> float:
         return roofline.decode_step(inst, b, context).total_s

@@ -6,7 +6,7 @@ models; the MILP itself (`model.py`) only combines numbers.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -124,7 +124,7 @@ def decode_options(
         for inst in instances(catalog, gname):
             if inst.n_gpus > have:
                 continue
-            b, step = roofline.max_batch_for_tpot(inst, context_tokens, tpot)
+            b, step = _max_batch(inst, context_tokens, tpot)
             if b < 1:
                 continue
             key = f"{role}:{dc}:{inst.label}"
@@ -141,6 +141,26 @@ def decode_options(
             )
             out.append(DecodeOption(cand, inst))
     return out
+
+
+_BATCH_CACHE: dict[tuple, tuple[Instance, tuple[int, float]]] = {}
+
+
+def _max_batch(inst: Instance, context_tokens: float, tpot_s: float) -> tuple[int, float]:
+    """roofline.max_batch_for_tpot (a bisection of decode steps), memoized on the instance's
+    fields: the catalog builds its instances anew for every architecture and prefill GPU,
+    which ask for the same decode candidates."""
+    rest = tuple(getattr(inst, f.name) for f in fields(inst) if f.name not in ("model", "gpu"))
+    args = (context_tokens, tpot_s)
+    key = (id(inst.model), id(inst.gpu), rest, *((type(a), float(a)) for a in args))
+    hit = _BATCH_CACHE.get(key)
+    # the entry keeps its model and GPU profiles alive, so their ids stay unique
+    if hit is None or hit[0].model is not inst.model or hit[0].gpu is not inst.gpu:
+        if len(_BATCH_CACHE) > 4096:
+            _BATCH_CACHE.clear()
+        hit = (inst, roofline.max_batch_for_tpot(inst, context_tokens, tpot_s))
+        _BATCH_CACHE[key] = hit
+    return hit[1]
 
 
 def line_options(
@@ -255,22 +275,13 @@ def path_table(
         singular = classes.output_tokens <= (lim if lim is not None else -1)
         for p in relay:
             allowed[p] = wants & singular if p == P_RLD else wants
-    miss = {
-        q: {
-            p: classes.class_mean(
-                ttft.miss_probability(
-                    ft.ttft_fixed_s[p],
-                    pool,
-                    s,
-                    ft.line_wait(p),
-                    ft.line_wait_var(p),
-                    ft.line_wait_atom(p),
-                )
-            )
-            for p in allowed
-        }
-        for q, s in zip(QUANTILES, (sla.ttft_p90_s, sla.ttft_p99_s))
-    }
+    slas = (sla.ttft_p90_s, sla.ttft_p99_s)
+    fixed = {p: ft.ttft_fixed_s[p] for p in allowed}
+    waits = [
+        {p: f(p) for p in allowed} for f in (ft.line_wait, ft.line_wait_var, ft.line_wait_atom)
+    ]
+    rows = ttft.miss_probabilities(fixed, pool, slas, *waits)
+    miss = {q: {p: classes.class_mean(row[p]) for p in allowed} for q, row in zip(QUANTILES, rows)}
     return PathTable(
         allowed=allowed,
         miss=miss,

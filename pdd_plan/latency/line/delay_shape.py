@@ -115,14 +115,28 @@ def transfer_quantiles(
         return [float("inf")] * len(qs)
     lo0 = float(bare.min()) if bare.size else 0.0
     hi0 = float(np.max(bare + law.shift + 60.0 * law.scale)) + 1e-9
-    out = []
-    for q in qs:
-        lo, hi = lo0 - 1e-12, hi0
-        for _ in range(60):
-            mid = 0.5 * (lo + hi)
-            if float(np.dot(w, delay_survival(mid - bare, law))) > 1.0 - q:
-                lo = mid
-            else:
-                hi = mid
-        out.append(hi)
-    return out
+
+    def above(q: float):
+        return lambda t: float(np.dot(w, delay_survival(t - bare, law))) > 1.0 - q
+
+    return [bisect(above(q), lo0 - 1e-12, hi0, 60) for q in qs]
+
+
+def bisect(above, lo: float, hi: float, halvings: int) -> float:
+    """``hi`` after ``halvings`` steps of ``mid = (lo + hi) / 2``, ``lo = mid`` where
+    ``above(mid)``, else ``hi = mid``: the bisections of the quantiles here and in
+    :func:`pdd_plan.latency.ttft.ttft_quantiles`. It stops once the interval is one ulp wide,
+    with the ``hi`` the remaining steps would leave (they change nothing: a ``mid`` equal to
+    ``hi`` leaves ``hi``; one equal to ``lo`` moves ``hi`` to it once, unless ``above(lo)``):
+    ~53 survivals of 60 at seconds-scale quantiles."""
+    for _ in range(halvings):
+        mid = (lo + hi) / 2
+        if mid == hi:
+            return hi
+        if mid == lo:
+            return hi if above(mid) else mid
+        if above(mid):
+            lo = mid
+        else:
+            hi = mid
+    return hi

@@ -49,8 +49,8 @@ from functools import lru_cache
 from typing import Protocol
 
 import numpy as np
-from scipy.linalg import eigh_tridiagonal
 
+from pdd_plan.latency.line import tagged
 from pdd_plan.latency.prefill import gig1
 
 _TAIL = 1e-9  # stationary mass left beyond the chain's truncation
@@ -71,7 +71,7 @@ def _busy_modes(lam: float, mu: float, c: int) -> tuple[np.ndarray, np.ndarray]:
     p /= p.sum()
     b = np.minimum(n, c).astype(float)
     diag = -(np.where(n < k_max, lam, 0.0) + death)
-    ev, vec = eigh_tridiagonal(diag, np.sqrt(lam * death[1:]))
+    ev, vec = tagged.eigh_tridiagonal(diag, np.sqrt(lam * death[1:]))
     w = (vec.T @ (np.sqrt(p) * (b - p @ b))) ** 2
     keep = ev < -1e-9 * float(np.abs(ev).max())  # the zero mode carries no covariance
     return -ev[keep], w[keep]

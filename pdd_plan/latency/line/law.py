@@ -45,7 +45,7 @@ def transfer_law(
     no-delay chance scaled by how often the line is idle at an arrival,
     :func:`bursts.idle_ratio`). Poisson arrivals: exactly the law before bursts."""
     xb = np.asarray(size_bytes, dtype=float)
-    queue = limited_ps.limited_ps(xb, line, rho, weight)
+    queue, cv2, atom = _line_shape(xb, line, rho, weight)
     lt = poisson_mean_s(xb, line, queue) * stretch
     # the bare transfer (no other flow in the way) is fixed; queueing beyond it is random
     bare = np.minimum(transfer.bare_transfer_s(xb, line), lt)
@@ -60,7 +60,6 @@ def transfer_law(
     # the PS share's squared CV holds for the delay without bursts (the pool's smoothing,
     # verification's stretch); bursts move that part's variance (bursts.variance_ratio)
     # and add their own excess at the same squared CV, taken independent of it
-    cv2, atom = limited_ps.delay_shape(xb, line, rho, weight, queue)
     with np.errstate(invalid="ignore", over="ignore"):  # no delay (j = 0): no variance
         var = np.where(j > 0, cv2 * j * j, 0.0)
     if 0 < rho < 1 and ca2 != 1.0:
@@ -69,6 +68,29 @@ def transfer_law(
             v = bursts.variance_ratio(sz, weight, rho, ca2)
             var = np.where(j > 0, cv2 * (base * base * v + burst * burst), 0.0)
     return TransferLaw(lt, bare, j, var, atom)
+
+
+_SHAPE_CACHE: dict[tuple, tuple] = {}
+
+
+def _line_shape(
+    xb: np.ndarray, line: transfer.LineConfig, rho: float, weight: np.ndarray
+) -> tuple[limited_ps.LimitedPS, np.ndarray, np.ndarray]:
+    """The line's queue at ``rho`` and its delay's shape (squared CV, no-delay chance) for
+    these transfers (:func:`limited_ps.limited_ps`, :func:`limited_ps.delay_shape`): the same
+    whatever prefill pool feeds the line, so memoized (the optimizer asks for every pool
+    combination under each line option; the tagged chain's moments are most of a law)."""
+    w = np.asarray(weight, dtype=float)
+    key = (id(line), float(rho), xb.tobytes(), w.tobytes())
+    hit = _SHAPE_CACHE.get(key)
+    if hit is None or hit[0] is not line:  # the entry keeps its line alive: ids stay unique
+        if len(_SHAPE_CACHE) > 4096:
+            _SHAPE_CACHE.clear()
+        queue = limited_ps.limited_ps(xb, line, rho, weight)
+        cv2, atom = limited_ps.delay_shape(xb, line, rho, weight, queue)
+        hit = (line, queue, cv2, atom)
+        _SHAPE_CACHE[key] = hit
+    return hit[1], hit[2].copy(), hit[3].copy()
 
 
 def poisson_mean_s(

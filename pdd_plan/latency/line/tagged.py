@@ -38,7 +38,15 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from scipy.linalg import eigh_tridiagonal
+
+
+def eigh_tridiagonal(diag: np.ndarray, off: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """scipy.linalg.eigh_tridiagonal, imported on first use (~0.4 s: only where a line is
+    planned)."""
+    from scipy.linalg import eigh_tridiagonal as eigh  # ~0.4 s to import, see above
+
+    return eigh(diag, off)
+
 
 _TAIL = 1e-13  # stationary mass left beyond the truncation
 _K_MAX = 1500  # states at most (a line near saturation: rho^K < 1e-13 needs K ~ 30 / (1 - rho))

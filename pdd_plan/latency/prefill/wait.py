@@ -93,12 +93,29 @@ def wait_plus_exponential_survival(
 
 
 def _points_part(w: np.ndarray, p: np.ndarray, t: np.ndarray, m: np.ndarray) -> np.ndarray:
-    """Sum over the point masses ``p`` at ``w`` of P(w + E > t), E of mean ``m``."""
+    """Sum over the point masses ``p`` at ``w`` of P(w + E > t), E of mean ``m``.
+
+    The summaries' bisections call this thousands of times over (strata x points) arrays: the
+    terms are made in one buffer, in place, and the exponential (most of the time) only for the
+    points before ``t`` and only where some ``m`` > 0 (with ``m`` all 0 every term is 0 or its
+    mass); each entry is the same IEEE operations as
+    ``p * where(w > t, 1, exp(-max(t - w, 0) / m))``, summed the same way."""
     tt, mm = t[..., None], m[..., None]
     past = w > tt
-    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        e = np.where(mm > 0, np.exp(-np.maximum(tt - w, 0.0) / np.where(mm > 0, mm, 1.0)), 0.0)
-    return np.sum(p * np.where(past, 1.0, e), axis=-1)
+    pos = mm > 0
+    if pos.any():
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            e = np.subtract(tt, w)
+            np.maximum(e, 0.0, out=e)
+            np.divide(e, -np.where(pos, mm, 1.0), out=e)  # -(x) / m is x / (-m), bit for bit
+            np.exp(e, out=e, where=~past)  # a point past t adds its whole mass: no exponential
+        if not pos.all():
+            e = np.where(pos, e, 0.0)
+    else:
+        e = np.zeros(past.shape)
+    np.copyto(e, 1.0, where=past)
+    np.multiply(p, e, out=e)
+    return np.sum(e, axis=-1)
 
 
 def _tail_part(tail: ExponentialTail, t: np.ndarray, m: np.ndarray) -> np.ndarray:
@@ -106,11 +123,16 @@ def _tail_part(tail: ExponentialTail, t: np.ndarray, m: np.ndarray) -> np.ndarra
     a, t0 = tail.rate, tail.shift
     u = np.maximum(t - t0, 0.0)  # the exponential part of a long wait starts at t0
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        b = np.where(m > 0, 1.0 / np.where(m > 0, m, 1.0), np.inf)
+        ea = np.exp(-a * u)  # the wait's own tail, in every branch: computed once
+        pos = m > 0
+        if not pos.any():  # no line delay anywhere (the atom's part of a TTFT): the tail alone
+            return ea
+        b = np.where(pos, 1.0 / np.where(pos, m, 1.0), np.inf)
         close = np.abs(b - a) < 1e-9 * np.maximum(a, 1.0)
         conv = np.where(
             close,
-            (1 + a * u) * np.exp(-a * u),
-            (b * np.exp(-a * u) - a * np.exp(-b * u)) / np.where(close, 1.0, b - a),
+            (1 + a * u) * ea,
+            (b * ea - a * np.exp(-b * u)) / np.where(close, 1.0, b - a),
         )
-    return np.where(m > 0, np.where(t < t0, 1.0, conv), np.exp(-a * u))
+    delayed = np.where(t < t0, 1.0, conv)
+    return delayed if pos.all() else np.where(pos, delayed, ea)

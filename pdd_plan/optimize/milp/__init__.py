@@ -18,7 +18,13 @@ a budget); or rate - lambda * cost.
 
 from pdd_plan.optimize.milp.base import EPS, GOODPUT_COST_WEIGHT, Model, size
 from pdd_plan.optimize.milp.dinkelbach import dinkelbach_points
-from pdd_plan.optimize.milp.problem import build, build_points, solve, solve_points
+from pdd_plan.optimize.milp.problem import (
+    build,
+    build_points,
+    shadow_prices,
+    solve,
+    solve_points,
+)
 from pdd_plan.optimize.milp.result import FleetSolution, PointSolution, PointsSolution
 
 __all__ = [
@@ -31,6 +37,7 @@ __all__ = [
     "build",
     "build_points",
     "dinkelbach_points",
+    "shadow_prices",
     "size",
     "solve",
     "solve_points",

@@ -10,6 +10,8 @@ nominal's.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pulp
 
@@ -64,7 +66,14 @@ def _routes(m: Model, k: int) -> None:
         per.setdefault((o, c), []).append(v)
         by_option.setdefault(o, {})[p, c] = v
     for (o, c), vs in per.items():
-        m.add(f"route_{o}_{c}{tag}", pulp.lpSum(vs) <= big / unit * float(w[c]) * m.z[o])
+        # lpSum(vs) <= cap * z, built as PuLP builds it (each flow at 1, z at -cap, constant
+        # 0.0) in one go: these rows are most of a model's and PuLP's operators copy per term
+        cap = big / unit * float(w[c])
+        if cap == 0 or not math.isfinite(cap):  # PuLP's own: no z term at 0, an error at inf
+            m.add(f"route_{o}_{c}{tag}", pulp.lpSum(vs) <= cap * m.z[o])
+            continue
+        row = pulp.LpAffineExpression([*((v, 1) for v in vs), (m.z[o], -cap)], 0.0)
+        m.add(f"route_{o}_{c}{tag}", pulp.LpConstraint(row, pulp.LpConstraintLE))
     paths, line_bytes = pts.point_paths(k), pts.line_bytes(k)
     for o, ln in enumerate(m.t.lines):
         if not np.isfinite(ln.capacity_bytes_s):

@@ -97,6 +97,17 @@ def solve(
     return out
 
 
+def shadow_prices(
+    t: FleetTables, objective: str = "cost", lam: float = 0.0, time_limit_s: float = 30.0
+) -> dict[str, float]:
+    """The nominal plan's shadow prices (:func:`lp_shadow_prices` of its one point), for a
+    MILP already solved: its relaxation alone is solved (`solve(duals=True)` solves both)."""
+    limits.check_deadline()
+    out = lp_shadow_prices(single(t), objective, lam, time_limit_s)
+    limits.check_deadline()
+    return out
+
+
 def lp_shadow_prices(
     pts: OperatingPoints, objective: str, lam: float, time_limit_s: float
 ) -> dict[str, float]:
