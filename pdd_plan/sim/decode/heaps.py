@@ -29,10 +29,11 @@ IA, FA = i8[:], f8[:]  # 1-D any layout: a field of a record array
 
 # numba keys a cached function by its own bytecode and source file only, but the compiled
 # kernels inline each other across these modules (and the jit options live here): key every
-# one of them by all of their sources, so an edit to any recompiles them all
+# one of them by all of their sources (the decode kernels and sim/queue_kernel.py, the prefill
+# and line loops on these heaps), so an edit to any recompiles them all
 _HERE = Path(__file__).resolve().parent
 _SOURCES = hashlib.sha256(
-    b"".join((_HERE / f).read_bytes() for f in ("heaps.py", "kernel.py"))
+    b"".join((_HERE / f).read_bytes() for f in ("heaps.py", "kernel.py", "../queue_kernel.py"))
 ).hexdigest()
 
 
