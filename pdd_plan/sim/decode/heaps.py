@@ -42,8 +42,10 @@ class _KernelCache(FunctionCache):
         return (*super()._index_key(sig, codegen), _SOURCES)
 
 
-# kernel.py's dispatchers and signatures, in definition order (callees before callers): compiled
-# or loaded from the cache by `ready`, when a replay runs, not at import
+# the kernels' dispatchers and signatures (these heaps', kernel.py's, sim/queue_kernel.py's), in
+# definition order (callees before callers): compiled or loaded from the cache by `ready`, when
+# a replay runs, not at import (a cached top-level kernel carries its callees: the heap
+# helpers load only to be compiled into a kernel, or called from Python)
 _DEFERRED: list = []
 _READY = threading.Lock()  # a sweep's threads replay at once: one of them compiles
 
@@ -103,13 +105,13 @@ def ready(entry=None) -> None:
             d.disable_compile()
 
 
-@jit(types.boolean(FA, IA, i8, i8))
+@jit(types.boolean(FA, IA, i8, i8), defer=True)
 def _before(key, tie, a, b):
     """Request a sorts before request b."""
     return key[a] < key[b] or (key[a] == key[b] and tie[a] < tie[b])
 
 
-@jit(types.void(I1, IA, FA, IA, i8, i8))
+@jit(types.void(I1, IA, FA, IA, i8, i8), defer=True)
 def _sift_up(slots, pos, key, tie, base, i):
     r = slots[base + i]
     while i > 0:
@@ -124,7 +126,7 @@ def _sift_up(slots, pos, key, tie, base, i):
     pos[r] = i
 
 
-@jit(types.void(I1, IA, FA, IA, i8, i8, i8))
+@jit(types.void(I1, IA, FA, IA, i8, i8, i8), defer=True)
 def _sift_down(slots, pos, key, tie, base, size, i):
     r = slots[base + i]
     while True:
@@ -143,14 +145,14 @@ def _sift_down(slots, pos, key, tie, base, size, i):
     pos[r] = i
 
 
-@jit(types.void(I1, IA, FA, IA, i8, i8, i8))
+@jit(types.void(I1, IA, FA, IA, i8, i8, i8), defer=True)
 def heap_push(slots, pos, key, tie, base, size, r):
     """Push r onto the heap of ``size`` entries at ``base``; the caller counts it."""
     slots[base + size] = r
     _sift_up(slots, pos, key, tie, base, size)
 
 
-@jit(i8(I1, IA, FA, IA, i8, i8))
+@jit(i8(I1, IA, FA, IA, i8, i8), defer=True)
 def heap_pop(slots, pos, key, tie, base, size):
     """Pop the first request of a non-empty heap; the caller counts it."""
     r = slots[base]
@@ -161,7 +163,7 @@ def heap_pop(slots, pos, key, tie, base, size):
     return r
 
 
-@jit(types.void(I1, IA, FA, IA, i8, i8, i8))
+@jit(types.void(I1, IA, FA, IA, i8, i8, i8), defer=True)
 def heap_remove(slots, pos, key, tie, base, size, r):
     """Take r out of its heap wherever it is; the caller counts it."""
     i = pos[r]
@@ -173,7 +175,7 @@ def heap_remove(slots, pos, key, tie, base, size, r):
     _sift_up(slots, pos, key, tie, base, i)
 
 
-@jit(types.void(IA, IA, IA, IA, i8, i8))
+@jit(types.void(IA, IA, IA, IA, i8, i8), defer=True)
 def fifo_push(head, tail, count, link, k, r):
     if count[k]:
         link[tail[k]] = r
@@ -184,7 +186,7 @@ def fifo_push(head, tail, count, link, k, r):
     count[k] += 1
 
 
-@jit(i8(IA, IA, IA, i8))
+@jit(i8(IA, IA, IA, i8), defer=True)
 def fifo_pop(head, count, link, k):
     r = head[k]
     head[k] = link[r]
