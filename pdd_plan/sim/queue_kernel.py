@@ -16,9 +16,21 @@ import math
 import numpy as np
 from numba.types import void
 
-from pdd_plan.sim.decode.heaps import F1, I1, f8, heap_pop, heap_push, i8, jit, ready
+from pdd_plan.sim.decode.heaps import F1, I1, cached, f8, heap_pop, heap_push, i8, jit, ready
 
 INF = math.inf
+# requests from which a replay compiles a loop it does not find in numba's cache: compiling one
+# takes ~0.5-1 s of CPU, what the Python loop takes for ~300k requests (a verification replay
+# is 20,000), so a small replay on a fresh install runs the Python loop, byte-identical
+COMPILE_FROM = 300_000
+
+
+def wanted(entry, n: int) -> bool:
+    """Whether to run ``entry`` for ``n`` requests (else its Python loop): compiled already or
+    in the cache, or a replay large enough to pay for compiling it."""
+    return n >= COMPILE_FROM or cached(entry)
+
+
 F2 = f8[:, ::1]  # 2-D C-contiguous
 
 
@@ -148,4 +160,4 @@ def line_events(
     out_n[2] = opened
 
 
-__all__ = ["least_loaded", "line_events", "ready", "np"]
+__all__ = ["least_loaded", "line_events", "ready", "wanted", "np"]

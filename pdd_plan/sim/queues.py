@@ -67,6 +67,18 @@ def fifo_least_loaded(
         return a + lindley_wait(a, service_s[g]), np.zeros(n, dtype=np.int32)
     from pdd_plan.sim import queue_kernel  # numba: loaded when a replay runs, not on import
 
+    if not queue_kernel.wanted(queue_kernel.least_loaded, n):
+        return _least_loaded_python(a, service_s, counts, progress)
+    return _least_loaded_compiled(a, service_s, counts, progress)
+
+
+def _least_loaded_compiled(
+    a: np.ndarray, service_s: list[np.ndarray], counts: list[int], progress: Progress | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`fifo_least_loaded` (several servers) in compiled code (``queue_kernel``)."""
+    from pdd_plan.sim import queue_kernel  # numba: loaded when a replay runs, not on import
+
+    n, total = a.shape[0], int(sum(counts))
     queue_kernel.ready(queue_kernel.least_loaded)
     groups = [(g, c) for g, c in enumerate(counts) if c > 0]
     first = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
@@ -87,6 +99,33 @@ def fifo_least_loaded(
     if progress is not None:
         progress("prefill", n, n)
     return start, server.astype(np.int32)
+
+
+def _least_loaded_python(
+    a: np.ndarray, service_s: list[np.ndarray], counts: list[int], progress: Progress | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`fifo_least_loaded`'s loop in Python (a heapq of (free time, server) per group):
+    what ``queue_kernel.least_loaded`` compiles, for replays too small to pay for compiling."""
+    n = a.shape[0]
+    start, server = [0.0] * n, [0] * n
+    groups = [(g, c) for g, c in enumerate(counts) if c > 0]
+    first = np.concatenate([[0], np.cumsum(counts)[:-1]]).tolist()
+    heaps = [[(0.0, first[g] + j) for j in range(c)] for g, c in groups]
+    sls = [np.asarray(service_s[g], dtype=float).tolist() for g, _ in groups]
+    heapreplace = heapq.heapreplace
+    for k, t in enumerate(a.tolist()):
+        best, bi = math.inf, 0
+        for i, h in enumerate(heaps):
+            f = h[0][0]
+            fin = (t if t > f else f) + sls[i][k]
+            if fin < best:
+                best, bi = fin, i
+        f, j = heaps[bi][0]
+        start[k], server[k] = (t if t > f else f), j
+        heapreplace(heaps[bi], (best, j))
+        if progress is not None and not k & (_TICK - 1):
+            progress("prefill", k, n)
+    return np.asarray(start), np.asarray(server, dtype=np.int32)
 
 
 @dataclass
@@ -293,6 +332,12 @@ def _replay(
     return t_now, transfers, most
 
 
+def _compiled_wanted(n: int) -> bool:
+    from pdd_plan.sim import queue_kernel  # numba: loaded when a replay runs, not on import
+
+    return queue_kernel.wanted(queue_kernel.line_events, n)
+
+
 def _compiled(inp: LineInputs, n_out: int, progress: Progress) -> tuple:
     """:func:`_replay` without a router or DRC, in compiled code (``queue_kernel``): (start,
     end, sent, fresh, (last event time, transfers, most ever waiting))."""
@@ -371,19 +416,17 @@ def run_line(
     """
     rid = inp.rid
     n_out = int(rid.max()) + 1 if len(rid) else 0
-    start: list[float] = [math.nan] * n_out if inp.router or inp.drc else []
-    end: list[float] = [math.nan] * n_out if inp.router or inp.drc else []
-    sent: list[float] = [0.0] * n_out if inp.router or inp.drc else []
     route = bytearray(n_out)  # Route.P_MD
     if inp.route is not None:
         route[:] = np.asarray(inp.route, dtype=np.uint8).tobytes()
-    if inp.router is None and inp.drc is None:
+    plain = inp.router is None and inp.drc is None
+    if plain and _compiled_wanted(len(inp.ready_s)):
         s, e, x, fresh, (t_end, transfers, most) = _compiled(inp, n_out, progress or _noop)
     else:
+        start, end, sent = [math.nan] * n_out, [math.nan] * n_out, [0.0] * n_out
         fresh = []
-        t_end, transfers, most = _replay(
-            inp, _Admission(inp, route), (start, end, sent, fresh), progress or _noop
-        )
+        admit = None if plain else _Admission(inp, route)
+        t_end, transfers, most = _replay(inp, admit, (start, end, sent, fresh), progress or _noop)
         s = np.array(start, dtype=float)
         e = np.array(end, dtype=float)
         x = np.array(sent, dtype=float)

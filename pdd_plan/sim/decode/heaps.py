@@ -50,16 +50,19 @@ _DEFERRED: list = []
 _READY = threading.Lock()  # a sweep's threads replay at once: one of them compiles
 
 
-def jit(sig, defer: bool = False):
+def jit(sig, defer: bool = False, python: bool = True):
     """``numba.njit(sig, cache=True)``: compiled for exactly this signature (callers' literal
     arguments convert to it instead of compiling one more specialization each), cached on
     disk by :class:`_KernelCache`. Without the runtime's reference counting (``_nrt=False``):
     the kernels allocate nothing, and counting every array view made the loop 4x slower.
     Without any writable cache location (a read-only install and home) numba refuses to
-    cache: compile on each run instead. ``defer``: compile in :func:`ready`, not now."""
+    cache: compile on each run instead. ``defer``: compile in :func:`ready`, not now.
+    ``python`` False: called only from compiled code, so numba builds no CPython (or C)
+    wrapper for it (of the first compile's ~11 s, ~1.5 s were such wrappers)."""
 
     def wrap(fn):
-        d = numba.njit(_nrt=False)(fn)
+        bare = {} if python else {"no_cpython_wrapper": True, "no_cfunc_wrapper": True}
+        d = numba.njit(_nrt=False, **bare)(fn)
         try:
             d._cache = _KernelCache(fn)  # what Dispatcher.enable_caching does, keyed wider
         except RuntimeError:
@@ -81,6 +84,14 @@ def _in_cache(d, sig) -> bool:
         return key in d._cache._cache_file._load_index()
     except Exception:  # no cache (read-only install) or numba internals moved: compile all
         return False
+
+
+def cached(entry) -> bool:
+    """Whether a deferred kernel is callable now or loads from numba's disk cache (no compile)."""
+    if not _open(entry):
+        return True
+    sig = next(s for d, s in _DEFERRED if d is entry)
+    return _in_cache(entry, sig)
 
 
 def _open(d) -> bool:
@@ -105,13 +116,13 @@ def ready(entry=None) -> None:
             d.disable_compile()
 
 
-@jit(types.boolean(FA, IA, i8, i8), defer=True)
+@jit(types.boolean(FA, IA, i8, i8), defer=True, python=False)
 def _before(key, tie, a, b):
     """Request a sorts before request b."""
     return key[a] < key[b] or (key[a] == key[b] and tie[a] < tie[b])
 
 
-@jit(types.void(I1, IA, FA, IA, i8, i8), defer=True)
+@jit(types.void(I1, IA, FA, IA, i8, i8), defer=True, python=False)
 def _sift_up(slots, pos, key, tie, base, i):
     r = slots[base + i]
     while i > 0:
@@ -126,7 +137,7 @@ def _sift_up(slots, pos, key, tie, base, i):
     pos[r] = i
 
 
-@jit(types.void(I1, IA, FA, IA, i8, i8, i8), defer=True)
+@jit(types.void(I1, IA, FA, IA, i8, i8, i8), defer=True, python=False)
 def _sift_down(slots, pos, key, tie, base, size, i):
     r = slots[base + i]
     while True:
@@ -175,7 +186,7 @@ def heap_remove(slots, pos, key, tie, base, size, r):
     _sift_up(slots, pos, key, tie, base, i)
 
 
-@jit(types.void(IA, IA, IA, IA, i8, i8), defer=True)
+@jit(types.void(IA, IA, IA, IA, i8, i8), defer=True, python=False)
 def fifo_push(head, tail, count, link, k, r):
     if count[k]:
         link[tail[k]] = r
@@ -186,7 +197,7 @@ def fifo_push(head, tail, count, link, k, r):
     count[k] += 1
 
 
-@jit(i8(IA, IA, IA, i8), defer=True)
+@jit(i8(IA, IA, IA, i8), defer=True, python=False)
 def fifo_pop(head, count, link, k):
     r = head[k]
     head[k] = link[r]
