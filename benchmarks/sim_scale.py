@@ -13,6 +13,10 @@ asked for <= 20 s).
 
 from __future__ import annotations
 
+import os
+
+os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")  # as the CLI's entry point (cli/__init__.py)
+
 import argparse
 import json
 import resource

@@ -23,6 +23,7 @@ SIM_KEYS = (
     "rld_token_share",
     "goodput_rps",
     "warmup",  # the replay's first requests left out of the figures above
+    "early_stop",  # where the replay stopped, its verdicts settled (sim.sequential)
 )
 
 

@@ -67,6 +67,26 @@ OWNED_LEGEND = (
 )
 
 
+def legend(plan: Plan) -> str:
+    """LEGEND, with the replay length each verified plan's figures are over (and where a
+    replay stopped early, its verdicts settled: ``sim.sequential``)."""
+    sims = {a: p.simulated for a, p in plan.plans.items() if p.simulated is not None}
+    if not sims:
+        return LEGEND
+    by_text: dict[str, list[str]] = {}
+    for a, s in sims.items():
+        e = s.early_stop
+        text = (
+            f"{s.requests:,} requests"
+            if e is None
+            else f"the first {s.requests:,} of {e.full_length:,} requests (stopped after "
+            f"{e.replayed:,}: verdicts settled at {e.confidence:.0%})"
+        )
+        by_text.setdefault(text, []).append(a)
+    parts = [f"{', '.join(a)} {t}" for t, a in by_text.items()]
+    return LEGEND.replace("(- : not verified).", f"(- : not verified): {'; '.join(parts)}.", 1)
+
+
 def _sim_cell(p: ArchitecturePlan, q: str) -> str:
     s = p.simulated
     if s is None:
@@ -120,10 +140,10 @@ def _plans(plan: Plan, console: Console) -> None:
     t = fit.make("plans", ["", *cols], rows, just, width=console.width)
     if t is not None:
         console.print(t)
-        console.print(LEGEND + (OWNED_LEGEND if owned else ""), highlight=False)
+        console.print(legend(plan) + (OWNED_LEGEND if owned else ""), highlight=False)
     else:  # many architectures on a narrow console: one small table each
         per_arch = [[a, *c] for a, c in cols.items()]
-        fit.show(console, "plans", ["arch", *names], per_arch, legend=LEGEND, stack_by=None)
+        fit.show(console, "plans", ["arch", *names], per_arch, legend=legend(plan), stack_by=None)
 
 
 def render_plan(plan: Plan, console: Console) -> None:

@@ -65,45 +65,66 @@ def fifo_least_loaded(
     if total == 1:
         g = next(i for i, c in enumerate(counts) if c > 0)
         return a + lindley_wait(a, service_s[g]), np.zeros(n, dtype=np.int32)
-    start = [0.0] * n
-    server = [0] * n
-    al = a.tolist()
+    from pdd_plan.sim import queue_kernel  # numba: loaded when a replay runs, not on import
+
+    if not queue_kernel.wanted(queue_kernel.least_loaded, n):
+        return _least_loaded_python(a, service_s, counts, progress)
+    return _least_loaded_compiled(a, service_s, counts, progress)
+
+
+def _least_loaded_compiled(
+    a: np.ndarray, service_s: list[np.ndarray], counts: list[int], progress: Progress | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`fifo_least_loaded` (several servers) in compiled code (``queue_kernel``)."""
+    from pdd_plan.sim import queue_kernel  # numba: loaded when a replay runs, not on import
+
+    n, total = a.shape[0], int(sum(counts))
+    queue_kernel.ready(queue_kernel.least_loaded)
+    groups = [(g, c) for g, c in enumerate(counts) if c > 0]
+    first = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+    svc = np.ascontiguousarray([np.asarray(service_s[g], dtype=float) for g, _ in groups])
+    firsts = np.array([first[g] for g, _ in groups], dtype=np.int64)
+    cnt = np.array([c for _, c in groups], dtype=np.int64)
+    ids = np.arange(total, dtype=np.int64)
+    slots, pos = ids.copy(), np.zeros(total, dtype=np.int64)  # pos is unread until a pop
+    for f, c in zip(firsts.tolist(), cnt.tolist()):
+        pos[f : f + c] = np.arange(c)
+    start = np.empty(n)
+    server = np.empty(n, dtype=np.int64)
+    if progress is not None:
+        progress("prefill", 0, n)
+    queue_kernel.least_loaded(
+        np.ascontiguousarray(a), svc, firsts, cnt, start, server, slots, pos, np.zeros(total), ids
+    )
+    if progress is not None:
+        progress("prefill", n, n)
+    return start, server.astype(np.int32)
+
+
+def _least_loaded_python(
+    a: np.ndarray, service_s: list[np.ndarray], counts: list[int], progress: Progress | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`fifo_least_loaded`'s loop in Python (a heapq of (free time, server) per group):
+    what ``queue_kernel.least_loaded`` compiles, for replays too small to pay for compiling."""
+    n = a.shape[0]
+    start, server = [0.0] * n, [0] * n
     groups = [(g, c) for g, c in enumerate(counts) if c > 0]
     first = np.concatenate([[0], np.cumsum(counts)[:-1]]).tolist()
+    heaps = [[(0.0, first[g] + j) for j in range(c)] for g, c in groups]
+    sls = [np.asarray(service_s[g], dtype=float).tolist() for g, _ in groups]
     heapreplace = heapq.heapreplace
-    if len(groups) == 1:
-        g, c = groups[0]
-        sl = np.asarray(service_s[g], dtype=float).tolist()
-        heap = [(0.0, first[g] + j) for j in range(c)]
-        for k in range(n):
-            f, j = heap[0]
-            t = al[k]
-            st = t if t > f else f
-            start[k] = st
-            server[k] = j
-            heapreplace(heap, (st + sl[k], j))
-            if progress is not None and not k & (_TICK - 1):
-                progress("prefill", k, n)
-    else:
-        heaps = [[(0.0, first[g] + j) for j in range(c)] for g, c in groups]
-        sls = [np.asarray(service_s[g], dtype=float).tolist() for g, _ in groups]
-        for k in range(n):
-            t = al[k]
-            best = math.inf
-            bi = 0
-            for i, h in enumerate(heaps):
-                f = h[0][0]
-                fin = (t if t > f else f) + sls[i][k]
-                if fin < best:
-                    best, bi = fin, i
-            h = heaps[bi]
-            f, j = h[0]
-            st = t if t > f else f
-            start[k] = st
-            server[k] = j
-            heapreplace(h, (best, j))
-            if progress is not None and not k & (_TICK - 1):
-                progress("prefill", k, n)
+    for k, t in enumerate(a.tolist()):
+        best, bi = math.inf, 0
+        for i, h in enumerate(heaps):
+            f = h[0][0]
+            fin = (t if t > f else f) + sls[i][k]
+            if fin < best:
+                best, bi = fin, i
+        f, j = heaps[bi][0]
+        start[k], server[k] = (t if t > f else f), j
+        heapreplace(heaps[bi], (best, j))
+        if progress is not None and not k & (_TICK - 1):
+            progress("prefill", k, n)
     return np.asarray(start), np.asarray(server, dtype=np.int32)
 
 
@@ -311,6 +332,50 @@ def _replay(
     return t_now, transfers, most
 
 
+def _compiled_wanted(n: int) -> bool:
+    from pdd_plan.sim import queue_kernel  # numba: loaded when a replay runs, not on import
+
+    return queue_kernel.wanted(queue_kernel.line_events, n)
+
+
+def _compiled(inp: LineInputs, n_out: int, progress: Progress) -> tuple:
+    """:func:`_replay` without a router or DRC, in compiled code (``queue_kernel``): (start,
+    end, sent, fresh, (last event time, transfers, most ever waiting))."""
+    from pdd_plan.sim import queue_kernel  # numba: loaded when a replay runs, not on import
+
+    queue_kernel.ready(queue_kernel.line_events)
+    N = len(inp.ready_s)
+    start, end = np.full(n_out, math.nan), np.full(n_out, math.nan)
+    sent = np.zeros(n_out)
+    slots = min(int(inp.pool), n_out) + 1  # transfers at once: at most the pool, or all
+    fresh = np.zeros(slots, dtype=np.int64)
+    ids = np.arange(n_out, dtype=np.int64)
+    out_t, out_n = np.zeros(1), np.zeros(3, dtype=np.int64)
+    progress("line", 0, N)
+    queue_kernel.line_events(
+        np.ascontiguousarray(inp.ready_s, dtype=float),
+        np.ascontiguousarray(inp.rid, dtype=np.int64),
+        np.ascontiguousarray(inp.size_bytes, dtype=float),
+        float(inp.capacity_bytes_s),
+        float(inp.flow_cap_bytes_s),
+        int(inp.pool),
+        start,
+        end,
+        sent,
+        fresh,
+        np.zeros(n_out),
+        np.zeros(slots, dtype=np.int64),
+        np.zeros(n_out, dtype=np.int64),
+        ids,
+        np.zeros(max(N, 1), dtype=np.int64),
+        out_t,
+        out_n,
+    )
+    progress("line", N, N)
+    stats = (float(out_t[0]), int(out_n[0]), int(out_n[1]))
+    return start, end, sent, fresh[: int(out_n[2])].tolist(), stats
+
+
 def _occupancy(start: np.ndarray, end: np.ndarray, pool: int) -> tuple[float, float, float]:
     """(busy, connection-seconds, full) time integrals from the transfers' connection
     intervals, after the run (cheaper than integrating at every event)."""
@@ -351,19 +416,20 @@ def run_line(
     """
     rid = inp.rid
     n_out = int(rid.max()) + 1 if len(rid) else 0
-    start = [math.nan] * n_out
-    end = [math.nan] * n_out
-    sent = [0.0] * n_out
     route = bytearray(n_out)  # Route.P_MD
     if inp.route is not None:
         route[:] = np.asarray(inp.route, dtype=np.uint8).tobytes()
-    special = inp.router is not None or inp.drc is not None
-    admit = _Admission(inp, route) if special else None
-    fresh: list[int] = []
-    t_end, transfers, most = _replay(inp, admit, (start, end, sent, fresh), progress or _noop)
-    s = np.array(start, dtype=float)
-    e = np.array(end, dtype=float)
-    x = np.array(sent, dtype=float)
+    plain = inp.router is None and inp.drc is None
+    if plain and _compiled_wanted(len(inp.ready_s)):
+        s, e, x, fresh, (t_end, transfers, most) = _compiled(inp, n_out, progress or _noop)
+    else:
+        start, end, sent = [math.nan] * n_out, [math.nan] * n_out, [0.0] * n_out
+        fresh = []
+        admit = None if plain else _Admission(inp, route)
+        t_end, transfers, most = _replay(inp, admit, (start, end, sent, fresh), progress or _noop)
+        s = np.array(start, dtype=float)
+        e = np.array(end, dtype=float)
+        x = np.array(sent, dtype=float)
     busy, area, full = _occupancy(s, e, int(inp.pool))
     t0 = float(inp.ready_s[0]) if len(inp.ready_s) else 0.0
     moved = ~np.isnan(s)

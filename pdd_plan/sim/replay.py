@@ -110,15 +110,17 @@ class Moved:
 
 
 def _prefill(
-    model: ModelProfile, chunk: int, fl: setup.Fleet, r, progress: Progress | None
+    model: ModelProfile, chunk: int, fl: setup.Fleet, r, progress: Progress | None, n: int
 ) -> Prefilled:
-    inp = r.input_tokens.astype(float)
+    """Stage 1 for the first ``n`` requests of ``r``; the service tables span all of ``r``."""
+    inp_all = r.input_tokens.astype(float)
     hit_p = np.nan_to_num(r.hit_p, nan=0.0)
     types, counts = _groups(fl.prefill)
-    cached = np.floor(inp * hit_p)
-    new = np.maximum(inp - cached, 1.0)
-    services = [PrefillTimes(t, chunk)(new, cached) for t in types]
-    start, server = fifo_least_loaded(r.arrival_s, services, counts, progress)
+    cached = np.floor(inp_all * hit_p)
+    new = np.maximum(inp_all - cached, 1.0)
+    services = [PrefillTimes(t, chunk)(new, cached)[:n] for t in types]
+    inp = inp_all[:n]
+    start, server = fifo_least_loaded(r.arrival_s[:n], services, counts, progress)
     grp = np.repeat(np.arange(len(types)), counts)[server]
     service = np.choose(grp, services) if len(types) > 1 else services[0]
     full_kv = np.asarray(layers.kv_bytes(model, inp), dtype=float)
@@ -255,21 +257,26 @@ def _decode(
     pf: Prefilled,
     mv: Moved,
     progress,
+    basis: setup.SimRequests,
 ) -> tuple[DecodeResult, list[int]]:
+    """Stage 4 for ``reqs``; the step and extend tables (and the batch caps) are those of
+    ``basis``, the requests ``reqs`` is the head of."""
     r = reqs.req
     inp = r.input_tokens.astype(float)
     out = r.output_tokens.astype(np.int64)
     tpot = sla.tpot_ms / 1e3
     step_ctx = inp + out / 2.0
-    ctx_pts = (float(step_ctx.min()), float(step_ctx.max()))
-    ref = float(step_ctx.mean())
+    b_ctx = basis.req.input_tokens.astype(float) + basis.req.output_tokens.astype(np.int64) / 2.0
+    ctx_pts = (float(b_ctx.min()), float(b_ctx.max()))
+    ref = float(b_ctx.mean())
     md_eng, md_b = _engines(fl.decode, ctx_pts, ref, tpot)
     relay = fl.relay
     rld_eng, rld_b = _engines(relay, ctx_pts, ref, tpot) if relay else ([], [])
     cap = int(pol.relay_max_tokens)
     ext = None
     if relay:
-        ext = ExtendTable(fl.decode[0], cap, np.unique(np.quantile(inp, [0, 0.5, 1]).round()))
+        b_inp = basis.req.input_tokens.astype(float)
+        ext = ExtendTable(fl.decode[0], cap, np.unique(np.quantile(b_inp, [0, 0.5, 1]).round()))
     di = DecodeInputs(
         route=mv.route,
         t_md=mv.t_md,
@@ -296,18 +303,26 @@ def simulate(
     reqs: setup.SimRequests,
     seed: int = 0,
     progress: Progress | None = None,
+    upto: int | None = None,
 ) -> SimResult:
-    """Replay ``reqs`` on one architecture of ``plan`` (a Plan or one ArchitecturePlan)."""
+    """Replay ``reqs`` on one architecture of ``plan`` (a Plan or one ArchitecturePlan).
+
+    ``upto``: replay only the first ``upto`` requests, on the tables (prefill service, decode
+    step and extend, batch caps) all of ``reqs`` would use, so every event before the first
+    request left out arrives is the full replay's (``sim.sequential``'s looks rely on it)."""
     profiles, pol, sla = replay_setup.profiles, replay_setup.policy, replay_setup.sla
     arch_plan = setup.arch_plan(plan, architecture)
     fl = setup.fleet(profiles, replay_setup.file, arch_plan, architecture)
+    basis = reqs
+    if upto is not None and upto < len(reqs):
+        reqs = setup.head(reqs, upto)
     r = reqs.req
     if len(r) == 0:
         raise InputError(None, "--requests", "nothing to simulate", "give at least one request")
     model = profiles.model
-    pf = _prefill(model, replay_setup.prefill_chunk_tokens, fl, r, progress)
+    pf = _prefill(model, replay_setup.prefill_chunk_tokens, fl, basis.req, progress, len(r))
     mv = _move_kv(model, pol, sla, fl, reqs, pf, progress)
-    dec, bmax = _decode(model, pol, sla, fl, reqs, pf, mv, progress)
+    dec, bmax = _decode(model, pol, sla, fl, reqs, pf, mv, progress, basis)
     return SimResult(
         architecture=architecture,
         source=reqs.source,

@@ -28,7 +28,7 @@ Metrics (``SimResult.summary``):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
@@ -82,6 +82,29 @@ class SimResult:
         """The requests the statistics are over: past the warm-up (arrays are in arrival
         order, as ``setup.requests`` builds them)."""
         return slice(self.warmup_requests, None)
+
+    def head(self, n: int) -> SimResult:
+        """The first ``n`` requests' figures (arrival order); the time integrals (line, decode
+        batch) stay those of the whole replay. For a look of ``sim.sequential``: there they
+        are the full replay's first ``n`` requests, exactly."""
+        if n >= len(self.route):
+            return self
+        d = self.dec
+        dec = replace(
+            d,
+            first_s=d.first_s[:n],
+            end_s=d.end_s[:n],
+            rld_tokens=d.rld_tokens[:n],
+            md_arrive_s=d.md_arrive_s[:n],
+            md_admit_s=d.md_admit_s[:n],
+            md_instance=d.md_instance[:n],
+        )
+        per_request = {
+            f.name: getattr(self, f.name)[:n]
+            for f in fields(self)
+            if isinstance(getattr(self, f.name), np.ndarray)
+        }
+        return replace(self, dec=dec, warmup=None, **per_request)
 
     # ------------------------------------------------------------------ per request
     @property

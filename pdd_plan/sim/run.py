@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from pdd_plan.inputs.context import Context
 from pdd_plan.inputs.pieces import ReplaySetup
-from pdd_plan.sim import setup
+from pdd_plan.sim import sequential, setup
 from pdd_plan.sim.queues import Progress
 from pdd_plan.sim.replay import simulate
 from pdd_plan.sim.result import SimResult, sig
@@ -58,6 +60,10 @@ def replay_plan(
     p = setup.arch_plan(plan, architecture)
     s = rs.seed if seed is None else int(seed)
     reqs = setup.requests(rs, n_requests, s, p.goodput_rps, trace)
+    return _replayed(rs, p, architecture, reqs, s, progress, window, trace)
+
+
+def _replayed(rs, p, architecture, reqs, s, progress, window, trace=None) -> SimResult:
     res = simulate(rs, p, architecture, reqs, s, progress)
     if window and len(reqs) > window and res.unstable:
         reqs = setup.requests(rs, window, s, p.goodput_rps, trace)
@@ -72,8 +78,14 @@ def verify(
     architecture: str,
     n_requests: int = 20_000,
     seed: int | None = None,
+    stop_early: bool = True,
 ) -> dict:
     """Simulate one architecture's plan and check it against the scenario's SLA.
+
+    With ``stop_early`` the replay stops at a look (:mod:`pdd_plan.sim.sequential`) where
+    every check's verdict is settled at the stated confidence; its figures are then over the
+    requests the look saw, and ``early_stop`` says where it stopped. Otherwise (or when no
+    look settles) the whole ``n_requests`` are replayed, as without it.
 
     ``plan`` is a :class:`Plan` or one :class:`ArchitecturePlan`. Returns
     the :meth:`SimResult.summary` dict plus:
@@ -89,7 +101,58 @@ def verify(
       (prefill utilization), ``"line"`` (line utilization), or ``"decode"`` (decode batch /
       utilization; also when only TPOT fails).
     """
-    return checked(rs, replay_plan(rs, plan, architecture, n_requests, seed))
+    p = setup.arch_plan(plan, architecture)
+    s = rs.seed if seed is None else int(seed)
+    reqs = setup.requests(rs, n_requests, s, p.goodput_rps)
+    if stop_early:
+        for share in sequential.LOOKS:
+            v = _look(rs, p, architecture, reqs, s, int(len(reqs) * share))
+            if v is not None:
+                return v
+    return checked(rs, _replayed(rs, p, architecture, reqs, s, None, WINDOW))
+
+
+def _checks(rs: ReplaySetup, res: SimResult) -> list[sequential.Check]:
+    k = res.kept()
+    sla = rs.sla
+    ttft, tpot = res.ttft_s[k], res.tpot_s[k] * 1e3
+    return [
+        sequential.Check("ttft_p90", ttft, 0.90, sla.ttft_p90_s),
+        sequential.Check("ttft_p99", ttft, 0.99, sla.ttft_p99_s),
+        sequential.Check("tpot_p90", tpot, 0.90, sla.tpot_ms),
+    ]
+
+
+def _look(rs: ReplaySetup, p, architecture: str, reqs, s: int, upto: int) -> dict | None:
+    """The verdict at one look (see :mod:`pdd_plan.sim.sequential`), or None when it is not
+    settled there (or the look cannot be taken: too few requests, an unstable line, no
+    steady state in what it saw)."""
+    if upto >= len(reqs) or not sequential.worth_a_look(p, reqs.req, upto):
+        return None
+    res = simulate(rs, p, architecture, reqs, s, None, upto)
+    if res.unstable:
+        return None  # no steady state: the full replay states its window
+    n = sequential.exact_prefix(res.dec.end_s, float(reqs.req.arrival_s[upto]))
+    seen = res.head(n)
+    seen.warmup = truncate([seen.ttft_s, seen.tpot_s])
+    if not seen.warmup.settled:
+        return None
+    k = seen.kept()
+    batch = math.ceil(sequential.in_system(seen.arrival_s[k], seen.e2e_s[k]))
+    checks = _checks(rs, seen)
+    tail = sequential.level(len(checks))
+    verdicts = {c.name: sequential.settled(c, batch, tail) for c in checks}
+    if any(x is None for x in verdicts.values()):
+        return None
+    v = checked(rs, seen)
+    if any(verdicts[c] != v["checks"][c]["ok"] for c in verdicts):
+        return None  # the point verdict on the other side (interpolation at the edge): go on
+    v["early_stop"] = {
+        "replayed": int(upto),
+        "full_length": int(len(reqs)),
+        "confidence": 1.0 - sequential.ALPHA,
+    }
+    return v
 
 
 def checked(rs: ReplaySetup, res: SimResult) -> dict:

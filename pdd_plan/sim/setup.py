@@ -158,6 +158,18 @@ class SimRequests:
         return len(self.req)
 
 
+def head(reqs: SimRequests, n: int) -> SimRequests:
+    """The first ``n`` requests of ``reqs`` (arrival order), their block ids with them."""
+    r = reqs.req
+    cut = Requests(
+        r.arrival_s[:n], r.input_tokens[:n], r.output_tokens[:n], r.hit_p[:n], r.hit_d[:n]
+    )
+    flat, off = reqs.flat, reqs.offsets
+    if flat is not None and off is not None:
+        flat, off = flat[: off[n]], off[: n + 1]
+    return SimRequests(cut, reqs.source, flat, off, reqs.block_tokens)
+
+
 def _trace_path(base_dir: Path, trace: str) -> Path:
     p = Path(trace)
     if p.exists() or p.is_absolute():

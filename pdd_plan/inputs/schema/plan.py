@@ -160,12 +160,24 @@ class Warmup(_Out):
     note: str | None = None
 
 
+class EarlyStop(_Out):
+    """Where a verification replay stopped because every SLA verdict was settled
+    (``sim.sequential``): it replayed the first ``replayed`` of ``full_length`` requests and
+    its figures are over the leading ``Simulated.requests`` of them, whose figures are the
+    full replay's; each verdict holds at ``confidence`` (all checks and looks together)."""
+
+    replayed: NonNegativeInt
+    full_length: NonNegativeInt
+    confidence: float = Field(gt=0, lt=1)
+
+
 class Simulated(_Out):
     """The plan replayed request by request (optimize's verification). Its figures are over
     the requests past ``warmup`` (absent in plans written before it was reported: the whole
-    replay)."""
+    replay). ``requests``: the replay length the figures are over; ``early_stop``: present
+    when the replay stopped before its full length."""
 
-    _omit_if_none = ("warmup",)
+    _omit_if_none = ("warmup", "early_stop")
     ttft_s: Quantiles
     tpot_ms: Quantiles
     kv_transfer_s: Quantiles
@@ -175,6 +187,7 @@ class Simulated(_Out):
     goodput_rps: float | None
     requests: NonNegativeInt
     warmup: Warmup | None = None
+    early_stop: EarlyStop | None = None
     sla_met: bool
     checks: dict[str, Check]
     rounds: list[Round]

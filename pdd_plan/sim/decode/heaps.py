@@ -29,10 +29,11 @@ IA, FA = i8[:], f8[:]  # 1-D any layout: a field of a record array
 
 # numba keys a cached function by its own bytecode and source file only, but the compiled
 # kernels inline each other across these modules (and the jit options live here): key every
-# one of them by all of their sources, so an edit to any recompiles them all
+# one of them by all of their sources (the decode kernels and sim/queue_kernel.py, the prefill
+# and line loops on these heaps), so an edit to any recompiles them all
 _HERE = Path(__file__).resolve().parent
 _SOURCES = hashlib.sha256(
-    b"".join((_HERE / f).read_bytes() for f in ("heaps.py", "kernel.py"))
+    b"".join((_HERE / f).read_bytes() for f in ("heaps.py", "kernel.py", "../queue_kernel.py"))
 ).hexdigest()
 
 
@@ -41,22 +42,27 @@ class _KernelCache(FunctionCache):
         return (*super()._index_key(sig, codegen), _SOURCES)
 
 
-# kernel.py's dispatchers and signatures, in definition order (callees before callers): compiled
-# or loaded from the cache by `ready`, when a replay runs, not at import
+# the kernels' dispatchers and signatures (these heaps', kernel.py's, sim/queue_kernel.py's), in
+# definition order (callees before callers): compiled or loaded from the cache by `ready`, when
+# a replay runs, not at import (a cached top-level kernel carries its callees: the heap
+# helpers load only to be compiled into a kernel, or called from Python)
 _DEFERRED: list = []
 _READY = threading.Lock()  # a sweep's threads replay at once: one of them compiles
 
 
-def jit(sig, defer: bool = False):
+def jit(sig, defer: bool = False, python: bool = True):
     """``numba.njit(sig, cache=True)``: compiled for exactly this signature (callers' literal
     arguments convert to it instead of compiling one more specialization each), cached on
     disk by :class:`_KernelCache`. Without the runtime's reference counting (``_nrt=False``):
     the kernels allocate nothing, and counting every array view made the loop 4x slower.
     Without any writable cache location (a read-only install and home) numba refuses to
-    cache: compile on each run instead. ``defer``: compile in :func:`ready`, not now."""
+    cache: compile on each run instead. ``defer``: compile in :func:`ready`, not now.
+    ``python`` False: called only from compiled code, so numba builds no CPython (or C)
+    wrapper for it (of the first compile's ~11 s, ~1.5 s were such wrappers)."""
 
     def wrap(fn):
-        d = numba.njit(_nrt=False)(fn)
+        bare = {} if python else {"no_cpython_wrapper": True, "no_cfunc_wrapper": True}
+        d = numba.njit(_nrt=False, **bare)(fn)
         try:
             d._cache = _KernelCache(fn)  # what Dispatcher.enable_caching does, keyed wider
         except RuntimeError:
@@ -78,6 +84,14 @@ def _in_cache(d, sig) -> bool:
         return key in d._cache._cache_file._load_index()
     except Exception:  # no cache (read-only install) or numba internals moved: compile all
         return False
+
+
+def cached(entry) -> bool:
+    """Whether a deferred kernel is callable now or loads from numba's disk cache (no compile)."""
+    if not _open(entry):
+        return True
+    sig = next(s for d, s in _DEFERRED if d is entry)
+    return _in_cache(entry, sig)
 
 
 def _open(d) -> bool:
@@ -102,13 +116,13 @@ def ready(entry=None) -> None:
             d.disable_compile()
 
 
-@jit(types.boolean(FA, IA, i8, i8))
+@jit(types.boolean(FA, IA, i8, i8), defer=True, python=False)
 def _before(key, tie, a, b):
     """Request a sorts before request b."""
     return key[a] < key[b] or (key[a] == key[b] and tie[a] < tie[b])
 
 
-@jit(types.void(I1, IA, FA, IA, i8, i8))
+@jit(types.void(I1, IA, FA, IA, i8, i8), defer=True, python=False)
 def _sift_up(slots, pos, key, tie, base, i):
     r = slots[base + i]
     while i > 0:
@@ -123,7 +137,7 @@ def _sift_up(slots, pos, key, tie, base, i):
     pos[r] = i
 
 
-@jit(types.void(I1, IA, FA, IA, i8, i8, i8))
+@jit(types.void(I1, IA, FA, IA, i8, i8, i8), defer=True, python=False)
 def _sift_down(slots, pos, key, tie, base, size, i):
     r = slots[base + i]
     while True:
@@ -142,14 +156,14 @@ def _sift_down(slots, pos, key, tie, base, size, i):
     pos[r] = i
 
 
-@jit(types.void(I1, IA, FA, IA, i8, i8, i8))
+@jit(types.void(I1, IA, FA, IA, i8, i8, i8), defer=True)
 def heap_push(slots, pos, key, tie, base, size, r):
     """Push r onto the heap of ``size`` entries at ``base``; the caller counts it."""
     slots[base + size] = r
     _sift_up(slots, pos, key, tie, base, size)
 
 
-@jit(i8(I1, IA, FA, IA, i8, i8))
+@jit(i8(I1, IA, FA, IA, i8, i8), defer=True)
 def heap_pop(slots, pos, key, tie, base, size):
     """Pop the first request of a non-empty heap; the caller counts it."""
     r = slots[base]
@@ -160,7 +174,7 @@ def heap_pop(slots, pos, key, tie, base, size):
     return r
 
 
-@jit(types.void(I1, IA, FA, IA, i8, i8, i8))
+@jit(types.void(I1, IA, FA, IA, i8, i8, i8), defer=True)
 def heap_remove(slots, pos, key, tie, base, size, r):
     """Take r out of its heap wherever it is; the caller counts it."""
     i = pos[r]
@@ -172,7 +186,7 @@ def heap_remove(slots, pos, key, tie, base, size, r):
     _sift_up(slots, pos, key, tie, base, i)
 
 
-@jit(types.void(IA, IA, IA, IA, i8, i8))
+@jit(types.void(IA, IA, IA, IA, i8, i8), defer=True, python=False)
 def fifo_push(head, tail, count, link, k, r):
     if count[k]:
         link[tail[k]] = r
@@ -183,7 +197,7 @@ def fifo_push(head, tail, count, link, k, r):
     count[k] += 1
 
 
-@jit(i8(IA, IA, IA, i8))
+@jit(i8(IA, IA, IA, i8), defer=True, python=False)
 def fifo_pop(head, count, link, k):
     r = head[k]
     head[k] = link[r]

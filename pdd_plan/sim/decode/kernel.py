@@ -65,7 +65,7 @@ R_, Q_, T_, W_ = _state_types()
 
 
 # ---------------------------------------------------------------------- tables
-@jit(f8(T_, i8, i8, f8, f8), defer=True)
+@jit(f8(T_, i8, i8, f8, f8), defer=True, python=False)
 def step_time(T, j, b, sc, ctx0):
     """Seconds of one decode step of table j at batch b with contexts summing to sc
     (``StepTable.__call__``, same arithmetic)."""
@@ -89,7 +89,7 @@ def step_time(T, j, b, sc, ctx0):
     return T.s_vals[lo] * (1.0 - f) + T.s_vals[lo + tab.len] * f
 
 
-@jit(f8(T_, i8, f8), defer=True)
+@jit(f8(T_, i8, f8), defer=True, python=False)
 def extend_time(T, k, context):
     """Seconds MD needs to extend k relay tokens on context `context` (``ExtendTable.__call__``)."""
     if k > T.x_kmax:
@@ -111,7 +111,7 @@ def extend_time(T, k, context):
 
 
 # ---------------------------------------------------------------------- instance mechanics
-@jit(void(R_, Q_, T_, W_, i8, f8, i8), defer=True)
+@jit(void(R_, Q_, T_, W_, i8, f8, i8), defer=True, python=False)
 def settle(R, Q, T, W, k, t, n_joined):
     """After k's batch changed at t: new step time, first tokens of the ``n_joined`` requests
     in ``W.joined``, next departure."""
@@ -135,7 +135,7 @@ def settle(R, Q, T, W, k, t, n_joined):
             q.G = 0.0  # idle: restart the step counter (precision on long runs)
 
 
-@jit(void(Q_, i8, f8), defer=True)
+@jit(void(Q_, i8, f8), defer=True, python=False)
 def advance(Q, k, t):
     q = Q[k]
     b = q.B
@@ -146,7 +146,7 @@ def advance(Q, k, t):
     q.tl = t
 
 
-@jit(void(R_, Q_, W_, i8, i8, f8), defer=True)
+@jit(void(R_, Q_, W_, i8, i8, f8), defer=True, python=False)
 def admit(R, Q, W, k, r, t):
     q, x = Q[k], R[r]
     g = q.G
@@ -165,7 +165,7 @@ def admit(R, Q, W, k, r, t):
         x.md_of = k
 
 
-@jit(i8(R_, Q_, W_, i8, f8), defer=True)
+@jit(i8(R_, Q_, W_, i8, f8), defer=True, python=False)
 def pump(R, Q, W, k, t):
     """Admit waiters FIFO while they fit; returns how many joined (in ``W.joined``)."""
     q = Q[k]
@@ -187,7 +187,7 @@ def pump(R, Q, W, k, t):
     return n
 
 
-@jit(void(R_, Q_, T_, W_, i8, i8, i8, f8), defer=True)
+@jit(void(R_, Q_, T_, W_, i8, i8, i8, f8), defer=True, python=False)
 def arrive(R, Q, T, W, lo, hi, r, t):
     """Join the least-loaded instance of lo..hi-1 (batch + queue over its cap), at once when
     it has room, else FIFO."""
@@ -210,7 +210,7 @@ def arrive(R, Q, T, W, lo, hi, r, t):
     settle(R, Q, T, W, k, t, 1)
 
 
-@jit(i8(R_, Q_, T_, W_, i8, f8), defer=True)
+@jit(i8(R_, Q_, T_, W_, i8, f8), defer=True, python=False)
 def leave_rld(R, Q, T, W, r, t):
     """Take a running request off RLD now; returns the tokens it made there."""
     x = R[r]
@@ -235,7 +235,7 @@ def leave_rld(R, Q, T, W, r, t):
 
 
 # ---------------------------------------------------------------------- events
-@jit(void(R_, i8, f8), defer=True)
+@jit(void(R_, i8, f8), defer=True, python=False)
 def finish_relay(R, r, t):
     """A request made its relay tokens: done (p_rld, or a short p_rld_md) or paused."""
     x = R[r]
@@ -301,7 +301,7 @@ def kv_at_rld(R, Q, T, W, r, t):
     arrive(R, Q, T, W, T.n_md, Q.shape[0], r, t)
 
 
-@jit(void(R_, W_, f8, i8, i8), defer=True)
+@jit(void(R_, W_, f8, i8, i8), defer=True, python=False)
 def push_event(R, W, t, kind, r):
     """A dynamic event: r's ``kind`` at t (a request has at most one pending)."""
     W.counts[SEQ] += 1
@@ -347,7 +347,7 @@ def caught_up(R, Q, T, W, r, t):
         kv_at_md(R, Q, T, W, r, t)
 
 
-@jit(void(R_, Q_, T_, W_, i8, i8, f8), defer=True)
+@jit(void(R_, Q_, T_, W_, i8, i8, f8), defer=True, python=False)
 def on_event(R, Q, T, W, kind, r, t):
     if kind == KV_AT_RLD:
         kv_at_rld(R, Q, T, W, r, t)

@@ -95,20 +95,31 @@ Tables = namedtuple(
 Work = namedtuple("Work", ["slots", "joined", "heap", "counts", "now"])
 
 
+_ROWS = 4096  # records filled at a time: ~0.8 MiB, so a block stays in cache for every field
+
+
 def requests(inp: DecodeInputs) -> np.ndarray:
+    """R, filled block by block: a field written over the whole array at once walks all of
+    its 208-byte records (a million requests: ~200 MiB per field)."""
     n = len(inp.route)
     R = np.zeros(n, dtype=REQUEST)
-    R["route"] = inp.route
-    R["out"] = inp.output_tokens
-    R["ctx"] = inp.step_ctx
-    R["ectx"] = inp.ext_ctx
-    R["kvm"] = inp.kv_md
-    R["kvr"] = inp.kv_rld
-    R["rid"] = np.arange(n)
-    for f in ("on", "q_md", "q_rld", "md_of"):
-        R[f] = -1
-    for f in ("first", "end", "md_arr", "md_adm"):
-        R[f] = math.nan
+    cols = {
+        "route": np.asarray(inp.route),
+        "out": np.asarray(inp.output_tokens),
+        "ctx": np.asarray(inp.step_ctx),
+        "ectx": np.asarray(inp.ext_ctx),
+        "kvm": np.asarray(inp.kv_md),
+        "kvr": np.asarray(inp.kv_rld),
+        "rid": np.arange(n),
+    }
+    for lo in range(0, n, _ROWS):
+        block = R[lo : lo + _ROWS]
+        for f, col in cols.items():
+            block[f] = col[lo : lo + _ROWS]
+        for f in ("on", "q_md", "q_rld", "md_of"):
+            block[f] = -1
+        for f in ("first", "end", "md_arr", "md_adm"):
+            block[f] = math.nan
     return R
 
 

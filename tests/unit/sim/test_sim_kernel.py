@@ -10,7 +10,7 @@ import pytest
 
 from pdd_plan.sim.decode import kernel as dk
 from pdd_plan.sim.decode.decoder import DecodeInputs, Engine, run_decode
-from pdd_plan.sim.decode.heaps import heap_pop, heap_push, heap_remove
+from pdd_plan.sim.decode.heaps import heap_pop, heap_push, heap_remove, ready
 from pdd_plan.sim.queues import Route
 from pdd_plan.sim.states import Event, State
 
@@ -26,6 +26,7 @@ def test_kernel_constants_match_the_named_states_and_events() -> None:
 
 
 def test_array_heap_pops_in_heapq_order_with_ties_and_removals() -> None:
+    ready()  # compiled on first use (called from Python here, not inside a kernel)
     rng = np.random.default_rng(5)
     n = 400
     key = rng.integers(0, 20, n).astype(float)  # many ties: the tie array decides
