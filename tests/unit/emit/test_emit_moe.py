@@ -89,12 +89,12 @@ def test_fleet_redundant_experts_reach_the_plan_memory_and_the_flags(plan):
     assert b.expert_slots == a.expert_slots + 16
     assert b.kv_capacity_tokens < a.kv_capacity_tokens
     assert b.expert_imbalance < a.expert_imbalance  # EPLB balances the busiest rank
-    # and an emitted row carries the flags
+    # and an emitted row carries the flags (32 slots: EP 16 and EP 32 both divide 384 + 32)
     p = copy.deepcopy(plan)
     for r in p["plans"]["pdd"]["instances"]:
-        r["redundant_experts"] = 16
+        r["redundant_experts"] = 32
     for line in _server_lines(p, "pdd").values():
-        assert "--ep-num-redundant-experts 16 --enable-eplb" in line
+        assert "--ep-num-redundant-experts 32 --enable-eplb" in line
     # the fleet's plan rows keep the setting (and the simulator rebuilds it from them)
     _, specs = _fleet_ctx(16)
     rows = specs["pdd"].instances
