@@ -77,8 +77,12 @@ def _prefill(profiles: Profiles, file: str, chunk: int, fs: FleetSpec, classes: 
     for i, g in groups:
         inst = instance(profiles, file, g, f"{fs.where}.instances[{i}]")
         first = first or inst
-        rate += g.count / prefill_pool.prefill_service_s(inst, classes, chunk)
-        strata += g.count / prefill_pool.prefill_strata_service_s(inst, classes, chunk)
+        base, k = speed_of(inst.gpu)
+        # a drawn speed k: every pass exactly 1/k of the nominal instance's (fleet._faster)
+        nominal = None if k == 1.0 else (dataclasses.replace(inst, gpu=base), k)
+        svc = prefill_pool.prefill_strata_service_s(inst, classes, chunk, nominal)
+        rate += g.count / classes.class_mean(svc)
+        strata += g.count / svc
         n += g.count
     # mixed groups act as n identical servers of the same total capacity (exact for one type)
     return first, n, n / rate, n / strata
