@@ -117,13 +117,15 @@ def max_batch_for_tpot(inst: Instance, context: float, tpot_s: float) -> tuple[i
             memo[b] = roofline.decode_step(nominal, b, context).total_s
         return memo[b]
 
-    # roofline.max_batch_for_tpot's bisection on the nominal steps (monotone in the batch)
+    # roofline.max_batch_for_tpot's bisection on the nominal steps, monotone in the batch: so
+    # it may start from the closest batches already timed either side of the target
     target, cap = tpot_s * k, inst.max_batch(context)
     if cap < 1 or step(1) > target:
         return 0, step(1) / k
-    lo, hi = 1, cap
-    if step(hi) <= target:
-        return hi, step(hi) / k
+    if step(cap) <= target:
+        return cap, step(cap) / k
+    lo = max(b for b, t in memo.items() if t <= target and b <= cap)
+    hi = min(b for b, t in memo.items() if t > target and b > lo)
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if step(mid) <= target:
