@@ -340,7 +340,7 @@ def _role_in_wrong_dc(d):
 
 
 def _more_gpus_than_the_dc_has(d):
-    _main_decode(d)["count"] = 100  # 100 x 16 h200 in a datacenter with 256
+    _main_decode(d)["count"] = 100  # 100 x 32 h200 in a datacenter with 256
 
 
 @pytest.mark.parametrize(
@@ -348,7 +348,7 @@ def _more_gpus_than_the_dc_has(d):
     [
         (_gpu_not_in_dc, ".gpu", "has no 'h100' GPUs"),
         (_role_in_wrong_dc, ".datacenter", "places pdd's main_decode in dc-b, not 'dc-a'"),
-        (_more_gpus_than_the_dc_has, "plans.pdd.instances", "uses 1600 h200 GPUs"),
+        (_more_gpus_than_the_dc_has, "plans.pdd.instances", "uses 3200 h200 GPUs"),
     ],
 )
 def test_emit_and_simulate_refuse_a_plan_that_is_not_its_scenarios(tmp_path, edit, field, words):
