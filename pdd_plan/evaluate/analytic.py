@@ -12,6 +12,7 @@ quantities (`limits`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -19,7 +20,7 @@ import numpy as np
 
 from pdd_plan import architectures
 from pdd_plan.architectures import P_RLD_MD, Architecture
-from pdd_plan.evaluate.fleet import FleetSpec, instance
+from pdd_plan.evaluate.fleet import FleetSpec, instance, speed_of
 from pdd_plan.inputs.pieces import Profiles
 from pdd_plan.inputs.schema.plan import ArchitecturePlan, InstanceGroup, LineChoice
 from pdd_plan.inputs.schema.scenario import SLA
@@ -76,11 +77,62 @@ def _prefill(profiles: Profiles, file: str, chunk: int, fs: FleetSpec, classes: 
     for i, g in groups:
         inst = instance(profiles, file, g, f"{fs.where}.instances[{i}]")
         first = first or inst
-        rate += g.count / prefill_pool.prefill_service_s(inst, classes, chunk)
-        strata += g.count / prefill_pool.prefill_strata_service_s(inst, classes, chunk)
+        base, k = speed_of(inst.gpu)
+        # a drawn speed k: every pass exactly 1/k of the nominal instance's (fleet._faster)
+        nominal = None if k == 1.0 else (dataclasses.replace(inst, gpu=base), k)
+        svc = prefill_pool.prefill_strata_service_s(inst, classes, chunk, nominal)
+        rate += g.count / classes.class_mean(svc)
+        strata += g.count / svc
         n += g.count
     # mixed groups act as n identical servers of the same total capacity (exact for one type)
     return first, n, n / rate, n / strata
+
+
+# (nominal GPU profile's id, model's id, the instance's sizes, context) -> (the nominal
+# instance, its decode step seconds by batch)
+_STEPS: dict[tuple, tuple[Instance, dict[int, float]]] = {}
+
+
+def max_batch_for_tpot(inst: Instance, context: float, tpot_s: float) -> tuple[int, float]:
+    """`roofline.max_batch_for_tpot`, from the nominal instance where `inst` runs on a
+    `deployed` profile of speed k: every pass there takes exactly 1/k of the nominal time, so
+    the batch meeting `tpot_s` is the nominal one meeting `tpot_s k`, its step 1/k of the
+    nominal step. The nominal steps are memoized by batch: the draws of an uncertainty block
+    bisect the same range and share most probes."""
+    base, k = speed_of(inst.gpu)
+    if k == 1.0:
+        return roofline.max_batch_for_tpot(inst, context, tpot_s)
+    sizes = tuple(getattr(inst, f.name) for f in dataclasses.fields(inst))[2:]
+    key = (id(base), id(inst.model), sizes, float(context))
+    hit = _STEPS.get(key)
+    if hit is None or hit[0].gpu is not base or hit[0].model is not inst.model:
+        if len(_STEPS) > 1024:
+            _STEPS.clear()
+        hit = (dataclasses.replace(inst, gpu=base), {})  # the entry keeps base and model alive
+        _STEPS[key] = hit
+    nominal, memo = hit
+
+    def step(b: int) -> float:
+        if b not in memo:
+            memo[b] = roofline.decode_step(nominal, b, context).total_s
+        return memo[b]
+
+    # roofline.max_batch_for_tpot's bisection on the nominal steps, monotone in the batch: so
+    # it may start from the closest batches already timed either side of the target
+    target, cap = tpot_s * k, inst.max_batch(context)
+    if cap < 1 or step(1) > target:
+        return 0, step(1) / k
+    if step(cap) <= target:
+        return cap, step(cap) / k
+    lo = max(b for b, t in memo.items() if t <= target and b <= cap)
+    hi = min(b for b, t in memo.items() if t > target and b > lo)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if step(mid) <= target:
+            lo = mid
+        else:
+            hi = mid
+    return lo, step(lo) / k
 
 
 def _decode(
@@ -99,7 +151,7 @@ def _decode(
             continue
         where = f"{fs.where}.instances[{i}]"
         inst = instance(profiles, file, g, where)
-        b, step = roofline.max_batch_for_tpot(inst, mean_ctx, tpot)
+        b, step = max_batch_for_tpot(inst, mean_ctx, tpot)
         if b < 1:
             fm_slow.append(where)
             continue

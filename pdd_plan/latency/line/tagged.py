@@ -161,8 +161,14 @@ def tagged_law(
     g = mean_bytes / s  # seconds per tagged mean size in each state
     a = left @ v
     h = v.T @ (half * g)
-    big = (v.T * g) @ v  # M = V' G V
-    amat = a[:, None] * big * h[None, :]
+    # M = V' G V: G is g's last value wherever the tagged transfer shares the pool's c slots
+    # (n >= c - 1 others), so M = g_c I + V_r' (G - g_c)_r V_r over the r < c states before:
+    # O(r K^2), not O(K^3); the identity part is diagonal (no divided difference)
+    r = int(np.flatnonzero(g != g[-1]).max()) + 1 if np.any(g != g[-1]) else 0
+    vr = v[:r]
+    low = (vr.T * (g[:r] - g[-1])) @ vr
+    amat = a[:, None] * low * h[None, :]
+    diag_m = g[-1] + np.diag(low)
     dl = lam[None, :] - lam[:, None]  # l_k - l_j
     off_diag = ~np.eye(lam.size, dtype=bool)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -170,7 +176,7 @@ def tagged_law(
     # sum_{j != k} A_jk (I_k - I_j) / (l_k - l_j) = sum_k I_k sum_{j != k} (A_jk + A_kj) / (l_k - l_j)
     w = np.sum((amat + amat.T) * inv, axis=0)
     lam_a, atom_coef = _atom_part(logpi, birth, death, s, flow_cap)
-    return TaggedLaw(lam, a * h, w, np.diag(amat).copy(), lam_a, atom_coef, mean_bytes)
+    return TaggedLaw(lam, a * h, w, a * diag_m * h, lam_a, atom_coef, mean_bytes)
 
 
 def tagged_moments(

@@ -78,9 +78,16 @@ def _service_s(inst: Instance, classes: RequestClasses, chunk: int) -> np.ndarra
 _SERVICE_CACHE: dict[tuple, tuple[Instance, RequestClasses, np.ndarray]] = {}
 
 
-def prefill_strata_service_s(inst: Instance, classes: RequestClasses, chunk: int) -> np.ndarray:
+def prefill_strata_service_s(
+    inst: Instance,
+    classes: RequestClasses,
+    chunk: int,
+    nominal: tuple[Instance, float] | None = None,
+) -> np.ndarray:
     """Seconds one prefill instance spends on each stratum of `classes` (`classes.fine`), memoized: the
-    optimizer asks for the same instance shape for every architecture, pool size and line."""
+    optimizer asks for the same instance shape for every architecture, pool size and line.
+    `nominal` (an instance, k): `inst` runs every pass exactly k times as fast as it (a
+    perf-speed draw), so its times are the nominal's over k, derived rather than recomputed."""
     fine = classes.fine
     shape = (inst.n_gpus, inst.tp, inst.ep, inst.dp, inst.dtype)
     key = (id(inst.model), id(inst.gpu), shape, id(fine), int(chunk))
@@ -89,7 +96,12 @@ def prefill_strata_service_s(inst: Instance, classes: RequestClasses, chunk: int
     if not same or hit[1] is not fine:  # entries keep model, GPU and strata alive
         if len(_SERVICE_CACHE) > 4096:
             _SERVICE_CACHE.clear()
-        hit = (inst, fine, _service_s(inst, fine, chunk))
+        svc = (
+            _service_s(inst, fine, chunk)
+            if nominal is None
+            else prefill_strata_service_s(nominal[0], classes, chunk) / nominal[1]
+        )
+        hit = (inst, fine, svc)
         _SERVICE_CACHE[key] = hit
     return hit[2]
 
