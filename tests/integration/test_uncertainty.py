@@ -54,6 +54,23 @@ def test_goodput_moves_the_way_the_input_says(setting, name, worse, better):
     assert lo < hi * (1 + perturb.REL_TOL), (name, lo, hi)
 
 
+def test_more_request_state_never_raises_goodput(setting):
+    """Each fleet's SLA goodput is non-increasing in the per-request state (more bytes on the
+    line and in decode memory), and a state as large as a 64K context's KV (200 MB) costs the
+    line-crossing fleet goodput: the draw reaches the models, and the memo keeps draws apart."""
+    _, ctx, cls, fleets = setting
+    states = (0.0, 5e6, 18_710_528.0, 6e7, 2e8)
+    for arch, fs in fleets.items():
+        # fresh searches, no brackets from dominating draws (those would impose the order)
+        got = [perturb.goodput(perturb.apply(pb_of(ctx), cls, {"request_state_bytes": s}), fs)
+               for s in states]  # fmt: skip
+        for a, b in zip(got, got[1:]):
+            assert b <= a * (1 + perturb.REL_TOL), (arch, states, got)
+    ev = paired.Evaluator(ctx, cls, fleets)
+    got = [ev.goodput({"request_state_bytes": s}, RELAY_ARCH) for s in (0.0, 2e8)]
+    assert got[1] < got[0] / (1 + perturb.REL_TOL), got
+
+
 def test_block_is_deterministic_and_round_trips(setting):
     p, ctx, cls, _ = setting
     a = assess(ctx, p, Options(draws=4, n_minus_1=False), cls)
