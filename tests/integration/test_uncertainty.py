@@ -14,7 +14,7 @@ from pdd_plan.evaluate import analytic, fleet
 from pdd_plan.inputs.context import build_context
 from pdd_plan.inputs.schema.plan import load_plan, parse_plan
 from pdd_plan.optimize.search.caps import Caps
-from pdd_plan.uncertainty import Options, assess, paired, perturb, robust
+from pdd_plan.uncertainty import Options, assess, paired, perturb, replay, robust
 from pdd_plan.uncertainty.block import make_draws
 from pdd_plan.uncertainty.paired import pb_of
 from pdd_plan.workload.classes import build_classes
@@ -69,6 +69,19 @@ def test_more_request_state_never_raises_goodput(setting):
     ev = paired.Evaluator(ctx, cls, fleets)
     got = [ev.goodput({"request_state_bytes": s}, RELAY_ARCH) for s in (0.0, 2e8)]
     assert got[1] < got[0] / (1 + perturb.REL_TOL), got
+
+
+def test_request_state_reaches_the_simulator(setting):
+    """A 200 MB state per request (about 5x what a 90%-hit 64K request sends) saturates the
+    plan's line in the replay too, and the draw is replayed whole (nothing left out)."""
+    p, ctx, cls, _ = setting
+    plan = p.plans[RELAY_ARCH]
+    ok, big = (
+        replay.replay(ctx, cls, plan, RELAY_ARCH, {"request_state_bytes": s}, 2000, 0)
+        for s in (0.0, 2e8)
+    )
+    assert ok.sla_met and not ok.partial
+    assert not big.sla_met and big.bottleneck == "line" and not big.partial
 
 
 def test_block_is_deterministic_and_round_trips(setting):
