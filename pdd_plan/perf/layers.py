@@ -267,24 +267,27 @@ def kv_bytes_per_token(m: ModelProfile) -> float:
 
 
 def kv_fixed_bytes_per_request(m: ModelProfile) -> float:
-    """Per-request state independent of length: DeepSeek-V4's sliding window in every layer."""
+    """Per-request state independent of length (a context past the window): DeepSeek-V4's
+    sliding window in every layer, plus the profile's `kv_cache.per_request_state_bytes`."""
     a = m.attention
+    state = m.kv_cache.per_request_state_bytes
     if a.kind != "compressed":
-        return 0.0
+        return float(state)
     row, _ = _v4_row_bytes(m)
-    return float(a.sliding_window * row * m.num_layers)
+    return float(a.sliding_window * row * m.num_layers + state)
 
 
 def kv_bytes(m: ModelProfile, tokens: np.ndarray | float) -> np.ndarray | float:
     """KV bytes of a context of `tokens` tokens (vectorized), per docs/model.md:
     per_token * tokens + per-request state. For DeepSeek-V4 the per-request state is the
-    sliding window, which holds min(tokens, window) uncompressed rows in every layer.
+    sliding window, which holds min(tokens, window) uncompressed rows in every layer; the
+    profile's `kv_cache.per_request_state_bytes` (0 unless set) is added whatever the length.
     """
     t = np.asarray(tokens, dtype=float)
-    fixed = 0.0
+    fixed = m.kv_cache.per_request_state_bytes
     if m.attention.kind == "compressed":
         row, _ = _v4_row_bytes(m)
-        fixed = np.minimum(t, m.attention.sliding_window) * row * m.num_layers
+        fixed = fixed + np.minimum(t, m.attention.sliding_window) * row * m.num_layers
     out = kv_bytes_per_token(m) * t + fixed
     return out if out.ndim else float(out)
 

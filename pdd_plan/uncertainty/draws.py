@@ -83,9 +83,11 @@ class Marginal:
         return kind(self.name)
 
     def value(self, u: np.ndarray | float) -> np.ndarray:
-        """The input at quantile level(s) u (the inverse CDF; factors floored at FLOOR)."""
+        """The input at quantile level(s) u (the inverse CDF; factors floored at FLOOR, byte
+        counts at 0)."""
         x = np.asarray(self.law.ppf(np.clip(u, 1e-9, 1 - 1e-9)), float)
-        return np.maximum(x, FLOOR) if self.kind == "factor" else x
+        floor = {"factor": FLOOR, "bytes": 0.0}.get(self.kind)
+        return x if floor is None else np.maximum(x, floor)
 
     def quantile(self, q: float) -> float:
         return float(self.value(q))

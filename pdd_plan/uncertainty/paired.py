@@ -121,6 +121,7 @@ MOVES_GOODPUT = (
     "prefill_speed",
     "decode_speed",
     "kv_bytes",
+    "request_state_bytes",
     "line_rate",
     "prefix_hit",
 )
@@ -131,6 +132,7 @@ DIRECTION = {
     "prefill_speed": 1,
     "decode_speed": 1,
     "kv_bytes": -1,
+    "request_state_bytes": -1,
     "line_rate": 1,
 }
 
@@ -139,6 +141,8 @@ def dominates(x: dict[str, float], y: dict[str, float]) -> bool:
     """Whether every fleet's SLA goodput is at least as high under x as under y: each ordered
     input at least as favourable, every other input equal (a missing input is nominal)."""
     for k in set(x) | set(y):
+        if k in _PROFILE_NOMINAL and (k in x) != (k in y):
+            return False  # its nominal is the model profile's, not known here
         a, b = x.get(k, _NOMINAL.get(k, 1.0)), y.get(k, _NOMINAL.get(k, 1.0))
         d = DIRECTION.get(k)
         if d is None:
@@ -150,6 +154,7 @@ def dominates(x: dict[str, float], y: dict[str, float]) -> bool:
 
 
 _NOMINAL = {"prefix_hit": 0.0}
+_PROFILE_NOMINAL = ("request_state_bytes",)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,9 @@ How each input enters, exactly where the models allow it:
   carried by a line whose rates (capacity and per connection) are over k, the same transfer
   times and line load as k times the bytes (its RTT and slow start, a few ms, stay); the
   sub-millisecond RDMA copies inside a datacenter stay;
+- `request_state_bytes`: the model's per-request state set to the drawn bytes (a model
+  copy, so the line bytes, decode KV memory and the batch KV allows all move; `kv_bytes`
+  scales it like the rest);
 - `line_rate`: one connection's rate times k (`per_connection_gbps`), the line's capacity kept;
 - `prefix_hit`: every class's (and stratum's) prefill-side hit shifted, clipped to [0, 1]; the
   MD-side hit keeps its ratio to it;
@@ -93,6 +96,17 @@ def faster(pb: Problem, k: float) -> Problem:
     return dataclasses.replace(pb, catalog=dataclasses.replace(pb.catalog, gpus=prof.gpus))
 
 
+def with_state(pb: Problem, state_bytes: float) -> Problem:
+    """`pb` with the model's per-request state (`kv_cache.per_request_state_bytes`) set to
+    `state_bytes`: a model copy, swapped in as `faster` swaps the GPU profiles."""
+    m = pb.model
+    if state_bytes == m.kv_cache.per_request_state_bytes:
+        return pb
+    kv = m.kv_cache.model_copy(update={"per_request_state_bytes": float(state_bytes)})
+    model = m.model_copy(update={"kv_cache": kv})
+    return dataclasses.replace(pb, catalog=dataclasses.replace(pb.catalog, model=model))
+
+
 def apply(pb: Problem, classes: RequestClasses, values: dict[str, float]) -> Applied:
     """The models under a draw (`values`: input name -> drawn value; a missing input is nominal).
     Memoized: the same draw applied again hands back the same GPU profiles and classes, so the
@@ -113,6 +127,8 @@ def _apply(pb: Problem, classes: RequestClasses, values: dict[str, float]) -> Ap
     lr = values.get("line_rate", 1.0)
     lines = [scaled_line(s, lr, kv) for s in pb.lines]
     base = dataclasses.replace(pb, lines=lines) if (kv, lr) != (1.0, 1.0) else pb
+    if "request_state_bytes" in values:
+        base = with_state(base, values["request_state_bytes"])
     kp, kd = values.get("prefill_speed", 1.0), values.get("decode_speed", 1.0)
     p_pb = faster(base, kp)
     d_pb = p_pb if kd == kp else faster(base, kd)

@@ -3,8 +3,8 @@ one draw, at the draw's rate; whether the replay meets the SLA.
 
 The simulator builds its instances from the context's GPU profiles and its line from the
 context's SKUs, so a draw's perf speed (one factor for both roles: the simulator has one set
-of GPU profiles), line rate and the line's share of KV bytes reach it through
-`perturb.apply`'s context. Its requests come from the scenario's own distributions, so a
+of GPU profiles), line rate, the line's share of KV bytes and the per-request state (the
+model it replays) reach it through `perturb.apply`'s context. Its requests come from the scenario's own distributions, so a
 prefix-hit shift and the KV bytes held in decode memory do not: a draw that moves them (or
 prefill and decode speed apart) is replayed with the part the simulator can take, and the
 result says so (`partial`).

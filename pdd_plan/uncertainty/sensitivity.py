@@ -22,6 +22,7 @@ LABEL = {
     "prefill_speed": "prefill speed (x the perf model's)",
     "decode_speed": "decode speed (x the perf model's)",
     "kv_bytes": "KV bytes per request (x nominal)",
+    "request_state_bytes": "per-request state on top of the model's (bytes)",
     "line_rate": "per-connection line rate (x nominal)",
     "gpu_price": "GPU price (x nominal)",
     "line_price": "line price (x nominal)",

@@ -14,7 +14,7 @@ from pdd_plan.evaluate import analytic, fleet
 from pdd_plan.inputs.context import build_context
 from pdd_plan.inputs.schema.plan import load_plan, parse_plan
 from pdd_plan.optimize.search.caps import Caps
-from pdd_plan.uncertainty import Options, assess, paired, perturb, robust
+from pdd_plan.uncertainty import Options, assess, paired, perturb, replay, robust
 from pdd_plan.uncertainty.block import make_draws
 from pdd_plan.uncertainty.paired import pb_of
 from pdd_plan.workload.classes import build_classes
@@ -52,6 +52,36 @@ def test_goodput_moves_the_way_the_input_says(setting, name, worse, better):
     lo = perturb.goodput(perturb.apply(pb_of(ctx), cls, {name: worse}), fs)
     hi = perturb.goodput(perturb.apply(pb_of(ctx), cls, {name: better}), fs)
     assert lo < hi * (1 + perturb.REL_TOL), (name, lo, hi)
+
+
+def test_more_request_state_never_raises_goodput(setting):
+    """Each fleet's SLA goodput is non-increasing in the per-request state (more bytes on the
+    line and in decode memory), and a state as large as a 64K context's KV (200 MB) costs the
+    line-crossing fleet goodput: the draw reaches the models, and the memo keeps draws apart."""
+    _, ctx, cls, fleets = setting
+    states = (0.0, 5e6, 18_710_528.0, 6e7, 2e8)
+    for arch, fs in fleets.items():
+        # fresh searches, no brackets from dominating draws (those would impose the order)
+        got = [perturb.goodput(perturb.apply(pb_of(ctx), cls, {"request_state_bytes": s}), fs)
+               for s in states]  # fmt: skip
+        for a, b in zip(got, got[1:]):
+            assert b <= a * (1 + perturb.REL_TOL), (arch, states, got)
+    ev = paired.Evaluator(ctx, cls, fleets)
+    got = [ev.goodput({"request_state_bytes": s}, RELAY_ARCH) for s in (0.0, 2e8)]
+    assert got[1] < got[0] / (1 + perturb.REL_TOL), got
+
+
+def test_request_state_reaches_the_simulator(setting):
+    """A 200 MB state per request (about 5x what a 90%-hit 64K request sends) saturates the
+    plan's line in the replay too, and the draw is replayed whole (nothing left out)."""
+    p, ctx, cls, _ = setting
+    plan = p.plans[RELAY_ARCH]
+    ok, big = (
+        replay.replay(ctx, cls, plan, RELAY_ARCH, {"request_state_bytes": s}, 2000, 0)
+        for s in (0.0, 2e8)
+    )
+    assert ok.sla_met and not ok.partial
+    assert not big.sla_met and big.bottleneck == "line" and not big.partial
 
 
 def test_block_is_deterministic_and_round_trips(setting):

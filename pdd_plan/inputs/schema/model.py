@@ -130,8 +130,16 @@ class Weights(Strict):
     source: str
 
 
+# a per-request state above this is no model: no GPU instance holds a terabyte per request
+MAX_REQUEST_STATE_BYTES = 1e12
+
+
 class KVCache(Strict):
     dtype: Literal["bf16", "fp8"]
+    # bytes a request holds independent of its length beyond what the attention layout gives
+    # (perf/layers.py counts DeepSeek-V4's sliding window itself): it crosses the line with the
+    # request's KV and sits in decode memory with it (a compressor's not-yet-compressed tail)
+    per_request_state_bytes: float = Field(default=0.0, ge=0, le=MAX_REQUEST_STATE_BYTES)
     source: str
 
 

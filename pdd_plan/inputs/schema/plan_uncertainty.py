@@ -24,7 +24,7 @@ class InputLaw(Strict):
     """One uncertain input as drawn: its distribution, source and P10/P50/P90."""
 
     name: str
-    kind: str  # factor (x nominal) | shift (+ nominal)
+    kind: str  # factor (x nominal) | shift (+ nominal) | bytes (the value itself)
     dist: str
     params: dict[str, float]
     source: str

@@ -1,8 +1,9 @@
 """The scenario's `uncertainty:` section: which inputs are not known exactly, each with a
 distribution and where that distribution comes from.
 
-Every input but `prefix_hit` is a factor on the nominal value (1: as the scenario says);
-`prefix_hit` is a shift of every request's prefill-side hit fraction (0: as the scenario says).
+Every input but two is a factor on the nominal value (1: as the scenario says); `prefix_hit`
+is a shift of every request's prefill-side hit fraction (0: as the scenario says), and
+`request_state_bytes` a byte count (as the model profile says when not drawn).
 The perf speeds default to the shipped error band of the model's family (bias included), so a
 scenario without the section still has that one uncertainty.
 """
@@ -15,6 +16,7 @@ from pydantic import Field, PositiveInt, field_validator, model_validator
 
 from pdd_plan.common import limits
 from pdd_plan.inputs.schema.common import Strict
+from pdd_plan.inputs.schema.model import MAX_REQUEST_STATE_BYTES
 
 DISTRIBUTIONS = ("normal", "lognormal", "uniform", "triangular")
 # the parameters each distribution takes (all others must be left out)
@@ -89,6 +91,11 @@ class Inputs(Strict):
     kv_bytes: Spread | None = None
     """Factor on the KV bytes a request holds in decode memory and sends across the line (per
     token and per-request state together)."""
+    request_state_bytes: Spread | None = None
+    """Bytes per request, independent of its length, that cross the line with its KV and sit
+    in decode memory with it (the model profile's `kv_cache.per_request_state_bytes`, on top
+    of what the attention layout gives, e.g. DeepSeek-V4's window): a value, not a factor; the
+    drawn value replaces the profile's (draws below 0 are 0), times `kv_bytes` when drawn."""
     line_rate: Spread | None = None
     """Factor on one TCP connection's rate over the line (an RTT or window the user may not
     know); the line's capacity stays."""
@@ -102,6 +109,18 @@ class Inputs(Strict):
     prefix_hit: Spread | None = None
     """Shift of every request's prefill-side prefix-hit fraction (clipped to [0, 1]; MD's hit
     moves with it)."""
+
+    @field_validator("request_state_bytes")
+    @classmethod
+    def _bytes_in_range(cls, s: Spread | None) -> Spread | None:
+        if s is None:
+            return s
+        most = MAX_REQUEST_STATE_BYTES
+        for name in ("mean", "median", "low", "mode", "high", "sd"):
+            v = getattr(s, name)
+            if v is not None and not 0 <= v <= most:
+                raise ValueError(f"{name} {v:g} is not a byte count: give 0 to {most:g} bytes")
+        return s
 
 
 class Uncertainty(Strict):
@@ -129,14 +148,19 @@ NAMES = (
     "prefill_speed",
     "decode_speed",
     "kv_bytes",
+    "request_state_bytes",
     "line_rate",
     "gpu_price",
     "line_price",
     "rate",
     "prefix_hit",
 )
-Kind = Literal["factor", "shift"]
+Kind = Literal["factor", "shift", "bytes"]
 
 
 def kind(name: str) -> Kind:
+    """factor: x nominal (1); shift: + nominal (0); bytes: the value itself (nominal: the
+    model profile's)."""
+    if name == "request_state_bytes":
+        return "bytes"
     return "shift" if name == "prefix_hit" else "factor"

@@ -9,6 +9,7 @@ from pdd_plan.common.errors import InputError
 from pdd_plan.inputs import profiles
 from pdd_plan.inputs.schema.io import parse
 from pdd_plan.inputs.schema.scenario import Scenario
+from pdd_plan.inputs.schema.uncertainty import kind
 
 pytestmark = pytest.mark.unit
 
@@ -53,6 +54,16 @@ def test_scenario_without_the_section_has_none():
     assert parse(Scenario, d, "s.yaml").uncertainty is None
 
 
+# the audit's band of per-request compressor state (docs/kv-bytes.md)
+U = {"dist": "uniform", "low": 0, "high": 18_710_528, "source": "docs/kv-bytes.md"}
+
+
+def test_request_state_is_a_byte_count():
+    s = _with({"inputs": {"request_state_bytes": U}}).uncertainty.inputs.request_state_bytes
+    assert (s.low, s.high) == (0.0, 18_710_528.0)
+    assert kind("request_state_bytes") == "bytes" and kind("kv_bytes") == "factor"
+
+
 @pytest.mark.parametrize(
     "unc, words",
     [
@@ -77,6 +88,31 @@ def test_scenario_without_the_section_has_none():
             ["mean is missing"],
         ),
         ({"draws": 5000}, ["uncertainty.draws", "over the limit", "PDD_PLAN_MAX_DRAWS"]),
+        (
+            {"inputs": {"request_state_bytes": {**U, "low": -1}}},
+            ["uncertainty.inputs.request_state_bytes", "low -1 is not a byte count"],
+        ),
+        (
+            {"inputs": {"request_state_bytes": {**U, "high": 5e13}}},
+            ["uncertainty.inputs.request_state_bytes", "high 5e+13", "0 to 1e+12 bytes"],
+        ),
+        (
+            {
+                "inputs": {
+                    "request_state_bytes": {
+                        "dist": "normal",
+                        "mean": -2e6,
+                        "sd": 1e6,
+                        "source": "x",
+                    }
+                }
+            },
+            ["uncertainty.inputs.request_state_bytes", "mean -2e+06 is not a byte count"],
+        ),
+        (
+            {"inputs": {"request_state_bytes": {**U, "low": 2e7, "high": 1e7}}},
+            ["uncertainty.inputs.request_state_bytes", "negative spread"],
+        ),
     ],
 )
 def test_bad_entries_are_one_line_errors(unc, words):

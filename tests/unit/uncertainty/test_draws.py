@@ -55,6 +55,18 @@ def test_marginal_quantiles_are_the_distributions():
     assert rate.quantile(0.9) == pytest.approx(1.0 + 0.1 * 1.2815515655, rel=1e-8)
 
 
+def test_request_state_draws_are_bytes_floored_at_zero():
+    # normal(2 MB, 4 MB): P10 is 2e6 - 1.2816 x 4e6 < 0, a byte count floored at 0 (not at
+    # the factors' 1%); P90 is the normal's own
+    n = {"dist": "normal", "mean": 2e6, "sd": 4e6, "source": "assumption"}
+    ms, _ = draws.marginals(_unc(request_state_bytes=n), profiles.model("llama-3.1-8b"))
+    st = next(m for m in ms if m.name == "request_state_bytes")
+    assert st.kind == "bytes" and st.quantile(0.1) == 0.0
+    assert st.quantile(0.9) == pytest.approx(2e6 + 4e6 * 1.2815515655, rel=1e-8)
+    d = draws.draw(ms, 16, 0)
+    assert np.all(d.values[:, list(d.names).index("request_state_bytes")] >= 0.0)
+
+
 def test_perf_band_law_reads_the_band_file():
     model = profiles.model("deepseek-v4-pro")
     band = yaml.safe_load(error_band.band_path().read_text())["families"]["moe"]

@@ -30,6 +30,16 @@ def test_unordered_inputs_must_be_equal_and_missing_ones_are_nominal():
     assert not paired.dominates({"kv_bytes": 1.2}, {})
 
 
+def test_less_request_state_dominates_and_a_missing_one_is_not_nominal():
+    small = {"prefill_speed": 1.0, "request_state_bytes": 0.0}
+    big = {"prefill_speed": 1.0, "request_state_bytes": 2e7}
+    assert paired.dominates(small, big) and not paired.dominates(big, small)
+    assert "request_state_bytes" in paired.MOVES_GOODPUT  # in the goodput memo's key
+    # its nominal is the model profile's value, unknown here: no order against a draw without it
+    assert not paired.dominates({"prefill_speed": 1.0}, big)
+    assert not paired.dominates(small, {"prefill_speed": 1.0})
+
+
 @pytest.mark.parametrize("n", [1, 2, 7, 16, 64])
 def test_bisection_order_is_a_permutation_middle_first(n):
     o = robust._order(n)

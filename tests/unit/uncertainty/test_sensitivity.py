@@ -53,6 +53,30 @@ def test_flip_found_where_the_closed_form_crosses():
     assert value == pytest.approx(100 / 90, abs=0.6 * 0.4 / 2**sensitivity.FLIP_STEPS + 1e-3)
 
 
+class StateBCR(Closed):
+    """PDD's BCR falls by 1 per MB of per-request state: 100 - state / 1e6; the baseline 90."""
+
+    def bcr(self, values, arch):
+        return 100.0 - values["request_state_bytes"] / 1e6 if arch == RELAY_ARCH else 90.0
+
+
+def test_request_state_has_a_tornado_bar_and_its_flip():
+    band = {"dist": "uniform", "low": 0, "high": 18_710_528, "source": "docs/kv-bytes.md"}
+    d = _draws(request_state_bytes=band)
+    gains = sensitivity.Gains(StateBCR(), RELAY_ARCH, LOCAL_BASELINE)
+    ls = sensitivity.levers(d, 1.0)
+    (row,) = sensitivity.tornado(gains, d, ls)
+    # P10 / P90 of the uniform: 1,871,052.8 and 16,839,475.2 bytes
+    assert row.input == "request_state_bytes"
+    assert (row.low, row.high) == pytest.approx((1_871_052.8, 16_839_475.2))
+    assert row.gain_high == pytest.approx((100 - 16.8394752) / 90 - 1, rel=1e-3)
+    # median 9.36 MB: PDD ahead; past 10 MB (100 - 10 = 90) it trails
+    text = sensitivity.flip(gains, d, ls, [row])
+    assert "per-request state" in text and "beats IDC-PD at the median" in text, text
+    value = float(text.split("above ")[1].split(" ")[0])
+    assert value == pytest.approx(1e7, abs=0.4 * 18_710_528 / 2**sensitivity.FLIP_STEPS + 1e4)
+
+
 def test_no_flip_inside_the_band():
     d = _draws(kv_bytes={"dist": "uniform", "low": 0.5, "high": 1.0, "source": "assumption"})
     gains = sensitivity.Gains(Closed(), RELAY_ARCH, LOCAL_BASELINE)
