@@ -102,3 +102,13 @@ def test_busy_variance_by_offered_load_is_the_direct_chains(lam, mean_s, c):
     s = 1.23
     scaled = input_stream.busy_variance(lam * s, mean_s / s, c, t / s)
     np.testing.assert_allclose(scaled, got / s**2, rtol=1e-9)
+
+
+def test_busy_variance_with_servers_to_spare_is_the_infinite_server_closed_form():
+    # with far more servers than the load ever occupies, B = N of an M/M/inf queue: N is
+    # Poisson(a), Cov(N(0), N(u)) = a e^(-mu u), so Var[int_0^t B] = 2a (t/mu - (1 - e^(-mu t))/mu^2)
+    lam, mean_s, c = 5.0, 0.8, 80
+    mu, a = 1.0 / mean_s, lam * mean_s
+    t = np.array([0.05, 1.0, 10.0, 500.0])
+    want = 2.0 * a * (t / mu - (1.0 - np.exp(-mu * t)) / mu**2)
+    np.testing.assert_allclose(input_stream.busy_variance(lam, mean_s, c, t), want, rtol=1e-7)
