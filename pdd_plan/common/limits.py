@@ -95,7 +95,7 @@ LIMITS: dict[str, Limit] = {
             "SEARCH_STEPS",
             64,
             "values",
-            "search.utilization_levels (entries), search.max_prefill_extra",
+            "search.utilization_levels (entries), search.max_prefill_extra, search.parallelisms",
             "each value is one more enumerated combination (one MILP) per prefill choice",
         ),
         Limit(

@@ -24,7 +24,7 @@ from pdd_plan.inputs.schema.common import (
     Strict,
 )
 from pdd_plan.inputs.schema.distribution import Distribution
-from pdd_plan.inputs.schema.fleet import Fleet
+from pdd_plan.inputs.schema.fleet import MAX_GPUS_PER_INSTANCE, Fleet
 from pdd_plan.inputs.schema.line import (
     DEFAULT_CONNECTIONS,
     DEFAULT_STREAMS_PER_TRANSFER,
@@ -267,7 +267,7 @@ class Search(Strict):
 
     utilization_levels: list[float] = [0.5, 0.65, 0.8, 0.9]
     """Line and prefill utilization caps tried when the rate is free."""
-    max_gpus_per_instance: PositiveInt = 32
+    max_gpus_per_instance: int = Field(default=32, ge=1, le=MAX_GPUS_PER_INSTANCE)
     """Largest instance considered (GPUs)."""
     parallelisms: PositiveInt = 3  # three sizes: see the description
     """Instance sizes tried per GPU type and role, from the smallest that fits the model. Three by
@@ -295,7 +295,7 @@ class Search(Strict):
         _under("SEARCH_STEPS", len(v))
         return sorted(set(v))
 
-    @field_validator("max_prefill_extra")
+    @field_validator("max_prefill_extra", "parallelisms")
     @classmethod
     def _extra(cls, v: int) -> int:
         _under("SEARCH_STEPS", v)

@@ -100,6 +100,7 @@ def test_environment_raises_a_limit_and_a_bad_value_is_named(monkeypatch):
         ({"workload__input_tokens": {"fixed": 1e15}}, "workload.input_tokens", "MAX_TOKENS"),
         ({"datacenters__0__gpus": {"h100": 10**9}}, "gpus", "PDD_PLAN_MAX_GPUS"),
         ({"search__max_prefill_extra": 10**9}, "search.max_prefill_extra", "SEARCH_STEPS"),
+        ({"search__parallelisms": 10**5}, "search.parallelisms", "SEARCH_STEPS"),
         (
             {"search__utilization_levels": [i / 1000 for i in range(1, 500)]},
             "search.utilization_levels",
@@ -111,6 +112,12 @@ def test_environment_raises_a_limit_and_a_bad_value_is_named(monkeypatch):
 def test_scenario_sizes_over_their_limit_are_one_line_errors(edits, field, env):
     msg = _parse_error(_scenario(**edits))
     assert field in msg and "over the limit" in msg and env in msg, msg
+
+
+@pytest.mark.unit
+def test_an_instance_over_the_plan_files_gpu_limit_is_a_one_line_error():
+    msg = _parse_error(_scenario(search__max_gpus_per_instance=10**9))
+    assert "search.max_gpus_per_instance" in msg and "4096" in msg, msg
 
 
 @pytest.mark.unit
