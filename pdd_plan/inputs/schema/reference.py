@@ -4,8 +4,12 @@ is this text; a test keeps them equal (`python -m pdd_plan.inputs.schema.referen
 
 from __future__ import annotations
 
+import ast
+import inspect
+import sys
 import types
 import typing
+from functools import cache
 from typing import Any
 
 from pydantic import BaseModel
@@ -21,6 +25,53 @@ Every field a scenario file (YAML) may hold, generated from the schema
 docs/scenario.md`). Unknown keys are errors, with the closest valid key suggested. The bundled
 default is `examples/pdd-paper.yaml`; `pdd-plan validate FILE` checks a file without planning.
 """
+
+
+@cache
+def _class_nodes(module: str) -> dict[str, ast.ClassDef]:
+    """Every class statement of a module by its qualified name (one parse per module)."""
+    found: dict[str, ast.ClassDef] = {}
+
+    def walk(body: list[ast.stmt], prefix: str) -> None:
+        for node in body:
+            if isinstance(node, ast.ClassDef):
+                found[prefix + node.name] = node
+                walk(node.body, f"{prefix}{node.name}.")
+
+    walk(ast.parse(inspect.getsource(sys.modules[module])).body, "")
+    return found
+
+
+@cache
+def _docstrings(cls: type) -> dict[str, str]:
+    """The string under each annotated field of a class's own body (a field's description; read
+    here rather than by pydantic's use_attribute_docstrings, which parses every class at import)."""
+    node = _class_nodes(cls.__module__).get(cls.__qualname__)
+    if node is None:
+        return {}
+    out = {}
+    for stmt, after in zip(node.body, node.body[1:], strict=False):
+        if (
+            isinstance(stmt, ast.AnnAssign)
+            and isinstance(stmt.target, ast.Name)
+            and isinstance(after, ast.Expr)
+            and isinstance(after.value, ast.Constant)
+            and isinstance(after.value.value, str)
+        ):
+            out[stmt.target.id] = inspect.cleandoc(after.value.value)
+    return out
+
+
+def field_description(model: type[BaseModel], name: str) -> str | None:
+    """A field's description: `Field(description=...)`, else the string under the field in the
+    class that declares it last (a subclass's own declaration replaces the inherited one)."""
+    f = model.model_fields[name]
+    if f.description is not None:
+        return f.description
+    for cls in model.__mro__:
+        if name in cls.__dict__.get("__annotations__", {}):
+            return _docstrings(cls).get(name)
+    return None
 
 
 def _models(annotation: Any) -> list[type[BaseModel]]:
@@ -68,7 +119,7 @@ def _rows(model: type[BaseModel], prefix: str) -> list[str]:
     out = []
     for name, f in model.model_fields.items():
         path = f"{prefix}{name}"
-        desc = " ".join((f.description or "").split())
+        desc = " ".join((field_description(model, name) or "").split())
         out.append(f"| `{path}` | {_type_text(f.annotation)} | {_default_text(f)} | {desc} |")
     return out
 
