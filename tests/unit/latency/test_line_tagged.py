@@ -109,3 +109,43 @@ def test_matches_a_monte_carlo_of_the_tagged_chain(x):
     assert abs(mc_m - m[0]) <= 4 * np.sqrt(var / paths)
     assert abs(mc_v - var) <= 4 * 3 * var * np.sqrt(2 / paths)
     assert abs(mc_atom - atom[0]) <= 4 * np.sqrt(atom[0] * (1 - atom[0]) / paths) + 1e-9
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("n", [2, 3, 40, 700])
+def test_the_direct_lapack_call_is_scipys_eigh_tridiagonal_bit_for_bit(n):
+    # tagged.eigh_tridiagonal calls LAPACK's dstevd without importing scipy.linalg (~0.3 s):
+    # the same routine on the same arrays, so the same bits as scipy's public function
+    from scipy.linalg import eigh_tridiagonal  # the reference the direct call must equal
+
+    rng = np.random.default_rng(n)
+    diag, off = -rng.gamma(2.0, 1.0, n), rng.gamma(2.0, 0.5, n - 1)
+    w, v = tt.eigh_tridiagonal(diag, off)
+    w_ref, v_ref = eigh_tridiagonal(diag, off, lapack_driver="stevd")
+    assert np.array_equal(w, w_ref) and np.array_equal(v, v_ref)
+    # an independent property: V diag(w) V' rebuilds the matrix
+    t = np.diag(diag) + np.diag(off, 1) + np.diag(off, -1)
+    assert np.allclose(v @ np.diag(w) @ v.T, t, atol=1e-10 * np.abs(t).max())
+
+
+@pytest.mark.unit
+def test_a_planned_line_does_not_import_scipy_linalg():
+    # a fresh process: the tagged law of a line loads scipy's LAPACK module alone
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from pdd_plan.latency.line import tagged as t; "
+        "t.tagged_law(8, 0.7, 10.0, 3.0, 1e6); "
+        "print('scipy.linalg' in sys.modules, 'scipy.linalg._flapack' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"]
+
+
+@pytest.mark.unit
+def test_bad_input_gets_scipys_error():
+    with pytest.raises(ValueError):
+        tt.eigh_tridiagonal(np.array([1.0, np.nan]), np.array([0.5]))
+    with pytest.raises(ValueError):
+        tt.eigh_tridiagonal(np.array([1.0, 2.0]), np.array([0.5, 0.1]))
