@@ -34,39 +34,12 @@ in ``T`` (the caller adds it); the arrival's found law is used as if it started 
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
-import sys
 from dataclasses import dataclass
-from functools import cache, lru_cache
-from pathlib import Path
+from functools import lru_cache
 
 import numpy as np
 
-_FLAPACK = "scipy.linalg._flapack"  # scipy's compiled LAPACK wrappers (f2py)
-
-
-@cache
-def _stevd():
-    """LAPACK's dstevd from scipy's own LAPACK module, loaded without the scipy.linalg package:
-    importing that costs ~0.3 s of CPU on every planned line (its array-API layer loads
-    numpy.f2py, numpy.testing, numpy.ma), this one routine ~4 ms. Registered under its own
-    name, so a later `import scipy.linalg` finds it loaded; None where scipy is laid out
-    otherwise (the caller then imports scipy.linalg)."""
-    if _FLAPACK in sys.modules:
-        return getattr(sys.modules[_FLAPACK], "dstevd", None)
-    spec = importlib.util.find_spec("scipy")
-    for root in (spec.submodule_search_locations or []) if spec else []:
-        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-            path = Path(root) / "linalg" / f"_flapack{suffix}"
-            if path.is_file():
-                loader = importlib.machinery.ExtensionFileLoader(_FLAPACK, str(path))
-                found = importlib.util.spec_from_file_location(_FLAPACK, path, loader=loader)
-                module = importlib.util.module_from_spec(found)
-                loader.exec_module(module)
-                sys.modules[_FLAPACK] = module
-                return getattr(module, "dstevd", None)
-    return None
+from pdd_plan.common.scipy_direct import linalg_extension
 
 
 def eigh_tridiagonal(diag: np.ndarray, off: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -74,7 +47,9 @@ def eigh_tridiagonal(diag: np.ndarray, off: np.ndarray) -> tuple[np.ndarray, np.
     scipy.linalg.eigh_tridiagonal(diag, off, lapack_driver="stevd") returns, bit for bit
     (tested; "stevd" is what its default, "auto", picks for every eigenpair in scipy 1.17)."""
     d, e = np.asarray_chkfinite(diag, dtype=np.float64), np.asarray_chkfinite(off, dtype=np.float64)
-    stevd = _stevd() if d.ndim == 1 and d.size >= 2 and e.shape == (d.size - 1,) else None
+    ok = d.ndim == 1 and d.size >= 2 and e.shape == (d.size - 1,)
+    flapack = linalg_extension("_flapack") if ok else None  # scipy.linalg not imported: ~0.3 s
+    stevd = getattr(flapack, "dstevd", None)
     if stevd is not None:
         w, v, info = stevd(d, e, compute_v=1)
         if info == 0:

@@ -17,6 +17,11 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from pdd_plan.common.scipy_direct import blas_for_numba
+
+# numba imports scipy.linalg (~0.3 s) to find BLAS when it first loads a kernel; not for ours
+blas_for_numba()
+
 
 def _jit(fn):
     """``numba.njit(cache=True)``; without a writable cache location numba refuses to cache:

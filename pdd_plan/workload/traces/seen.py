@@ -19,6 +19,11 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from pdd_plan.common.scipy_direct import blas_for_numba
+
+# numba imports scipy.linalg (~0.3 s) to find BLAS when it first loads a kernel; not for ours
+blas_for_numba()
+
 _SPREAD = 0x5851F42D4C957F2D  # an odd 63-bit multiplier (PCG's), spreads the high bits
 _MIN_BITS = 16
 _MAX_LOAD = 0.6  # linear probing stays short below ~0.7

@@ -129,21 +129,6 @@ def test_the_direct_lapack_call_is_scipys_eigh_tridiagonal_bit_for_bit(n):
 
 
 @pytest.mark.unit
-def test_a_planned_line_does_not_import_scipy_linalg():
-    # a fresh process: the tagged law of a line loads scipy's LAPACK module alone
-    import subprocess
-    import sys
-
-    code = (
-        "import sys; from pdd_plan.latency.line import tagged as t; "
-        "t.tagged_law(8, 0.7, 10.0, 3.0, 1e6); "
-        "print('scipy.linalg' in sys.modules, 'scipy.linalg._flapack' in sys.modules)"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["False", "True"]
-
-
-@pytest.mark.unit
 def test_bad_input_gets_scipys_error():
     with pytest.raises(ValueError):
         tt.eigh_tridiagonal(np.array([1.0, np.nan]), np.array([0.5]))

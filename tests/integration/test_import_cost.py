@@ -1,0 +1,69 @@
+"""What a fresh process imports on each path: scipy.linalg (~0.3 s) on none of a plan's, numba
+(~0.25 s) only where a replay runs, and numba's BLAS still there for kernels that want it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+HEAVY = ("numba", "scipy.linalg", "scipy.special", "scipy.stats", "matplotlib")
+
+
+def _run(code: str) -> dict:
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _loaded(body: str) -> dict:
+    code = (
+        f"import json, sys\n{body}\nprint(json.dumps({{m: m in sys.modules for m in {HEAVY!r}}}))"
+    )
+    return _run(code)
+
+
+def test_the_line_model_calls_lapack_without_scipy_linalg():
+    got = _loaded(
+        "from pdd_plan.latency.line import tagged\n"
+        "tagged.tagged_law(8, 0.7, 10.0, 3.0, 1e6)\n"
+        "assert 'scipy.linalg._flapack' in sys.modules"
+    )
+    assert not any(got.values()), got
+
+
+def test_a_plan_without_verification_loads_neither_numba_nor_scipy_linalg():
+    got = _loaded(
+        "from pdd_plan.cli import app\n"
+        "sys.argv = ['pdd-plan', 'optimize', '--no-verify', '--draws', '0', '-f', 'json']\n"
+        "try:\n    app()\nexcept SystemExit as e:\n    assert not e.code, e.code"
+    )
+    assert not any(got.values()), got
+
+
+def test_a_replay_kernel_loads_numba_not_scipy_linalg_and_numba_keeps_its_blas():
+    # the decode package loads scipy's cython_blas first, where numba's own lookup then finds
+    # it: a jitted np.dot (BLAS through that module) gives numpy's product
+    got = _run(
+        "import json, sys\n"
+        "import numpy as np\n"
+        "from pdd_plan.sim.decode import heaps, kernel as k\n"
+        "k.ready(k.run_events)\n"
+        "import numba\n"
+        "dot = numba.njit(lambda a, b: np.dot(a, b))\n"
+        "a = np.arange(12.0).reshape(3, 4)\n"
+        "ok = bool(np.array_equal(dot(a, a.T), a @ a.T))\n"
+        "print(json.dumps({'linalg': 'scipy.linalg' in sys.modules, 'dot': ok}))"
+    )
+    assert got == {"linalg": False, "dot": True}
