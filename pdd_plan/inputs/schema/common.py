@@ -41,8 +41,9 @@ def _find_bool(value: Any) -> bool:
 class Strict(BaseModel):
     # A string under a field is its description: `reference.py` reads them from the source for
     # docs/scenario.md (pydantic's use_attribute_docstrings would parse every class's source at
-    # import, ~0.13 s on each run)
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    # every import, ~0.1 s). Validators are built when a model is first used, not at import
+    # (defer_build): a command builds the few it validates, not all ~90.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, defer_build=True)
 
     @field_validator("*", mode="before")
     @classmethod
