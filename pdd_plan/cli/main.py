@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from pdd_plan.cli.common import DEBUG, check_format, dumps, echo, guarded, write_atomic
+from pdd_plan.cli.common import DEBUG, check_format, dumps, echo, guarded, loading, write_atomic
 from pdd_plan.common import limits
 from pdd_plan.common.atomic import check_output
 from pdd_plan.common.errors import InputError
@@ -74,8 +74,9 @@ def optimize(
     ),
 ) -> None:
     """Size prefill / relay-decode / main-decode pools and the line; compare with CDC-PD and IDC-PD."""
-    from pdd_plan.inputs.context import build_context, load_scenario
-    from pdd_plan.optimize import optimize as run
+    with loading():
+        from pdd_plan.inputs.context import build_context, load_scenario
+        from pdd_plan.optimize import optimize as run
 
     fmt = check_format(format)
     path = _scenario_path(scenario)

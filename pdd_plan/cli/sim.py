@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 
 from pdd_plan.architectures import PATHS
-from pdd_plan.cli.common import check_format, dumps, echo, guarded
+from pdd_plan.cli.common import check_format, dumps, echo, guarded, loading
 from pdd_plan.common import limits
 from pdd_plan.common.atomic import check_output, note_input, write_atomic
 from pdd_plan.common.errors import InfeasibleError, InputError
@@ -157,8 +157,9 @@ def simulate_cmd(
 ) -> None:
     """Replay the workload (or --trace) on a plan: TTFT/TPOT/KV-transfer percentiles, line use,
     path shares and SLA goodput, measured request by request."""
-    from pdd_plan.sim import run
-    from pdd_plan.sim.setup import spec
+    with loading():
+        from pdd_plan.sim import run
+        from pdd_plan.sim.setup import spec
 
     fmt = check_format(format)
     spec(architecture)  # one-line error naming architectures.names()
