@@ -6,9 +6,8 @@ import os
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
-from pdd_plan.cli.common import check_format, dumps, echo, guarded
+from pdd_plan.cli.common import check_format, console, dumps, echo, guarded
 from pdd_plan.common import limits
 from pdd_plan.common.errors import InputError
 
@@ -160,7 +159,7 @@ def report_cmd(
     if fmt == "table":
         from pdd_plan.report.render import render_rich
 
-        render_rich(rep, Console())
+        render_rich(rep, console())
     elif fmt == "markdown":
         from pdd_plan.report.render import markdown
 

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
-from rich.console import Console
 
 from pdd_plan.architectures import PATHS
-from pdd_plan.cli.common import check_format, dumps, echo, guarded
+from pdd_plan.cli.common import check_format, console, dumps, echo, guarded
 from pdd_plan.common import limits
 from pdd_plan.common.errors import InputError
+
+if TYPE_CHECKING:  # rich loads when a table is printed
+    from rich.console import Console
 
 
 def _load(path: str):
@@ -62,7 +66,7 @@ def evaluate_cmd(
     ctx, fleets = _load(profiles.scenario_path(file))
     out = evaluate(ctx, fleets, Options(not no_simulate, requests, step))
     if fmt == "table":
-        render(out, Console())
+        render(out, console())
     else:
         echo(dumps(out, fmt))
     if not out["architectures"]:

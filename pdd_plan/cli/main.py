@@ -5,9 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
-from pdd_plan.cli.common import DEBUG, check_format, dumps, echo, guarded, loading, write_atomic
+from pdd_plan.cli.common import (
+    DEBUG,
+    check_format,
+    console,
+    dumps,
+    echo,
+    guarded,
+    loading,
+    write_atomic,
+)
 from pdd_plan.common import limits
 from pdd_plan.common.atomic import check_output
 from pdd_plan.common.errors import InputError
@@ -117,7 +125,7 @@ def optimize(
     if fmt == "table":
         from pdd_plan.report.table import render_plan
 
-        render_plan(plan, Console())
+        render_plan(plan, console())
     else:
         echo(plan.to_text(fmt))
 

@@ -9,17 +9,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
 
 from pdd_plan.architectures import PATHS
-from pdd_plan.cli.common import check_format, dumps, echo, guarded, loading
+from pdd_plan.cli.common import check_format, console, dumps, echo, guarded, loading
 from pdd_plan.common import limits
 from pdd_plan.common.atomic import check_output, note_input, write_atomic
 from pdd_plan.common.errors import InfeasibleError, InputError
 from pdd_plan.common.files import require_file
-from pdd_plan.report import fit
 
 if TYPE_CHECKING:  # the plan schema (pydantic) loads when a command runs, not for --help
+    from rich.console import Console
+
     from pdd_plan.inputs.schema.plan import ArchitecturePlan
 
 _SHOW_AFTER_S = 2.0
@@ -48,7 +48,7 @@ class LazyProgress:
                 BarColumn(),
                 TextColumn("{task.percentage:>3.0f}%"),
                 TimeElapsedColumn(),
-                console=Console(stderr=True),
+                console=console(stderr=True),
                 transient=True,
             )
             self.bar.start()
@@ -226,7 +226,7 @@ def simulate_cmd(
     if fmt != "table":
         echo(dumps(out, fmt))
         return
-    _render(out, Console())
+    _render(out, console())
 
 
 def _f(x, scale: float = 1.0, nd: int = 3) -> str:
@@ -279,6 +279,8 @@ def _warmup_line(w: dict) -> str:
 
 
 def _render(s: dict, c: Console) -> None:
+    from pdd_plan.report import fit  # rich's tables: loaded when one is printed
+
     rate = s.get("offered_rps")
     title = (
         f"simulate {s['scenario']} / {s['architecture']}: {s['requests']:,} requests"

@@ -6,9 +6,8 @@ import sys
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
-from pdd_plan.cli.common import check_format, dumps, echo, guarded, write_atomic
+from pdd_plan.cli.common import check_format, console, dumps, echo, guarded, write_atomic
 from pdd_plan.common import limits
 from pdd_plan.common.atomic import check_output
 from pdd_plan.common.errors import InputError
@@ -41,7 +40,7 @@ class _Progress:
                 TextColumn("sweep"),
                 BarColumn(),
                 MofNCompleteColumn(),
-                console=Console(stderr=True),
+                console=console(stderr=True),
                 transient=True,
             )
             self.bar.start()
@@ -149,7 +148,7 @@ def sweep_cmd(
         echo(sweep_csv(result))
     else:
         # the table lays itself out to the console (a pipe: 80 columns); CSV is for machines
-        sweep_table(result, Console())
+        sweep_table(result, console())
 
 
 def register(app: typer.Typer) -> None:

@@ -5,10 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from pdd_plan.cli.common import check_format, dumps, echo, guarded, write_atomic
+from pdd_plan.cli.common import check_format, console, dumps, echo, guarded, write_atomic
 from pdd_plan.common import limits
 from pdd_plan.common.errors import InputError
 from pdd_plan.common.files import require_file
@@ -52,7 +50,9 @@ def stats(
     if fmt != "table":
         echo(dumps(s, fmt))
         return
-    c = Console()
+    from rich.table import Table  # rich loads when a table is printed
+
+    c = console()
     t = Table(
         title=f"{file}: {s['requests']:,} requests over {s['duration_s']:,.0f} s ({s['rate_rps']} req/s)"
     )
@@ -148,7 +148,9 @@ def bathtub_cmd(
     if fmt != "table":
         echo(dumps(res, fmt))
         return
-    c = Console()
+    from rich.table import Table  # rich loads when a table is printed
+
+    c = console()
     t = Table(
         title=f"bathtub: {m.name} on {inst.label}, {input_tokens:,}-token inputs, chunk {chunk}, hit price x{hit_price_ratio:g}"
     )
