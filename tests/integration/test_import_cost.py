@@ -67,3 +67,13 @@ def test_a_replay_kernel_loads_numba_not_scipy_linalg_and_numba_keeps_its_blas()
         "print(json.dumps({'linalg': 'scipy.linalg' in sys.modules, 'dot': ok}))"
     )
     assert got == {"linalg": False, "dot": True}
+
+
+def test_the_cli_loads_without_numpy_pydantic_or_rich():
+    # `pdd-plan --help` and every command's parsing: typer only; a command loads what it uses
+    got = _run(
+        "import json, sys\n"
+        "import pdd_plan.cli.main\n"
+        "print(json.dumps({m: m in sys.modules for m in ('numpy', 'pydantic', 'rich.console')}))"
+    )
+    assert got == {"numpy": False, "pydantic": False, "rich.console": False}
