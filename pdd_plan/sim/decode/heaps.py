@@ -43,10 +43,11 @@ class _KernelCache(FunctionCache):
 
     def load_overload(self, sig, target_context):
         """numba's, without its ``target_context.refresh()`` first: that imports and registers
-        every lowering numba has (scipy.linalg among them), ~0.5-0.7 s of a warm replay's
-        ~1 s here, and only compiling needs it (numba's compiler refreshes on its own). Loading
-        needs the context's codegen and numba's C helpers, set up when the context is made;
-        the kernels run without numba's runtime (``_nrt=False``), so none needs its symbols."""
+        every lowering numba has (and scipy.linalg, unless loaded already), ~0.25 s of CPU in
+        `optimize` and ~0.7 s in a process without scipy, and only compiling needs it (numba's
+        compiler refreshes on its own). Loading needs the context's codegen and numba's C
+        helpers, set up when the context is made; the kernels run without numba's runtime
+        (``_nrt=False``), so none needs its symbols (tests/integration/test_kernel_loading.py)."""
         with self._guard_against_spurious_io_errors():
             return self._load_overload(sig, target_context)
 
