@@ -6,6 +6,13 @@ both read that page, so it is built once, with every option either needs."""
 
 from __future__ import annotations
 
+import os
+
+# as the CLI's entry point does (pdd_plan/cli/__init__.py), before numpy loads: one OpenBLAS
+# thread per test process, so the -n workers do not oversubscribe the cores
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# ruff: noqa: E402 (the imports below come after it on purpose)
+
 import copy
 import functools
 import json

@@ -12,10 +12,16 @@ from pdd_plan.cli.main import app
 # on the development box a 1M-request replay spent ~0.8 s of system time there (1.5 s against
 # 0.8 s without; its user time within noise). Before numpy loads; a user's setting wins.
 HUGEPAGE_ENV = "NUMPY_MADVISE_HUGEPAGE"
+# OpenBLAS starts a thread per core for every product and eigen-decomposition, and the planner's
+# are small (the line's chains: K <= 1,500 states, most under 100): on the 2-core development
+# box the threads cost more than they share (an uncertainty block's CPU 4.6 -> 3.0 s, the same
+# plan byte for byte), and one thread's sums are the same on every machine. A user's setting wins.
+BLAS_THREADS_ENV = "OPENBLAS_NUM_THREADS"
 
 
 def main() -> None:
     os.environ.setdefault(HUGEPAGE_ENV, "0")
+    os.environ.setdefault(BLAS_THREADS_ENV, "1")
     app()
 
 

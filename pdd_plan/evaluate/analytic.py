@@ -28,6 +28,7 @@ from pdd_plan.latency.line import transfer
 from pdd_plan.latency.prefill import pool as prefill_pool
 from pdd_plan.optimize import milp as milp
 from pdd_plan.optimize import summary, tables
+from pdd_plan.optimize.milp import forced
 from pdd_plan.optimize.problem import Problem
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.enumeration import Shared, mean_context
@@ -328,9 +329,10 @@ def at_rate(fm: FleetModel, rate: float) -> AtRate:
         *rules, spec, fm.classes, pool, fm.service, fm.md, fm.rld, line_opt, caps
     )
     lim = _limits(fm, rate, rho_p, rho_l, pt)
-    gpus = {
-        (o.cand.datacenter, o.cand.gpu): fm.counts[o.cand.key] * o.cand.gpus for o in fm.md + fm.rld
-    }
+    gpus: dict[tuple[str, str], int] = {}  # the fleet's own GPUs, summed per site
+    for o in fm.md + fm.rld:
+        site = (o.cand.datacenter, o.cand.gpu)
+        gpus[site] = gpus.get(site, 0) + fm.counts[o.cand.key] * o.cand.gpus
     t = tables.FleetTables(
         weight=fm.classes.weight,
         line_bytes=fm.shared.line_bytes,
@@ -343,10 +345,25 @@ def at_rate(fm: FleetModel, rate: float) -> AtRate:
         decode_cap=caps.decode,
         rate_rps=rate,
     )
+    # a forced routing needs no solver for the verdict; the plan's routing is solved on use
+    known = forced.verdict(t)
+    sol = milp.solve(t, "cost", 0.0, fm.pb.search.time_limit_s) if known is None else None
+    if known is False or (known is None and sol is None):
+        return AtRate(rate, False, lim)
+    return AtRate(
+        rate, True, lim, lambda: _plan(fm, rate, pool, line_opt, rho_l, sol or _solved(fm, t), pt)
+    )
+
+
+def _solved(fm: FleetModel, t: tables.FleetTables):
+    """The MILP's routing for tables `forced.verdict` found feasible (it agrees with the
+    solver to its tolerance; a disagreement is a bug, said as one)."""
     sol = milp.solve(t, "cost", 0.0, fm.pb.search.time_limit_s)
     if sol is None:
-        return AtRate(rate, False, lim)
-    return AtRate(rate, True, lim, lambda: _plan(fm, rate, pool, line_opt, rho_l, sol, pt))
+        raise RuntimeError(
+            f"the forced-routing verdict and the MILP disagree at {t.rate_rps} req/s"
+        )
+    return sol
 
 
 def _plan(fm: FleetModel, rate, pool, line_opt, rho_l, sol, pt) -> ArchitecturePlan:

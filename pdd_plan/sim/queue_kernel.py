@@ -16,19 +16,38 @@ import math
 import numpy as np
 from numba.types import void
 
-from pdd_plan.sim.decode.heaps import F1, I1, cached, f8, heap_pop, heap_push, i8, jit, ready
+from pdd_plan.sim.decode.heaps import (
+    F1,
+    I1,
+    cached,
+    f8,
+    heap_pop,
+    heap_push,
+    i8,
+    jit,
+    ready,
+    ready_now,
+)
 
 INF = math.inf
 # requests from which a replay compiles a loop it does not find in numba's cache: compiling one
 # takes ~0.5-1 s of CPU, what the Python loop takes for ~300k requests (a verification replay
 # is 20,000), so a small replay on a fresh install runs the Python loop, byte-identical
 COMPILE_FROM = 300_000
+# requests from which a replay loads a cached loop rather than run the Python one: loading one
+# costs ~5-6 ms of CPU once a replay has numba up (the decode loop needs it anyway), what the
+# Python loops take for ~5,000 requests (~1.1-1.3 us each; measured in fresh processes,
+# BENCHMARKS.md "The verification replays"), and the compiled loop ~0.1 us each
+LOAD_FROM = 5_000
 
 
 def wanted(entry, n: int) -> bool:
-    """Whether to run ``entry`` for ``n`` requests (else its Python loop): compiled already or
-    in the cache, or a replay large enough to pay for compiling it."""
-    return n >= COMPILE_FROM or cached(entry)
+    """Whether to run ``entry`` for ``n`` requests (else its Python loop): compiled (or loaded)
+    in this process already, or a replay large enough to pay for loading it from the cache
+    or, not there, for compiling it."""
+    if ready_now(entry) or n >= COMPILE_FROM:
+        return True
+    return n >= LOAD_FROM and cached(entry)
 
 
 F2 = f8[:, ::1]  # 2-D C-contiguous

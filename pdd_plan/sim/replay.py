@@ -30,7 +30,7 @@ from pdd_plan.inputs.pieces import ReplaySetup
 from pdd_plan.inputs.schema.model import ModelProfile
 from pdd_plan.inputs.schema.scenario import SLA, Policy
 from pdd_plan.latency.line import transfer
-from pdd_plan.perf import layers, roofline
+from pdd_plan.perf import layers
 from pdd_plan.perf.instance import Instance
 from pdd_plan.sim import setup
 from pdd_plan.sim.decode.decoder import DecodeInputs, DecodeResult, Engine, run_decode
@@ -47,7 +47,7 @@ from pdd_plan.sim.queues import (
 )
 from pdd_plan.sim.result import SimResult
 from pdd_plan.sim.setup import PlanLike
-from pdd_plan.sim.timings import ExtendTable, PrefillTimes, StepTable
+from pdd_plan.sim.timings import ExtendTable, PrefillTimes, StepTable, max_batch
 from pdd_plan.workload.cache import PrefixCache
 
 
@@ -72,8 +72,7 @@ def _engines(
     types, counts = _groups(insts)
     out: list[Engine] = []
     for inst, c in zip(types, counts):
-        b, _ = roofline.max_batch_for_tpot(inst, ref_ctx, tpot_s)
-        b = max(int(b), 1)
+        b = max(max_batch(inst, ref_ctx, tpot_s), 1)
         e = Engine(StepTable(inst, *ctx_range, b), b, float(inst.kv_pool_bytes))
         out += [e] * c
     return out, [e.bmax for e in out]

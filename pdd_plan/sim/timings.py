@@ -20,7 +20,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from pdd_plan.perf import grid
+from pdd_plan.perf import grid, roofline
 from pdd_plan.perf.instance import Instance
 
 T = TypeVar("T")
@@ -141,6 +141,14 @@ class PrefillTimes:
             cg, z = self._slice(int(qv), float(c.min()), float(c.max()))
             out[idx] = _bilinear(self.rg, cg, z, r[idx], c)
         return out
+
+
+def max_batch(inst: Instance, context: float, tpot_s: float) -> int:
+    """``roofline.max_batch_for_tpot``'s batch (a bisection of scalar decode steps), memoized
+    like the tables: every architecture's replay and every re-solve round sizes the same
+    decode instances at the same context and TPOT."""
+    key = ("bmax", _instance_key(inst), float(context), float(tpot_s))
+    return _memo(key, lambda: int(roofline.max_batch_for_tpot(inst, context, tpot_s)[0]))
 
 
 def _batch_grid(bmax: int) -> np.ndarray:

@@ -41,6 +41,16 @@ class _KernelCache(FunctionCache):
     def _index_key(self, sig, codegen):
         return (*super()._index_key(sig, codegen), _SOURCES)
 
+    def load_overload(self, sig, target_context):
+        """numba's, without its ``target_context.refresh()`` first: that imports and registers
+        every lowering numba has (and scipy.linalg, unless loaded already), ~0.25 s of CPU in
+        `optimize` and ~0.7 s in a process without scipy, and only compiling needs it (numba's
+        compiler refreshes on its own). Loading needs the context's codegen and numba's C
+        helpers, set up when the context is made; the kernels run without numba's runtime
+        (``_nrt=False``), so none needs its symbols (tests/integration/test_kernel_loading.py)."""
+        with self._guard_against_spurious_io_errors():
+            return self._load_overload(sig, target_context)
+
 
 # the kernels' dispatchers and signatures (these heaps', kernel.py's, sim/queue_kernel.py's), in
 # definition order (callees before callers): compiled or loaded from the cache by `ready`, when
@@ -86,6 +96,11 @@ def _in_cache(d, sig) -> bool:
         return False
 
 
+def ready_now(entry) -> bool:
+    """Whether a deferred kernel is callable now (compiled or loaded in this process)."""
+    return not _open(entry)
+
+
 def cached(entry) -> bool:
     """Whether a deferred kernel is callable now or loads from numba's disk cache (no compile)."""
     if not _open(entry):
@@ -106,8 +121,10 @@ def ready(entry=None) -> None:
     loading its 16 callees in kernel.py too (~0.2 s) is needed only to call them from Python
     or to compile `entry` afresh. Otherwise compile (or load) them all, callees first."""
     with _READY:
+        if entry is not None and not _open(entry):
+            return  # ready already (loading the rest would cost ~0.25 s for nothing)
         todo = [(d, sig) for d, sig in _DEFERRED if _open(d)]
-        if entry is not None and _open(entry):
+        if entry is not None:
             sig = next(s for d, s in _DEFERRED if d is entry)
             if _in_cache(entry, sig):
                 todo = [(entry, sig)]

@@ -63,3 +63,22 @@ def test_small_replays_compile_nothing_new() -> None:
         pytest.skip("the line loop is compiled or cached already")
     assert not queue_kernel.wanted(queue_kernel.line_events, queue_kernel.COMPILE_FROM - 1)
     assert queue_kernel.wanted(queue_kernel.line_events, queue_kernel.COMPILE_FROM)
+
+
+def test_which_loop_a_replay_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rule, kernel state by kernel state: a loop loaded in this process runs at any size;
+    one in numba's cache loads from LOAD_FROM requests (below, the Python loop costs less
+    than the load); one in neither compiles from COMPILE_FROM."""
+    e = queue_kernel.least_loaded
+    assert 0 < queue_kernel.LOAD_FROM < queue_kernel.COMPILE_FROM
+    for now, cached, n, want in [
+        (True, True, 1, True),
+        (False, True, queue_kernel.LOAD_FROM - 1, False),
+        (False, True, queue_kernel.LOAD_FROM, True),
+        (False, False, queue_kernel.LOAD_FROM, False),
+        (False, False, queue_kernel.COMPILE_FROM - 1, False),
+        (False, False, queue_kernel.COMPILE_FROM, True),
+    ]:
+        monkeypatch.setattr(queue_kernel, "ready_now", lambda _e, v=now: v)
+        monkeypatch.setattr(queue_kernel, "cached", lambda _e, v=cached: v)
+        assert queue_kernel.wanted(e, n) is want, (now, cached, n)

@@ -96,3 +96,23 @@ def test_memoized_timings_are_keyed_by_value(ctx) -> None:
     s_a, s_slow = StepTable(a, 1000.0, 9000.0, 64), StepTable(slow, 1000.0, 9000.0, 64)
     assert s_a.cols is StepTable(b, 1000.0, 9000.0, 64).cols
     assert s_slow(32, 5000.0) > s_a(32, 5000.0)
+
+
+@pytest.mark.unit
+def test_memoized_max_batch_is_the_bisection(ctx) -> None:
+    """The replay's batch cap, memoized by value, is roofline's bisection: the largest batch
+    whose step meets the TPOT (the next one misses it), the same for an equal instance, and
+    smaller at a tighter TPOT."""
+    import dataclasses
+
+    from pdd_plan.sim.timings import max_batch
+
+    a = _inst(ctx, "h100")
+    b = dataclasses.replace(a, model=a.model.model_copy(), gpu=a.gpu.model_copy())
+    tpot, c = 0.05, 5000.0
+    got = max_batch(a, c, tpot)
+    assert got == roofline.max_batch_for_tpot(a, c, tpot)[0] == max_batch(b, c, tpot)
+    assert got >= 1 and roofline.decode_step(a, got, c).total_s <= tpot
+    if got < a.max_batch(c):
+        assert roofline.decode_step(a, got + 1, c).total_s > tpot
+    assert max_batch(a, c, tpot / 2) < got
