@@ -1,14 +1,15 @@
 """Two of scipy's compiled modules, loaded without importing the `scipy.linalg` package.
 
 Importing `scipy.linalg` costs ~0.3 s of CPU on the development box (scipy 1.17: its array-API
-layer loads numpy.f2py, numpy.testing and numpy.ma), and a plan pays it twice over without
-using the package: the line model needs one LAPACK routine (`dstevd`, the tridiagonal
-eigen-decomposition of `latency.line.tagged`), and numba imports `scipy.linalg.cython_blas`
-when it first compiles or loads a kernel from its cache (to find BLAS for `np.dot`, which the
-replay's kernels do not call). Each module here is the one scipy itself would load (same file,
-same name, registered in `sys.modules`, so a later `import scipy.linalg` reuses it), ~5 ms
-each. Where scipy is laid out otherwise, nothing is loaded and the callers import scipy as
-before."""
+layer loads numpy.f2py, numpy.testing and numpy.ma), and nothing here uses the package: the
+line model needs one LAPACK routine (`dstevd`, the tridiagonal eigen-decomposition of
+`latency.line.tagged`, ~4 ms to load alone), and numba imports `scipy.linalg.cython_blas`
+whenever it refreshes its target (to find BLAS for `np.dot`, which no kernel here calls): on
+each load of the trace kernels from its cache (`workload.traces.seen`, `scan`; the replay's
+kernels load without the refresh, `sim.decode.heaps`) and on any compile. Each module here is
+the one scipy itself would load (same file, same name, registered in `sys.modules`, so a later
+`import scipy.linalg` reuses it). Where scipy is laid out otherwise, nothing is loaded and the
+callers import scipy as before."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def linalg_extension(name: str) -> ModuleType | None:
 
 
 def blas_for_numba() -> None:
-    """Load `scipy.linalg.cython_blas` before numba looks for it, so numba's `import
-    scipy.linalg.cython_blas` finds it loaded instead of importing scipy.linalg (call before the
-    first kernel is compiled or loaded from the cache)."""
+    """Load `scipy.linalg.cython_blas` (~0.04 s: scipy's package, not its linalg) before numba
+    looks for it, so numba's `import scipy.linalg.cython_blas` finds it loaded instead of
+    importing scipy.linalg (call before a kernel is compiled or loaded through numba's cache)."""
     linalg_extension("cython_blas")

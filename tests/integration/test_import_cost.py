@@ -52,14 +52,25 @@ def test_a_plan_without_verification_loads_neither_numba_nor_scipy_linalg():
     assert not any(got.values()), got
 
 
-def test_a_replay_kernel_loads_numba_not_scipy_linalg_and_numba_keeps_its_blas():
-    # the decode package loads scipy's cython_blas first, where numba's own lookup then finds
-    # it: a jitted np.dot (BLAS through that module) gives numpy's product
+def test_a_verified_plan_does_not_load_scipy_linalg():
+    # the replays' kernels load from numba's cache without its target refresh (or run as
+    # Python below the crossover), the line model calls LAPACK directly
+    got = _loaded(
+        "from pdd_plan.cli import app\n"
+        "sys.argv = ['pdd-plan', 'optimize', '--draws', '0', '-f', 'json']\n"
+        "try:\n    app()\nexcept SystemExit as e:\n    assert not e.code, e.code"
+    )
+    assert not got["scipy.linalg"], got
+
+
+def test_numba_finds_its_blas_without_scipy_linalg():
+    # scipy's cython_blas loaded first (as the trace kernels do), numba's own lookup finds it:
+    # a jitted np.dot (BLAS through that module) gives numpy's product
     got = _run(
         "import json, sys\n"
         "import numpy as np\n"
-        "from pdd_plan.sim.decode import heaps, kernel as k\n"
-        "k.ready(k.run_events)\n"
+        "from pdd_plan.common.scipy_direct import blas_for_numba\n"
+        "blas_for_numba()\n"
         "import numba\n"
         "dot = numba.njit(lambda a, b: np.dot(a, b))\n"
         "a = np.arange(12.0).reshape(3, 4)\n"
