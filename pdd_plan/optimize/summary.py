@@ -36,7 +36,7 @@ from pdd_plan.latency import ttft as ttft_law
 from pdd_plan.latency.line import delay_shape
 from pdd_plan.optimize.solved import QS, SolverResult
 from pdd_plan.perf import roofline
-from pdd_plan.perf.instance import Instance
+from pdd_plan.perf.instance import Instance, instance_key
 from pdd_plan.workload.requests import RequestClasses
 from pdd_plan.workload.stats import HIT_BIN_EDGES, hit_bin_index
 
@@ -151,20 +151,21 @@ def _operating_step(p: SolverResult, role: str, tokens_per_s: float, mean_ctx: f
     )
 
 
-_STEP_CACHE: dict[tuple[int, float, float, float], tuple[object, float]] = {}
+_STEP_CACHE: dict[tuple, tuple[object, float]] = {}
 
 
 def _little_step(inst, x: float, bmax: float, context: float) -> float:
     """step(B) at the B in [1, bmax] with B = x step(B): B - x step(B) rises with B (a step
     grows by less than 1/x per request while the instance is below capacity), so bisect.
-    Memoized: a summary asks for the same pool's operating step for its TTFT shift, its TPOT
-    and its bottleneck (each bisection is 40 scalar decode steps)."""
-    key = (id(inst), float(x), float(bmax), float(context))
+    Memoized by the instance's value: a summary asks for the same pool's operating step for
+    its TTFT shift, its TPOT and its bottleneck, and a regime map's cells along the line axis
+    for the same IDC-PD pool (each bisection is 40 scalar decode steps)."""
+    key = (instance_key(inst), float(x), float(bmax), float(context))
     hit = _STEP_CACHE.get(key)
-    if hit is None or hit[0] is not inst:  # the entry keeps its instance alive: ids stay unique
+    if hit is None or hit[0] is not inst.model:  # the entry keeps its model alive: ids stay unique
         if len(_STEP_CACHE) > 10_000:
             _STEP_CACHE.clear()
-        hit = (inst, _bisect_step(inst, x, bmax, context))
+        hit = (inst.model, _bisect_step(inst, x, bmax, context))
         _STEP_CACHE[key] = hit
     return hit[1]
 

@@ -6,7 +6,7 @@ models; the MILP itself (`model.py`) only combines numbers.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -24,7 +24,7 @@ from pdd_plan.optimize.search import owned as owned_prices
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.perf import layers as perf_arch
 from pdd_plan.perf import roofline
-from pdd_plan.perf.instance import Instance
+from pdd_plan.perf.instance import Instance, instance_key
 from pdd_plan.workload.requests import RequestClasses
 
 QUANTILES = (0.9, 0.99)
@@ -143,22 +143,22 @@ def decode_options(
     return out
 
 
-_BATCH_CACHE: dict[tuple, tuple[Instance, tuple[int, float]]] = {}
+_BATCH_CACHE: dict[tuple, tuple[ModelProfile, tuple[int, float]]] = {}
 
 
 def _max_batch(inst: Instance, context_tokens: float, tpot_s: float) -> tuple[int, float]:
     """roofline.max_batch_for_tpot (a bisection of decode steps), memoized on the instance's
-    fields: the catalog builds its instances anew for every architecture and prefill GPU,
-    which ask for the same decode candidates."""
-    rest = tuple(getattr(inst, f.name) for f in fields(inst) if f.name not in ("model", "gpu"))
+    fields and its GPU's perf values: the catalog builds its instances anew for every
+    architecture and prefill GPU, and a regime map for every cell, which ask for the same
+    decode candidates."""
     args = (context_tokens, tpot_s)
-    key = (id(inst.model), id(inst.gpu), rest, *((type(a), float(a)) for a in args))
+    key = (instance_key(inst), *((type(a), float(a)) for a in args))
     hit = _BATCH_CACHE.get(key)
-    # the entry keeps its model and GPU profiles alive, so their ids stay unique
-    if hit is None or hit[0].model is not inst.model or hit[0].gpu is not inst.gpu:
+    # the entry keeps its model profile alive, so its id stays unique
+    if hit is None or hit[0] is not inst.model:
         if len(_BATCH_CACHE) > 4096:
             _BATCH_CACHE.clear()
-        hit = (inst, roofline.max_batch_for_tpot(inst, context_tokens, tpot_s))
+        hit = (inst.model, roofline.max_batch_for_tpot(inst, context_tokens, tpot_s))
         _BATCH_CACHE[key] = hit
     return hit[1]
 

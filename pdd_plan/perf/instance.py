@@ -266,6 +266,23 @@ class Instance:
         return self.n_gpus * self.gpu.price.usd_per_gpu_hour
 
 
+def gpu_perf_key(gpu: GPUProfile) -> tuple:
+    """What the perf model reads of a GPU, as a hashable value (not its price, which only
+    costs): the key of caches that outlive one scenario, since a price override copies the
+    profile (a regime map's every cell builds equal GPUs anew)."""
+    return (gpu.name, gpu.compute, gpu.memory, gpu.interconnect, gpu.efficiency)
+
+
+def instance_key(inst: Instance) -> tuple:
+    """An instance as a cache key: its model by identity (profiles are loaded once per file;
+    a cache keeps the model alive so the id stays unique), its GPU by :func:`gpu_perf_key`,
+    and every other field by value."""
+    rest = tuple(
+        getattr(inst, f.name) for f in dataclasses.fields(inst) if f.name not in ("model", "gpu")
+    )
+    return (id(inst.model), gpu_perf_key(inst.gpu), rest)
+
+
 def parallelism_candidates(
     model: ModelProfile,
     gpu: GPUProfile,

@@ -8,11 +8,12 @@ from functools import cached_property
 
 import numpy as np
 
+from pdd_plan.inputs.schema.model import ModelProfile
 from pdd_plan.latency.prefill import gig1
 from pdd_plan.latency.prefill.gigc import ggc_wait_law
 from pdd_plan.latency.prefill.wait import WaitLaw
 from pdd_plan.perf import grid
-from pdd_plan.perf.instance import Instance
+from pdd_plan.perf.instance import Instance, gpu_perf_key
 from pdd_plan.workload.requests import RequestClasses
 
 
@@ -75,7 +76,7 @@ def _service_s(inst: Instance, classes: RequestClasses, chunk: int) -> np.ndarra
     return grid.prefill_times(inst, np.maximum(inp - cached, 1.0), cached, chunk)
 
 
-_SERVICE_CACHE: dict[tuple, tuple[Instance, RequestClasses, np.ndarray]] = {}
+_SERVICE_CACHE: dict[tuple, tuple[ModelProfile, np.ndarray]] = {}
 
 
 def prefill_strata_service_s(
@@ -90,10 +91,12 @@ def prefill_strata_service_s(
     perf-speed draw), so its times are the nominal's over k, derived rather than recomputed."""
     fine = classes.fine
     shape = (inst.n_gpus, inst.tp, inst.ep, inst.dp, inst.dtype)
-    key = (id(inst.model), id(inst.gpu), shape, id(fine), int(chunk))
+    # the strata by the values _service_s reads, the GPU by its perf values: a regime map's
+    # cells build equal classes and GPUs anew, and ask for the same instances
+    strata = (fine.input_tokens.tobytes(), fine.hit_p.tobytes())
+    key = (id(inst.model), gpu_perf_key(inst.gpu), shape, strata, int(chunk))
     hit = _SERVICE_CACHE.get(key)
-    same = hit is not None and hit[0].model is inst.model and hit[0].gpu is inst.gpu
-    if not same or hit[1] is not fine:  # entries keep model, GPU and strata alive
+    if hit is None or hit[0] is not inst.model:  # entries keep their model alive
         if len(_SERVICE_CACHE) > 4096:
             _SERVICE_CACHE.clear()
         svc = (
@@ -101,9 +104,9 @@ def prefill_strata_service_s(
             if nominal is None
             else prefill_strata_service_s(nominal[0], classes, chunk) / nominal[1]
         )
-        hit = (inst, fine, svc)
+        hit = (inst.model, svc)
         _SERVICE_CACHE[key] = hit
-    return hit[2]
+    return hit[1]
 
 
 def prefill_service_s(inst: Instance, classes: RequestClasses, chunk: int) -> np.ndarray:
