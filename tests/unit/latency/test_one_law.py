@@ -238,7 +238,8 @@ def test_ttft_law_gives_the_numbers_of_the_two_convolutions(key):
         np.array([0.02, 0.3]),
         np.array([0.2, 0.1]),
     )
-    np.testing.assert_allclose(q, before["quantiles"], rtol=1e-12)
+    # the searches stop within QUANTILE_REL_TOL of their answer (the figures were to one ulp)
+    np.testing.assert_allclose(q, before["quantiles"], rtol=2 * ttft.QUANTILE_REL_TOL)
 
 
 def test_the_expansion_plus_an_exponential_by_hand():
