@@ -73,14 +73,14 @@ def _cases(plan_file: str) -> list[Case]:
     return [
         # the plain plan (--draws 0) is what the speed targets are set on; the uncertainty
         # block, printed by default, is to stay within 1 s of it
-        Case("optimize, plain", ["optimize", "--draws", "0", "--format", "json"], 1.5),
+        Case("optimize plain", ["optimize", "--draws", "0", "--format", "json"], 1.5),
         Case(
             "optimize",
             ["optimize", "--format", "json"],
             notes="target: <= 1 s over the plain plan",
         ),
         Case(
-            "--no-verify, plain",
+            "--no-verify plain",
             ["optimize", "--no-verify", "--draws", "0", "--format", "json"],
             0.8,
         ),

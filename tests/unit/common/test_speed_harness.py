@@ -13,7 +13,7 @@ pytestmark = pytest.mark.unit
 def test_table_reports_medians_targets_and_the_first_run_ratio() -> None:
     cases = {c.name: c for c in speed._cases("plan.yaml")}
     plain, warm, first, reg = (
-        cases["optimize, plain"],
+        cases["optimize plain"],
         cases["optimize"],
         cases["first optimize after install"],
         cases["regimes 10x10"],
@@ -25,7 +25,7 @@ def test_table_reports_medians_targets_and_the_first_run_ratio() -> None:
     rows = {
         r.split(" | ")[0].lstrip("| "): r for r in speed.table(list(cases.values())).splitlines()
     }
-    assert "| 3 | 1.40 | 1.20 | 1.00 | 0.5-0.7 | <= 1.5 s | yes |" in rows["optimize, plain"]
+    assert "| 3 | 1.40 | 1.20 | 1.00 | 0.5-0.7 | <= 1.5 s | yes |" in rows["optimize plain"]
     # the plan with its uncertainty block has no bar of its own, only a note beside it
     assert rows["optimize"].endswith("|  |  |")
     # median 3.0 s over the warm (uncertainty block) median 1.4 s: 2.1x, over the bar of 2x
