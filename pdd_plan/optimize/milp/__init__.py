@@ -13,7 +13,8 @@ capacity, TTFT percentiles (the expected share of requests over each target, exa
 class's miss probability) (flows.py); elastic instances (elastic.py); violations and their cap
 (chance.py); objectives over points and the budget (objective.py); Dinkelbach on the ratio of
 weighted goodput to weighted cost (dinkelbach.py). Objectives: minimum cost; maximum rate (at
-a budget); or rate - lambda * cost.
+a budget); or rate - lambda * cost. Where the routing is forced (forced.py), the verdict needs
+no solver.
 """
 
 from pdd_plan.optimize.milp.base import EPS, GOODPUT_COST_WEIGHT, Model, size
