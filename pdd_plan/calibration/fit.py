@@ -1,9 +1,10 @@
 """Calibration: what a measurement row predicts, and the factors a fit may move.
 
-Four factors per GPU type (and model family), the physical ones of the roofline, not one per
-data row: `mfu` (large-GEMM fraction of peak FLOP/s), `mbu` (fraction of HBM bandwidth),
-`step_overhead_ms` (per forward pass) and `chunk_half_tokens` (tokens at which a pass reaches
-half of mfu), within `BOUNDS`. `predict` is one row's figure on a GPU profile with given
+Three factors per GPU type (and model family), the physical ones of the roofline, not one per
+data row: `mfu` (large-GEMM fraction of peak FLOP/s), `mbu` (fraction of HBM bandwidth) and
+`step_overhead_ms` (per forward pass), within `BOUNDS`. How a GEMM near its ridge runs (the
+roofline's rounded corner) is not fitted: its sharpness comes from DeepGEMM's published shapes
+(`data/profiles/runtime/moe-serving.yaml` gemm_roofline). `predict` is one row's figure on a GPU profile with given
 factors; `calibration/joint.py` fits them for every GPU and family at once and
 `calibration/joint_files.py` writes `data/calibration/<gpu>.yaml`, which loading a GPU profile
 applies on top of its analytic efficiency (`pdd_plan.inputs.calibrated.apply_calibration`,
@@ -33,13 +34,12 @@ from pdd_plan.perf import layers, roofline
 from pdd_plan.perf.instance import Instance
 from pdd_plan.perf.offline import offline_throughput
 
-FACTORS = ("mfu", "mbu", "step_overhead_ms", "chunk_half_tokens")
-# Physical bounds of the fit: fractions of peak, milliseconds per pass, tokens.
+FACTORS = ("mfu", "mbu", "step_overhead_ms")
+# Physical bounds of the fit: fractions of peak, milliseconds per pass.
 BOUNDS = {
     "mfu": (0.05, 1.0),
     "mbu": (0.05, 1.0),
     "step_overhead_ms": (0.0, 20.0),
-    "chunk_half_tokens": (1.0, 4096.0),
 }
 
 

@@ -2,8 +2,8 @@
 
 One least-squares problem over all measurement rows, whatever their GPU and family:
 
-    theta_g   = (log mfu, log mbu, step overhead ms, log chunk_half_tokens) of GPU g (dense)
-    mu        = the same four for the population of GPUs (what a GPU without rows gets)
+    theta_g   = (log mfu, log mbu, step overhead ms) of GPU g (dense)
+    mu        = the same three for the population of GPUs (what a GPU without rows gets)
     delta     = (delta_mfu, delta_mbu): the shared mean of the MoE-vs-dense shift
     d_g       = GPU g's deviation from it, for each GPU with rows of both families: MoE passes
                 on g run at mfu_g * exp(delta_mfu + d_g,mfu) and mbu_g * exp(delta_mbu + d_g,mbu)
@@ -37,9 +37,9 @@ rows only, as every other parameter.
 The sigmas are priors, stated once and not tuned on the rows: SIGMA_ROW 0.25 (a model error of
 25 % on one row, the scale of the held-out errors before this fit); per-GPU spread of mfu a
 factor e^0.5 (published serving MFU spans about 0.3-0.8), of mbu e^0.25 (0.6-0.95), of the step
-overhead 2 ms, of the half-speed chunk a factor e; the population's pull to the analytic defaults
+overhead 2 ms; the population's pull to the analytic defaults
 and the shift's to zero are weak (e^1, 3 ms). `scipy.optimize.least_squares` solves it (trf,
-bounds, finite differences over a sparse Jacobian: a row depends on its GPU's four factors and,
+bounds, finite differences over a sparse Jacobian: a row depends on its GPU's three factors and,
 for a MoE row, the shift and its GPU's deviation).
 """
 
@@ -57,14 +57,15 @@ from pdd_plan.inputs import profiles
 from pdd_plan.inputs.calibrated import with_efficiency
 from pdd_plan.inputs.schema.gpu import FamilyFactors, GPUProfile
 
-LOG = (True, True, False, True)  # factors fitted in log space (all but the overhead)
+LOG = (True, True, False)  # factors fitted in log space (all but the overhead)
 SIGMA_ROW = 0.25
-SIGMA_GPU = (0.5, 0.25, 2.0, 1.0)
-SIGMA_PRIOR = (1.0, 1.0, 3.0, 1.0)
+SIGMA_GPU = (0.5, 0.25, 2.0)
+SIGMA_PRIOR = (1.0, 1.0, 3.0)
 SIGMA_SHIFT = 1.0
 SHIFTED = ("mfu", "mbu")  # the factors MoE shifts
 SHIFT_BOUNDS = (-2.0, 1.0)  # log: MoE at e^-2 = 0.14x .. e = 2.7x of dense
 DEV_BOUNDS = (-2.0, 2.0)  # log: a GPU's deviation from the shared mean shift
+NF = len(FACTORS)  # factors per GPU
 TAU_FLOOR = 0.01  # a between-GPU spread below 1 %: every GPU takes the shared mean
 
 
@@ -166,7 +167,7 @@ class _Problem:
         self.tau = np.array([tau[k] for k in SHIFTED]) if tau is not None else None
         e0 = analytic[self.gpus[0]].efficiency  # the analytic defaults (the same on every GPU)
         self.x_prior = np.array(_to_x({k: getattr(e0, k) for k in FACTORS}))
-        g4, nf, ns = 4 * len(self.gpus), len(FACTORS), len(SHIFTED)
+        g4, nf, ns = NF * len(self.gpus), len(FACTORS), len(SHIFTED)
         self.mu = slice(g4, g4 + nf)
         self.sh = slice(g4 + nf, g4 + nf + ns)
         self.dev0 = g4 + nf + ns
@@ -179,7 +180,7 @@ class _Problem:
         return slice(j, j + len(SHIFTED))
 
     def unpack(self, x: np.ndarray):
-        gpus = {g: _from_x(x[4 * i : 4 * i + 4]) for i, g in enumerate(self.gpus)}
+        gpus = {g: _from_x(x[NF * i : NF * i + NF]) for i, g in enumerate(self.gpus)}
         devs = {g: dict(zip(SHIFTED, map(float, x[self.dev(g)]))) for g in self.both}
         return gpus, _from_x(x[self.mu]), dict(zip(SHIFTED, map(float, x[self.sh]))), devs
 
@@ -206,30 +207,30 @@ class _Problem:
     def residuals(self, x: np.ndarray) -> np.ndarray:
         err = np.log(self.predictions(x) / self.meas) / SIGMA_ROW
         mu = x[self.mu]
-        pool = [(x[4 * i : 4 * i + 4] - mu) / SIGMA_GPU for i in range(len(self.gpus))]
+        pool = [(x[NF * i : NF * i + NF] - mu) / SIGMA_GPU for i in range(len(self.gpus))]
         prior = (mu - self.x_prior) / SIGMA_PRIOR
         devs = [x[self.dev(g)] / self.tau for g in self.both]
         return np.concatenate([err, *pool, prior, x[self.sh] / SIGMA_SHIFT, *devs])
 
     def sparsity(self) -> np.ndarray:
         n_rows, n_g, ns = len(self.rows), len(self.gpus), len(SHIFTED)
-        s = np.zeros((n_rows + 4 * n_g + 4 + ns + ns * len(self.both), self.n), dtype=bool)
+        s = np.zeros((n_rows + NF * n_g + NF + ns + ns * len(self.both), self.n), dtype=bool)
         for i, r in enumerate(self.rows):
             j = self.gpus.index(r.gpu)
-            s[i, 4 * j : 4 * j + 4] = True
+            s[i, NF * j : NF * j + NF] = True
             s[i, self.sh] = bool(self.moe[i])
             if self.moe[i] and r.gpu in self.both:
                 s[i, self.dev(r.gpu)] = True
         for j in range(n_g):
-            for k in range(4):
-                s[n_rows + 4 * j + k, 4 * j + k] = True
-                s[n_rows + 4 * j + k, self.mu.start + k] = True
-        for k in range(4):
-            s[n_rows + 4 * n_g + k, self.mu.start + k] = True
+            for k in range(NF):
+                s[n_rows + NF * j + k, NF * j + k] = True
+                s[n_rows + NF * j + k, self.mu.start + k] = True
+        for k in range(NF):
+            s[n_rows + NF * n_g + k, self.mu.start + k] = True
         for k in range(ns):
-            s[n_rows + 4 * n_g + 4 + k, self.sh.start + k] = True
+            s[n_rows + NF * n_g + NF + k, self.sh.start + k] = True
         for k in range(ns * len(self.both)):
-            s[n_rows + 4 * n_g + 4 + ns + k, self.dev0 + k] = True
+            s[n_rows + NF * n_g + NF + ns + k, self.dev0 + k] = True
         return s
 
     def solve(self):

@@ -12,7 +12,7 @@ import yaml
 from pdd_plan.calibration.fit import BOUNDS, FACTORS
 from pdd_plan.calibration.joint import JointFit
 
-DIGITS = {"mfu": 4, "mbu": 4, "step_overhead_ms": 3, "chunk_half_tokens": 1}
+DIGITS = {"mfu": 4, "mbu": 4, "step_overhead_ms": 3}
 
 
 def _factors(f: dict[str, float], source: str) -> dict:

@@ -124,7 +124,7 @@ def _render(results: list[dict], name: str) -> None:
 
     from pdd_plan.report import fit
 
-    cols = ("gpu", "rows", "mfu", "mbu", "MoE mfu", "MoE mbu", "overhead ms", "chunk_half")
+    cols = ("gpu", "rows", "mfu", "mbu", "MoE mfu", "MoE mbu", "overhead ms")
     cols += ("median |err|", "max")
     rows = []
     for e in results:
@@ -138,7 +138,6 @@ def _render(results: list[dict], name: str) -> None:
                 f"{e['moe_factors']['mfu']:.3f}",
                 f"{e['moe_factors']['mbu']:.3f}",
                 f"{f['step_overhead_ms']:.2f}",
-                f"{f['chunk_half_tokens']:.0f}",
                 f"{e['median_abs_error_analytic']:.1%} -> {e['median_abs_error_calibrated']:.1%}",
                 f"{e['max_abs_error_calibrated']:.1%}",
             ]
@@ -188,7 +187,7 @@ def calibrate(
     ),
     format: str = typer.Option("table", "--format", "-f", help="table | json | yaml"),
 ) -> None:
-    """Fit mfu, mbu, step overhead and chunk_half_tokens of every GPU and model family
+    """Fit mfu, mbu and the step overhead of every GPU and model family
     jointly to measured throughput (the MoE-vs-dense shift partially pooled per GPU)."""
     from pdd_plan.calibration import engine_results as er
 

@@ -190,7 +190,7 @@ def perf_result(
             # the factors of the model's family on this GPU, and how they were estimated
             "efficiency": {
                 k: getattr(inst.efficiency, k)
-                for k in ("mfu", "mbu", "step_overhead_ms", "chunk_half_tokens", "comm_efficiency")
+                for k in ("mfu", "mbu", "step_overhead_ms", "comm_efficiency")
             },
             "efficiency_family": inst.family,
             # each term that slows a pass down from its roofline, at the run's first pass

@@ -1,7 +1,7 @@
 """Apply a GPU's fitted efficiency factors when its profile is loaded.
 
-``pdd-plan calibrate`` (:mod:`pdd_plan.calibration.fit`) fits ``mfu``, ``mbu``,
-``step_overhead_ms`` and ``chunk_half_tokens`` of every GPU type jointly, per model family, and
+``pdd-plan calibrate`` (:mod:`pdd_plan.calibration.fit`) fits ``mfu``, ``mbu``
+and ``step_overhead_ms`` of every GPU type jointly, per model family, and
 writes them to ``data/calibration/<gpu>.yaml`` (``efficiency:`` the dense factors, ``moe:`` the
 MoE ones). This module only reads such a file and applies it on top of
 the profile's analytic efficiency (:func:`apply_calibration`, called by
@@ -15,7 +15,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from pydantic import Field, PositiveFloat
+from pydantic import Field
 
 from pdd_plan.inputs.schema.common import Strict
 from pdd_plan.inputs.schema.gpu import FamilyFactors, GPUProfile
@@ -26,7 +26,6 @@ class CalibratedFactors(Strict):
     mfu: float = Field(gt=0, le=1)
     mbu: float = Field(gt=0, le=1)
     step_overhead_ms: float = Field(ge=0)
-    chunk_half_tokens: PositiveFloat
     source: str
 
 
@@ -80,7 +79,6 @@ def apply_calibration(gpu: GPUProfile) -> GPUProfile:
             mfu=moe.mfu,
             mbu=moe.mbu,
             step_overhead_ms=moe.step_overhead_ms,
-            chunk_half_tokens=moe.chunk_half_tokens,
             basis=moe.source,
         )
     return with_efficiency(
@@ -88,7 +86,6 @@ def apply_calibration(gpu: GPUProfile) -> GPUProfile:
         mfu=c.mfu,
         mbu=c.mbu,
         step_overhead_ms=c.step_overhead_ms,
-        chunk_half_tokens=c.chunk_half_tokens,
         mode="calibrated",
         source=f"{c.source} (on top of the profile's analytic defaults: {gpu.efficiency.source})",
         moe=family,

@@ -82,11 +82,11 @@ class ExpertLoad(Strict):
     source: str
 
 
-class GroupedGemm(Strict):
-    """Compute efficiency of the routed experts' grouped GEMM by tokens per expert (m): a
-    fraction m / (m + half_tokens_per_expert) of the fitted mfu."""
+class GemmRoofline(Strict):
+    """How sharp a GEMM's roofline corner is: its time is (c^p + m^p)^(1/p) from its FLOP time
+    c and byte time m, p = `sharpness` (infinite: max(c, m))."""
 
-    half_tokens_per_expert: float = Field(gt=0)
+    sharpness: float = Field(ge=1, le=64)
     source: str
 
 
@@ -138,7 +138,7 @@ class MoEServing(Strict):
     two_batch_overlap: TwoBatchOverlap
     single_batch_overlap: SingleBatchOverlap
     expert_load: ExpertLoad
-    grouped_gemm: GroupedGemm
+    gemm_roofline: GemmRoofline
     deepep_latency: DeepEPLatency
     engine_step: EngineStep
     attention_kernels: AttentionKernels

@@ -60,57 +60,47 @@ def _attention(new: np.ndarray, cached: np.ndarray, m) -> tuple[np.ndarray, np.n
 
 def _per_token(inst: Instance, tokens: np.ndarray, phase: str) -> dict[str, np.ndarray]:
     """The terms of a pass that depend on its tokens only, from the scalar functions, once per
-    distinct token count: expert imbalance, rows per touched expert copy, weight bytes (also
-    at half the tokens, two-batch overlap's micro-batch), all-to-all and all-reduce seconds."""
-    moe = inst.model.ffn.moe
+    distinct token count: expert imbalance, the touched experts' and the other weights' bytes
+    (also at half the tokens, two-batch overlap's micro-batch), all-to-all and all-reduce
+    seconds."""
     uniq, inv = np.unique(tokens, return_inverse=True)
     rows = []
     for t in uniq.tolist():
         one = []
         for x in (t, t / 2):
-            m_routed = 1.0
-            if moe is not None and x > 0:
-                k = moe.experts_per_token
-                m_routed = x * k / roofline.expected_experts_touched(x, inst.expert_slots, k)
-            imb = moe_terms.expert_imbalance(inst, x)
-            one += [imb, m_routed, roofline._weight_bytes_read(inst, x)]
+            dense, experts = roofline._weight_bytes_split(inst, x)
+            one += [moe_terms.expert_imbalance(inst, x), experts, dense]
         a2a = comm.a2a_seconds(inst, t, phase, one[0])
         if a2a > 0:  # each dispatch and combine call also pays a fixed latency
             a2a += moe_terms.deepep_fixed_seconds(inst, phase)
         ar = comm.allreduce_seconds(inst, t) + moe_terms.allreduce_fixed_seconds(inst)
         rows.append((*one, a2a, ar))
     cols = np.array(rows, dtype=float).reshape(len(uniq), 8)[inv.ravel()]
-    names = ("imb", "m_routed", "wbytes", "imb_h", "m_routed_h", "wbytes_h", "a2a", "ar")
+    names = ("imb", "wexp", "wdense", "imb_h", "wexp_h", "wdense_h", "a2a", "ar")
     return {k: cols[:, i] for i, k in enumerate(names)}
 
 
-def _kernels(
-    inst: Instance, tokens, imbalance, m_routed, wbytes, routed_f, other_f, attn, kv, head
-):
+def _kernels(inst: Instance, tokens, imbalance, wexp, wdense, routed_f, other_f, attn, kv, head):
     """roofline._kernels over arrays: (compute-bound s, memory-bound s, rates)."""
     g, e, n = inst.gpu, inst.efficiency, inst.n_gpus
     rate = n * g.peak_flops(inst.compute_dtype) * e.mfu
+    rate_routed = rate * g.peak_flops(inst.expert_dtype) / g.peak_flops(inst.compute_dtype)
     a_mfu, a_mbu = moe_terms.attention_fractions(inst.model) or (e.mfu, e.mbu)
     attn_rate = n * g.peak_flops(inst.model.kv_cache.dtype) * a_mfu
     bw = n * g.memory.hbm_tbps * 1e12 * e.mbu
     attn_bw = n * g.memory.hbm_tbps * 1e12 * a_mbu
-    half = e.chunk_half_tokens
-    m_other = tokens / inst.dp
-    routed = routed_f * imbalance
     other = other_f - head
-    pos = m_other > 0
-    s_other = np.where(pos, (m_other + half) / (rate * np.where(pos, m_other, 1.0)), 0.0)
-    s_routed = imbalance * (m_routed + moe_terms.grouped_half()) / (rate * m_routed)
-    cg = other * s_other + routed_f * s_routed
-    ca = attn / attn_rate
-    mg, ma = wbytes / bw, kv / attn_bw
-    pos = cg > 0
-    stretch = np.where(pos, np.maximum(cg, mg) / np.where(pos, cg, 1.0), 1.0)
-    rates = (s_other * stretch, s_routed * stretch, np.maximum(ca, ma))
+    c_o, m_o = other / rate, wdense / bw
+    c_r, m_r = routed_f * imbalance / rate_routed, wexp / bw
+    ca, ma = attn / attn_rate, kv / attn_bw
+    t_o, t_r = moe_terms.kernel_seconds(c_o, m_o), moe_terms.kernel_seconds(c_r, m_r)
+    t_a = np.maximum(ca, ma)
+    s_other = np.divide(t_o, other, out=np.zeros_like(t_o), where=other > 0)
+    s_routed = np.divide(t_r, routed_f, out=np.zeros_like(t_r), where=routed_f > 0)
+    rates = (s_other, s_routed, t_a)
     cb = mb = 0.0
-    for c, mem, ideal in ((cg, mg, (other + routed) / rate), (ca, ma, attn / attn_rate)):
-        t = np.maximum(c, mem)
-        bound = (ideal >= mem) & (ideal > 0)
+    for c, mem, t in ((c_o, m_o, t_o), (c_r, m_r, t_r), (ca, ma, t_a)):
+        bound = (c >= mem) & (c > 0)
         cb = cb + np.where(bound, t, 0.0)
         mb = mb + np.where(bound, 0.0, t)
     return cb, mb, rates
@@ -186,7 +176,7 @@ def _passes(inst: Instance, phase: str, tokens, routed_f, other_f, attn, kv, req
     e = inst.efficiency
     tt = _per_token(inst, tokens, phase)
     a2a = tt["a2a"]
-    full = (tt["imb"], tt["m_routed"], tt["wbytes"], routed_f, other_f, attn, kv, head)
+    full = (tt["imb"], tt["wexp"], tt["wdense"], routed_f, other_f, attn, kv, head)
     floor = moe_terms.kernel_floor_seconds(inst)  # kernels at their latency floor
     cb, mb, rates = _kernels(inst, tokens, *full)
     mb = mb + np.maximum(0.0, floor - cb - mb)
@@ -204,7 +194,7 @@ def _passes(inst: Instance, phase: str, tokens, routed_f, other_f, attn, kv, req
         shown = _exposed_single_batch(dispatch, a2a - dispatch, covers, phase)
         return plain._replace(hidden_communication_s=np.where(on, a2a - shown, 0.0))
     h_other, h_routed = other_f / 2, routed_f / 2
-    half = (tt["imb_h"], tt["m_routed_h"], tt["wbytes_h"], h_routed, h_other, attn / 2, kv / 2)
+    half = (tt["imb_h"], tt["wexp_h"], tt["wdense_h"], h_routed, h_other, attn / 2, kv / 2)
     cb, mb, rates = _kernels(inst, tokens / 2, *half, head / 2)
     mb = mb + np.maximum(0.0, floor - cb - mb)  # each micro-batch runs every kernel
     covers = _covers(inst, tokens / 2, h_other, h_routed, rates)

@@ -5,7 +5,9 @@
   measured at large batch) times a statistical part (the largest of ep rank counts drawn around
   their mean mu = tokens x k / ep, Poisson-like: 1 + sqrt(2 ln ep / mu), the Gaussian extreme
   value; it vanishes at large batch and dominates a small one);
-* grouped-GEMM efficiency by tokens per expert: m / (m + half) with DeepGEMM's half;
+* the rounded roofline corner of every GEMM, dense or grouped (DeepGEMM's shapes): a GEMM
+  near its ridge (a grouped expert GEMM of a few hundred tokens per expert) runs at neither
+  its FLOP nor its byte rate; the grouped GEMM's efficiency by tokens per expert follows;
 * DeepEP's fixed latency per dispatch and combine call, inside a node or across nodes;
 * the engine's per-step CPU cost that grows with the requests in a pass, per DP rank;
 * latent-attention kernel efficiency (MLA, DSA, compressed): measured fractions of peak;
@@ -18,6 +20,8 @@ Pure functions of an instance and a pass's size; `breakdown` gathers them for `p
 from __future__ import annotations
 
 import math
+
+import numpy as np
 
 from pdd_plan.perf.comm import serving
 
@@ -49,9 +53,29 @@ def expert_imbalance(inst, tokens: float) -> float:
     return inst.expert_imbalance * statistical_imbalance(inst.ep, tokens * moe.experts_per_token)
 
 
-def grouped_half() -> float:
-    """Tokens per expert at which the grouped expert GEMM reaches half of mfu."""
-    return serving().grouped_gemm.half_tokens_per_expert
+def grouped_gemm_fractions(inst, tokens_per_expert: float, imbalance: float) -> tuple[float, float]:
+    """(FLOP, byte) fractions of the fitted rates (peak x mfu, bandwidth x mbu) the busiest
+    rank's grouped expert GEMM reaches at `tokens_per_expert` rows per touched expert copy
+    (kernel_seconds): a few tokens per expert stream weights for few FLOPs, far from the FLOP
+    peak; at the ridge both fractions are 2^(-1/p)."""
+    if tokens_per_expert <= 0:
+        return 0.0, 0.0
+    g, e, w = inst.gpu, inst.efficiency, inst.weights
+    flop_s = 2.0 * tokens_per_expert * imbalance / (g.peak_flops(inst.expert_dtype) * e.mfu)
+    byte_s = w["expert_bytes"] / inst.params.expert_params / (g.memory.hbm_tbps * 1e12 * e.mbu)
+    t = float(kernel_seconds(flop_s, byte_s))
+    return flop_s / t, byte_s / t
+
+
+def kernel_seconds(c, m):
+    """A GEMM's seconds from its FLOP seconds c and byte seconds m (floats or arrays):
+    (c^p + m^p)^(1/p), the roofline max(c, m) with its corner rounded (moe-serving.yaml
+    gemm_roofline). Written as big x (1 + (small / big)^p)^(1/p) so that it neither overflows
+    nor divides by zero."""
+    p = serving().gemm_roofline.sharpness
+    big, small = np.maximum(c, m), np.minimum(c, m)
+    ratio = np.divide(small, big, out=np.zeros_like(big, dtype=float), where=big > 0)
+    return big * (1.0 + ratio**p) ** (1.0 / p)
 
 
 def deepep_fixed_seconds(inst, phase: str) -> float:
@@ -129,10 +153,12 @@ def breakdown(inst, tokens: float, requests: float, phase: str) -> dict[str, flo
         return out
     touched = expected_experts_touched(tokens, inst.expert_slots, moe.experts_per_token)
     m = tokens * moe.experts_per_token / touched if touched > 0 else 0.0
+    fractions = grouped_gemm_fractions(inst, m, expert_imbalance(inst, tokens))
     out.update(
         {
             "tokens_per_expert": m,
-            "grouped_gemm_efficiency": m / (m + grouped_half()) if m > 0 else 0.0,
+            "grouped_gemm_efficiency": fractions[0],
+            "grouped_gemm_bandwidth_fraction": fractions[1],
             "expert_imbalance": expert_imbalance(inst, tokens),
             "deepep_fixed_s": deepep_fixed_seconds(inst, phase),
         }

@@ -3,16 +3,15 @@
 A pass runs its GEMMs (weights x tokens) and its attention kernels (queries x cached KV) one
 after the other, and each kernel class is bound by its own roofline:
 
-    gemm = max(sum over GEMM classes of FLOPs / (peak * mfu * m/(m + m_half)),
-               weight bytes / (bw * mbu))
-    attn = max(attn FLOPs / (peak(KV dtype) * mfu), KV bytes / (bw * mbu))
-    time(pass) = gemm + attn + exposed TP/EP communication + step overhead
+    c = FLOPs / (peak * mfu),  m = bytes / (bw * mbu)
+    gemm class = (c^p + m^p)^(1/p)       non-expert GEMMs; routed-expert GEMMs (busiest rank)
+    attn = max(c, m)                     at the KV dtype's peak
+    time(pass) = sum of the classes + exposed TP/EP communication + step overhead
 
-m is the rows one GEMM sees (tokens per DP group; tokens per touched expert copy for routed
-experts);
-m/(m + m_half) is the small-GEMM efficiency curve (the short tail chunk of a prefill, or a MoE
-layer whose experts each see few tokens, runs its GEMMs badly). A decode step's GEMMs can be
-compute-bound while its attention streams KV: the two do not overlap, which a single
+p (moe-serving.yaml gemm_roofline) rounds the roofline's corner: a GEMM near its ridge (a
+grouped expert GEMM of a few hundred tokens per expert) reaches neither rate, one far from it
+(a decode GEMM of 64 rows, a long prefill chunk) the binding one. A decode step's GEMMs can be
+compute-bound while its attention streams KV: the classes do not overlap, which a single
 max(FLOPs, bytes) over the whole pass would pretend. Communication comes from comm.py; how much
 of it overlap hides, from overlap.py.
 """
@@ -151,17 +150,24 @@ class Work:
 expected_experts_touched = moe_terms.expected_experts_touched
 
 
-def _weight_bytes_read(inst: Instance, tokens: float) -> float:
-    """Weight bytes one pass over `tokens` tokens streams from HBM (all GPUs together)."""
+def _weight_bytes_split(inst: Instance, tokens: float) -> tuple[float, float]:
+    """(non-expert, routed-expert) weight bytes one pass over `tokens` tokens streams from HBM
+    (all GPUs together)."""
     m, w = inst.model, inst.weights
     dense = w["streamed_dense"]  # the embedding table is only looked up
     # attention weights are replicated across DP groups: each group streams its own copy
     dense += inst.params.attention * layers.DTYPE_BYTES[inst.compute_dtype] * (inst.dp - 1)
     if m.ffn.moe is None:
-        return dense
+        return dense, 0.0
     moe = m.ffn.moe
     touched = expected_experts_touched(tokens, inst.expert_slots, moe.experts_per_token)
-    return dense + inst.params.moe_layers * touched * w["expert_bytes"]
+    return dense, inst.params.moe_layers * touched * w["expert_bytes"]
+
+
+def _weight_bytes_read(inst: Instance, tokens: float) -> float:
+    """Weight bytes one pass over `tokens` tokens streams from HBM (all GPUs together)."""
+    dense, experts = _weight_bytes_split(inst, tokens)
+    return dense + experts
 
 
 def _token_work(inst: Instance, tokens: float) -> Work:
@@ -173,55 +179,46 @@ def _token_work(inst: Instance, tokens: float) -> Work:
 
 def _kernels(inst: Instance, w: Work) -> tuple[float, float, float, float, tuple]:
     """(compute s, memory s, compute-bound s, memory-bound s, rates) of one pass's kernels;
-    rates = (s per FLOP of the non-expert GEMMs, of the busiest rank's expert GEMMs, attention
-    kernel s), what overlap.cover_seconds splits into compute classes.
+    rates = (s per FLOP of the non-expert GEMMs, of the routed-expert GEMMs, attention kernel
+    s), what overlap.cover_seconds splits into compute classes.
 
-    Each GEMM class and the attention take max(FLOPs / (peak * mfu * m/(m + m_half)), bytes /
-    (bw * mbu)). m is the rows one GEMM sees: tokens per DP group for the dense GEMMs, tokens
-    routed to one touched expert copy (tokens * k / experts touched) for the expert GEMMs, which the
-    busiest EP rank runs `expert_imbalance` times the mean of. Attention runs on the tensor
-    cores of its KV dtype (BF16 KV: BF16 attention, as FlashAttention/FlashMLA) at mfu.
+    Three kernel classes run one after another: the non-expert GEMMs (their FLOPs against the
+    dense weight bytes), the routed-expert GEMMs (the busiest EP rank's FLOPs,
+    `expert_imbalance` times the mean, against the touched experts' bytes) and attention
+    (FLOPs against the KV bytes). A GEMM class takes moe_terms.kernel_seconds(c, m), its FLOP
+    time c and byte time m with the roofline's corner rounded (DeepGEMM's shapes); attention
+    takes max(c, m) at the latent kernels' measured fractions (or the fitted ones for GQA).
+    Routed experts run on the tensor cores of their own dtype (NVFP4 experts under FP8
+    attention). A class counts as compute-bound when c >= m.
     """
     g, e, n = inst.gpu, inst.efficiency, inst.n_gpus
     rate = n * g.peak_flops(inst.compute_dtype) * e.mfu
+    rate_routed = rate * g.peak_flops(inst.expert_dtype) / g.peak_flops(inst.compute_dtype)
     # latent-attention kernels at their measured fractions of peak, GQA at the fitted ones
     a_mfu, a_mbu = moe_terms.attention_fractions(inst.model) or (e.mfu, e.mbu)
     attn_rate = n * g.peak_flops(inst.model.kv_cache.dtype) * a_mfu
     bw = n * g.memory.hbm_tbps * 1e12 * e.mbu
     attn_bw = n * g.memory.hbm_tbps * 1e12 * a_mbu
-    half = e.chunk_half_tokens
-    m_other = w.tokens / inst.dp
-    moe = inst.model.ffn.moe
-    m_routed = 1.0
-    if moe is not None and w.tokens > 0:  # rows each touched expert copy multiplies
-        touched = expected_experts_touched(w.tokens, inst.expert_slots, moe.experts_per_token)
-        m_routed = w.tokens * moe.experts_per_token / touched
     imbalance = moe_terms.expert_imbalance(inst, w.tokens)
-    routed = w.gemm_routed * imbalance
     other = w.gemm_other - w.head_skipped
-    s_other = (m_other + half) / (rate * m_other) if m_other > 0 else 0.0
-    # routed experts on the tensor cores of their own dtype (NVFP4 experts under FP8 attention)
-    rate_routed = rate * g.peak_flops(inst.expert_dtype) / g.peak_flops(inst.compute_dtype)
-    s_routed = imbalance * (m_routed + moe_terms.grouped_half()) / (rate_routed * m_routed)
-    cg = other * s_other + w.gemm_routed * s_routed
-    ca = w.attn / attn_rate
-    mg, ma = _weight_bytes_read(inst, w.tokens) / bw, w.kv / attn_bw
-    stretch = max(cg, mg) / cg if cg > 0 else 1.0  # a weight-bound GEMM class runs longer
-    rates = (s_other * stretch, s_routed * stretch, max(ca, ma))
-    # A kernel class counts as compute-bound when its arithmetic intensity is above the ridge
-    # (ideal FLOP time >= byte time); a small chunk that is slow only because m/(m + m_half)
-    # starves the tensor cores is still memory-bound.
+    b_other, b_routed = _weight_bytes_split(inst, w.tokens)
+    c_o, m_o = other / rate, b_other / bw
+    c_r, m_r = w.gemm_routed * imbalance / rate_routed, b_routed / bw
+    ca, ma = w.attn / attn_rate, w.kv / attn_bw
+    t_o, t_r = float(moe_terms.kernel_seconds(c_o, m_o)), float(moe_terms.kernel_seconds(c_r, m_r))
+    t_a = max(ca, ma)
+    rates = (
+        t_o / other if other > 0 else 0.0,
+        t_r / w.gemm_routed if w.gemm_routed > 0 else 0.0,
+        t_a,
+    )
     cb = mb = 0.0
-    for c, mem, ideal in (
-        (cg, mg, other / rate + routed / rate_routed),
-        (ca, ma, w.attn / attn_rate),
-    ):
-        t = max(c, mem)
-        if ideal >= mem and ideal > 0:
+    for c, mem, t in ((c_o, m_o, t_o), (c_r, m_r, t_r), (ca, ma, t_a)):
+        if c >= mem and c > 0:
             cb += t
         else:
             mb += t
-    return cg + ca, mg + ma, cb, mb, rates
+    return c_o + c_r + ca, m_o + m_r + ma, cb, mb, rates
 
 
 def _pass(inst: Instance, w: Work, phase: str) -> PassTime:

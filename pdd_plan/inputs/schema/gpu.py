@@ -57,7 +57,6 @@ class FamilyFactors(Strict):
 
     mfu: float = Field(gt=0, le=1)
     mbu: float = Field(gt=0, le=1)
-    chunk_half_tokens: PositiveFloat
     step_overhead_ms: float = Field(ge=0)
     # how they were estimated: from this GPU's rows of the family, or through the part of the
     # joint fit shared by every GPU (the GPU has no rows of the family)
@@ -69,7 +68,6 @@ class Efficiency(Strict):
 
     mfu: float = Field(gt=0, le=1)  # large-GEMM fraction of peak FLOP/s
     mbu: float = Field(gt=0, le=1)  # fraction of HBM bandwidth on weight/KV streaming
-    chunk_half_tokens: PositiveFloat  # tokens at which a chunk reaches half of mfu
     step_overhead_ms: float = Field(ge=0)  # per forward pass: launch, scheduling, sampling
     comm_efficiency: float = Field(gt=0, le=1)  # fraction of scale-up / RDMA bandwidth achieved
     mem_fraction: float = Field(gt=0, lt=1)  # --mem-fraction-static: weights + KV pool share of HBM
@@ -89,7 +87,6 @@ class Efficiency(Strict):
             update={
                 "mfu": f.mfu,
                 "mbu": f.mbu,
-                "chunk_half_tokens": f.chunk_half_tokens,
                 "step_overhead_ms": f.step_overhead_ms,
             }
         )

@@ -16,7 +16,7 @@ from pdd_plan.perf import roofline
 from pdd_plan.perf.instance import Instance
 
 CSV = cal.calibration_dir() / "calibration_measurements.csv"
-DENSE = {"mfu": 0.6, "mbu": 0.8, "step_overhead_ms": 2.0, "chunk_half_tokens": 100.0}
+DENSE = {"mfu": 0.6, "mbu": 0.8, "step_overhead_ms": 2.0}
 
 
 def _fit(counts: dict) -> joint.JointFit:
@@ -76,9 +76,9 @@ def test_sparsity_a_dense_row_does_not_depend_on_the_shift():
     rows = [r for r in cal.read_measurements(CSV) if r.row in (1, 60, 90)]
     pb = joint._Problem(rows, {r.gpu: cal.analytic_gpu(r.gpu) for r in rows})
     s = pb.sparsity()
-    assert s.shape == (3 + 4 * 2 + 4 + 2, 4 * 2 + 4 + 2)  # h100, h200; mu; shift
+    assert s.shape == (3 + 3 * 2 + 3 + 2, 3 * 2 + 3 + 2)  # h100, h200; mu; shift
     assert not s[0, pb.sh].any() and s[1, pb.sh].all()  # row 1 dense, row 60 Mixtral
-    assert s[0, :4].all() and not s[0, 4:8].any()  # row 1 on h100 (the first GPU)
+    assert s[0, :3].all() and not s[0, 3:6].any()  # row 1 on h100 (the first GPU)
 
 
 @pytest.mark.slow

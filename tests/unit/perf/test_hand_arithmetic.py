@@ -26,7 +26,7 @@ from pdd_plan.optimize.tables import (
     PathTable,
     rdma_option,
 )
-from pdd_plan.perf import comm, layers, roofline
+from pdd_plan.perf import comm, layers, moe_terms, roofline
 from pdd_plan.perf.instance import Instance
 
 pytestmark = pytest.mark.unit
@@ -104,7 +104,6 @@ def toy_gpu(hbm_gb: float = 80.0, **eff) -> GPUProfile:
     e = dict(
         mfu=1.0,
         mbu=1.0,
-        chunk_half_tokens=1e-9,
         step_overhead_ms=0.0,
         comm_efficiency=1.0,
         mem_fraction=0.9,
@@ -215,18 +214,26 @@ def test_chunk_time_compute_is_flops_over_peak():
     assert t2.memory_s == pytest.approx(mem / BW, rel=1e-12)
 
 
-def test_chunk_efficiency_halves_at_chunk_half_tokens():
-    inst = _inst(chunk_half_tokens=512.0)
-    ideal = _inst()
-    # the curve slows the GEMMs; attention kernels run at mfu whatever the chunk (perf v2)
-    from pdd_plan.perf import layers
-
+def test_gemms_at_their_ridge_pay_the_rounded_corner():
+    # a chunk of s tokens: GEMM FLOPs 2 W s against W x 2 bytes of weights (BF16); at
+    # s = PEAK / BW (FLOP/s over byte/s, mfu = mbu = 1) the two times are equal, and the GEMM
+    # class takes 2^(1/p) times either (moe-serving.yaml gemm_roofline)
+    inst = _inst()
+    p = comm.serving().gemm_roofline.sharpness
     m, g = inst.model, inst.gpu
-    attn_s = layers.prefill_attention_flops(m, 512.0, 0.0)[0] / g.peak_flops(m.kv_cache.dtype)
-    ratio = (roofline.chunk_time(inst, 512.0, 0.0).compute_s - attn_s) / (
-        roofline.chunk_time(ideal, 512.0, 0.0).compute_s - attn_s
-    )
-    assert ratio == pytest.approx(2.0, rel=1e-6)
+    s = PEAK / BW
+    # the kernels alone (on this toy the kernel-latency floor is above them)
+    _, _, cb, mb, _ = roofline._kernels(inst, roofline._prefill_work(inst, 1.0, s, 0.0))
+    attn_s = layers.prefill_attention_flops(m, s, 0.0)[0] / g.peak_flops(m.kv_cache.dtype)
+    kv_s = KV_TOKEN * s / BW
+    gemm_s = (2.0 * (ATTN + FFN) * s + 2.0 * EMB) / PEAK  # the LM head for the last token only
+    bytes_s = 2.0 * (ATTN + FFN + EMB) / BW
+    want = float(moe_terms.kernel_seconds(gemm_s, bytes_s)) + max(attn_s, kv_s)
+    assert cb + mb == pytest.approx(want, rel=1e-9)
+    # at the ridge (the LM head's bytes keep the two 7 % apart) the class takes ~2^(1/p) x
+    assert gemm_s == pytest.approx(bytes_s, rel=0.1)
+    corner = (want - max(attn_s, kv_s)) / max(gemm_s, bytes_s)
+    assert 2 ** (1 / p) * 0.95 < corner < 2 ** (1 / p)
 
 
 def test_tied_model_still_pays_the_lm_head_flops():

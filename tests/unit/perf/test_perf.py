@@ -258,10 +258,9 @@ def test_cached_prefix_costs_attention_reads_not_weight_flops():
     attn = float(layers.attention_flops_per_token(inst.model, 31_000.0, "prefill"))
     g = inst.gpu
     flops_s = g.peak_flops(inst.compute_dtype) * g.efficiency.mfu * inst.n_gpus
-    eff = 2000 / (2000 + g.efficiency.chunk_half_tokens)
-    # GEMMs pay the small-GEMM curve; attention runs at its KV dtype's peak (BF16 here) x mfu
+    # attention runs at its KV dtype's peak (BF16 here) x mfu
     attn_s = g.peak_flops(inst.model.kv_cache.dtype) * g.efficiency.mfu * inst.n_gpus
-    expect = (w * 2000 - head * 1999) / (flops_s * eff) + attn * 2000 / attn_s
+    expect = (w * 2000 - head * 1999) / flops_s + attn * 2000 / attn_s
     assert warm.compute_s == pytest.approx(expect, rel=1e-9)
 
 
@@ -382,7 +381,7 @@ def test_calibrate_improves_the_median_error():
 
 @pytest.mark.unit
 def test_calibration_file_round_trip(tmp_path, monkeypatch):
-    dense = {"mfu": 0.55, "mbu": 0.85, "step_overhead_ms": 2.5, "chunk_half_tokens": 120.0}
+    dense = {"mfu": 0.55, "mbu": 0.85, "step_overhead_ms": 2.5}
     jf = joint.JointFit(
         {"h100": dense}, dense, {"mfu": -0.3, "mbu": -0.5}, {"h100": {"dense": 2}},
         [1, 2], [0.01, -0.02], True, "",

@@ -48,12 +48,41 @@ def test_imbalance_systematic_times_statistical_and_a_stated_load_is_kept():
     assert moe_terms.expert_imbalance(balanced, 32) == 1.0
 
 
-def test_grouped_gemm_half_reproduces_deepgemm_grouped_rows():
-    # DeepGEMM README (H800, FP8, N 4096, K 7168): tokens per group -> TFLOPS
-    rows = {8192: 1297, 4096: 1288, 1024: 1233, 512: 1040}
-    h = moe_terms.grouped_half()
-    for m, tflops in rows.items():
-        assert 1337 * m / (m + h) == pytest.approx(tflops, rel=0.05)
+# DeepGEMM README (2025, 'Performance', H800, FP8 in, BF16 out): (M, N, K, groups) -> TFLOPS
+DEEPGEMM = {
+    (64, 2112, 7168, 1): 206, (64, 24576, 1536, 1): 289, (64, 32768, 512, 1): 219,
+    (64, 7168, 16384, 1): 336, (64, 4096, 7168, 1): 287, (64, 7168, 2048, 1): 295,
+    (128, 2112, 7168, 1): 352, (128, 24576, 1536, 1): 535, (128, 32768, 512, 1): 358,
+    (128, 7168, 16384, 1): 645, (128, 4096, 7168, 1): 533, (128, 7168, 2048, 1): 510,
+    (4096, 2112, 7168, 1): 1058, (4096, 24576, 1536, 1): 990, (4096, 32768, 512, 1): 590,
+    (4096, 7168, 16384, 1): 1358, (4096, 4096, 7168, 1): 1304, (4096, 7168, 2048, 1): 1025,
+    (8192, 4096, 7168, 4): 1297, (8192, 7168, 2048, 4): 1099, (4096, 4096, 7168, 8): 1288,
+    (4096, 7168, 2048, 8): 1093, (1024, 4096, 7168, 1): 1233, (1024, 7168, 2048, 1): 925,
+    (512, 4096, 7168, 2): 1040, (512, 7168, 2048, 2): 916, (256, 4096, 7168, 4): 932,
+    (256, 7168, 2048, 4): 815,
+}  # fmt: skip
+
+
+def test_rounded_roofline_reproduces_deepgemm_shapes():
+    # the YAML's sharpness with DeepGEMM's own fractions (its source: mfu 0.645, mbu 0.735 of
+    # H800's 1,979 FP8 TFLOPS and 3.35 TB/s) against the 28 published shapes
+    errs = []
+    for (m, n, k, g), tflops in DEEPGEMM.items():
+        flops, nbytes = 2.0 * m * n * k * g, g * (m * k + n * k + 2.0 * m * n)
+        t = moe_terms.kernel_seconds(flops / (1979e12 * 0.645), nbytes / (3.35e12 * 0.735))
+        errs.append(abs(float(t) / (flops / (tflops * 1e12)) - 1.0))
+    assert sorted(errs)[len(errs) // 2] < 0.10 and max(errs) < 0.30
+
+
+def test_kernel_seconds_rounds_only_the_corner():
+    p = comm.serving().gemm_roofline.sharpness
+    assert moe_terms.kernel_seconds(1.0, 1.0) == pytest.approx(2.0 ** (1.0 / p))  # at the ridge
+    assert moe_terms.kernel_seconds(2.0, 0.0) == 2.0  # pure FLOPs: the sharp roofline
+    assert moe_terms.kernel_seconds(0.0, 0.0) == 0.0
+    far = float(moe_terms.kernel_seconds(1.0, 0.01))
+    assert 1.0 < far < 1.0 + 1e-3  # far from the ridge the binding term alone
+    ts = [float(moe_terms.kernel_seconds(1.0, x)) for x in (0.1, 0.5, 1.0, 2.0)]
+    assert ts == sorted(ts)  # more bytes, never faster
 
 
 def test_deepep_fixed_latency_per_layer_inside_and_across_nodes():
@@ -129,6 +158,7 @@ def test_perf_json_shows_each_term_and_the_family_basis():
     assert t["deepep_fixed_s"] == pytest.approx(moe_terms.deepep_fixed_seconds(inst, "decode"))
     assert t["expert_imbalance"] == pytest.approx(moe_terms.expert_imbalance(inst, 16))
     assert 0 < t["grouped_gemm_efficiency"] < 0.05  # ~1 token per expert copy: far from peak
+    assert t["grouped_gemm_bandwidth_fraction"] > 0.95  # ... and weight-bound
     assert t["attention_compute_fraction"] == pytest.approx(0.586)
     assert res["efficiency_family"] == "moe" and res["efficiency_basis"]
     assert "mean_signed_error" in res["error_band"]
