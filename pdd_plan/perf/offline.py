@@ -21,7 +21,7 @@ Steady state (ISL input tokens, OSL output tokens per request):
     request latency = OSL * t_it + ceil(ISL / q) * t_mix   (time in the engine, not queueing)
 
 Every pass is `roofline.mixed_pass`: its GEMMs (weights streamed once for all its tokens) and its
-attention kernels, each max(FLOPs / (peak*mfu*m/(m+m_half)), bytes / (bw*mbu)), plus
+attention kernels (roofline.py: GEMM classes on the rounded roofline, attention max(FLOPs, bytes)), plus
 communication and the step overhead. This is
 the "time per request = prefill + OSL decode steps shared by the batch" accounting, written per
 iteration: over one batch turnover the engine runs OSL iterations and prefills B prompts.
