@@ -115,22 +115,41 @@ def _open(d) -> bool:
     return getattr(d, "_can_compile", True)
 
 
+def _needs(entry) -> list:
+    """`entry` and the deferred kernels it calls, through any depth, in definition order: the
+    names its code reads that are deferred kernels in its module (a kernel calls its callees
+    by their global names)."""
+    deferred = {id(d) for d, _ in _DEFERRED}
+    seen, todo = set(), [entry]
+    while todo:
+        d = todo.pop()
+        if id(d) not in seen:
+            seen.add(id(d))
+            g = d.py_func.__globals__
+            todo += [g[n] for n in d.py_func.__code__.co_names if id(g.get(n)) in deferred]
+    return [(d, sig) for d, sig in _DEFERRED if id(d) in seen]
+
+
 def ready(entry=None) -> None:
     """Make the deferred kernels callable. With `entry` (a top-level kernel) whose code is in
     the cache, load only it: a cached function carries the code of everything it calls, so
     loading its 16 callees in kernel.py too (~0.2 s) is needed only to call them from Python
-    or to compile `entry` afresh. Otherwise compile (or load) them all, callees first."""
+    or to compile `entry` afresh. Otherwise compile (or load) `entry` and what it calls,
+    callees first: not the other top-level kernels (a first replay of 20,000 requests runs
+    the prefill and line loops in Python and compiled both for nothing, ~1.3 s). Without
+    `entry`, every kernel (tests, `pdd-plan compile`)."""
     with _READY:
         if entry is not None and not _open(entry):
             return  # ready already (loading the rest would cost ~0.25 s for nothing)
-        todo = [(d, sig) for d, sig in _DEFERRED if _open(d)]
+        todo = _DEFERRED if entry is None else _needs(entry)
         if entry is not None:
             sig = next(s for d, s in _DEFERRED if d is entry)
             if _in_cache(entry, sig):
                 todo = [(entry, sig)]
         for d, sig in todo:  # each closed at once, as `jit` does: callers convert to its sig
-            d.compile(sig)
-            d.disable_compile()
+            if _open(d):
+                d.compile(sig)
+                d.disable_compile()
 
 
 @jit(types.boolean(FA, IA, i8, i8), defer=True, python=False)
