@@ -12,8 +12,9 @@ seconds much less). Cases (issue 24's targets):
 
 * optimize: the default scenario with verification, plain (`--draws 0`, the targets' case)
   and with the uncertainty block it prints by default; the same `--no-verify`; `narrow-line`;
-  `benchmarks/scenarios/large.yaml`. Each warm case runs once untimed first (bytecode written,
-  numba's cache filled), as an installed user's runs after their first;
+  `benchmarks/scenarios/large.yaml`. Before them `pdd-plan compile` runs once, untimed (the
+  install step), and each warm case runs once untimed first (bytecode written), as an
+  installed user's runs after their first;
 * `--help`;
 * regimes: the 10 x 10 map on the default (its default axes), process executor, 2 workers;
 * simulate: 1,000,000 requests of the default on its PDD plan (the plan file is written once
@@ -158,6 +159,8 @@ def _env(fresh: bool, scratch: Path, bytecode: bool = True) -> dict[str, str]:
 
 
 def measure(cases: list[Case], repeat: int, scratch: Path, log: Callable[[str], None]) -> None:
+    if any(not c.fresh for c in cases):  # untimed: the install step README gives, done once
+        _run(["compile"], _env(False, scratch))
     for c in cases:
         n = min(repeat, c.repeat) if c.repeat else repeat
         if not c.fresh:  # untimed: bytecode and numba's cache in place, as after a first run
