@@ -265,3 +265,6 @@ _register_line(app)
 from pdd_plan.cli.regimes import register as _register_regimes  # noqa: E402
 
 _register_regimes(app)
+from pdd_plan.cli.precompile import register as _register_compile  # noqa: E402
+
+_register_compile(app)

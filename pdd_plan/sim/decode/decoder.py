@@ -62,25 +62,24 @@ class Decoder:
                 return g[name]
         raise AttributeError(name)
 
-    def _events(self):
-        """The kernel, with every handler compiled (tests call them one event at a time)."""
-        self.kernel.ready()
-        return self.kernel
+    def _handler(self, name: str):
+        """A handler, callable from Python (tests call them one event at a time)."""
+        return self.kernel.from_python(getattr(self.kernel, name))
 
     def kv_at_rld(self, r: int, t: float) -> None:
-        self._events().kv_at_rld(self.R, self.Q, self.T, self.W, int(r), float(t))
+        self._handler("kv_at_rld")(self.R, self.Q, self.T, self.W, int(r), float(t))
 
     def kv_at_md(self, r: int, t: float) -> None:
-        self._events().kv_at_md(self.R, self.Q, self.T, self.W, int(r), float(t))
+        self._handler("kv_at_md")(self.R, self.Q, self.T, self.W, int(r), float(t))
 
     def handoff(self, r: int, t: float) -> None:
-        self._events().handoff(self.R, self.Q, self.T, self.W, int(r), float(t))
+        self._handler("handoff")(self.R, self.Q, self.T, self.W, int(r), float(t))
 
     def caught_up(self, r: int, t: float) -> None:
-        self._events().caught_up(self.R, self.Q, self.T, self.W, int(r), float(t))
+        self._handler("caught_up")(self.R, self.Q, self.T, self.W, int(r), float(t))
 
     def departures(self, k: int, t: float) -> None:
-        self._events().departures(self.R, self.Q, self.T, self.W, int(k), float(t))
+        self._handler("departures")(self.R, self.Q, self.T, self.W, int(k), float(t))
 
     def run(self, s_t: np.ndarray, s_k: np.ndarray, s_r: np.ndarray, progress: Progress) -> float:
         """Every event, in chunks between progress callbacks; returns the last event's time."""

@@ -115,22 +115,77 @@ def _open(d) -> bool:
     return getattr(d, "_can_compile", True)
 
 
+def _needs(entry) -> list:
+    """`entry` and the deferred kernels it calls, through any depth, in definition order: the
+    names its code reads that are deferred kernels in its module (a kernel calls its callees
+    by their global names)."""
+    deferred = {id(d) for d, _ in _DEFERRED}
+    seen, todo = set(), [entry]
+    while todo:
+        d = todo.pop()
+        if id(d) not in seen:
+            seen.add(id(d))
+            g = d.py_func.__globals__
+            todo += [g[n] for n in d.py_func.__code__.co_names if id(g.get(n)) in deferred]
+    return [(d, sig) for d, sig in _DEFERRED if id(d) in seen]
+
+
 def ready(entry=None) -> None:
     """Make the deferred kernels callable. With `entry` (a top-level kernel) whose code is in
     the cache, load only it: a cached function carries the code of everything it calls, so
     loading its 16 callees in kernel.py too (~0.2 s) is needed only to call them from Python
-    or to compile `entry` afresh. Otherwise compile (or load) them all, callees first."""
+    or to compile `entry` afresh. Otherwise compile (or load) `entry` and what it calls,
+    callees first: not the other top-level kernels (a first replay of 20,000 requests runs
+    the prefill and line loops in Python and compiled both for nothing, ~1.3 s). Without
+    `entry`, every kernel (tests, `pdd-plan compile`)."""
     with _READY:
         if entry is not None and not _open(entry):
             return  # ready already (loading the rest would cost ~0.25 s for nothing)
-        todo = [(d, sig) for d, sig in _DEFERRED if _open(d)]
+        todo = _DEFERRED if entry is None else _needs(entry)
         if entry is not None:
             sig = next(s for d, s in _DEFERRED if d is entry)
             if _in_cache(entry, sig):
                 todo = [(entry, sig)]
-        for d, sig in todo:  # each closed at once, as `jit` does: callers convert to its sig
+        _close(todo)
+
+
+def _close(todo: list) -> None:
+    for d, sig in todo:  # each closed at once, as `jit` does: callers convert to its sig
+        if _open(d):
             d.compile(sig)
             d.disable_compile()
+
+
+class _TwinCache(_KernelCache):
+    """A twin's entries (:func:`from_python`): the kernel's function and signature, built with
+    a CPython wrapper, so keyed apart from the kernel's own."""
+
+    def _index_key(self, sig, codegen):
+        return (*super()._index_key(sig, codegen), "from_python")
+
+
+_TWINS: dict = {}
+
+
+def from_python(entry):
+    """A deferred kernel that only kernels call, built to be called from Python too (tests
+    drive the heaps and the event handlers one call at a time): its twin, compiled (or
+    loaded from the cache) on first use. The kernels themselves have no CPython wrapper
+    (``python=False``): no replay calls them from Python, and building the wrappers of the
+    heaps and the 5 handlers was ~1 s of a first replay's ~8 s compile."""
+    with _READY:
+        twin = _TWINS.get(id(entry))
+        if twin is None:
+            _close(_needs(entry))  # its callees with their own signatures, as a replay has them
+            sig = next(s for d, s in _DEFERRED if d is entry)
+            twin = numba.njit(_nrt=False)(entry.py_func)
+            try:
+                twin._cache = _TwinCache(entry.py_func)
+            except RuntimeError:  # no writable cache location: compiled on each run
+                pass
+            _close([(twin, sig)])
+            _TWINS[id(entry)] = twin
+    return twin
 
 
 @jit(types.boolean(FA, IA, i8, i8), defer=True, python=False)
@@ -173,14 +228,14 @@ def _sift_down(slots, pos, key, tie, base, size, i):
     pos[r] = i
 
 
-@jit(types.void(I1, IA, FA, IA, i8, i8, i8), defer=True)
+@jit(types.void(I1, IA, FA, IA, i8, i8, i8), defer=True, python=False)
 def heap_push(slots, pos, key, tie, base, size, r):
     """Push r onto the heap of ``size`` entries at ``base``; the caller counts it."""
     slots[base + size] = r
     _sift_up(slots, pos, key, tie, base, size)
 
 
-@jit(i8(I1, IA, FA, IA, i8, i8), defer=True)
+@jit(i8(I1, IA, FA, IA, i8, i8), defer=True, python=False)
 def heap_pop(slots, pos, key, tie, base, size):
     """Pop the first request of a non-empty heap; the caller counts it."""
     r = slots[base]
@@ -191,7 +246,7 @@ def heap_pop(slots, pos, key, tie, base, size):
     return r
 
 
-@jit(types.void(I1, IA, FA, IA, i8, i8, i8), defer=True)
+@jit(types.void(I1, IA, FA, IA, i8, i8, i8), defer=True, python=False)
 def heap_remove(slots, pos, key, tie, base, size, r):
     """Take r out of its heap wherever it is; the caller counts it."""
     i = pos[r]

@@ -30,12 +30,13 @@ from pdd_plan.sim.decode.heaps import (
     f8,
     fifo_pop,
     fifo_push,
+    from_python,  # noqa: F401  (the decoder reaches the kernels through this module)
     heap_pop,
     heap_push,
     heap_remove,
     i8,
     jit,
-    ready,  # noqa: F401  (the decoder readies the kernels through this module)
+    ready,  # noqa: F401
 )
 from pdd_plan.sim.decode.io import DecodeInputs, Engine
 
@@ -248,7 +249,7 @@ def finish_relay(R, r, t):
         x.status = PAUSED  # relay cap reached before the KV crossed the line
 
 
-@jit(void(R_, Q_, T_, W_, i8, f8), defer=True)
+@jit(void(R_, Q_, T_, W_, i8, f8), defer=True, python=False)
 def departures(R, Q, T, W, k, t):
     """Instance k's next finish tag is reached at t: everyone at that tag leaves."""
     q = Q[k]
@@ -274,7 +275,7 @@ def departures(R, Q, T, W, k, t):
     settle(R, Q, T, W, k, t, pump(R, Q, W, k, t) if q.qlen else 0)
 
 
-@jit(void(R_, Q_, T_, W_, i8, f8), defer=True)
+@jit(void(R_, Q_, T_, W_, i8, f8), defer=True, python=False)
 def kv_at_md(R, Q, T, W, r, t):
     """The request continues on MD (KV delivered, or extended there)."""
     x = R[r]
@@ -289,7 +290,7 @@ def kv_at_md(R, Q, T, W, r, t):
     arrive(R, Q, T, W, 0, T.n_md, r, t)
 
 
-@jit(void(R_, Q_, T_, W_, i8, f8), defer=True)
+@jit(void(R_, Q_, T_, W_, i8, f8), defer=True, python=False)
 def kv_at_rld(R, Q, T, W, r, t):
     x = R[r]
     if x.status != NEW:
@@ -313,7 +314,7 @@ def push_event(R, W, t, kind, r):
     W.counts[SIZE] += 1
 
 
-@jit(void(R_, Q_, T_, W_, i8, f8), defer=True)
+@jit(void(R_, Q_, T_, W_, i8, f8), defer=True, python=False)
 def handoff(R, Q, T, W, r, t):
     """The KV has crossed the line: move the request to MD as its state allows."""
     x = R[r]
@@ -336,7 +337,7 @@ def handoff(R, Q, T, W, r, t):
         push_event(R, W, t + T.lat + extend_time(T, x.rk, x.ectx), EXTENDED, r)
 
 
-@jit(void(R_, Q_, T_, W_, i8, f8), defer=True)
+@jit(void(R_, Q_, T_, W_, i8, f8), defer=True, python=False)
 def caught_up(R, Q, T, W, r, t):
     """catch_up: MD has extended the first tokens; RLD hands over now."""
     st = R[r].status

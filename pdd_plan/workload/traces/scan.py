@@ -111,7 +111,10 @@ def _ids(buf, p, flat, m):
 @_jit
 def _grown(flat):
     bigger = np.empty(2 * flat.shape[0], dtype=np.int64)
-    bigger[: flat.shape[0]] = flat
+    # a loop, not ``bigger[:n] = flat``: numba's slice assignment brings in its broadcasting
+    # checks and their error strings, ~3.3 s of the scanner's ~6 s first compile
+    for j in range(flat.shape[0]):
+        bigger[j] = flat[j]
     return bigger
 
 
@@ -139,9 +142,11 @@ def _scan(buf, pos, max_lines, eof):
     out = np.empty((max_lines, 3), dtype=np.int64)
     counts = np.empty(max_lines, dtype=np.int64)
     flat = np.empty(max(16, min(8 * max_lines, left // 3 + 1)), dtype=np.int64)  # "H, "
-    m = 0
+    # int64 from the start: a literal 0 here is typed Literal[int](0) on numba's first typing
+    # pass, which compiled _ids and _fields once more for that type (~0.6 s of a first read)
+    m = np.int64(0)
     p = pos
-    k = 0
+    k = np.int64(0)
     while k < max_lines and p < buf.shape[0]:
         p = _fields(buf, p, out, k)
         if p < 0:

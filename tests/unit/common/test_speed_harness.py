@@ -12,15 +12,18 @@ pytestmark = pytest.mark.unit
 
 def test_table_reports_medians_targets_and_the_first_run_ratio() -> None:
     cases = {c.name: c for c in speed._cases("plan.yaml")}
-    plain, warm, first, reg = (
+    plain, warm, first, cold, reg = (
         cases["optimize plain"],
         cases["optimize"],
         cases["first optimize after install"],
+        cases["first optimize without compile"],
         cases["regimes 10x10"],
     )
     plain.times, plain.cpus, plain.loads = [1.2, 3.0, 1.4], [1.0, 1.1, 0.9], [0.5, 0.7, 0.6]
     warm.times, warm.cpus, warm.loads = [1.4, 1.3, 1.5], [1.0, 1.0, 1.0], [0.5, 0.5, 0.5]
     first.times, first.cpus, first.loads = [3.5, 2.5], [2.0, 2.0], [0.4, 0.4]
+    first.install_times, first.install_cpus = [9.0, 11.0], [8.0, 10.0]
+    cold.times, cold.cpus, cold.loads = [14.0], [13.0], [0.3]
     reg.times, reg.cpus, reg.loads = [13.0], [0.1], [1.0]
     rows = {
         r.split(" | ")[0].lstrip("| "): r for r in speed.table(list(cases.values())).splitlines()
@@ -30,5 +33,15 @@ def test_table_reports_medians_targets_and_the_first_run_ratio() -> None:
     assert rows["optimize"].endswith("|  |  |")
     # median 3.0 s over the warm (uncertainty block) median 1.4 s: 2.1x, over the bar of 2x
     assert "<= 2x warm (2.1x) | no |" in rows["first optimize after install"]
+    # its install step is a row of its own, just before it: medians 10.0 s wall, 9.0 s CPU
+    install = rows["install step, before first optimize after install"]
+    assert "`pdd-plan compile` | 2 | 10.00 | 9.00 | 9.00 |" in install
+    names = list(rows)
+    assert (
+        names.index("first optimize after install")
+        == names.index(install.split(" | ")[0].lstrip("| ")) + 1
+    )
+    # the cold run without the install step: its ratio (14.0 / 1.4 = 10x), no verdict
+    assert rows["first optimize without compile"].endswith("| (10.0x warm) |  |")
     assert "| - |" in rows["regimes 10x10"] and rows["regimes 10x10"].endswith("| no |")
     assert "optimize --no-verify" not in rows  # cases without timings are left out
