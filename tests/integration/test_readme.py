@@ -99,7 +99,7 @@ def test_readme_is_short_and_keeps_no_history():
 @pytest.mark.unit
 def test_the_two_commands_are_what_ci_runs():
     (install_run, install_test) = _blocks("bash")[:2]
-    assert install_run.strip().endswith("pip install . && pdd-plan optimize")
+    assert install_run.strip().endswith("pip install . && pdd-plan compile && pdd-plan optimize")
     test_cmd = install_test.strip().split("&& ")[-1]
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert test_cmd in ci and 'pip install ".[test]"' in ci
