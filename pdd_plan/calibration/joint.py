@@ -8,10 +8,11 @@ One least-squares problem over all measurement rows, whatever their GPU and fami
     d_g       = GPU g's deviation from it, for each GPU with rows of both families: MoE passes
                 on g run at mfu_g * exp(delta_mfu + d_g,mfu) and mbu_g * exp(delta_mbu + d_g,mbu)
 
-with residuals (the maximum a posteriori estimate under independent Gaussian priors):
+with residuals (the maximum a posteriori estimate under independent priors: Gaussian, but a
+Student-t with NU_GPU degrees of freedom for a GPU's factors about the GPUs' mean):
 
     row i         log(predicted_i / measured_i) / SIGMA_ROW
-    pooling g, k  (theta_g,k - mu_k) / SIGMA_GPU[k]        every GPU with rows
+    pooling g, k  t((theta_g,k - mu_k) / SIGMA_GPU[k])     every GPU with rows (t: Student-t)
     population k  (mu_k - analytic_k) / SIGMA_PRIOR[k]
     shift         delta / SIGMA_SHIFT
     deviation     d_g,k / tau_k                             every GPU with both families
@@ -66,7 +67,20 @@ SHIFTED = ("mfu", "mbu")  # the factors MoE shifts
 SHIFT_BOUNDS = (-2.0, 1.0)  # log: MoE at e^-2 = 0.14x .. e = 2.7x of dense
 DEV_BOUNDS = (-2.0, 2.0)  # log: a GPU's deviation from the shared mean shift
 NF = len(FACTORS)  # factors per GPU
+# degrees of freedom of the Student-t prior of a GPU's factors about the GPUs' mean: heavy
+# tails, so that one GPU whose stack differs (MI300X's ROCm batch-1 step, 9 ms a pass) keeps
+# its own factor instead of pulling the mean, and with it every GPU the rows pin down weakly
+# (the step overhead, which large-batch rows barely see); 4 is the usual weakly-informative
+# robust choice (Gelman et al., Bayesian Data Analysis, 3rd ed., ch. 17), not tuned
+NU_GPU = 4.0
 TAU_FLOOR = 0.01  # a between-GPU spread below 1 %: every GPU takes the shared mean
+
+
+def student_t_residual(r: np.ndarray, nu: float = NU_GPU) -> np.ndarray:
+    """The residual whose square is Student-t's negative log density (up to a constant),
+    nu log(1 + r^2 / nu), with r's sign: least squares on it is a t prior on r. Equal to r near
+    0; grows like sqrt(log r) far out, so one GPU far from the others barely moves their mean."""
+    return np.sign(r) * np.sqrt(nu * np.log1p(r * r / nu))
 
 
 def _to_x(factors: dict[str, float]) -> list[float]:
@@ -207,7 +221,10 @@ class _Problem:
     def residuals(self, x: np.ndarray) -> np.ndarray:
         err = np.log(self.predictions(x) / self.meas) / SIGMA_ROW
         mu = x[self.mu]
-        pool = [(x[NF * i : NF * i + NF] - mu) / SIGMA_GPU for i in range(len(self.gpus))]
+        pool = [
+            student_t_residual((x[NF * i : NF * i + NF] - mu) / SIGMA_GPU)
+            for i in range(len(self.gpus))
+        ]
         prior = (mu - self.x_prior) / SIGMA_PRIOR
         devs = [x[self.dev(g)] / self.tau for g in self.both]
         return np.concatenate([err, *pool, prior, x[self.sh] / SIGMA_SHIFT, *devs])

@@ -37,7 +37,7 @@ def calibration_yaml(
         f"fitted by pdd-plan calibrate to {csv_name} ({len(jf.rows)} rows of "
         f"{len(jf.gpus)} GPUs, jointly: calibration/joint.py), {date}; scipy least_squares on "
         f"log errors within bounds {', '.join(f'{k} {BOUNDS[k]}' for k in FACTORS)}, per-GPU "
-        f"factors pooled towards the GPUs' mean, the MoE-vs-dense shift partially pooled "
+        f"factors pooled towards the GPUs' mean under a Student-t prior (nu 4), the MoE-vs-dense shift partially pooled "
         f"(shared mean {shift}; a GPU with both families deviates from it under a normal prior "
         f"of spread tau, log, {tau or 'not estimated'}, estimated by DerSimonian-Laird)"
     )

@@ -145,3 +145,20 @@ def test_two_gpus_with_different_shifts_each_keep_most_of_their_own():
     assert jf.tau["mfu"] > joint.TAU_FLOOR and set(jf.deviation) == {"h100", "h200"}
     h100, h200 = (math.exp(jf.gpu_shift(g)["mfu"]) for g in ("h100", "h200"))
     assert abs(h100 - 0.9) < abs(h100 - 0.2) and abs(h200 - 0.2) < abs(h200 - 0.9)
+
+
+@pytest.mark.unit
+def test_student_t_pooling_is_gaussian_near_the_mean_and_flat_far_out():
+    r = np.array([-30.0, -3.0, -1e-4, 0.0, 1e-4, 3.0, 30.0])
+    t = joint.student_t_residual(r, nu=4.0)
+    # its square is the t density's negative log, nu log(1 + r^2 / nu) (hand: r = 3 -> 4 ln 3.25)
+    assert t[5] ** 2 == pytest.approx(4.0 * math.log(3.25))
+    assert t[4] == pytest.approx(1e-4, rel=1e-6) and t[3] == 0.0  # ~ r near the mean
+    assert np.array_equal(np.sign(t), np.sign(r)) and t[0] == -t[6]
+    # far out it grows like sqrt(log r): a GPU ten times as far costs about twice (a Gaussian
+    # prior: ten times)
+    assert t[6] < 2.2 * t[5]
+    # the pull on the mean, d t^2 / d r = 2 r / (1 + r^2 / nu), peaks at r = sqrt(nu) (= 2)
+    # and falls beyond: an outlier pulls less than a GPU near the others
+    pull = 2 * r / (1 + r * r / 4.0)
+    assert abs(pull[6]) < abs(pull[5]) < 2.0
