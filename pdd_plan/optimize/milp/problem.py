@@ -18,6 +18,7 @@ import pulp
 from pdd_plan.common import limits
 from pdd_plan.optimize.milp import chance, elastic, fleet, flows, runs
 from pdd_plan.optimize.milp.base import Model
+from pdd_plan.optimize.milp.highs import BulkHiGHS
 from pdd_plan.optimize.milp.objective import define_budget, define_objective
 from pdd_plan.optimize.milp.result import FleetSolution, PointsSolution, extract
 from pdd_plan.optimize.points import OperatingPoints, single
@@ -164,7 +165,7 @@ def _solver(time_limit_s: float):
     # these models are small (a few thousand rows), where HiGHS's worker threads cost more than
     # they share (the default's solves 3.6 -> 2.6 ms each on the 2-core box, the same answers),
     # and a serial search does not depend on how many cores the machine has
-    highs = pulp.HiGHS(msg=False, timeLimit=time_limit_s, gapRel=0.0, threads=1)
+    highs = BulkHiGHS(msg=False, timeLimit=time_limit_s, gapRel=0.0, threads=1)
     if highs.available():
         return highs
     return pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit_s)
