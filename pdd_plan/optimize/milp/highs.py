@@ -21,6 +21,9 @@ class BulkHiGHS(pulp.HiGHS):
     """`pulp.HiGHS` whose model build is three bulk calls (where highspy is installed)."""
 
     def buildSolverModel(self, lp) -> None:  # noqa: N802 (PuLP's name)
+        if not hasattr(lp, "_constraints"):  # another PuLP's internals: its own one-by-one build
+            super().buildSolverModel(lp)
+            return
         variables = lp.variables()
         self._bulk_build(lp, variables)
 

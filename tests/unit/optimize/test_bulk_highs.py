@@ -51,7 +51,7 @@ def _solved(p: pulp.LpProblem, solver) -> tuple[dict, list, list]:
     with contextlib.redirect_stdout(io.StringIO()):
         p.solve(solver)
     values = [(v.name, v.varValue, v.dj) for v in p.variables()]
-    rows = [(n, c.pi, c.slack) for n, c in p.constraints.items()]
+    rows = [(c.name, c.pi, c.slack) for c in p.constraints()]
     return _model(p), values, rows
 
 
