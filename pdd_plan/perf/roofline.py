@@ -164,12 +164,6 @@ def _weight_bytes_split(inst: Instance, tokens: float) -> tuple[float, float]:
     return dense, inst.params.moe_layers * touched * w["expert_bytes"]
 
 
-def _weight_bytes_read(inst: Instance, tokens: float) -> float:
-    """Weight bytes one pass over `tokens` tokens streams from HBM (all GPUs together)."""
-    dense, experts = _weight_bytes_split(inst, tokens)
-    return dense + experts
-
-
 def _token_work(inst: Instance, tokens: float) -> Work:
     """GEMM FLOPs of `tokens` tokens, split into routed experts and the rest."""
     per = 2.0 * inst.params.active  # = layers.weight_flops_per_token, cached on the instance

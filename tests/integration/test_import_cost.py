@@ -34,6 +34,15 @@ def _loaded(body: str) -> dict:
     return _run(code)
 
 
+def _cli(args: list[str]) -> str:
+    """Code that runs `pdd-plan ARGS` in the child process and asserts it exits 0."""
+    return (
+        "from pdd_plan.cli import app\n"
+        f"sys.argv = {['pdd-plan', *args]!r}\n"
+        "try:\n    app()\nexcept SystemExit as e:\n    assert not e.code, e.code"
+    )
+
+
 def test_the_line_model_calls_lapack_without_scipy_linalg():
     got = _loaded(
         "from pdd_plan.latency.line import tagged\n"
@@ -44,22 +53,14 @@ def test_the_line_model_calls_lapack_without_scipy_linalg():
 
 
 def test_a_plan_without_verification_loads_neither_numba_nor_scipy_linalg():
-    got = _loaded(
-        "from pdd_plan.cli import app\n"
-        "sys.argv = ['pdd-plan', 'optimize', '--no-verify', '--draws', '0', '-f', 'json']\n"
-        "try:\n    app()\nexcept SystemExit as e:\n    assert not e.code, e.code"
-    )
+    got = _loaded(_cli(["optimize", "--no-verify", "--draws", "0", "-f", "json"]))
     assert not any(got.values()), got
 
 
 def test_a_verified_plan_does_not_load_scipy_linalg():
     # the replays' kernels load from numba's cache without its target refresh (or run as
     # Python below the crossover), the line model calls LAPACK directly
-    got = _loaded(
-        "from pdd_plan.cli import app\n"
-        "sys.argv = ['pdd-plan', 'optimize', '--draws', '0', '-f', 'json']\n"
-        "try:\n    app()\nexcept SystemExit as e:\n    assert not e.code, e.code"
-    )
+    got = _loaded(_cli(["optimize", "--draws", "0", "-f", "json"]))
     assert not got["scipy.linalg"], got
 
 
