@@ -19,9 +19,10 @@ def compile_cmd(
 ) -> None:
     """Compile the numba kernels into numba's cache, once after installing.
 
-    Every kernel the simulator (verification replays, `simulate`) and the trace readers run,
-    and the package's bytecode: `pip install -e . && pdd-plan compile`, so that the first
-    `optimize` loads the kernels instead of compiling them (~12 s of CPU on a 2-core box).
+    Compiles every kernel the simulator (verification replays, `simulate`) and the trace
+    readers run, and the package's bytecode (`pip install . && pdd-plan compile`, as README's
+    install line), so that the first `optimize` loads the kernels instead of compiling them
+    (~12 s of CPU on a 2-core box).
     Kernels already in the cache are loaded, not compiled again. Prints numba's cache folders
     (its __pycache__ beside the sources, or NUMBA_CACHE_DIR: set it the same where pdd-plan
     runs)."""
