@@ -69,17 +69,50 @@ def miss_probabilities(
     """:func:`miss_probability` of every path (the keys of `ttft_fixed_s`) at every target in
     `slas_s`, in one vectorized pass over all of them (the optimizer asks for every line option
     of every combination: one numpy call each instead of one per target and path). Each entry is
-    what its own call gives, bit for bit: every step is element-wise."""
-    keys = list(ttft_fixed_s)
-    cut = np.cumsum([len(ttft_fixed_s[p]) for p in keys])[:-1]
+    what its own call gives, bit for bit: every step is element-wise.
 
-    def joined(d: dict[str, np.ndarray]) -> np.ndarray:
-        return np.concatenate([np.asarray(d[p], dtype=float) for p in keys])
+    Memoized per path by value (the wait law's points and tail, the targets, the path's
+    arrays): PDD's direct path and CDC-PD's only one are the same numbers under every line
+    option, in pools built anew per architecture; the paths not in the memo go in one pass."""
+    wait = pool.wait_law
+    slas = tuple(float(x) for x in slas_s)
+    base = (_wait_key(wait), slas)
+    parts = (ttft_fixed_s, line_wait, line_wait_var, line_wait_atom)
+    arrays = {p: [np.asarray(d[p], dtype=float) for d in parts] for p in ttft_fixed_s}
+    keys = {p: (base, *(a.tobytes() for a in arrays[p])) for p in arrays}
+    got = {p: _MISS_CACHE.get(k) for p, k in keys.items()}
+    # one path per distinct key (the relay paths' numbers are alike, and the same under
+    # every line option): equal keys, equal numbers, whichever path is computed
+    todo = list({keys[p]: p for p in got if got[p] is None}.values())
+    if todo:
+        cut = np.cumsum([len(arrays[p][0]) for p in todo])[:-1]
 
-    fixed = joined(ttft_fixed_s)
-    law = _delay_law(joined(line_wait), joined(line_wait_var), joined(line_wait_atom))
-    out = _survival(np.stack([sla - fixed for sla in slas_s]), pool.wait_law, law)
-    return [dict(zip(keys, np.split(row, cut))) for row in out]
+        def joined(i: int) -> np.ndarray:
+            return np.concatenate([arrays[p][i] for p in todo])
+
+        fixed = joined(0)
+        law = _delay_law(joined(1), joined(2), joined(3))
+        out = _survival(np.stack([sla - fixed for sla in slas_s]), wait, law)
+        if len(_MISS_CACHE) > 4096:
+            _MISS_CACHE.clear()
+        split = [np.split(row, cut) for row in out]
+        for i, p in enumerate(todo):
+            _MISS_CACHE[keys[p]] = tuple(rows[i] for rows in split)
+        got = {p: hit if hit is not None else _MISS_CACHE[keys[p]] for p, hit in got.items()}
+    # a caller's change to its rows stays its own
+    return [{p: got[p][j].copy() for p in arrays} for j in range(len(slas))]
+
+
+_MISS_CACHE: dict[tuple, tuple] = {}
+
+
+def _wait_key(wait: WaitLaw) -> tuple:
+    """A prefill wait law by what the survival reads of it (its points, their masses, its
+    exponential tail, whether it is stable)."""
+    points = np.asarray(wait.points, dtype=float).tobytes()
+    weights = np.asarray(wait.weights, dtype=float).tobytes()
+    t = wait.tail
+    return (bool(wait.stable), points, weights, float(t.mass), float(t.shift), float(t.rate))
 
 
 def mixture_quantiles(

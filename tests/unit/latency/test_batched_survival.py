@@ -199,3 +199,30 @@ def test_ttft_quantiles_equal_one_search_per_quantile(law):
         full = _plain_ttft_quantiles(fixed, share, pool, qs, jit, var, atom)
         for g, f in zip(got, full):
             assert f <= g <= f * (1 + 2 * tol)
+
+
+def test_miss_probabilities_memo_is_by_value_and_safe_to_change():
+    """A second pool of an equal wait law (another architecture's) and a path equal to one
+    already asked for get the numbers one call per entry gives, bit for bit; a caller's change
+    to its rows stays its own."""
+    rng = np.random.default_rng(11)
+    fixed = {"a": rng.uniform(0.0, 12.0, 6)}
+    mean = {"a": rng.exponential(0.3, 6)}
+    var = {"a": mean["a"] ** 2 * 1.5}
+    atom = {"a": rng.uniform(0.0, 0.5, 6)}
+    slas = (10.0, 15.0)
+    first = ttft.miss_probabilities(fixed, _Pool(_lattice_law()), slas, mean, var, atom)
+    for row in first:
+        row["a"][:] = -1.0  # a caller's change
+    twice = {
+        k: {"a": d["a"], "b": d["a"].copy()}
+        for k, d in (("f", fixed), ("m", mean), ("v", var), ("t", atom))
+    }
+    again = ttft.miss_probabilities(
+        twice["f"], _Pool(_lattice_law()), slas, twice["m"], twice["v"], twice["t"]
+    )
+    for sla, row in zip(slas, again):
+        one = ttft.miss_probability(
+            fixed["a"], _Pool(_lattice_law()), sla, mean["a"], var["a"], atom["a"]
+        )
+        assert row["a"].tobytes() == one.tobytes() and row["b"].tobytes() == one.tobytes()
