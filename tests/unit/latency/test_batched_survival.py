@@ -226,3 +226,22 @@ def test_miss_probabilities_memo_is_by_value_and_safe_to_change():
             fixed["a"], _Pool(_lattice_law()), sla, mean["a"], var["a"], atom["a"]
         )
         assert row["a"].tobytes() == one.tobytes() and row["b"].tobytes() == one.tobytes()
+
+
+def test_lookahead_midpoints_hold_every_path_the_bisection_can_take():
+    """Whichever way each step goes, the midpoints the next `depth` steps visit are among
+    ttft._midpoints' (the same floats), and there are at most 2^depth - 1 of them."""
+    rng = np.random.default_rng(21)
+    for _ in range(300):
+        lo = float(rng.choice([0.0, rng.uniform(0, 5)]))
+        hi = lo + float(10 ** rng.uniform(-14, 3))
+        depth = int(rng.integers(1, 6))
+        ahead = ttft._midpoints(lo, hi, depth)
+        assert len(ahead) <= 2**depth - 1 and len(set(ahead)) == len(ahead)
+        a, b = lo, hi
+        for _ in range(depth):
+            m = (a + b) / 2
+            if m == a or m == b:
+                break
+            assert m in ahead
+            a, b = (m, b) if rng.random() < 0.5 else (a, m)
