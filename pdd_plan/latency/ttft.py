@@ -181,23 +181,6 @@ def ttft_quantiles(
 LOOKAHEAD_POINTS = 32
 
 
-def _midpoints(lo: float, hi: float, depth: int) -> list[float]:
-    """The midpoints the next `depth` steps of a bisection of [lo, hi] may visit, computed as
-    its steps compute them (``(lo + hi) / 2`` of the bracket each earlier step leaves), the
-    first step's first; a step on a bracket one ulp wide ends the search there."""
-    out, level = [], [(lo, hi)]
-    for _ in range(depth):
-        nxt = []
-        for a, b in level:
-            m = (a + b) / 2
-            if m == a or m == b:
-                continue
-            out.append(m)
-            nxt += [(a, m), (m, b)]
-        level = nxt
-    return out
-
-
 # a quantile's search stops once its bracket is this narrow relative to its upper end: plans
 # print TTFT to 1e-4 s, and the halvings from there to one ulp (~15 of ~55) were a third of a
 # regime map's quantile searches
@@ -223,7 +206,7 @@ def _bisect_together(qs, his: list[float], evaluate, seen: dict[float, float]) -
             # in one pass: a survival pass costs about the same for 1 point as for 30
             live = [i for i in range(len(qs)) if not done[i]]
             depth = max(1, int(np.log2(LOOKAHEAD_POINTS / len(live) + 1)))
-            evaluate([m for i in live for m in _midpoints(lo[i], hi[i], depth)])
+            evaluate([m for i in live for m in delay_shape.midpoints_ahead(lo[i], hi[i], depth)])
         evaluate([m for i, m in enumerate(mids) if not done[i] and m != hi[i]])
         for i, q in enumerate(qs):
             m = mids[i]
