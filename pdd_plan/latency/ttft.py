@@ -93,7 +93,7 @@ def miss_probabilities(
         fixed = joined(0)
         law = _delay_law(joined(1), joined(2), joined(3))
         out = _survival(np.stack([sla - fixed for sla in slas_s]), wait, law)
-        if len(_MISS_CACHE) > 4096:
+        if len(_MISS_CACHE) > _MISS_CACHE_MAX:
             _MISS_CACHE.clear()
         split = [np.split(row, cut) for row in out]
         for i, p in enumerate(todo):
@@ -104,6 +104,8 @@ def miss_probabilities(
 
 
 _MISS_CACHE: dict[tuple, tuple] = {}
+# entries hold six per-stratum arrays (key and rows): the default's planning makes ~30
+_MISS_CACHE_MAX = 1024
 
 
 def _wait_key(wait: WaitLaw) -> tuple:

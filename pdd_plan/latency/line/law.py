@@ -64,7 +64,7 @@ def transfer_law(
     )
     hit = _LAW_CACHE.get(key)
     if hit is None or hit[0] is not line.sku:  # the entry keeps its SKU alive: ids stay unique
-        if len(_LAW_CACHE) > 4096:
+        if len(_LAW_CACHE) > _LAW_CACHE_MAX:
             _LAW_CACHE.clear()
         hit = (line.sku, _transfer_law(xb, weight, line, rho, stretch, ca2, pool, prefill_s))
         _LAW_CACHE[key] = hit
@@ -75,6 +75,9 @@ def transfer_law(
 
 _LAW_FIELDS = ("total", "bare", "line_wait", "line_wait_var", "atom")
 _LAW_CACHE: dict[tuple, tuple] = {}
+# entries hold nine per-stratum arrays (key and law): the default's planning makes 31, and a
+# thousand strata x this many stays under ~40 MB
+_LAW_CACHE_MAX = 512
 
 
 def _pool_key(pool: input_stream.FeedingPool | None) -> tuple | None:
