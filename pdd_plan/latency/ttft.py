@@ -96,9 +96,10 @@ def miss_probabilities(
         if len(_MISS_CACHE) > _MISS_CACHE_MAX:
             _MISS_CACHE.clear()
         split = [np.split(row, cut) for row in out]
-        for i, p in enumerate(todo):
-            _MISS_CACHE[keys[p]] = tuple(rows[i] for rows in split)
-        got = {p: hit if hit is not None else _MISS_CACHE[keys[p]] for p, hit in got.items()}
+        new = {keys[p]: tuple(rows[i] for rows in split) for i, p in enumerate(todo)}
+        _MISS_CACHE.update(new)
+        # from this call's own rows, not the memo (another thread's solve may clear it)
+        got = {p: hit if hit is not None else new[keys[p]] for p, hit in got.items()}
     # a caller's change to its rows stays its own
     return [{p: got[p][j].copy() for p in arrays} for j in range(len(slas))]
 
