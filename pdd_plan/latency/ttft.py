@@ -69,17 +69,53 @@ def miss_probabilities(
     """:func:`miss_probability` of every path (the keys of `ttft_fixed_s`) at every target in
     `slas_s`, in one vectorized pass over all of them (the optimizer asks for every line option
     of every combination: one numpy call each instead of one per target and path). Each entry is
-    what its own call gives, bit for bit: every step is element-wise."""
-    keys = list(ttft_fixed_s)
-    cut = np.cumsum([len(ttft_fixed_s[p]) for p in keys])[:-1]
+    what its own call gives, bit for bit: every step is element-wise.
 
-    def joined(d: dict[str, np.ndarray]) -> np.ndarray:
-        return np.concatenate([np.asarray(d[p], dtype=float) for p in keys])
+    Memoized per path by value (the wait law's points and tail, the targets, the path's
+    arrays): PDD's direct path and CDC-PD's only one are the same numbers under every line
+    option, in pools built anew per architecture; the paths not in the memo go in one pass."""
+    wait = pool.wait_law
+    slas = tuple(float(x) for x in slas_s)
+    base = (_wait_key(wait), slas)
+    parts = (ttft_fixed_s, line_wait, line_wait_var, line_wait_atom)
+    arrays = {p: [np.asarray(d[p], dtype=float) for d in parts] for p in ttft_fixed_s}
+    keys = {p: (base, *(a.tobytes() for a in arrays[p])) for p in arrays}
+    got = {p: _MISS_CACHE.get(k) for p, k in keys.items()}
+    # one path per distinct key (the relay paths' numbers are alike, and the same under
+    # every line option): equal keys, equal numbers, whichever path is computed
+    todo = list({keys[p]: p for p in got if got[p] is None}.values())
+    if todo:
+        cut = np.cumsum([len(arrays[p][0]) for p in todo])[:-1]
 
-    fixed = joined(ttft_fixed_s)
-    law = _delay_law(joined(line_wait), joined(line_wait_var), joined(line_wait_atom))
-    out = _survival(np.stack([sla - fixed for sla in slas_s]), pool.wait_law, law)
-    return [dict(zip(keys, np.split(row, cut))) for row in out]
+        def joined(i: int) -> np.ndarray:
+            return np.concatenate([arrays[p][i] for p in todo])
+
+        fixed = joined(0)
+        law = _delay_law(joined(1), joined(2), joined(3))
+        out = _survival(np.stack([sla - fixed for sla in slas_s]), wait, law)
+        if len(_MISS_CACHE) > _MISS_CACHE_MAX:
+            _MISS_CACHE.clear()
+        split = [np.split(row, cut) for row in out]
+        new = {keys[p]: tuple(rows[i] for rows in split) for i, p in enumerate(todo)}
+        _MISS_CACHE.update(new)
+        # from this call's own rows, not the memo (another thread's solve may clear it)
+        got = {p: hit if hit is not None else new[keys[p]] for p, hit in got.items()}
+    # a caller's change to its rows stays its own
+    return [{p: got[p][j].copy() for p in arrays} for j in range(len(slas))]
+
+
+_MISS_CACHE: dict[tuple, tuple] = {}
+# entries hold six per-stratum arrays (key and rows): the default's planning makes ~30
+_MISS_CACHE_MAX = 1024
+
+
+def _wait_key(wait: WaitLaw) -> tuple:
+    """A prefill wait law by what the survival reads of it (its points, their masses, its
+    exponential tail, whether it is stable)."""
+    points = np.asarray(wait.points, dtype=float).tobytes()
+    weights = np.asarray(wait.weights, dtype=float).tobytes()
+    t = wait.tail
+    return (bool(wait.stable), points, weights, float(t.mass), float(t.shift), float(t.rate))
 
 
 def mixture_quantiles(
@@ -130,14 +166,22 @@ def ttft_quantiles(
         return seen[t]
 
     his = []
+    start = float(fixed.max() + 10 * jit.max()) + 1.0
+    evaluate([start * 2.0**k for k in range(4)])  # the brackets' first doublings, in one pass
     for q in qs:
-        hi = float(fixed.max() + 10 * jit.max()) + 1.0
+        hi = start
         while surv(hi) > 1 - q:
             hi *= 2.0
             if hi > 1e7:
                 break
         his.append(hi)
     return _bisect_together(qs, his, evaluate, seen)
+
+
+# points of the quantiles' searches evaluated in one survival pass (the next steps' midpoints,
+# both ways): the pass's cost is flat up to about this many (~0.2 ms on the default's 137
+# strata; one search of ~35 steps then takes ~9 passes)
+LOOKAHEAD_POINTS = 32
 
 
 # a quantile's search stops once its bracket is this narrow relative to its upper end: plans
@@ -150,7 +194,9 @@ def _bisect_together(qs, his: list[float], evaluate, seen: dict[float, float]) -
     """:func:`delay_shape.bisect` (60 halvings from [0, hi]) of every quantile in `qs` side by
     side, each stopped once its bracket is within QUANTILE_REL_TOL of its upper end (which it
     returns: the survival there is at most 1 - q): each step's midpoints in one
-    :func:`evaluate` call, each quantile's steps and stops its own search's."""
+    :func:`evaluate` call, each quantile's steps and stops its own search's. The midpoints of
+    the next few steps, both ways, are evaluated ahead in one call (:data:`LOOKAHEAD_POINTS`):
+    the values are each point's own, so the steps and the result are the same."""
     lo, hi, done = [0.0] * len(qs), list(his), [False] * len(qs)
     for _ in range(60):
         for i in range(len(qs)):
@@ -158,6 +204,12 @@ def _bisect_together(qs, his: list[float], evaluate, seen: dict[float, float]) -
         if all(done):
             break
         mids = [(a + b) / 2 for a, b in zip(lo, hi)]
+        if any(not done[i] and m != hi[i] and m not in seen for i, m in enumerate(mids)):
+            # the next steps' midpoints of every open search, whichever way each step goes,
+            # in one pass: a survival pass costs about the same for 1 point as for 30
+            live = [i for i in range(len(qs)) if not done[i]]
+            depth = max(1, int(np.log2(LOOKAHEAD_POINTS / len(live) + 1)))
+            evaluate([m for i in live for m in delay_shape.midpoints_ahead(lo[i], hi[i], depth)])
         evaluate([m for i, m in enumerate(mids) if not done[i] and m != hi[i]])
         for i, q in enumerate(qs):
             m = mids[i]

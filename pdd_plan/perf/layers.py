@@ -243,8 +243,22 @@ def _mla_row_bytes(m: ModelProfile) -> float:
     return float(_fp8_with_scales(a.kv_lora_rank) + a.qk_rope_head_dim * 2)
 
 
+_LAYER_KINDS: dict[int, tuple[ModelProfile, tuple[int, int]]] = {}
+
+
 def _csa_hca_layers(m: ModelProfile) -> tuple[int, int]:
-    """How many of the main layers (MTP excluded) are CSA and how many HCA (compressed kind)."""
+    """How many of the main layers (MTP excluded) are CSA and how many HCA (compressed kind),
+    memoized per profile object as param_counts is: every decode step asks three times."""
+    hit = _LAYER_KINDS.get(id(m))
+    if hit is None or hit[0] is not m:  # the entry keeps the profile alive: ids are not reused
+        if len(_LAYER_KINDS) > 256:
+            _LAYER_KINDS.clear()
+        hit = (m, _count_csa_hca(m))
+        _LAYER_KINDS[id(m)] = hit
+    return hit[1]
+
+
+def _count_csa_hca(m: ModelProfile) -> tuple[int, int]:
     a = m.attention
     r = np.asarray(a.compress_ratios[: m.num_layers])
     return int(np.sum(r == a.csa_compress_ratio)), int(np.sum(r == a.hca_compress_ratio))

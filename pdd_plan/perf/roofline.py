@@ -388,17 +388,24 @@ def decode_throughput(inst: Instance, batch: float, context: float) -> float:
 
 def max_batch_for_tpot(inst: Instance, context: float, tpot_s: float) -> tuple[int, float]:
     """Largest batch whose step meets `tpot_s` and whose KV fits; (batch, step seconds). (0, t1) if none."""
+    seen: dict[int, float] = {}  # each batch's step once (the ends are asked again)
+
+    def step(b: int) -> float:
+        if b not in seen:
+            seen[b] = decode_step(inst, b, context).total_s
+        return seen[b]
+
     cap = inst.max_batch(context)
-    t1 = decode_step(inst, 1, context).total_s
+    t1 = step(1)
     if cap < 1 or t1 > tpot_s:
         return 0, t1
     lo, hi = 1, cap
-    if decode_step(inst, hi, context).total_s <= tpot_s:
-        return hi, decode_step(inst, hi, context).total_s
+    if step(hi) <= tpot_s:
+        return hi, step(hi)
     while hi - lo > 1:  # step time is monotone in batch: bisect
         mid = (lo + hi) // 2
-        if decode_step(inst, mid, context).total_s <= tpot_s:
+        if step(mid) <= tpot_s:
             lo = mid
         else:
             hi = mid
-    return lo, decode_step(inst, lo, context).total_s
+    return lo, step(lo)

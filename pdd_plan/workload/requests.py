@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -57,6 +58,12 @@ class RequestClasses:
         x = np.asarray(x, dtype=np.float64)
         if self.nodes is None or self.node_class is None:
             return x
-        n = len(self)
         w = self.nodes.weight
-        return np.bincount(self.node_class, w * x, n) / np.bincount(self.node_class, w, n)
+        return np.bincount(self.node_class, w * x, len(self)) / self._class_weight
+
+    @cached_property
+    def _class_weight(self) -> np.ndarray:
+        """Each class's strata's weight, summed (class_mean's denominator: the planner asks
+        for ~1,300 class means per run, every one over the same strata)."""
+        assert self.nodes is not None and self.node_class is not None
+        return np.bincount(self.node_class, self.nodes.weight, len(self))

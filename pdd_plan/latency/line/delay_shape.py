@@ -115,24 +115,57 @@ def transfer_quantiles(
         return [float("inf")] * len(qs)
     lo0 = float(bare.min()) if bare.size else 0.0
     hi0 = float(np.max(bare + law.shift + 60.0 * law.scale)) + 1e-9
+    seen: dict[float, float] = {}  # the mixture's survival at each t asked
+
+    def ahead(lo: float, hi: float) -> None:
+        """The next three steps' midpoints from [lo, hi], both ways, in one vectorized pass
+        (each row's survival and dot product as a call of its own gives them): deeper, the
+        rows' dot products of points never visited cost more than the passes saved."""
+        mid = (lo + hi) / 2
+        if mid in seen:
+            return
+        ts = [t for t in dict.fromkeys([mid, *midpoints_ahead(lo, hi, 3)]) if t not in seen]
+        rows = delay_survival(np.array(ts)[:, None] - bare, law)
+        for t, row in zip(ts, rows):
+            seen[t] = float(np.dot(w, row.copy()))
 
     def above(q: float):
-        return lambda t: float(np.dot(w, delay_survival(t - bare, law))) > 1.0 - q
+        return lambda t: seen[t] > 1.0 - q
 
-    return [bisect(above(q), lo0 - 1e-12, hi0, 60) for q in qs]
+    return [bisect(above(q), lo0 - 1e-12, hi0, 60, ahead) for q in qs]
 
 
-def bisect(above, lo: float, hi: float, halvings: int) -> float:
+def midpoints_ahead(lo: float, hi: float, depth: int) -> list[float]:
+    """The midpoints the next `depth` steps of a bisection of [lo, hi] may visit, computed as
+    its steps compute them (``(lo + hi) / 2`` of the bracket each earlier step leaves), the
+    first step's first; a step on a bracket one ulp wide ends the search there."""
+    out, level = [], [(lo, hi)]
+    for _ in range(depth):
+        nxt = []
+        for a, b in level:
+            m = (a + b) / 2
+            if m == a or m == b:
+                continue
+            out.append(m)
+            nxt += [(a, m), (m, b)]
+        level = nxt
+    return out
+
+
+def bisect(above, lo: float, hi: float, halvings: int, ahead=None) -> float:
     """``hi`` after ``halvings`` steps of ``mid = (lo + hi) / 2``, ``lo = mid`` where
     ``above(mid)``, else ``hi = mid``: the bisections of the quantiles here and in
     :func:`pdd_plan.latency.ttft.ttft_quantiles`. It stops once the interval is one ulp wide,
     with the ``hi`` the remaining steps would leave (they change nothing: a ``mid`` equal to
     ``hi`` leaves ``hi``; one equal to ``lo`` moves ``hi`` to it once, unless ``above(lo)``):
-    ~53 survivals of 60 at seconds-scale quantiles."""
+    ~53 survivals of 60 at seconds-scale quantiles. ``ahead(lo, hi)``, where given, is called
+    before each step's ``above``: it may evaluate the next steps' points at once."""
     for _ in range(halvings):
         mid = (lo + hi) / 2
         if mid == hi:
             return hi
+        if ahead is not None:
+            ahead(lo, hi)
         if mid == lo:
             return hi if above(mid) else mid
         if above(mid):

@@ -43,8 +43,63 @@ def transfer_law(
     share (:func:`limited_ps.delay_shape`; with bursts, the variance moved by
     :func:`bursts.variance_ratio` plus the bursts' excess at the same squared CV, and the
     no-delay chance scaled by how often the line is idle at an arrival,
-    :func:`bursts.idle_ratio`). Poisson arrivals: exactly the law before bursts."""
+    :func:`bursts.idle_ratio`). Poisson arrivals: exactly the law before bursts.
+
+    Memoized by value (the line by its SKU's identity and count, the pool by what the law reads
+    of it): the optimizer asks for the same law of every line option under PDD and CDC-PD,
+    whose line options and prefill pools are built anew per architecture but are equal."""
     xb = np.asarray(size_bytes, dtype=float)
+    w = np.asarray(weight, dtype=float)
+    own = None if prefill_s is None else np.asarray(prefill_s, dtype=float)
+    key = (
+        id(line.sku),
+        int(line.count),
+        float(rho),
+        float(stretch),
+        float(ca2),
+        _pool_key(pool),
+        xb.tobytes(),
+        w.tobytes(),
+        None if own is None else own.tobytes(),
+    )
+    hit = _LAW_CACHE.get(key)
+    if hit is None or hit[0] is not line.sku:  # the entry keeps its SKU alive: ids stay unique
+        if len(_LAW_CACHE) > _LAW_CACHE_MAX:
+            _LAW_CACHE.clear()
+        hit = (line.sku, _transfer_law(xb, weight, line, rho, stretch, ca2, pool, prefill_s))
+        _LAW_CACHE[key] = hit
+    got = hit[1]
+    # a caller's change to its arrays stays its own
+    return TransferLaw(*(np.array(getattr(got, f)) for f in _LAW_FIELDS))
+
+
+_LAW_FIELDS = ("total", "bare", "line_wait", "line_wait_var", "atom")
+_LAW_CACHE: dict[tuple, tuple] = {}
+# entries hold nine per-stratum arrays (key and law): the default's planning makes 31, and a
+# thousand strata x this many stays under ~40 MB
+_LAW_CACHE_MAX = 512
+
+
+def _pool_key(pool: input_stream.FeedingPool | None) -> tuple | None:
+    """What the law reads of the feeding pool (:class:`input_stream.FeedingPool`), by value."""
+    if pool is None:
+        return None
+    svc = np.asarray(pool.service_s, dtype=float).tobytes()
+    wt = np.asarray(pool.weight, dtype=float).tobytes()
+    return (float(pool.rate_rps), int(pool.count), svc, wt)
+
+
+def _transfer_law(
+    xb: np.ndarray,
+    weight: np.ndarray,
+    line: transfer.LineConfig,
+    rho: float,
+    stretch: float,
+    ca2: float,
+    pool: input_stream.FeedingPool | None,
+    prefill_s: np.ndarray | None,
+) -> TransferLaw:
+    """:func:`transfer_law`, computed."""
     queue, cv2, atom = _line_shape(xb, line, rho, weight)
     lt = poisson_mean_s(xb, line, queue) * stretch
     # the bare transfer (no other flow in the way) is fixed; queueing beyond it is random
@@ -81,14 +136,14 @@ def _line_shape(
     whatever prefill pool feeds the line, so memoized (the optimizer asks for every pool
     combination under each line option; the tagged chain's moments are most of a law)."""
     w = np.asarray(weight, dtype=float)
-    key = (id(line), float(rho), xb.tobytes(), w.tobytes())
+    key = (id(line.sku), int(line.count), float(rho), xb.tobytes(), w.tobytes())
     hit = _SHAPE_CACHE.get(key)
-    if hit is None or hit[0] is not line:  # the entry keeps its line alive: ids stay unique
+    if hit is None or hit[0] is not line.sku:  # the entry keeps its SKU alive: ids stay unique
         if len(_SHAPE_CACHE) > 4096:
             _SHAPE_CACHE.clear()
         queue = limited_ps.limited_ps(xb, line, rho, weight)
         cv2, atom = limited_ps.delay_shape(xb, line, rho, weight, queue)
-        hit = (line, queue, cv2, atom)
+        hit = (line.sku, queue, cv2, atom)
         _SHAPE_CACHE[key] = hit
     return hit[1], hit[2].copy(), hit[3].copy()
 

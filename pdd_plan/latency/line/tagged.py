@@ -34,8 +34,12 @@ in ``T`` (the caller adds it); the arrival's found law is used as if it started 
 
 from __future__ import annotations
 
+import ctypes
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
+from pathlib import Path
 
 import numpy as np
 
@@ -45,19 +49,56 @@ from pdd_plan.common.scipy_direct import linalg_extension
 def eigh_tridiagonal(diag: np.ndarray, off: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Eigenvalues (ascending) and eigenvectors of the symmetric tridiagonal matrix: what
     scipy.linalg.eigh_tridiagonal(diag, off, lapack_driver="stevd") returns, bit for bit
-    (tested; "stevd" is what its default, "auto", picks for every eigenpair in scipy 1.17)."""
+    (tested; "stevd" is what its default, "auto", picks for every eigenpair in scipy 1.17),
+    on one BLAS thread (:func:`one_blas_thread`)."""
     d, e = np.asarray_chkfinite(diag, dtype=np.float64), np.asarray_chkfinite(off, dtype=np.float64)
     ok = d.ndim == 1 and d.size >= 2 and e.shape == (d.size - 1,)
     flapack = linalg_extension("_flapack") if ok else None  # scipy.linalg not imported: ~0.3 s
     stevd = getattr(flapack, "dstevd", None)
     if stevd is not None:
-        w, v, info = stevd(d, e, compute_v=1)
+        with one_blas_thread(flapack):
+            w, v, info = stevd(d, e, compute_v=1)
         if info == 0:
             return w, v
     # scipy's own (its checks and errors): ~0.3 s to import, only where the direct call can't
     from scipy.linalg import eigh_tridiagonal as eigh
 
     return eigh(diag, off, lapack_driver="stevd")
+
+
+@contextmanager
+def one_blas_thread(flapack: object) -> Iterator[None]:
+    """The calling thread's BLAS calls of scipy's bundled OpenBLAS on one thread while inside.
+
+    dstevd merges its eigenvectors with dgemm, which OpenBLAS splits over every core: on these
+    matrices (tens to ~1,500 states) the threads cost more than they share (the default's
+    281-state pool chain: ~5 ms on one thread, 30-45 ms on two when the 2-core box is busy),
+    and the eigenvectors' last bits follow the thread count, so one thread also makes them
+    the same on every machine. Where scipy's OpenBLAS is not found (another BLAS), a no-op."""
+    setter = _thread_setter(str(getattr(flapack, "__file__", "")))
+    prev = setter(1) if setter is not None else None
+    try:
+        yield
+    finally:
+        if setter is not None and prev is not None:
+            setter(prev)
+
+
+@cache
+def _thread_setter(flapack_file: str) -> Callable[[int], int] | None:
+    """OpenBLAS's ``openblas_set_num_threads_local`` (sets the calling thread's count, returns
+    the one before) of the library scipy's wheel bundles beside its package (``scipy.libs``)."""
+    if not flapack_file:
+        return None
+    libs = sorted(Path(flapack_file).resolve().parents[2].glob("scipy.libs/libscipy_openblas*.so*"))
+    for path in libs:
+        try:
+            fn = ctypes.CDLL(str(path)).openblas_set_num_threads_local
+        except (OSError, AttributeError):  # not loadable, or an OpenBLAS before 0.3.27
+            continue
+        fn.restype, fn.argtypes = ctypes.c_int, [ctypes.c_int]
+        return fn
+    return None
 
 
 _TAIL = 1e-13  # stationary mass left beyond the truncation

@@ -199,3 +199,76 @@ def test_ttft_quantiles_equal_one_search_per_quantile(law):
         full = _plain_ttft_quantiles(fixed, share, pool, qs, jit, var, atom)
         for g, f in zip(got, full):
             assert f <= g <= f * (1 + 2 * tol)
+
+
+def test_miss_probabilities_memo_is_by_value_and_safe_to_change():
+    """A second pool of an equal wait law (another architecture's) and a path equal to one
+    already asked for get the numbers one call per entry gives, bit for bit; a caller's change
+    to its rows stays its own."""
+    rng = np.random.default_rng(11)
+    fixed = {"a": rng.uniform(0.0, 12.0, 6)}
+    mean = {"a": rng.exponential(0.3, 6)}
+    var = {"a": mean["a"] ** 2 * 1.5}
+    atom = {"a": rng.uniform(0.0, 0.5, 6)}
+    slas = (10.0, 15.0)
+    first = ttft.miss_probabilities(fixed, _Pool(_lattice_law()), slas, mean, var, atom)
+    for row in first:
+        row["a"][:] = -1.0  # a caller's change
+    twice = {
+        k: {"a": d["a"], "b": d["a"].copy()}
+        for k, d in (("f", fixed), ("m", mean), ("v", var), ("t", atom))
+    }
+    again = ttft.miss_probabilities(
+        twice["f"], _Pool(_lattice_law()), slas, twice["m"], twice["v"], twice["t"]
+    )
+    for sla, row in zip(slas, again):
+        one = ttft.miss_probability(
+            fixed["a"], _Pool(_lattice_law()), sla, mean["a"], var["a"], atom["a"]
+        )
+        assert row["a"].tobytes() == one.tobytes() and row["b"].tobytes() == one.tobytes()
+
+
+def test_lookahead_midpoints_hold_every_path_the_bisection_can_take():
+    """Whichever way each step goes, the midpoints the next `depth` steps visit are among
+    delay_shape.midpoints_ahead's (the same floats), and there are at most 2^depth - 1 of them."""
+    rng = np.random.default_rng(21)
+    for _ in range(300):
+        lo = float(rng.choice([0.0, rng.uniform(0, 5)]))
+        hi = lo + float(10 ** rng.uniform(-14, 3))
+        depth = int(rng.integers(1, 6))
+        ahead = delay_shape.midpoints_ahead(lo, hi, depth)
+        assert len(ahead) <= 2**depth - 1 and len(set(ahead)) == len(ahead)
+        a, b = lo, hi
+        for _ in range(depth):
+            m = (a + b) / 2
+            if m == a or m == b:
+                break
+            assert m in ahead
+            a, b = (m, b) if rng.random() < 0.5 else (a, m)
+
+
+def _plain_transfer_quantiles(bare, mean, var, atom, weight, qs):
+    """delay_shape.transfer_quantiles as it was: one survival per point of each search."""
+    w = weight / weight.sum()
+    law = delay_shape.two_moment(mean, var, atom)
+    lo0 = float(bare.min())
+    hi0 = float(np.max(bare + law.shift + 60.0 * law.scale)) + 1e-9
+
+    def above(q):
+        return lambda t: float(np.dot(w, delay_shape.delay_survival(t - bare, law))) > 1.0 - q
+
+    return [delay_shape.bisect(above(q), lo0 - 1e-12, hi0, 60) for q in qs]
+
+
+def test_transfer_quantiles_with_lookahead_equal_one_survival_per_point():
+    rng = np.random.default_rng(17)
+    for _ in range(20):
+        n = int(rng.integers(1, 60))
+        bare = rng.uniform(0.01, 3.0, n)
+        mean = rng.exponential(0.2, n) * (rng.random(n) < 0.8)
+        var = mean**2 * rng.uniform(0.1, 3.0, n)
+        atom = rng.uniform(0.0, 0.9, n)
+        weight = rng.dirichlet(np.ones(n))
+        qs = (0.5, 0.9, 0.99)
+        want = _plain_transfer_quantiles(bare, mean, var, atom, weight, qs)
+        assert delay_shape.transfer_quantiles(bare, mean, var, atom, weight, qs) == want

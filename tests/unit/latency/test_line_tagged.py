@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from pdd_plan.common.scipy_direct import linalg_extension
 from pdd_plan.latency.closed_forms import limited_ps_numbers
 from pdd_plan.latency.line import tagged as tt
 from pdd_plan.latency.line.delay_shape import ps_sojourn_variance
@@ -121,7 +122,10 @@ def test_the_direct_lapack_call_is_scipys_eigh_tridiagonal_bit_for_bit(n):
     rng = np.random.default_rng(n)
     diag, off = -rng.gamma(2.0, 1.0, n), rng.gamma(2.0, 0.5, n - 1)
     w, v = tt.eigh_tridiagonal(diag, off)
-    w_ref, v_ref = eigh_tridiagonal(diag, off, lapack_driver="stevd")
+    # on one BLAS thread, as the direct call runs it (dstevd's dgemm merges give last bits
+    # that follow the thread count)
+    with tt.one_blas_thread(linalg_extension("_flapack")):
+        w_ref, v_ref = eigh_tridiagonal(diag, off, lapack_driver="stevd")
     assert np.array_equal(w, w_ref) and np.array_equal(v, v_ref)
     # an independent property: V diag(w) V' rebuilds the matrix
     t = np.diag(diag) + np.diag(off, 1) + np.diag(off, -1)
@@ -134,3 +138,18 @@ def test_bad_input_gets_scipys_error():
         tt.eigh_tridiagonal(np.array([1.0, np.nan]), np.array([0.5]))
     with pytest.raises(ValueError):
         tt.eigh_tridiagonal(np.array([1.0, 2.0]), np.array([0.5, 0.1]))
+
+
+@pytest.mark.unit
+def test_one_blas_thread_restores_the_thread_count():
+    """Inside, the calling thread's OpenBLAS count is 1; after, the one before (where scipy's
+    bundled OpenBLAS is found: elsewhere the limit is a no-op)."""
+    flapack = linalg_extension("_flapack")
+    setter = tt._thread_setter(str(getattr(flapack, "__file__", "")))
+    if setter is None:
+        pytest.skip("scipy's bundled OpenBLAS not found: one_blas_thread is a no-op here")
+    before = setter(1)
+    setter(before)  # the count as it was (the machine's cores, or what the env asked)
+    with tt.one_blas_thread(flapack):
+        assert setter(1) == 1
+    assert setter(before) == before

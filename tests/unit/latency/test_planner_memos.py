@@ -55,3 +55,37 @@ def test_extend_times_are_the_scalar_recompute_at_rounded_keys():
     want = [roofline.extend_time(md, float(a), float(c)).total_s for a, c in keys]
     assert got.tolist() == want
     assert got[0] == got[1] and got[-1] == got[-2] and got[4] < got[5]
+
+
+class _Pool:
+    """What transfer_law reads of a feeding pool (input_stream.FeedingPool)."""
+
+    def __init__(self, count: int) -> None:
+        self.rate_rps = 40.0
+        self.count = count
+        self.service_s = np.array([0.2, 0.5, 1.5, 4.0])
+        self.weight = np.array([0.4, 0.3, 0.2, 0.1])
+
+
+def test_transfer_law_memo_is_by_value_across_equal_lines_and_pools():
+    """Two architectures build equal line configs and prefill pools anew: the second asks the
+    memo and gets the first one's law, bit for bit; a different pool size is its own law, and
+    a caller's change to what it got stays its own."""
+    line = _line(25, 2)
+    xb = np.array([2e6, 5e7, 3e8, 1e9])
+    w = np.array([0.4, 0.3, 0.2, 0.1])
+    own = np.array([0.2, 0.5, 1.5, 4.0])
+    fields = ("total", "bare", "line_wait", "line_wait_var", "atom")
+    want = law._transfer_law(xb, w, line, 0.5, 1.0, 1.0, _Pool(3), own)
+    a = law.transfer_law(xb, w, line, 0.5, 1.0, 1.0, _Pool(3), own)
+    for f in fields:
+        getattr(a, f)[:] = -1.0  # a caller's change
+    b = law.transfer_law(xb, w, transfer.LineConfig(line.sku, 2), 0.5, 1.0, 1.0, _Pool(3), own)
+    for f in fields:
+        assert getattr(b, f).tobytes() == getattr(want, f).tobytes()
+    other = law.transfer_law(xb, w, line, 0.5, 1.0, 1.0, _Pool(4), own)
+    assert other.line_wait.tobytes() != want.line_wait.tobytes()  # the pool's size matters
+    assert (
+        other.line_wait.tobytes()
+        == law._transfer_law(xb, w, line, 0.5, 1.0, 1.0, _Pool(4), own).line_wait.tobytes()
+    )
