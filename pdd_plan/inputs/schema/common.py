@@ -1,5 +1,10 @@
 """Shared pydantic base: unknown keys are errors, numbers are finite and never booleans, fields
-are validated once."""
+are validated once.
+
+The modules that define models have no `from __future__ import annotations`: a field's
+annotation is then the type itself, which pydantic reads at class creation, not a string it
+compiles and evaluates (~550 of them at every import, ~15 ms; tests/unit/inputs/test_strict_bools.py
+checks it). A method's own class in its annotations is quoted."""
 
 from __future__ import annotations
 

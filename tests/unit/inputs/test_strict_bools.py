@@ -4,6 +4,8 @@ stands beside the mapping's other errors, as a validator on every field gives.""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 
@@ -81,3 +83,13 @@ def test_a_boolean_where_a_number_belongs_is_refused(data, field):
 def test_numbers_and_booleans_where_they_belong_pass():
     p = _Probe.model_validate({"n": 3, "rate": 2.5, "gpus": {"h100": 8}, "on": True})
     assert (p.n, p.rate, p.gpus, p.on) == (3, 2.5, {"h100": 8}, True)
+
+
+@pytest.mark.unit
+def test_model_modules_give_pydantic_types_not_strings():
+    # see schema/common.py: string annotations cost every import their evaluation
+    inputs = Path(__file__).resolve().parents[3] / "pdd_plan" / "inputs"
+    texts = {m.name: m.read_text() for m in [inputs / "calibrated.py", *inputs.glob("schema/*.py")]}
+    models = [n for n, t in texts.items() if "(Strict):" in t or "Out):" in t]
+    assert {"scenario.py", "plan.py", "calibrated.py", "out.py"} <= set(models)
+    assert [n for n in models if "from __future__ import annotations" in texts[n]] == []
