@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
-import gc
 import json
 import os
 import sys
@@ -15,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from pdd_plan.common.atomic import forget_inputs, write_atomic  # noqa: F401  (the commands write their files with it)
+from pdd_plan.common.collector import frozen_after
 from pdd_plan.common.errors import InputError, PddPlanError
 
 if TYPE_CHECKING:
@@ -32,18 +32,12 @@ def console(stderr: bool = False) -> Console:
     return Console(stderr=stderr)
 
 
-@contextlib.contextmanager
-def loading() -> Iterator[None]:
+def loading() -> contextlib.AbstractContextManager[None]:
     """A command's imports without the cyclic garbage collector, whose objects (classes,
     functions, pydantic's schemas: some 10^5) are then frozen out of its later passes: they live
     until the process ends, and each full pass over them cost ~40 ms (a plan's run made ~0.2 s
     of passes, about a third of them during the imports)."""
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        gc.enable()
+    return frozen_after()
 
 
 def guarded(fn: Callable) -> Callable:

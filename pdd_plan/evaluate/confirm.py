@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 
 from pdd_plan.inputs.pieces import ReplaySetup
 from pdd_plan.inputs.schema.plan import ArchitecturePlan
-from pdd_plan.sim.run import verify
 
 
 @dataclass(frozen=True)
@@ -67,6 +66,10 @@ def replayer(
     def run(rate: float) -> Replay:
         if rate >= stable_below:
             return Replay(rate, False, saturates)
+        # the simulator (~0.02 s of imports) when a replay runs: a plan's uncertainty block
+        # and `evaluate` without --confirm reach this module and replay nothing
+        from pdd_plan.sim.run import verify
+
         p = plan.model_copy(update={"goodput_rps": float(rate)})
         v = verify(rs, p, architecture, n_requests, rs.seed)
         return Replay(rate, bool(v["sla_met"]), v["bottleneck"], v)

@@ -9,8 +9,6 @@ the profile's analytic efficiency (:func:`apply_calibration`, called by
 fitting code can load profiles without an import cycle.
 """
 
-from __future__ import annotations
-
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path

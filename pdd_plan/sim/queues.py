@@ -29,6 +29,8 @@ from enum import IntEnum
 
 import numpy as np
 
+from pdd_plan.sim import kernels
+
 Progress = Callable[[str, int, int], None]
 _TICK = 1 << 16  # events between progress callbacks
 
@@ -65,7 +67,7 @@ def fifo_least_loaded(
     if total == 1:
         g = next(i for i, c in enumerate(counts) if c > 0)
         return a + lindley_wait(a, service_s[g]), np.zeros(n, dtype=np.int32)
-    from pdd_plan.sim import queue_kernel  # numba: loaded when a replay runs, not on import
+    queue_kernel = kernels.load()
 
     if not queue_kernel.wanted(queue_kernel.least_loaded, n):
         return _least_loaded_python(a, service_s, counts, progress)
@@ -76,7 +78,7 @@ def _least_loaded_compiled(
     a: np.ndarray, service_s: list[np.ndarray], counts: list[int], progress: Progress | None
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`fifo_least_loaded` (several servers) in compiled code (``queue_kernel``)."""
-    from pdd_plan.sim import queue_kernel  # numba: loaded when a replay runs, not on import
+    queue_kernel = kernels.load()
 
     n, total = a.shape[0], int(sum(counts))
     queue_kernel.ready(queue_kernel.least_loaded)
@@ -333,7 +335,7 @@ def _replay(
 
 
 def _compiled_wanted(n: int) -> bool:
-    from pdd_plan.sim import queue_kernel  # numba: loaded when a replay runs, not on import
+    queue_kernel = kernels.load()
 
     return queue_kernel.wanted(queue_kernel.line_events, n)
 
@@ -341,7 +343,7 @@ def _compiled_wanted(n: int) -> bool:
 def _compiled(inp: LineInputs, n_out: int, progress: Progress) -> tuple:
     """:func:`_replay` without a router or DRC, in compiled code (``queue_kernel``): (start,
     end, sent, fresh, (last event time, transfers, most ever waiting))."""
-    from pdd_plan.sim import queue_kernel  # numba: loaded when a replay runs, not on import
+    queue_kernel = kernels.load()
 
     queue_kernel.ready(queue_kernel.line_events)
     N = len(inp.ready_s)

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pdd_plan.inputs.context import Context
 from pdd_plan.inputs.pieces import Profiles
 from pdd_plan.inputs.schema.plan import ArchitecturePlan
-from pdd_plan.sim.run import verify
 from pdd_plan.uncertainty import paired, perturb
 from pdd_plan.workload.requests import RequestClasses
 
@@ -53,5 +52,8 @@ def replay(
     p = plan.model_copy(update={"goodput_rps": rate})
     prof = Profiles(ap.prefill.model, ap.prefill.catalog.gpus, ap.prefill.lines)
     rs = dataclasses.replace(ctx.replay_setup, profiles=prof)
+    # the simulator (~0.02 s of imports) only with --confirm: a plan's block replays nothing
+    from pdd_plan.sim.run import verify
+
     out = verify(rs, p, arch, n_requests, seed)
     return Replayed(bool(out["sla_met"]), out["bottleneck"], rate, partial)

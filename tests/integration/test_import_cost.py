@@ -57,6 +57,16 @@ def test_a_plan_without_verification_loads_neither_numba_nor_scipy_linalg():
     assert not any(got.values()), got
 
 
+def test_the_uncertainty_block_without_verification_loads_no_simulator():
+    # the block evaluates fleets analytically; the simulator loads only where something replays
+    got = _run(
+        "import json, sys\n"
+        + _cli(["optimize", "--no-verify", "-f", "json"])
+        + "\nprint(json.dumps({m: m in sys.modules for m in ('pdd_plan.sim', 'numba')}))"
+    )
+    assert got == {"pdd_plan.sim": False, "numba": False}
+
+
 def test_a_verified_plan_does_not_load_scipy_linalg():
     # the replays' kernels load from numba's cache without its target refresh (or run as
     # Python below the crossover), the line model calls LAPACK directly

@@ -1,14 +1,25 @@
 """Shared pydantic base: unknown keys are errors, numbers are finite and never booleans, fields
-are validated once."""
+are validated once.
+
+The modules that define models have no `from __future__ import annotations`: a field's
+annotation is then the type itself, which pydantic reads at class creation, not a string it
+compiles and evaluates (~550 of them at every import, ~15 ms; tests/unit/inputs/test_strict_bools.py
+checks it). A method's own class in its annotations is quoted."""
 
 from __future__ import annotations
 
-import inspect
 import typing
 from functools import cache
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationInfo, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 # Upper bounds on money and line rates: far above any real price, low enough that costs
 # (count x GPUs x price) stay finite; the MILP solver refuses NaN/inf coefficients.
@@ -39,6 +50,25 @@ def _find_bool(value: Any) -> bool:
     return False
 
 
+def _bool_where_number(model: type[BaseModel], name: Any, v: Any) -> bool:
+    """Whether `v`, given for field `name`, is (or holds) a boolean where the field's type
+    takes none."""
+    if not isinstance(v, bool | dict | list | tuple):
+        return False
+    field = model.model_fields.get(name) if isinstance(name, str) else None
+    return field is not None and not _admits_bool(field.annotation) and _find_bool(v)
+
+
+def _field_check(cls: type[BaseModel], v: Any, info: ValidationInfo) -> Any:
+    if info.field_name is not None and _bool_where_number(cls, info.field_name, v):
+        raise ValueError("a boolean (true/false) where a number belongs")
+    return v
+
+
+_CHECKED: dict[type, type] = {}  # a model -> its twin that checks every field (see Strict)
+_TWINS: set[type] = set()
+
+
 class Strict(BaseModel):
     # A string under a field is its description: `reference.py` reads them from the source for
     # docs/scenario.md (pydantic's use_attribute_docstrings would parse every class's source at
@@ -46,22 +76,32 @@ class Strict(BaseModel):
     # (defer_build): a command builds the few it validates, not all ~90.
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, defer_build=True)
 
-    @field_validator("*", mode="before")
+    @model_validator(mode="before")
     @classmethod
-    def _no_bool_numbers(cls, v: Any, info: ValidationInfo) -> Any:
+    def _no_bool_numbers(cls, data: Any) -> Any:
         # pydantic's lax mode reads `rate_rps: true` as 1 and `gpus: {h100: yes}` as 1 GPU:
-        # a YAML boolean where a number belongs is a mistake, not a count
-        if isinstance(v, bool | dict | list | tuple) and info.field_name is not None:
-            field = cls.model_fields.get(info.field_name)
-            if field is not None and not _admits_bool(field.annotation) and _find_bool(v):
-                raise ValueError("a boolean (true/false) where a number belongs")
-        return v
+        # a YAML boolean where a number belongs is a mistake, not a count. One look over the
+        # mapping (after a model's own before-validators), not a validator on every field:
+        # pydantic builds each wrapped field's schema apart (~580 fields in a plan's models,
+        # ~0.05 s of every command's start-up). Only where a boolean is found does the model's
+        # twin validate the mapping, a validator on every field, for exactly the errors (each
+        # under its field, beside the others) that those validators give.
+        if cls in _TWINS or not isinstance(data, dict):
+            return data
+        if any(_bool_where_number(cls, k, v) for k, v in data.items()):
+            _checked(cls).model_validate(data)  # raises: a field holds the boolean
+        return data
 
 
-# pydantic reads a validator's signature (does it take `info`?) once per field it wraps, ~580
-# fields in a verified plan's models at ~20 us each: given as an attribute, it is read at once
-_no_bool = Strict._no_bool_numbers.__func__  # the function under the classmethod
-_no_bool.__signature__ = inspect.signature(_no_bool)
+def _checked(model: type[Strict]) -> type[Strict]:
+    """`model` with the boolean check on every field (built on first use: an error path)."""
+    twin = _CHECKED.get(model)
+    if twin is None:
+        check = field_validator("*", mode="before")(classmethod(_field_check))
+        twin = type(model.__name__, (model,), {"__module__": model.__module__, "_check": check})
+        _CHECKED[model] = twin
+        _TWINS.add(twin)
+    return twin
 
 
 MAX_NAME_CHARS = 200

@@ -6,8 +6,6 @@ The periods of `workload.periods` cover the 24 hours of a day once each: sorted 
 hour, each ends where the next starts, the last wrapping past midnight to the first.
 """
 
-from __future__ import annotations
-
 import zoneinfo
 
 from pydantic import Field, PositiveFloat, model_validator
@@ -42,7 +40,7 @@ class Period(Strict):
     `elastic.max_gpus`)."""
 
     @model_validator(mode="after")
-    def _one_rate(self) -> Period:
+    def _one_rate(self) -> "Period":
         if (self.rate_rps is None) == (self.rate_multiplier is None):
             raise ValueError("a period gives exactly one of rate_rps, rate_multiplier")
         return self

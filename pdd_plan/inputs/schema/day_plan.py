@@ -2,8 +2,6 @@
 with their base and per-period instances, per period its rate, cost, line load, path shares
 and replay, and the day's cost split and BCR."""
 
-from __future__ import annotations
-
 from typing import ClassVar
 
 from pydantic import Field, NonNegativeFloat, NonNegativeInt

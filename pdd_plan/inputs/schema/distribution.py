@@ -1,7 +1,5 @@
 """Per-request distributions in the scenario: fixed, clipped lognormal, or a histogram."""
 
-from __future__ import annotations
-
 from pydantic import Field, model_validator
 
 from pdd_plan.inputs.schema.common import Strict
@@ -18,7 +16,7 @@ class Lognormal(Strict):
     """Draws above this are clipped to it."""
 
     @model_validator(mode="after")
-    def _order(self) -> Lognormal:
+    def _order(self) -> "Lognormal":
         if self.min > self.max:
             raise ValueError("lognormal min must not exceed max")
         return self
@@ -36,7 +34,7 @@ class Distribution(Strict):
     to 1."""
 
     @model_validator(mode="after")
-    def _one_kind(self) -> Distribution:
+    def _one_kind(self) -> "Distribution":
         kinds = [k for k in ("fixed", "lognormal", "histogram") if getattr(self, k) is not None]
         if len(kinds) != 1:
             raise ValueError("give exactly one of fixed, lognormal, histogram")

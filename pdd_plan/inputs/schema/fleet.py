@@ -17,8 +17,6 @@ optimizer uses for that instance size. Bounds match a plan's (schema/plan.py), c
 anything is allocated per instance.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field

@@ -1,7 +1,5 @@
 """GPU profile: peak rates, memory, interconnect, price and efficiency factors."""
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import Field, PositiveFloat, PositiveInt
@@ -78,7 +76,7 @@ class Efficiency(Strict):
     # request: perf/moe_terms.py); a deployment's speed_factor k sets 1/k (evaluate/fleet.py)
     fixed_time_scale: float = Field(default=1.0, gt=0)
 
-    def for_family(self, family: str) -> Efficiency:
+    def for_family(self, family: str) -> "Efficiency":
         """The factors a model of `family` (dense | moe) runs with on this GPU."""
         if family != "moe" or self.moe is None:
             return self

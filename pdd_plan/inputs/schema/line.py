@@ -5,8 +5,6 @@ optional: `pdd-plan line calibrate --iperf3` fills them from iperf3 runs
 (pdd_plan/calibration/iperf3.py says how each is derived); hand-written profiles leave them out.
 """
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import Field, PositiveFloat, PositiveInt, model_validator
@@ -67,7 +65,7 @@ class LineSKU(Strict):
     source: str = "user input"
 
     @model_validator(mode="after")
-    def _streams_fit_pool(self) -> LineSKU:
+    def _streams_fit_pool(self) -> "LineSKU":
         check_streams(self.streams_per_transfer, self.connections)
         return self
 

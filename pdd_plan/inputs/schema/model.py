@@ -1,7 +1,5 @@
 """Model profile: the architecture facts from which KV bytes, FLOPs and weights are computed."""
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import Field, PositiveInt, model_validator
@@ -38,7 +36,7 @@ class Attention(Strict):
     source: str
 
     @model_validator(mode="after")
-    def _needed_fields(self) -> Attention:
+    def _needed_fields(self) -> "Attention":
         need = {
             "gqa": ["num_kv_heads", "head_dim"],
             "mla": ["kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"],
@@ -97,7 +95,7 @@ class MoE(Strict):
     moe_intermediate_size: PositiveInt
 
     @model_validator(mode="after")
-    def _routing(self) -> MoE:
+    def _routing(self) -> "MoE":
         if self.experts_per_token > self.num_experts:
             raise ValueError(
                 f"experts_per_token {self.experts_per_token} is above num_experts "
@@ -115,7 +113,7 @@ class FFN(Strict):
     source: str
 
     @model_validator(mode="after")
-    def _dense_width(self) -> FFN:
+    def _dense_width(self) -> "FFN":
         if self.moe is None and self.intermediate_size is None:
             raise ValueError("a dense model needs ffn.intermediate_size")
         if self.first_dense_layers and self.intermediate_size is None:
@@ -169,7 +167,7 @@ class ModelProfile(Strict):
     source: str
 
     @model_validator(mode="after")
-    def _layers(self) -> ModelProfile:
+    def _layers(self) -> "ModelProfile":
         r = self.attention.compress_ratios
         if r is not None and len(r) < self.num_layers:
             raise ValueError(

@@ -1,7 +1,5 @@
 """The base of every plan-file object: strict, serialized like a plain dict."""
 
-from __future__ import annotations
-
 from typing import Any, ClassVar
 
 from pydantic import model_serializer

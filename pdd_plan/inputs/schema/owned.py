@@ -7,8 +7,6 @@ can exist there in total, owned GPUs included, so owned <= available (checked he
 the scenario by `check_against`).
 """
 
-from __future__ import annotations
-
 from pydantic import Field, NonNegativeInt, field_validator, model_validator
 
 from pdd_plan.common import limits
@@ -63,7 +61,7 @@ class Owned(Strict):
     """Owned lines per SKU."""
 
     @model_validator(mode="after")
-    def _unique(self) -> Owned:
+    def _unique(self) -> "Owned":
         keys = [(g.datacenter, g.gpu) for g in self.gpus]
         for k in keys:
             if keys.count(k) > 1:

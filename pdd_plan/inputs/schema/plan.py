@@ -5,8 +5,6 @@
 plain strings, solver wall-clock seconds inside) and is upgraded on load.
 """
 
-from __future__ import annotations
-
 import json
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -219,7 +217,7 @@ class ArchitecturePlan(_Out):
     simulated: Simulated | None = None
 
     @model_validator(mode="after")
-    def _fleet_size(self) -> ArchitecturePlan:
+    def _fleet_size(self) -> "ArchitecturePlan":
         total = sum(g.count for g in self.instances)
         if total > limits.value("PLAN_INSTANCES"):
             raise ValueError(f"instances sum to {limits.exceeded('PLAN_INSTANCES', total)}")
@@ -289,7 +287,7 @@ class Infeasible(_Out):
         return self.reasons[0].message
 
     @classmethod
-    def from_message(cls, message: str) -> Infeasible:
+    def from_message(cls, message: str) -> "Infeasible":
         """From a v1 plan's string ("pdd: no plan meets the scenario: <reason>")."""
         bare = message.split(": no plan meets the scenario: ", 1)[-1]
         return cls(reasons=[Reason(kind=classify(bare), message=bare)])
@@ -345,7 +343,7 @@ class Plan(_Out):
         return out
 
     @model_validator(mode="after")
-    def _known(self) -> Plan:
+    def _known(self) -> "Plan":
         for a in list(self.plans) + list(self.infeasible):
             if a not in architectures.REGISTRY:
                 raise ValueError(f"unknown architecture '{a}' in the plan")

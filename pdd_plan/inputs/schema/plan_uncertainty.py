@@ -5,8 +5,6 @@ Optional and additive: a plan without it (every earlier file) reads as before, a
 stays absent unless the planner computed it.
 """
 
-from __future__ import annotations
-
 from pydantic import Field
 
 from pdd_plan.inputs.schema.common import Strict

@@ -1,7 +1,5 @@
 """Scenario: what the user asks the planner (workload, fleet, line, SLA, prices, policy)."""
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 from pydantic import (
@@ -103,7 +101,7 @@ class Workload(Strict):
         return _hit_range(v)
 
     @model_validator(mode="after")
-    def _lengths(self) -> Workload:
+    def _lengths(self) -> "Workload":
         if self.trace is None and (self.input_tokens is None or self.output_tokens is None):
             raise ValueError("give input_tokens and output_tokens, or a trace")
         if self.trace is not None and self.arrival_cv != 1.0:
@@ -188,7 +186,7 @@ class CustomLine(Strict):
     loss."""
 
     @model_validator(mode="after")
-    def _streams_fit_pool(self) -> CustomLine:
+    def _streams_fit_pool(self) -> "CustomLine":
         check_streams(self.streams_per_transfer, self.connections)
         return self
 
@@ -236,7 +234,7 @@ class SLA(Strict):
     the day's requests pooled (`day`)."""
 
     @model_validator(mode="after")
-    def _order(self) -> SLA:
+    def _order(self) -> "SLA":
         if self.ttft_p99_s < self.ttft_p90_s:
             raise ValueError("ttft_p99_s must be >= ttft_p90_s")
         return self
@@ -358,7 +356,7 @@ class Scenario(Strict):
     under seeded draws of them. Omitted: the perf model's error band alone."""
 
     @model_validator(mode="after")
-    def _owned_known(self) -> Scenario:
+    def _owned_known(self) -> "Scenario":
         if self.owned is not None:
             cands = self.link.candidates if self.link is not None else []
             skus = [c if isinstance(c, str) else line_name(c, i) for i, c in enumerate(cands)]
@@ -366,7 +364,7 @@ class Scenario(Strict):
         return self
 
     @model_validator(mode="after")
-    def _day(self) -> Scenario:
+    def _day(self) -> "Scenario":
         day.check_timezone(self.timezone)
         day.check_prices(self.on_demand_prices)
         w = self.workload
@@ -383,7 +381,7 @@ class Scenario(Strict):
         return self
 
     @model_validator(mode="after")
-    def _consistent(self) -> Scenario:
+    def _consistent(self) -> "Scenario":
         names = [d.name for d in self.datacenters]
         if len(set(names)) != len(names):
             raise ValueError("datacenter names must be unique")

@@ -8,8 +8,6 @@ The perf speeds default to the shipped error band of the model's family (bias in
 scenario without the section still has that one uncertainty.
 """
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import Field, PositiveInt, field_validator, model_validator
@@ -52,7 +50,7 @@ class Spread(Strict):
     """Where the distribution comes from (a document, a measurement), or `assumption`."""
 
     @model_validator(mode="after")
-    def _parameters(self) -> Spread:
+    def _parameters(self) -> "Spread":
         need = PARAMETERS[self.dist]
         for name in ("mean", "sd", "median", "sigma", "low", "mode", "high"):
             given = getattr(self, name) is not None

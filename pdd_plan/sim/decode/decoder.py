@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from pdd_plan.sim import kernels
 from pdd_plan.sim.decode import state
 from pdd_plan.sim.decode.io import DecodeInputs, DecodeResult, Engine
 from pdd_plan.sim.queues import Progress, Route
@@ -44,9 +45,8 @@ class Decoder:
     Attributes read the state by name: ``d.first``, ``d.B``, ``d.nxt``..."""
 
     def __init__(self, inp: DecodeInputs, t0: float = 0.0):
-        from pdd_plan.sim.decode import (
-            kernel,  # numba: imported when a replay needs it, not with the CLI
-        )
+        kernels.load()  # numba and the kernels, loaded once when a replay needs them
+        from pdd_plan.sim.decode import kernel  # (as above: not with the CLI)
 
         kernel.ready(kernel.run_events)  # run() needs only the event loop's compiled code
         self.kernel = kernel
