@@ -130,12 +130,17 @@ _PARAM_CACHE: dict[int, tuple[ModelProfile, ParamCounts]] = {}
 def param_counts(m: ModelProfile) -> ParamCounts:
     """The model's parameter counts, memoized per profile object: every prefill chunk and decode
     step asks, and summing the layers each time was most of the optimizer's time."""
-    hit = _PARAM_CACHE.get(id(m))
+    return _per_profile(_PARAM_CACHE, m, _param_counts)
+
+
+def _per_profile(cache: dict, m: ModelProfile, fn):
+    """`fn(m)` memoized in `cache` per profile object (bounded to 256 profiles)."""
+    hit = cache.get(id(m))
     if hit is None or hit[0] is not m:  # the entry keeps the profile alive: ids are not reused
-        if len(_PARAM_CACHE) > 256:
-            _PARAM_CACHE.clear()
-        hit = (m, _param_counts(m))
-        _PARAM_CACHE[id(m)] = hit
+        if len(cache) > 256:
+            cache.clear()
+        hit = (m, fn(m))
+        cache[id(m)] = hit
     return hit[1]
 
 
@@ -249,13 +254,7 @@ _LAYER_KINDS: dict[int, tuple[ModelProfile, tuple[int, int]]] = {}
 def _csa_hca_layers(m: ModelProfile) -> tuple[int, int]:
     """How many of the main layers (MTP excluded) are CSA and how many HCA (compressed kind),
     memoized per profile object as param_counts is: every decode step asks three times."""
-    hit = _LAYER_KINDS.get(id(m))
-    if hit is None or hit[0] is not m:  # the entry keeps the profile alive: ids are not reused
-        if len(_LAYER_KINDS) > 256:
-            _LAYER_KINDS.clear()
-        hit = (m, _count_csa_hca(m))
-        _LAYER_KINDS[id(m)] = hit
-    return hit[1]
+    return _per_profile(_LAYER_KINDS, m, _count_csa_hca)
 
 
 def _count_csa_hca(m: ModelProfile) -> tuple[int, int]:
