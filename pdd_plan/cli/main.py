@@ -104,7 +104,13 @@ def optimize(
             raise InputError(None, "--draws", f"must be 0 or >= 2 (got {draws})", "e.g. 32")
         limits.check("DRAWS", draws, None, "--draws")
     ctx = build_context(sc, path)
-    plan = run(ctx, verify=not no_verify, sim_requests=sim_requests, timings=timings)
+    plan = run(
+        ctx,
+        verify=not no_verify,
+        sim_requests=sim_requests,
+        timings=timings,
+        replay_worker=True,  # the replays beside the planning, on a second core
+    )
     q = robust if robust is not None else sc.search.robust
     if q is not None and not 0 < q < 1:
         raise InputError(None, "--robust", f"must be a share in (0, 1) (got {q:g})", "e.g. 0.9")

@@ -250,16 +250,20 @@ _DEADLINE: ContextVar[Deadline | None] = ContextVar("pdd_plan_deadline", default
 
 
 @contextlib.contextmanager
-def deadline(seconds: float, file: str | None, what: str) -> Iterator[Deadline]:
-    """Within the block, `solver_seconds` and `check_deadline` hold the search to `seconds`.
-    Inside another deadline block the outer one stands (one architecture's planning, its
-    verification rounds included, shares one limit). A context variable, so thread-pool sweep
-    points each keep their own."""
+def deadline(
+    seconds: float, file: str | None, what: str, started: float | None = None
+) -> Iterator[Deadline]:
+    """Within the block, `solver_seconds` and `check_deadline` hold the search to `seconds`
+    from `started` (a `time.monotonic()` value; default now: a search resumed in steps passes
+    its first step's). Inside another deadline block the outer one stands (one architecture's
+    planning, its verification rounds included, shares one limit). A context variable, so
+    thread-pool sweep points each keep their own."""
     outer = _DEADLINE.get()
     if outer is not None:
         yield outer
         return
-    d = Deadline(float(seconds), time.monotonic() + float(seconds), file, what)
+    t0 = time.monotonic() if started is None else started
+    d = Deadline(float(seconds), t0 + float(seconds), file, what)
     token = _DEADLINE.set(d)
     try:
         yield d

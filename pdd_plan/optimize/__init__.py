@@ -13,7 +13,7 @@ from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.objectives import dinkelbach, solve_architecture
 from pdd_plan.optimize.search.owned import OwnedPrices
 from pdd_plan.optimize.solved import SolverResult
-from pdd_plan.optimize.verify import check_size, verified
+from pdd_plan.optimize.verify import check_size, verified_all
 from pdd_plan.workload import periods
 from pdd_plan.workload.classes import build_classes
 
@@ -24,13 +24,15 @@ def optimize(
     sim_requests: int = 20_000,
     max_rounds: int = 4,
     timings: bool = False,
+    replay_worker: bool = False,
 ) -> Plan:
     """Plan every architecture the scenario lists.
 
     With `verify`, each plan is replayed by the simulator and re-solved with tightened caps
     while its simulated percentiles miss the SLA; the plan keeps analytic and simulated figures.
     An architecture with no plan is reported with its reasons; InfeasibleError only when none
-    has one.
+    has one. With `replay_worker` the replays run in a forked child process beside the
+    planning (`sim.worker`; the same plans, sooner on two cores).
     """
     sc = ctx.scenario
     pb, replay = problem_of(ctx), ctx.replay_setup
@@ -49,16 +51,30 @@ def optimize(
     plans: dict[str, ArchitecturePlan] = {}
     raw: dict[str, SolverResult] = {}
     infeasible: dict[str, Infeasible] = {}
+    checked = (
+        verified_all(
+            pb,
+            replay,
+            list(sc.architectures),
+            cls,
+            fixed_rate,
+            sim_requests,
+            max_rounds,
+            fork=replay_worker,
+        )
+        if verify
+        else {}
+    )
     for a in sc.architectures:
         # search.time_limit_s holds for one architecture's planning, verification rounds included
         deadline = limits.deadline(sc.search.time_limit_s, ctx.file, f"planning {a}")
         try:
+            if verify:
+                if isinstance(checked[a], InfeasibleError):
+                    raise checked[a]
+                raw[a], plans[a] = checked[a]
+                continue
             with deadline:
-                if verify:
-                    raw[a], plans[a] = verified(
-                        pb, replay, a, cls, fixed_rate, sim_requests, max_rounds
-                    )
-                    continue
                 raw[a] = solve_architecture(
                     pb, a, cls, fixed_rate, Caps(decode=sc.search.decode_utilization)
                 )

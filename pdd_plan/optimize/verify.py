@@ -3,6 +3,8 @@ cap on its bottleneck while the replay misses the SLA; a plan that still misses 
 
 from __future__ import annotations
 
+from collections.abc import Generator
+
 from pdd_plan.common import limits
 from pdd_plan.common.errors import InfeasibleError
 from pdd_plan.inputs.pieces import ReplaySetup
@@ -27,23 +29,23 @@ SIM_KEYS = (
 )
 
 
-def verified(
+def verification(
     pb: Problem,
-    replay: ReplaySetup,
     a: str,
     classes: RequestClasses,
     rate: float | None,
     n_requests: int,
     rounds: int,
-) -> tuple[SolverResult, ArchitecturePlan]:
+) -> Generator[ArchitecturePlan, dict, tuple[SolverResult, ArchitecturePlan]]:
     """Solve, replay the plan in the simulator, and while the simulated SLA fails cap the
     bottleneck 10% below the utilization the plan ran it at and re-solve (at most `rounds`
     times). A plan whose replay still misses the SLA then, or whose re-solve under the tighter
     cap finds no plan, does not meet the scenario: InfeasibleError with a `replay_sla` reason
-    carrying the replay's figures, so no comparison or ranking can pick it."""
+    carrying the replay's figures, so no comparison or ranking can pick it.
 
-    from pdd_plan.sim.run import verify  # the simulator loads only when a plan is replayed
-
+    A generator, so that the replays can run elsewhere while other plans are solved: it yields
+    each plan to replay and is sent the replay's `sim.run.verify` figures; it returns the
+    solver's result and the plan with its simulated figures (`verified_all` drives it)."""
     caps = Caps(decode=pb.search.decode_utilization)
     history: list[dict] = []
     kept = None
@@ -57,7 +59,7 @@ def verified(
             break
         check_size(pb.file, a, raw)
         summary = optimize_summary.summarize(raw, classes, raw.rate, pb.sites.prefill)
-        v = verify(replay, summary, a, n_requests, replay.seed)
+        v = yield summary
         kept = (raw, summary, v)
         history.append(
             {
@@ -84,6 +86,63 @@ def verified(
         }
     )
     return raw, summary.model_copy(update={"simulated": Simulated.model_validate(sim)})
+
+
+Outcome = tuple[SolverResult, ArchitecturePlan] | InfeasibleError
+
+
+def verified_all(
+    pb: Problem,
+    replay: ReplaySetup,
+    architectures: list[str],
+    classes: RequestClasses,
+    rate: float | None,
+    n_requests: int,
+    rounds: int,
+    fork: bool = False,
+) -> dict[str, Outcome]:
+    """:func:`verification` of every architecture, each plan's replay handed to
+    `sim.worker.replays` as soon as it is solved: with `fork`, a child process loads the
+    kernels and replays while the next architectures are solved here. Every architecture's
+    first solve runs before any replay's result is awaited; after that each is taken up in
+    turn, as driving them one after another would, so the outcomes and the first error
+    raised (other than InfeasibleError, which is an outcome) are the same as theirs. An
+    architecture's `search.time_limit_s` runs from its first solve."""
+    from pdd_plan.sim.worker import replays  # the simulator loads only when a plan is replayed
+
+    def deadline(a: str, started: float | None = None):
+        what = f"planning {a}"
+        return limits.deadline(pb.search.time_limit_s, pb.file, what, started)
+
+    out: dict[str, Outcome] = {}
+    steps, tickets, started, failed = {}, {}, {}, {}
+    sim = replays(replay, n_requests, replay.seed, fork)
+    try:
+        for a in architectures:
+            with deadline(a) as d:
+                started[a] = d.end - d.seconds
+                steps[a] = verification(pb, a, classes, rate, n_requests, rounds)
+                try:
+                    tickets[a] = sim.submit(next(steps[a]), a)
+                except Exception as e:  # raised in its turn, below
+                    failed[a] = e
+        for a in architectures:
+            try:
+                if a in failed:
+                    raise failed[a]
+                while True:
+                    v = sim.result(tickets[a])
+                    with deadline(a, started[a]):
+                        try:
+                            tickets[a] = sim.submit(steps[a].send(v), a)
+                        except StopIteration as done:
+                            out[a] = done.value
+                            break
+            except InfeasibleError as e:
+                out[a] = e
+    finally:
+        sim.close()
+    return out
 
 
 def check_size(file: str, a: str, p: SolverResult) -> None:

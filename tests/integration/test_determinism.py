@@ -58,3 +58,32 @@ def test_timings_only_on_request():
     plan = json.loads(_run_in_process("--format", "json", "--no-verify", "--timings"))
     for p in plan["plans"].values():
         assert p["solver"]["seconds"] >= 0.0
+
+
+def test_replays_in_a_forked_child_give_the_same_plan(monkeypatch):
+    """The CLI replays in a child process beside the planning (`sim.worker`); the plan is the
+    one the replays run here give, byte for byte (a test worker has threads, so the fork is
+    forced past `can_fork`'s refusal)."""
+    import warnings
+
+    from pdd_plan.inputs import profiles
+    from pdd_plan.inputs.context import build_context, load_scenario
+    from pdd_plan.optimize import optimize
+    from pdd_plan.sim import worker
+
+    path = profiles.scenario_path(None)
+    here = optimize(build_context(load_scenario(path), path)).to_text("yaml")
+    monkeypatch.setattr(worker, "can_fork", lambda: True)
+    forks = []
+    real = worker.Forked.__init__
+
+    def counted(self, *a):
+        real(self, *a)
+        forks.append(self.pid)
+
+    monkeypatch.setattr(worker.Forked, "__init__", counted)
+    with warnings.catch_warnings():  # fork with execnet's thread alive
+        warnings.simplefilter("ignore", DeprecationWarning)
+        there = optimize(build_context(load_scenario(path), path), replay_worker=True)
+    assert len(forks) == 1 and forks[0] > 0
+    _same(here, there.to_text("yaml"), "plan with the replays in a child")

@@ -1,0 +1,113 @@
+"""The replay worker (`sim.worker`): a forked child answers what an inline replay would, in
+the order asked; a child that is gone or fails hands its replays back to the parent, which
+then raises the parent's own error; forking is refused where it is unsafe."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import warnings
+
+import pytest
+
+from pdd_plan.common.errors import InputError
+from pdd_plan.sim import worker
+
+pytestmark = pytest.mark.unit
+
+
+def _fake_verify(rs, plan, architecture, n, seed):
+    """Which process replayed what: the child's answers carry its pid, the parent's its own."""
+    if plan == "bad":
+        raise InputError("scenario.yaml", "sla.tpot_ms", "must be > 0", "e.g. 60")
+    if plan == "slow":
+        time.sleep(30)
+    return {"plan": plan, "architecture": architecture, "n": n, "seed": seed, "pid": os.getpid()}
+
+
+@pytest.fixture
+def forked(monkeypatch):
+    monkeypatch.setattr(worker, "_verify", _fake_verify)  # before the fork: the child has it too
+    made = []
+
+    def make():
+        with warnings.catch_warnings():  # a test worker has threads of its own (execnet's)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            w = worker.Forked(None, 500, 7)
+        made.append(w)
+        return w
+
+    yield make
+    for w in made:
+        w.close()
+
+
+def test_forked_answers_in_the_child_in_any_order(forked):
+    w = forked()
+    t = [w.submit(f"plan{i}", a) for i, a in enumerate(["pdd", "cdc_pd", "idc_pd"])]
+    last, first = w.result(t[2]), w.result(t[0])  # out of order: the earlier ones are kept
+    assert (first["plan"], first["architecture"]) == ("plan0", "pdd")
+    assert (last["plan"], last["architecture"], last["n"], last["seed"]) == (
+        "plan2",
+        "idc_pd",
+        500,
+        7,
+    )
+    assert {first["pid"], last["pid"], w.result(t[1])["pid"]} == {w.pid} != {os.getpid()}
+
+
+def test_inline_answers_here():
+    ok = worker.Inline(None, 500, 7)
+    old, worker._verify = worker._verify, _fake_verify
+    try:
+        r = ok.result(ok.submit("p", "pdd"))
+    finally:
+        worker._verify = old
+    assert (r["plan"], r["pid"]) == ("p", os.getpid())
+
+
+def test_a_failed_replay_raises_the_parents_own_error(forked):
+    w = forked()
+    bad, good = w.submit("bad", "pdd"), w.submit("p", "cdc_pd")
+    with pytest.raises(InputError, match="sla.tpot_ms"):
+        w.result(bad)
+    assert w.result(good)["pid"] == w.pid  # the child goes on after a failed replay
+
+
+def test_a_child_that_is_gone_hands_its_replays_back(forked):
+    w = forked()
+    assert w.result(w.submit("p", "pdd"))["pid"] == w.pid
+    os.kill(w.pid, 9)
+    os.waitpid(w.pid, 0)
+    w.pid = 0  # reaped here
+    r = w.result(w.submit("q", "cdc_pd"))
+    assert (r["plan"], r["pid"]) == ("q", os.getpid())
+
+
+def test_close_kills_a_child_still_replaying(forked):
+    w = forked()
+    w.submit("slow", "pdd")
+    time.sleep(0.2)  # the child is inside its 30 s replay
+    t0 = time.monotonic()
+    w.close()
+    assert time.monotonic() - t0 < 5 and w.pid == 0
+
+
+def test_no_fork_from_a_process_with_another_thread(monkeypatch):
+    monkeypatch.setattr(worker.os, "sched_getaffinity", lambda _: {0, 1}, raising=False)
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait)
+    t.start()
+    try:
+        assert not worker.can_fork()
+        assert isinstance(worker.replays(None, 100, 1, fork=True), worker.Inline)
+    finally:
+        stop.set()
+        t.join()
+
+
+def test_no_fork_on_one_core(monkeypatch):
+    monkeypatch.setattr(worker.os, "sched_getaffinity", lambda _: {0}, raising=False)
+    assert not worker.can_fork()
+    assert isinstance(worker.replays(None, 100, 1, fork=False), worker.Inline)
