@@ -27,7 +27,7 @@ from pdd_plan.inputs import profiles
 from pdd_plan.inputs.context import build_context
 from pdd_plan.inputs.schema import Scenario
 from pdd_plan.optimize import optimize
-from pdd_plan.sim import run
+from pdd_plan.sim.run import run
 from pdd_plan.workload.distributions import mean
 
 SHAPES = {

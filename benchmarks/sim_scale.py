@@ -26,7 +26,7 @@ import time
 from pdd_plan.inputs import profiles
 from pdd_plan.inputs.context import build_context, load_scenario
 from pdd_plan.optimize import optimize
-from pdd_plan.sim import run
+from pdd_plan.sim.run import run
 
 
 def _maxrss_mib() -> float:

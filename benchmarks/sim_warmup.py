@@ -31,7 +31,7 @@ from pdd_plan.inputs.context import build_context
 from pdd_plan.inputs.schema import Scenario
 from pdd_plan.inputs.schema.io import read_yaml
 from pdd_plan.optimize import optimize
-from pdd_plan.sim import run
+from pdd_plan.sim.run import run
 from pdd_plan.sim.warmup import BATCH, mser, truncate
 
 W = 20_000

@@ -82,6 +82,39 @@ def optimize(
     ),
 ) -> None:
     """Size prefill / relay-decode / main-decode pools and the line; compare with CDC-PD and IDC-PD."""
+    # the replays' child starts first, so numba loads on the second core while this process
+    # reads the scenario and plans (a light module: nothing heavy is imported with it)
+    from pdd_plan.sim.worker import started
+
+    with started(not no_verify) as replayer:
+        _optimize(
+            scenario,
+            format,
+            out,
+            no_verify,
+            sim_requests,
+            timings,
+            draws,
+            robust,
+            confirm,
+            replan,
+            replayer,
+        )
+
+
+def _optimize(
+    scenario,
+    format,
+    out,
+    no_verify,
+    sim_requests,
+    timings,
+    draws,
+    robust,
+    confirm,
+    replan,
+    replayer,
+) -> None:
     with loading():
         from pdd_plan.inputs.context import build_context, load_scenario
         from pdd_plan.optimize import optimize as run
@@ -109,7 +142,7 @@ def optimize(
         verify=not no_verify,
         sim_requests=sim_requests,
         timings=timings,
-        replay_worker=True,  # the replays beside the planning, on a second core
+        replay_worker=replayer,
     )
     q = robust if robust is not None else sc.search.robust
     if q is not None and not 0 < q < 1:

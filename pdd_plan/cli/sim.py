@@ -158,7 +158,7 @@ def simulate_cmd(
     """Replay the workload (or --trace) on a plan: TTFT/TPOT/KV-transfer percentiles, line use,
     path shares and SLA goodput, measured request by request."""
     with loading():
-        from pdd_plan.sim import run
+        from pdd_plan.sim.run import run
         from pdd_plan.sim.setup import spec
 
     fmt = check_format(format)

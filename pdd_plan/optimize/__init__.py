@@ -14,6 +14,7 @@ from pdd_plan.optimize.search.objectives import dinkelbach, solve_architecture
 from pdd_plan.optimize.search.owned import OwnedPrices
 from pdd_plan.optimize.solved import SolverResult
 from pdd_plan.optimize.verify import check_size, verified_all
+from pdd_plan.sim.worker import Forked
 from pdd_plan.workload import periods
 from pdd_plan.workload.classes import build_classes
 
@@ -24,15 +25,15 @@ def optimize(
     sim_requests: int = 20_000,
     max_rounds: int = 4,
     timings: bool = False,
-    replay_worker: bool = False,
+    replay_worker: bool | Forked | None = False,
 ) -> Plan:
     """Plan every architecture the scenario lists.
 
     With `verify`, each plan is replayed by the simulator and re-solved with tightened caps
     while its simulated percentiles miss the SLA; the plan keeps analytic and simulated figures.
     An architecture with no plan is reported with its reasons; InfeasibleError only when none
-    has one. With `replay_worker` the replays run in a forked child process beside the
-    planning (`sim.worker`; the same plans, sooner on two cores).
+    has one. With `replay_worker` (True, or a child `sim.worker.started` earlier) the replays
+    run in a forked child process beside the planning (the same plans, sooner on two cores).
     """
     sc = ctx.scenario
     pb, replay = problem_of(ctx), ctx.replay_setup

@@ -14,6 +14,7 @@ from pdd_plan.optimize.problem import Problem
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.objectives import solve_architecture
 from pdd_plan.optimize.solved import SolverResult
+from pdd_plan.sim.worker import Forked, replays
 from pdd_plan.workload.requests import RequestClasses
 
 SIM_KEYS = (
@@ -99,16 +100,16 @@ def verified_all(
     rate: float | None,
     n_requests: int,
     rounds: int,
-    fork: bool = False,
+    fork: bool | Forked | None = False,
 ) -> dict[str, Outcome]:
     """:func:`verification` of every architecture, each plan's replay handed to
-    `sim.worker.replays` as soon as it is solved: with `fork`, a child process loads the
-    kernels and replays while the next architectures are solved here. Every architecture's
+    `sim.worker.replays` as soon as it is solved: with `fork` (True, or a child started
+    earlier), a child process loads the kernels and replays while the next architectures are
+    solved here. Every architecture's
     first solve runs before any replay's result is awaited; after that each is taken up in
     turn, as driving them one after another would, so the outcomes and the first error
     raised (other than InfeasibleError, which is an outcome) are the same as theirs. An
     architecture's `search.time_limit_s` runs from its first solve."""
-    from pdd_plan.sim.worker import replays  # the simulator loads only when a plan is replayed
 
     def deadline(a: str, started: float | None = None):
         what = f"planning {a}"

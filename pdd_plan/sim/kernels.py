@@ -21,3 +21,15 @@ def load() -> ModuleType:
         from pdd_plan.sim import queue_kernel  # numba: loaded when a replay runs, not on import
         from pdd_plan.sim.decode import kernel  # noqa: F401  (the decode loop: as above)
     return queue_kernel
+
+
+def warm() -> None:
+    """`load`, then the entry kernels' compiled code a replay's first calls would load (the
+    prefill queue's, the line's and the decode loop's, ~25 ms): for a process that loads ahead
+    while another plans (`sim.worker`)."""
+    queue_kernel = load()
+    from pdd_plan.sim.decode import kernel  # (loaded by `load` above: here for its names)
+
+    for entry in (queue_kernel.least_loaded, queue_kernel.line_events):
+        queue_kernel.ready(entry)
+    kernel.ready(kernel.run_events)

@@ -6,13 +6,17 @@ child only saves the wall time of numba's loading and of the replays on a second
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
-from multiprocessing.connection import Connection
-from typing import Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
-from pdd_plan.inputs.pieces import ReplaySetup
+if TYPE_CHECKING:  # hints only: the CLI imports this module before anything heavy
+    from multiprocessing.connection import Connection
+
+    from pdd_plan.inputs.pieces import ReplaySetup
 
 
 def _verify(rs: ReplaySetup, plan: Any, architecture: str, n: int, seed: int) -> dict:
@@ -42,20 +46,20 @@ class Inline:
         self._jobs.clear()
 
 
-def _serve(conn: Connection, rs: ReplaySetup, n: int, seed: int) -> None:
-    """The child: load the kernels at once (the parent is planning meanwhile), then replay each
-    (ticket, plan, architecture) received, in order, until the parent closes its end."""
-    from pdd_plan.sim import kernels  # numba: loaded here, in the child, not in the parent
+def _serve(conn: Connection) -> None:
+    """The child: load the kernels and the simulator at once (the parent is reading the
+    scenario and planning meanwhile), then replay each (ticket, setup, plan, architecture, n,
+    seed) received, in order, until the parent closes its end."""
+    # numba and the simulator: loaded in the child (not the parent), ready before the first plan
+    from pdd_plan.sim import kernels, run  # noqa: F401
 
-    kernels.load()
+    kernels.warm()
     while True:
         try:
             job = conn.recv()
         except EOFError:
             return
-        if job is None:
-            return
-        ticket, plan, architecture = job
+        ticket, rs, plan, architecture, n, seed = job
         try:
             out: tuple = (ticket, True, _verify(rs, plan, architecture, n, seed))
         except Exception:  # the parent replays it itself, so the error is its own, unpickled
@@ -64,16 +68,18 @@ def _serve(conn: Connection, rs: ReplaySetup, n: int, seed: int) -> None:
 
 
 class Forked:
-    """One child process, forked from this one, that replays the submitted plans in order. When
-    the child is gone (killed, out of memory) the replays it owed run here instead."""
+    """One child process, forked from this one, that replays the submitted plans in order. It
+    can be started before the scenario is read (`started`), so that it loads numba while this
+    process loads the rest; `bind` then gives it the replays' setup. When the child is gone
+    (killed, out of memory) or a replay fails there, that replay runs here instead."""
 
-    def __init__(self, rs: ReplaySetup, n_requests: int, seed: int) -> None:
+    def __init__(self) -> None:
         from multiprocessing import Pipe  # only where a child is forked
 
-        self.inline = Inline(rs, n_requests, seed)
+        self.inline: Inline | None = None
         self._sent: dict[int, tuple[Any, str]] = {}
         self._done: dict[int, tuple[bool, Any]] = {}
-        self._received: set[int] = set()
+        self.conn: Connection | None
         self.conn, child = Pipe()
         sys.stdout.flush()  # nothing buffered here is written twice
         sys.stderr.flush()
@@ -82,19 +88,25 @@ class Forked:
             code = 0
             try:
                 self.conn.close()
-                _serve(child, rs, n_requests, seed)
+                _serve(child)
             except BaseException:  # noqa: BLE001  (interrupted or broken pipe: the parent decides)
                 code = 1
             finally:
                 os._exit(code)
         child.close()
 
+    def bind(self, rs: ReplaySetup, n_requests: int, seed: int) -> Forked:
+        """The setup, replay length and seed of the replays to come."""
+        self.inline = Inline(rs, n_requests, seed)
+        return self
+
     def submit(self, plan: Any, architecture: str) -> int:
         ticket = len(self._sent)
         self._sent[ticket] = (plan, architecture)
         if self.conn is not None:
+            i = self.inline
             try:
-                self.conn.send((ticket, plan, architecture))
+                self.conn.send((ticket, i.rs, plan, architecture, i.n, i.seed))
             except OSError:
                 self._lost()
         return ticket
@@ -107,11 +119,11 @@ class Forked:
                 self._lost()
                 break
             self._done[got] = (ok, value)
-            self._received.add(got)
         ok, value = self._done.pop(ticket, (False, None))  # not there: the child is gone
         if not ok:  # the replay failed in the child: here it raises the same error
             plan, architecture = self._sent[ticket]
-            return _verify(self.inline.rs, plan, architecture, self.inline.n, self.inline.seed)
+            i = self.inline
+            return _verify(i.rs, plan, architecture, i.n, i.seed)
         return value
 
     def _lost(self) -> None:
@@ -120,26 +132,31 @@ class Forked:
             self.conn = None
 
     def close(self) -> None:
-        """An idle child is told to leave; one still replaying (an error cut the planning
-        short) is killed, since nobody will read what it owes."""
-        owed = len(self._sent) > len(self._received)
-        if self.conn is not None and not owed:
-            try:
-                self.conn.send(None)
-            except OSError:
-                owed = True
+        """The child holds nothing but what it owes: it is killed (idle, loading, or replaying
+        what an error left unread) and reaped."""
         self._lost()
         if self.pid:
-            if owed:
-                try:
-                    os.kill(self.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
             try:
                 os.waitpid(self.pid, 0)
             except ChildProcessError:
                 pass
             self.pid = 0
+
+
+@contextlib.contextmanager
+def started(fork: bool) -> Iterator[Forked | None]:
+    """A child started now, before the scenario is read, when `fork` and `can_fork()`; killed
+    at the block's end whether or not a replay used it."""
+    w = Forked() if fork and can_fork() else None
+    try:
+        yield w
+    finally:
+        if w is not None:
+            w.close()
 
 
 def can_fork() -> bool:
@@ -155,11 +172,16 @@ def can_fork() -> bool:
         return False
 
 
-def replays(rs: ReplaySetup, n_requests: int, seed: int, fork: bool) -> Inline | Forked:
-    """`Forked` when asked for and safe (`can_fork`), else `Inline`."""
-    if fork and can_fork():
-        return Forked(rs, n_requests, seed)
+def replays(
+    rs: ReplaySetup, n_requests: int, seed: int, fork: bool | Forked | None
+) -> Inline | Forked:
+    """A started child (`started`) bound to this setup; a new one when `fork` is True and
+    `can_fork()`; else `Inline`."""
+    if isinstance(fork, Forked):
+        return fork.bind(rs, n_requests, seed)
+    if fork is True and can_fork():
+        return Forked().bind(rs, n_requests, seed)
     return Inline(rs, n_requests, seed)
 
 
-__all__ = ["Inline", "Forked", "can_fork", "replays"]
+__all__ = ["Inline", "Forked", "can_fork", "replays", "started"]

@@ -13,8 +13,9 @@ import yaml
 from pdd_plan.inputs.context import build_context
 from pdd_plan.inputs.schema import Scenario
 from pdd_plan.optimize import optimize
-from pdd_plan.sim import sequential, setup, verify
+from pdd_plan.sim import sequential, setup
 from pdd_plan.sim.replay import simulate
+from pdd_plan.sim.run import verify
 
 pytestmark = pytest.mark.integration
 
