@@ -27,13 +27,14 @@ seconds much less). Cases (issue 24's targets):
 * first optimize without compile: the same with no install step and no bytecode written,
   which compiles the replay's kernels in the run (the truly cold case, kept in view).
 
-The side-by-side with AIConfigurator is not run here (a separate install; minutes per run).
-To rerun it by hand, in its own virtual environment:
+The side-by-side with AIConfigurator runs only when asked (a separate install; ~30-75 s a
+run, not in CI): install it in its own virtual environment and pass its executable,
 
-    python -m venv /tmp/aic && /tmp/aic/bin/pip install aiconfigurator   # 0.12.0 here
-    time /tmp/aic/bin/aiconfigurator cli default --model-path deepseek-ai/DeepSeek-V3 \\
-        --total-gpus 64 --system h200_sxm --save-dir /tmp/aic-out
-    time pdd-plan optimize          # the same shell, right after
+    python -m venv /tmp/aic && /tmp/aic/bin/pip install aiconfigurator==0.12.0
+    python -m benchmarks.speed --aic /tmp/aic/bin/aiconfigurator [--only "optimize plain"]
+
+which times its `cli default --model-path deepseek-ai/DeepSeek-V3 --total-gpus 64 --system
+h200_sxm` five times in the same run and prints its median over each optimize case's.
 
 (AIConfigurator 0.12's `cli default` sweeps aggregated and disaggregated serving of a model on
 a GPU count; the figure to compare is whole-process wall time, five runs each, medians.)
@@ -67,12 +68,23 @@ class Case:
     fresh: bool = False  # empty numba cache and bytecode each run
     install: bool = False  # fresh: `pdd-plan compile` first (timed apart: `install_times`)
     own_cpu: bool = True  # False: its workers are the forkserver's children, not counted
+    exe: list[str] | None = None  # another program (the side-by-side), not pdd-plan
     notes: str = ""
     times: list[float] = field(default_factory=list)
     cpus: list[float] = field(default_factory=list)
     loads: list[float] = field(default_factory=list)
     install_times: list[float] = field(default_factory=list)
     install_cpus: list[float] = field(default_factory=list)
+
+
+AIC = "AIConfigurator cli default"
+
+
+def _aic_case(aic: str, scratch: Path) -> Case:
+    """AIConfigurator 0.12's `cli default` (DeepSeek-V3 on 64 H200), the issue's comparison."""
+    args = ["cli", "default", "--model-path", "deepseek-ai/DeepSeek-V3", "--total-gpus", "64"]
+    args += ["--system", "h200_sxm", "--save-dir", str(scratch / "aic-out")]
+    return Case(AIC, args, exe=[aic], repeat=5, notes="the side-by-side, same run")
 
 
 def _cases(plan_file: str) -> list[Case]:
@@ -127,11 +139,13 @@ def _cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def _run(args: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """(wall, CPU) seconds of one process."""
+def _run(args: list[str], env: dict[str, str], exe: list[str] | None = None) -> tuple[float, float]:
+    """(wall, CPU) seconds of one process (pdd-plan's entry point, or `exe`)."""
+    if exe is not None:  # not pdd-plan: the environment as given, without the repo on its path
+        env = dict(os.environ)
     c, t = _cpu(), time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-c", ENTRY, *args],
+        [*(exe or [sys.executable, "-c", ENTRY]), *args],
         cwd=ROOT,
         env=env,
         stdout=subprocess.DEVNULL,
@@ -164,7 +178,7 @@ def measure(cases: list[Case], repeat: int, scratch: Path, log: Callable[[str], 
     for c in cases:
         n = min(repeat, c.repeat) if c.repeat else repeat
         if not c.fresh:  # untimed: bytecode and numba's cache in place, as after a first run
-            _run(c.args, _env(False, scratch))
+            _run(c.args, _env(False, scratch), c.exe)
         for _ in range(max(n, 1)):
             env = _env(c.fresh, scratch, bytecode=not c.fresh or c.install)
             if c.install:  # the install step, into the same empty folders
@@ -172,7 +186,7 @@ def measure(cases: list[Case], repeat: int, scratch: Path, log: Callable[[str], 
                 c.install_times.append(wall)
                 c.install_cpus.append(cpu)
             c.loads.append(os.getloadavg()[0])
-            wall, cpu = _run(c.args, env)
+            wall, cpu = _run(c.args, env, c.exe)
             c.times.append(wall)
             c.cpus.append(cpu)
         log(f"{c.name}: median {statistics.median(c.times):.2f} s ({len(c.times)} runs)")
@@ -198,7 +212,10 @@ def table(cases: list[Case]) -> str:
             target, met = f"<= 2x warm ({ratio:.1f}x)", "yes" if ratio <= 2 else "no"
             if not c.install:  # the cold case, shown beside the target's: no target of its own
                 target, met = f"({ratio:.1f}x warm)", ""
-        args = " ".join(a if "/" not in a else Path(a).name for a in c.args)
+        args = " ".join(
+            a if "/" not in a or a.startswith("deepseek") else Path(a).name for a in c.args
+        )
+        prog = "pdd-plan" if c.exe is None else Path(c.exe[0]).name
         loads = f"{min(c.loads):.1f}-{max(c.loads):.1f}"
         if c.install_times:
             rows.append(
@@ -207,11 +224,30 @@ def table(cases: list[Case]) -> str:
                 f"| {statistics.median(c.install_cpus):.2f} | {loads} | | |"
             )
         rows.append(
-            f"| {c.name} | `pdd-plan {args}` | {len(c.times)} | {med:.2f} | {min(c.times):.2f} "
+            f"| {c.name} | `{prog} {args}` | {len(c.times)} | {med:.2f} | {min(c.times):.2f} "
             f"| {f'{statistics.median(c.cpus):.2f}' if c.own_cpu else '-'} | {loads} | {target} "
             f"| {met} |"
         )
-    return "\n".join(rows) + "\n"
+    return "\n".join(rows) + "\n" + _side_by_side(cases)
+
+
+def _side_by_side(cases: list[Case]) -> str:
+    """AIConfigurator's median over each optimize case's, from the same run (target: 50x on
+    the plain verified plan)."""
+    aic = next((c for c in cases if c.name == AIC and c.times), None)
+    if aic is None:
+        return ""
+    med = statistics.median(aic.times)
+    out = [
+        f"{c.name}: {med / statistics.median(c.times):.1f}x"
+        for c in cases
+        if c.name.startswith(("optimize", "--no-verify")) and c.times
+    ]
+    return (
+        f"\nAIConfigurator's median {med:.2f} s over: "
+        + "; ".join(out)
+        + " (target: 50x on optimize plain).\n"
+    )
 
 
 def _plan_file(scratch: Path) -> str:
@@ -227,10 +263,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=5, help="runs per case (long cases: <= 3)")
     ap.add_argument("--only", default="", help="comma-separated case names")
     ap.add_argument("--out", type=Path, help="also write the Markdown table here")
+    ap.add_argument(
+        "--aic",
+        help="AIConfigurator's executable (see above): time its `cli default` in the same run",
+    )
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="pdd-speed-") as tmp:
         scratch = Path(tmp)
         cases = _cases(_plan_file(scratch))
+        if args.aic:
+            cases.append(_aic_case(args.aic, scratch))
         if args.only:
             keep = {s.strip() for s in args.only.split(",")}
             unknown = keep - {c.name for c in cases}
@@ -240,6 +282,7 @@ def main(argv: list[str] | None = None) -> int:
                 c
                 for c in cases
                 if c.name in keep
+                or c.name == AIC
                 or c.name == "optimize"
                 and any(k.startswith("first") for k in keep)
             ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import typer
@@ -82,11 +83,7 @@ def optimize(
     ),
 ) -> None:
     """Size prefill / relay-decode / main-decode pools and the line; compare with CDC-PD and IDC-PD."""
-    # the replays' child starts first, so numba loads on the second core while this process
-    # reads the scenario and plans (a light module: nothing heavy is imported with it)
-    from pdd_plan.sim.worker import started
-
-    with started(not no_verify) as replayer:
+    with _replayer(not no_verify) as replayer:
         _optimize(
             scenario,
             format,
@@ -100,6 +97,16 @@ def optimize(
             replan,
             replayer,
         )
+
+
+def _replayer(verify: bool) -> contextlib.AbstractContextManager:
+    """The replays' child, started first, so that numba loads on the second core while this
+    process reads the scenario and plans; none without verification."""
+    if not verify:
+        return contextlib.nullcontext()
+    from pdd_plan.sim.worker import started  # a light module, and only where a plan replays
+
+    return started(True)
 
 
 def _optimize(

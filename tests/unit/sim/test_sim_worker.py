@@ -34,7 +34,7 @@ def forked(monkeypatch):
     def make():
         with warnings.catch_warnings():  # a test worker has threads of its own (execnet's)
             warnings.simplefilter("ignore", DeprecationWarning)
-            w = worker.Forked(None, 500, 7)
+            w = worker.Forked().bind(None, 500, 7)  # started first, bound later, as the CLI
         made.append(w)
         return w
 
@@ -111,3 +111,17 @@ def test_no_fork_on_one_core(monkeypatch):
     monkeypatch.setattr(worker.os, "sched_getaffinity", lambda _: {0}, raising=False)
     assert not worker.can_fork()
     assert isinstance(worker.replays(None, 100, 1, fork=False), worker.Inline)
+
+
+def test_started_child_is_reaped_at_the_blocks_end(monkeypatch):
+    monkeypatch.setattr(worker, "can_fork", lambda: True)
+    with worker.started(False) as none:
+        assert none is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        with worker.started(True) as w:
+            pid = w.pid
+            assert pid > 0
+    assert w.pid == 0
+    with pytest.raises(ChildProcessError):  # reaped: no such child left
+        os.waitpid(pid, os.WNOHANG)
