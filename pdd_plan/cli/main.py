@@ -84,19 +84,7 @@ def optimize(
 ) -> None:
     """Size prefill / relay-decode / main-decode pools and the line; compare with CDC-PD and IDC-PD."""
     with _replayer(not no_verify) as replayer:
-        _optimize(
-            scenario,
-            format,
-            out,
-            no_verify,
-            sim_requests,
-            timings,
-            draws,
-            robust,
-            confirm,
-            replan,
-            replayer,
-        )
+        _optimize_body(locals(), replayer)
 
 
 def _replayer(verify: bool) -> contextlib.AbstractContextManager:
@@ -109,19 +97,11 @@ def _replayer(verify: bool) -> contextlib.AbstractContextManager:
     return started(True)
 
 
-def _optimize(
-    scenario,
-    format,
-    out,
-    no_verify,
-    sim_requests,
-    timings,
-    draws,
-    robust,
-    confirm,
-    replan,
-    replayer,
-) -> None:
+def _optimize_body(args: dict, replayer) -> None:
+    """The optimize command's work, with its options as `args` (the command's own locals)."""
+    scenario, format, out = args["scenario"], args["format"], args["out"]
+    no_verify, sim_requests, timings = args["no_verify"], args["sim_requests"], args["timings"]
+    draws, robust, confirm, replan = args["draws"], args["robust"], args["confirm"], args["replan"]
     with loading():
         from pdd_plan.inputs.context import build_context, load_scenario
         from pdd_plan.optimize import optimize as run

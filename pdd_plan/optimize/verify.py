@@ -105,11 +105,10 @@ def verified_all(
     """:func:`verification` of every architecture, each plan's replay handed to
     `sim.worker.replays` as soon as it is solved: with `fork` (True, or a child started
     earlier), a child process loads the kernels and replays while the next architectures are
-    solved here. Every architecture's
-    first solve runs before any replay's result is awaited; after that each is taken up in
-    turn, as driving them one after another would, so the outcomes and the first error
-    raised (other than InfeasibleError, which is an outcome) are the same as theirs. An
-    architecture's `search.time_limit_s` runs from its first solve."""
+    solved here. Every architecture's first solve runs before any replay's result is awaited;
+    after that each is taken up in turn, as driving them one after another would, so the
+    outcomes and the first error raised (other than InfeasibleError, which is an outcome) are
+    the same as theirs. An architecture's `search.time_limit_s` runs from its first solve."""
 
     def deadline(a: str, started: float | None = None):
         what = f"planning {a}"
