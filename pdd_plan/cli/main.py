@@ -84,7 +84,62 @@ def optimize(
 ) -> None:
     """Size prefill / relay-decode / main-decode pools and the line; compare with CDC-PD and IDC-PD."""
     with _replayer(not no_verify) as replayer:
-        _optimize_body(locals(), replayer)
+        with loading():
+            from pdd_plan.inputs.context import build_context, load_scenario
+            from pdd_plan.optimize import optimize as run
+
+        fmt = check_format(format)
+        path = _scenario_path(scenario)
+        sc = load_scenario(path)
+        if out is not None:
+            check_output(out, "--out")  # not over the scenario, a folder or a device: before work
+        if sim_requests < 100:
+            raise InputError(
+                None,
+                "--sim-requests",
+                f"must be >= 100 (got {sim_requests})",
+                "use a few thousand or more",
+            )
+        limits.check("REQUESTS", sim_requests, None, "--sim-requests")
+        if draws is not None:
+            if draws == 1 or draws < 0:
+                raise InputError(None, "--draws", f"must be 0 or >= 2 (got {draws})", "e.g. 32")
+            limits.check("DRAWS", draws, None, "--draws")
+        ctx = build_context(sc, path)
+        plan = run(
+            ctx,
+            verify=not no_verify,
+            sim_requests=sim_requests,
+            timings=timings,
+            replay_worker=replayer,
+        )
+        q = robust if robust is not None else sc.search.robust
+        if q is not None and not 0 < q < 1:
+            raise InputError(None, "--robust", f"must be a share in (0, 1) (got {q:g})", "e.g. 0.9")
+        if confirm < 0:
+            raise InputError(None, "--confirm", f"must be >= 0 (got {confirm})", "e.g. 4")
+        limits.check("DRAWS", confirm, None, "--confirm")
+        # on by default for a plan at one rate (a day's plan has no single fleet to draw on)
+        wanted = draws != 0 and (draws is not None or plan.day is None)
+        if wanted or q is not None or confirm or replan:
+            from pdd_plan.uncertainty import Options, plan_under_uncertainty
+
+            opt = Options(
+                draws=draws or None,
+                robust=q,
+                confirm=confirm,
+                sim_requests=sim_requests,
+                replan=replan,
+            )
+            plan = plan_under_uncertainty(ctx, plan, opt)
+        if out is not None:
+            write_atomic(out, plan.to_text("yaml"))
+        if fmt == "table":
+            from pdd_plan.report.table import render_plan
+
+            render_plan(plan, console())
+        else:
+            echo(plan.to_text(fmt))
 
 
 def _replayer(verify: bool) -> contextlib.AbstractContextManager:
@@ -95,65 +150,6 @@ def _replayer(verify: bool) -> contextlib.AbstractContextManager:
     from pdd_plan.sim.worker import started  # a light module, and only where a plan replays
 
     return started(True)
-
-
-def _optimize_body(args: dict, replayer) -> None:
-    """The optimize command's work, with its options as `args` (the command's own locals)."""
-    scenario, format, out = args["scenario"], args["format"], args["out"]
-    no_verify, sim_requests, timings = args["no_verify"], args["sim_requests"], args["timings"]
-    draws, robust, confirm, replan = args["draws"], args["robust"], args["confirm"], args["replan"]
-    with loading():
-        from pdd_plan.inputs.context import build_context, load_scenario
-        from pdd_plan.optimize import optimize as run
-
-    fmt = check_format(format)
-    path = _scenario_path(scenario)
-    sc = load_scenario(path)
-    if out is not None:
-        check_output(out, "--out")  # not over the scenario, a folder or a device: before work
-    if sim_requests < 100:
-        raise InputError(
-            None,
-            "--sim-requests",
-            f"must be >= 100 (got {sim_requests})",
-            "use a few thousand or more",
-        )
-    limits.check("REQUESTS", sim_requests, None, "--sim-requests")
-    if draws is not None:
-        if draws == 1 or draws < 0:
-            raise InputError(None, "--draws", f"must be 0 or >= 2 (got {draws})", "e.g. 32")
-        limits.check("DRAWS", draws, None, "--draws")
-    ctx = build_context(sc, path)
-    plan = run(
-        ctx,
-        verify=not no_verify,
-        sim_requests=sim_requests,
-        timings=timings,
-        replay_worker=replayer,
-    )
-    q = robust if robust is not None else sc.search.robust
-    if q is not None and not 0 < q < 1:
-        raise InputError(None, "--robust", f"must be a share in (0, 1) (got {q:g})", "e.g. 0.9")
-    if confirm < 0:
-        raise InputError(None, "--confirm", f"must be >= 0 (got {confirm})", "e.g. 4")
-    limits.check("DRAWS", confirm, None, "--confirm")
-    # on by default for a plan at one rate (a day's plan has no single fleet to draw on)
-    wanted = draws != 0 and (draws is not None or plan.day is None)
-    if wanted or q is not None or confirm or replan:
-        from pdd_plan.uncertainty import Options, plan_under_uncertainty
-
-        opt = Options(
-            draws=draws or None, robust=q, confirm=confirm, sim_requests=sim_requests, replan=replan
-        )
-        plan = plan_under_uncertainty(ctx, plan, opt)
-    if out is not None:
-        write_atomic(out, plan.to_text("yaml"))
-    if fmt == "table":
-        from pdd_plan.report.table import render_plan
-
-        render_plan(plan, console())
-    else:
-        echo(plan.to_text(fmt))
 
 
 def _preflight(sc, file: str) -> None:

@@ -121,9 +121,7 @@ class Forked:
             self._done[got] = (ok, value)
         ok, value = self._done.pop(ticket, (False, None))  # not there: the child is gone
         if not ok:  # the replay failed in the child: here it raises the same error
-            plan, architecture = self._sent[ticket]
-            i = self.inline
-            return _verify(i.rs, plan, architecture, i.n, i.seed)
+            return self.inline.result(self.inline.submit(*self._sent[ticket]))
         return value
 
     def _lost(self) -> None:
