@@ -34,7 +34,10 @@ run, not in CI): install it in its own virtual environment and pass its executab
     python -m benchmarks.speed --aic /tmp/aic/bin/aiconfigurator [--only "optimize plain"]
 
 which times its `cli default --model-path deepseek-ai/DeepSeek-V3 --total-gpus 64 --system
-h200_sxm` five times in the same run and prints its median over each optimize case's.
+h200_sxm` five times in the same run and prints its median over each optimize case's. With
+`--interleave` the runs go in rounds (one AIConfigurator run, then one run of each warm case),
+so that a box whose speed drifts over minutes times both in the same minutes; it also prints
+each round's ratio.
 
 (AIConfigurator 0.12's `cli default` sweeps aggregated and disaggregated serving of a model on
 a GPU count; the figure to compare is whole-process wall time, five runs each, medians.)
@@ -192,7 +195,28 @@ def measure(cases: list[Case], repeat: int, scratch: Path, log: Callable[[str], 
         log(f"{c.name}: median {statistics.median(c.times):.2f} s ({len(c.times)} runs)")
 
 
-def table(cases: list[Case]) -> str:
+def measure_interleaved(
+    cases: list[Case], rounds: int, scratch: Path, log: Callable[[str], None]
+) -> None:
+    """`rounds` rounds of one AIConfigurator run then one run of each warm case: the box's
+    speed drifts over minutes (BENCHMARKS.md), so each case is timed in the same minutes as
+    the run it is compared with, not in a block before it."""
+    warm = [c for c in cases if not c.fresh]
+    _run(["compile"], _env(False, scratch))
+    for c in warm:  # untimed: bytecode and numba's cache in place, as after a first run
+        if c.exe is None:
+            _run(c.args, _env(False, scratch))
+    for i in range(rounds):
+        for c in sorted(warm, key=lambda c: c.name != AIC):  # AIConfigurator first
+            c.loads.append(os.getloadavg()[0])
+            wall, cpu = _run(c.args, _env(False, scratch), c.exe)
+            c.times.append(wall)
+            c.cpus.append(cpu)
+        log(f"round {i + 1}: " + ", ".join(f"{c.name} {c.times[-1]:.2f} s" for c in warm))
+
+
+def table(cases: list[Case], paired: bool = False) -> str:
+    """The Markdown table; `paired`: the runs were interleaved (each round's ratio too)."""
     warm = next((c for c in cases if c.name == "optimize" and c.times), None)
     rows = [
         "| case | command | runs | median s | fastest s | CPU s | load (1 min) | target | met |",
@@ -228,10 +252,10 @@ def table(cases: list[Case]) -> str:
             f"| {f'{statistics.median(c.cpus):.2f}' if c.own_cpu else '-'} | {loads} | {target} "
             f"| {met} |"
         )
-    return "\n".join(rows) + "\n" + _side_by_side(cases)
+    return "\n".join(rows) + "\n" + _side_by_side(cases, paired)
 
 
-def _side_by_side(cases: list[Case]) -> str:
+def _side_by_side(cases: list[Case], paired: bool = False) -> str:
     """AIConfigurator's median over each optimize case's, from the same run (target: 50x on
     the plain verified plan)."""
     aic = next((c for c in cases if c.name == AIC and c.times), None)
@@ -247,7 +271,19 @@ def _side_by_side(cases: list[Case]) -> str:
         f"\nAIConfigurator's median {med:.2f} s over: "
         + "; ".join(out)
         + " (target: 50x on optimize plain).\n"
+        + (_per_round(aic, cases) if paired else "")
     )
+
+
+def _per_round(aic: Case, cases: list[Case]) -> str:
+    """Each round's ratio to the plain verified plan (interleaved runs, as many as
+    AIConfigurator's)."""
+    plain = next((c for c in cases if c.name == "optimize plain"), None)
+    if plain is None or len(plain.times) != len(aic.times):
+        return ""
+    r = [a / p for a, p in zip(aic.times, plain.times)]
+    each = ", ".join(f"{x:.1f}x" for x in r)
+    return f"Per round (optimize plain): {each}; median {statistics.median(r):.1f}x.\n"
 
 
 def _plan_file(scratch: Path) -> str:
@@ -267,7 +303,14 @@ def main(argv: list[str] | None = None) -> int:
         "--aic",
         help="AIConfigurator's executable (see above): time its `cli default` in the same run",
     )
+    ap.add_argument(
+        "--interleave",
+        action="store_true",
+        help="with --aic: rounds of one AIConfigurator run then one run of each warm case",
+    )
     args = ap.parse_args(argv)
+    if args.interleave and not args.aic:
+        ap.error("--interleave compares with AIConfigurator: give --aic too")
     with tempfile.TemporaryDirectory(prefix="pdd-speed-") as tmp:
         scratch = Path(tmp)
         cases = _cases(_plan_file(scratch))
@@ -286,12 +329,16 @@ def main(argv: list[str] | None = None) -> int:
                 or c.name == "optimize"
                 and any(k.startswith("first") for k in keep)
             ]
-        measure(cases, args.repeat, scratch, lambda s: print(s, file=sys.stderr, flush=True))
+        log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
+        if args.interleave:
+            measure_interleaved(cases, args.repeat, scratch, log)
+        else:
+            measure(cases, args.repeat, scratch, log)
     head = (
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.python_version()}, "
         f"{os.cpu_count()} CPUs, {platform.machine()}\n\n"
     )
-    text = head + table(cases)
+    text = head + table(cases, paired=args.interleave)
     print(text, end="")
     if args.out is not None:
         args.out.write_text(text)

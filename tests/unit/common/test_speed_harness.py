@@ -45,3 +45,18 @@ def test_table_reports_medians_targets_and_the_first_run_ratio() -> None:
     assert rows["first optimize without compile"].endswith("| (10.0x warm) |  |")
     assert "| - |" in rows["regimes 10x10"] and rows["regimes 10x10"].endswith("| no |")
     assert "optimize --no-verify" not in rows  # cases without timings are left out
+
+
+def test_side_by_side_gives_each_rounds_ratio_when_interleaved(tmp_path) -> None:
+    aic = speed._aic_case("aiconfigurator", tmp_path)
+    plain = next(c for c in speed._cases("plan.yaml") if c.name == "optimize plain")
+    aic.times, aic.cpus, aic.loads = [40.0, 50.0, 45.0], [40.0, 50.0, 45.0], [1.0] * 3
+    plain.times, plain.cpus, plain.loads = [0.8, 1.0, 0.5], [1.0] * 3, [1.0] * 3
+    text = speed.table([plain, aic], paired=True)
+    # medians: 45.0 s over 0.8 s = 56.2x; per round 50.0x, 50.0x, 90.0x, median 50.0x
+    assert "optimize plain: 56.2x" in text
+    assert "Per round (optimize plain): 50.0x, 50.0x, 90.0x; median 50.0x." in text
+    # runs not taken in rounds, or a count that does not pair up: no per-round line
+    assert "Per round" not in speed.table([plain, aic])
+    plain.times = [0.8, 1.0]
+    assert "Per round" not in speed.table([plain, aic], paired=True)
