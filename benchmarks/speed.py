@@ -175,6 +175,14 @@ def _env(fresh: bool, scratch: Path, bytecode: bool = True) -> dict[str, str]:
     return env
 
 
+def _time_once(c: Case, env: dict) -> None:
+    """One timed run of `c`, with the load when it started."""
+    c.loads.append(os.getloadavg()[0])
+    wall, cpu = _run(c.args, env, c.exe)
+    c.times.append(wall)
+    c.cpus.append(cpu)
+
+
 def measure(cases: list[Case], repeat: int, scratch: Path, log: Callable[[str], None]) -> None:
     if any(not c.fresh for c in cases):  # untimed: the install step README gives, done once
         _run(["compile"], _env(False, scratch))
@@ -188,10 +196,7 @@ def measure(cases: list[Case], repeat: int, scratch: Path, log: Callable[[str], 
                 wall, cpu = _run(["compile"], env)
                 c.install_times.append(wall)
                 c.install_cpus.append(cpu)
-            c.loads.append(os.getloadavg()[0])
-            wall, cpu = _run(c.args, env, c.exe)
-            c.times.append(wall)
-            c.cpus.append(cpu)
+            _time_once(c, env)
         log(f"{c.name}: median {statistics.median(c.times):.2f} s ({len(c.times)} runs)")
 
 
@@ -201,17 +206,13 @@ def measure_interleaved(
     """`rounds` rounds of one AIConfigurator run then one run of each warm case: the box's
     speed drifts over minutes (BENCHMARKS.md), so each case is timed in the same minutes as
     the run it is compared with, not in a block before it."""
-    warm = [c for c in cases if not c.fresh]
+    warm = sorted((c for c in cases if not c.fresh), key=lambda c: c.name != AIC)
     _run(["compile"], _env(False, scratch))
-    for c in warm:  # untimed: bytecode and numba's cache in place, as after a first run
-        if c.exe is None:
-            _run(c.args, _env(False, scratch))
+    for c in warm:  # untimed, as measure(): caches in place, as after a first run
+        _run(c.args, _env(False, scratch), c.exe)
     for i in range(rounds):
-        for c in sorted(warm, key=lambda c: c.name != AIC):  # AIConfigurator first
-            c.loads.append(os.getloadavg()[0])
-            wall, cpu = _run(c.args, _env(False, scratch), c.exe)
-            c.times.append(wall)
-            c.cpus.append(cpu)
+        for c in warm:  # AIConfigurator first
+            _time_once(c, _env(False, scratch))
         log(f"round {i + 1}: " + ", ".join(f"{c.name} {c.times[-1]:.2f} s" for c in warm))
 
 
