@@ -68,7 +68,7 @@ SHIFT_BOUNDS = (-2.0, 1.0)  # log: MoE at e^-2 = 0.14x .. e = 2.7x of dense
 DEV_BOUNDS = (-2.0, 2.0)  # log: a GPU's deviation from the shared mean shift
 NF = len(FACTORS)  # factors per GPU
 # degrees of freedom of the Student-t prior of a GPU's factors about the GPUs' mean: heavy
-# tails, so that one GPU whose stack differs (MI300X's ROCm batch-1 step, 9 ms a pass) keeps
+# tails, so that one GPU whose stack differs (MI300X's ROCm batch-1 step, 34 ms a pass) keeps
 # its own factor instead of pulling the mean, and with it every GPU the rows pin down weakly
 # (the step overhead, which large-batch rows barely see); 4 is the usual weakly-informative
 # robust choice (Gelman et al., Bayesian Data Analysis, 3rd ed., ch. 17), not tuned

@@ -125,3 +125,51 @@ def test_started_child_is_reaped_at_the_blocks_end(monkeypatch):
     assert w.pid == 0
     with pytest.raises(ChildProcessError):  # reaped: no such child left
         os.waitpid(pid, os.WNOHANG)
+
+
+def _gone(pid: int) -> bool:
+    """Whether `pid` was reaped here (no such child left)."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False
+
+
+def test_a_child_forked_at_the_entry_point_is_the_one_started_takes(monkeypatch, forked):
+    monkeypatch.setattr(worker, "can_fork", lambda: True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        worker.start_early()
+        worker.start_early()  # one child at most
+    assert len(worker._EARLY) == 1
+    early = worker._EARLY[0]
+    with worker.started(True) as w:
+        assert w is early and not worker._EARLY  # taken, not forked again
+        w.bind(None, 500, 7)
+        assert w.result(w.submit("p", "pdd"))["pid"] == early.pid != os.getpid()
+        pid = w.pid
+    assert w.pid == 0 and _gone(pid)
+
+
+def test_an_early_child_no_command_takes_is_reaped(monkeypatch):
+    monkeypatch.setattr(worker, "can_fork", lambda: True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        worker.start_early()
+    pid = worker._EARLY[0].pid
+    worker.close_early()  # the entry point's finally: an error before `optimize` took it
+    assert not worker._EARLY and _gone(pid)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        worker.start_early()
+    pid = worker._EARLY[0].pid
+    with worker.started(False) as none:  # a command that does not replay closes it
+        assert none is None
+    assert not worker._EARLY and _gone(pid)
+
+
+def test_no_early_child_where_forking_is_refused(monkeypatch):
+    monkeypatch.setattr(worker, "can_fork", lambda: False)
+    worker.start_early()
+    assert not worker._EARLY
