@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 
 from pdd_plan.cli import common
 from pdd_plan.cli.main import app
@@ -20,30 +19,10 @@ HUGEPAGE_ENV = "NUMPY_MADVISE_HUGEPAGE"
 BLAS_THREADS_ENV = "OPENBLAS_NUM_THREADS"
 
 
-def wants_replays(args: list[str]) -> bool:
-    """Whether the command line is `optimize` with its verification replays: the first word
-    that is not an option is the command (the root's only option, --debug, takes no value),
-    and neither --no-verify nor a help flag is given."""
-    words = [a for a in args if not a.startswith("-")]
-    if not words or words[0] != "optimize":
-        return False
-    return not any(a in ("--no-verify", "--help", "-h") for a in args)
-
-
 def main() -> None:
     os.environ.setdefault(HUGEPAGE_ENV, "0")
     os.environ.setdefault(BLAS_THREADS_ENV, "1")
-    if not wants_replays(sys.argv[1:]):
-        app()
-        return
-    # the replays' child forked before typer parses, so that it loads numba meanwhile
-    from pdd_plan.sim import worker  # a light module (no numpy), only where a plan replays
-
-    worker.start_early()
-    try:
-        app()
-    finally:
-        worker.close_early()
+    app()
 
 
-__all__ = ["app", "main", "common", "wants_replays"]
+__all__ = ["app", "main", "common"]

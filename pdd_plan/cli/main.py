@@ -143,9 +143,8 @@ def optimize(
 
 
 def _replayer(verify: bool) -> contextlib.AbstractContextManager:
-    """The replays' child (forked by the entry point before parsing, or here, first), so that
-    numba loads on the second core while this process reads the scenario and plans; none
-    without verification."""
+    """The replays' child, started first, so that numba loads on the second core while this
+    process reads the scenario and plans; none without verification."""
     if not verify:
         return contextlib.nullcontext()
     from pdd_plan.sim.worker import started  # a light module, and only where a plan replays

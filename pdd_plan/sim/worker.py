@@ -1,8 +1,7 @@
 """Verification replays beside the planner: the same `sim.run.verify` calls, either in this
 process when their results are asked for (`Inline`) or in one forked child process that loads
 numba and the kernels while the parent plans, then replays each plan as it is handed over
-(`Forked`; the entry point forks it before the command line is parsed, `start_early`). A
-replay is a pure function of its inputs and seed, so both give the same bits; the
+(`Forked`). A replay is a pure function of its inputs and seed, so both give the same bits; the
 child only saves the wall time of numba's loading and of the replays on a second core."""
 
 from __future__ import annotations
@@ -146,34 +145,11 @@ class Forked:
             self.pid = 0
 
 
-# the child `start_early` forked at the entry point, until `started` takes it
-_EARLY: list[Forked] = []
-
-
-def start_early() -> None:
-    """Fork the child now, at the entry point, before the command line is parsed (typer's
-    parse and its imports take ~0.1 s, which the child then spends loading numba): `started`
-    takes it. Nothing where `can_fork()` refuses."""
-    if not _EARLY and can_fork():
-        _EARLY.append(Forked())
-
-
-def close_early() -> None:
-    """Kill and reap a child `start_early` forked that no command took (an error before it)."""
-    while _EARLY:
-        _EARLY.pop().close()
-
-
 @contextlib.contextmanager
 def started(fork: bool) -> Iterator[Forked | None]:
-    """The child `start_early` forked, else one started now (before the scenario is read),
-    when `fork` and `can_fork()`; killed at the block's end whether or not a replay used it."""
-    w = _EARLY.pop() if _EARLY else None
-    if w is not None and not fork:
-        w.close()
-        w = None
-    if w is None and fork and can_fork():
-        w = Forked()
+    """A child started now, before the scenario is read, when `fork` and `can_fork()`; killed
+    at the block's end whether or not a replay used it."""
+    w = Forked() if fork and can_fork() else None
     try:
         yield w
     finally:
@@ -206,4 +182,4 @@ def replays(
     return Inline(rs, n_requests, seed)
 
 
-__all__ = ["Inline", "Forked", "can_fork", "close_early", "replays", "start_early", "started"]
+__all__ = ["Inline", "Forked", "can_fork", "replays", "started"]

@@ -114,28 +114,3 @@ def test_a_verified_plan_replays_in_a_child_that_alone_loads_numba():
         "print(json.dumps({m: m in sys.modules for m in ('numba', 'pdd_plan.sim.worker')}))"
     )
     assert got == {"numba": False, "pdd_plan.sim.worker": True}
-
-
-def _at_parse(argv: list[str]) -> dict:
-    """In a fresh process running the entry point on `argv`: at the moment typer is handed
-    the command line, the early children waiting and whether the worker module is loaded."""
-    return _run(
-        "import json, sys\nimport pdd_plan.cli as cli\nreal, seen = cli.app, {}\n"
-        "def app():\n"
-        "    w = sys.modules.get('pdd_plan.sim.worker')\n"
-        "    seen.update(worker=w is not None, early=len(w._EARLY) if w else 0)\n"
-        "    real()\n"
-        f"cli.app = app\nsys.argv = ['pdd-plan', *{argv!r}]\n"
-        "try:\n    cli.main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
-        "print(json.dumps(seen))"
-    )
-
-
-def test_the_replays_child_forks_before_the_command_line_is_parsed():
-    if len(os.sched_getaffinity(0)) < 2:
-        pytest.skip("one core: the replays run in the process itself")
-    assert _at_parse(["optimize", "--draws", "0", "-f", "json"]) == {"worker": True, "early": 1}
-    assert _at_parse(["optimize", "--no-verify", "--draws", "0", "-f", "json"]) == {
-        "worker": False,
-        "early": 0,
-    }
