@@ -207,6 +207,9 @@ def measure_interleaved(
     speed drifts over minutes (BENCHMARKS.md), so each case is timed in the same minutes as
     the run it is compared with, not in a block before it."""
     warm = sorted((c for c in cases if not c.fresh), key=lambda c: c.name != AIC)
+    for c in cases:
+        if c.fresh:  # a fresh install per run does not fit a round: say so, not drop it unseen
+            log(f"{c.name}: not timed with --interleave (a fresh install each run)")
     _run(["compile"], _env(False, scratch))
     for c in warm:  # untimed, as measure(): caches in place, as after a first run
         _run(c.args, _env(False, scratch), c.exe)

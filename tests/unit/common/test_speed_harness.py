@@ -60,3 +60,22 @@ def test_side_by_side_gives_each_rounds_ratio_when_interleaved(tmp_path) -> None
     assert "Per round" not in speed.table([plain, aic])
     plain.times = [0.8, 1.0]
     assert "Per round" not in speed.table([plain, aic], paired=True)
+
+
+def test_interleave_says_which_cases_it_leaves_out(tmp_path, monkeypatch) -> None:
+    ran: list[list[str]] = []
+    monkeypatch.setattr(
+        speed, "_run", lambda args, env, exe=None: (ran.append(args), (1.0, 1.0))[1]
+    )
+    cases = [
+        c for c in speed._cases("plan.yaml") if c.name in ("--help", "first optimize after install")
+    ]
+    logs: list[str] = []
+    speed.measure_interleaved(cases, 2, tmp_path, logs.append)
+    assert (
+        logs[0]
+        == "first optimize after install: not timed with --interleave (a fresh install each run)"
+    )
+    help_case = next(c for c in cases if c.name == "--help")
+    assert help_case.times == [1.0, 1.0]  # two rounds, after one untimed warm run
+    assert ran.count(["--help"]) == 3 and ran[0] == ["compile"]
