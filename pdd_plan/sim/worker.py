@@ -51,9 +51,10 @@ def _serve(conn: Connection) -> None:
     scenario and planning meanwhile), then replay each (ticket, setup, plan, architecture, n,
     seed) received, in order, until the parent closes its end."""
     # numba and the simulator: loaded in the child (not the parent), ready before the first plan
-    from pdd_plan.sim import kernels, run  # noqa: F401
+    from pdd_plan.sim import kernels, run
 
     kernels.warm()
+    run.prepare()
     while True:
         try:
             job = conn.recv()

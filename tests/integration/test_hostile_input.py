@@ -91,7 +91,7 @@ def _set(path: str, value):
         ),
         # validate must refuse what optimize refuses
         (_set("objective", "goodput"), ("objective 'goodput' needs budget_per_hour",)),
-        # prices and lines bounded: 1.7e308 made PuLP see inf
+        # prices and lines bounded: 1.7e308 overflows to inf in the solver's rows
         (_set("prices", {"h100": 1.7e308}), ("prices.h100", "less than or equal")),
         (
             _set("link.candidates", [{"gbps": 1e308, "cost_per_month": 1}]),

@@ -114,3 +114,38 @@ def test_a_verified_plan_replays_in_a_child_that_alone_loads_numba():
         "print(json.dumps({m: m in sys.modules for m in ('numba', 'pdd_plan.sim.worker')}))"
     )
     assert got == {"numba": False, "pdd_plan.sim.worker": True}
+
+
+def test_a_prepared_replayer_builds_no_schema_in_its_first_replay(tmp_path):
+    # sim.worker's child: the setup and plan arrive pickled from the planner (no validation
+    # here), `run.prepare` runs while the parent plans, and the first replay then builds no
+    # pydantic validator or serializer of its own (each costs ms on the replays' tail)
+    job = tmp_path / "job.pkl"
+    _run(
+        "import json, pickle\n"
+        "from pdd_plan.inputs.context import build_context\n"
+        "from pdd_plan.inputs.schema.plan import load_plan\n"
+        "p = load_plan('tests/golden/pdd-paper.optimize.yaml')\n"
+        "ctx = build_context(p.inputs, 'tests/golden/pdd-paper.optimize.yaml')\n"
+        f"pickle.dump((ctx.replay_setup, p), open({str(job)!r}, 'wb'))\n"
+        "print(json.dumps({}))"
+    )
+    got = _run(
+        "import json, pickle\n"
+        "from pdd_plan.inputs.schema.common import Strict\n"
+        "from pdd_plan.sim import run\n"
+        f"rs, plan = pickle.load(open({str(job)!r}, 'rb'))\n"
+        "def built():\n"
+        "    out, todo = set(), list(Strict.__subclasses__())\n"
+        "    while todo:\n"
+        "        c = todo.pop()\n"
+        "        todo += c.__subclasses__()\n"
+        "        if c.__pydantic_complete__:\n"
+        "            out.add(c.__qualname__)\n"
+        "    return out\n"
+        "run.prepare()\n"
+        "before = built()\n"
+        "run.verify(rs, plan, 'pdd', 2000, 1)\n"
+        "print(json.dumps({'prepared': sorted(before), 'new': sorted(built() - before)}))"
+    )
+    assert got["new"] == [] and "GPUProfile" in got["prepared"], got

@@ -8,9 +8,8 @@ hours (objective.cost_expr).
 
 from __future__ import annotations
 
-import pulp
-
 from pdd_plan.optimize.milp.base import Model, lin, var
+from pdd_plan.optimize.milp.linear import Expr
 
 
 def define_elastic(m: Model) -> None:
@@ -50,6 +49,6 @@ def elastic_cost(m: Model, k: int):
     """$/hour point k's elastic instances cost while it lasts."""
     el = m.pts.elastic
     if el is None or not m.e[k]:
-        return pulp.LpAffineExpression()
+        return Expr()
     price = {c.key: float(el.cost_per_hour[i]) for i, c in enumerate(m.t.md + m.t.rld)}
     return lin((x, price[key]) for key, x in m.e[k].items())

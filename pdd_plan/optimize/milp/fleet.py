@@ -6,9 +6,8 @@ Every operating point runs on this fleet; what a point adds on top of it is in e
 
 from __future__ import annotations
 
-import pulp
-
 from pdd_plan.optimize.milp.base import Model, lin, var
+from pdd_plan.optimize.milp.linear import total
 
 
 def define_fleet(m: Model) -> None:
@@ -31,7 +30,7 @@ def base_cost_expr(m: Model):
     terms += [m.z[o] * ln.cost_per_hour for o, ln in enumerate(t.lines)]
     terms += m.owned_terms
     prefill = m.np_ * t.prefill_instance_cost if m.np_ is not None else t.prefill_cost_per_hour
-    return pulp.lpSum(terms) + prefill
+    return total(terms) + prefill
 
 
 def gpu_use(m: Model, dc: str, gpu: str):
@@ -74,12 +73,12 @@ def define_gpu_availability(m: Model) -> None:
         if m.np_ is not None and t.prefill_gpus and t.prefill_gpus[:2] == (dc, gpu):
             use.append(m.np_ * t.prefill_gpus[2])
         if use:
-            m.add(f"gpus_{dc}_{gpu}", pulp.lpSum(use) <= left)
+            m.add(f"gpus_{dc}_{gpu}", total(use) <= left)
 
 
 def define_line_choice(m: Model) -> None:
     """Exactly one line option, leased for every point."""
-    m.add("line_choice", pulp.lpSum(m.z.values()) == 1)
+    m.add("line_choice", total(m.z.values()) == 1)
 
 
 def line_index(m: Model, value) -> int:

@@ -13,9 +13,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pulp
 
 from pdd_plan.optimize.milp.base import Model, lin, var
+from pdd_plan.optimize.milp.linear import LE, Expr, Row, total
 from pdd_plan.optimize.tables import QUANTILES
 
 
@@ -45,7 +45,7 @@ def define_demand(m: Model) -> None:
         for (_o, _p, c), v in m.f[k].items():
             by_class[c].append(v)
         for c in range(len(w)):
-            row = pulp.lpSum(by_class[c]) == m.r[k] / m.unit[k] * float(w[c])
+            row = total(by_class[c]) == m.r[k] / m.unit[k] * float(w[c])
             m.add(f"demand_{c}{m.tag(k)}", row)
 
 
@@ -66,14 +66,17 @@ def _routes(m: Model, k: int) -> None:
         per.setdefault((o, c), []).append(v)
         by_option.setdefault(o, {})[p, c] = v
     for (o, c), vs in per.items():
-        # lpSum(vs) <= cap * z, built as PuLP builds it (each flow at 1, z at -cap, constant
-        # 0.0) in one go: these rows are most of a model's and PuLP's operators copy per term
+        # total(vs) <= cap * z, built as the operators build it (each flow at 1, z at -cap,
+        # constant 0.0) in one go: these rows are most of a model's, and the operators copy
+        # per term
         cap = big / unit * float(w[c])
-        if cap == 0 or not math.isfinite(cap):  # PuLP's own: no z term at 0, an error at inf
-            m.add(f"route_{o}_{c}{tag}", pulp.lpSum(vs) <= cap * m.z[o])
+        if cap == 0 or not math.isfinite(
+            cap
+        ):  # the operators' own: no z term at 0, an error at inf
+            m.add(f"route_{o}_{c}{tag}", total(vs) <= cap * m.z[o])
             continue
-        row = pulp.LpAffineExpression([*((v, 1) for v in vs), (m.z[o], -cap)], 0.0)
-        m.add(f"route_{o}_{c}{tag}", pulp.LpConstraint(row, pulp.LpConstraintLE))
+        row = Expr([*((v, 1) for v in vs), (m.z[o], -cap)], 0.0)
+        m.add(f"route_{o}_{c}{tag}", Row(row, LE))
     paths, line_bytes = pts.point_paths(k), pts.line_bytes(k)
     for o, ln in enumerate(m.t.lines):
         if not np.isfinite(ln.capacity_bytes_s):
@@ -134,7 +137,7 @@ def _instances(m: Model, k: int, cands, per_instance: list[float]):
     """What the pool's instances in point k offer: the base fleet's, then its elastic ones."""
     terms = [m.n[c.key] * a for c, a in zip(cands, per_instance)]
     terms += [m.e[k][c.key] * a for c, a in zip(cands, per_instance) if c.key in m.e[k]]
-    return pulp.lpSum(terms)
+    return total(terms)
 
 
 def define_decode_capacity(m: Model) -> None:

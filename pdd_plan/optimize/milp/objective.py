@@ -9,11 +9,10 @@ Dinkelbach step toward the best goodput per dollar, dinkelbach.py).
 
 from __future__ import annotations
 
-import pulp
-
 from pdd_plan.optimize.milp.base import GOODPUT_COST_WEIGHT, Model, lin
 from pdd_plan.optimize.milp.elastic import elastic_cost
 from pdd_plan.optimize.milp.fleet import base_cost_expr
+from pdd_plan.optimize.milp.linear import total
 from pdd_plan.optimize.milp.runs import run_cost
 
 # At equal cost, fewer instances and lines: a free (owned at $0) instance must not be deployed
@@ -39,7 +38,7 @@ def goodput_expr(m: Model):
     if len(m.pts) == 1:
         return m.r[0]
     share = m.pts.share
-    return pulp.lpSum(float(share[k]) * m.r[k] for k in m.points)
+    return total(float(share[k]) * m.r[k] for k in m.points)
 
 
 def deployed_expr(m: Model):
@@ -58,11 +57,11 @@ def define_objective(m: Model, objective: str, lam: float, tie_break: bool = Tru
     if tie_break:  # ties: fewer deployed
         charged += INSTANCE_TIE_BREAK * deployed_expr(m)
     if objective == "cost":
-        m.prob.setObjective(charged)
+        m.prob.objective = charged
     elif objective == "goodput":
-        m.prob.setObjective(goodput_expr(m) - GOODPUT_COST_WEIGHT * charged)  # tie-break
+        m.prob.objective = goodput_expr(m) - GOODPUT_COST_WEIGHT * charged  # tie-break
     else:  # one Dinkelbach step
-        m.prob.setObjective(goodput_expr(m) - lam * charged)
+        m.prob.objective = goodput_expr(m) - lam * charged
 
 
 def define_budget(m: Model) -> None:

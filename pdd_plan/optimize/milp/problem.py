@@ -11,14 +11,11 @@ import os
 import sys
 import threading
 import time
-import warnings
-
-import pulp
 
 from pdd_plan.common import limits
 from pdd_plan.optimize.milp import chance, elastic, fleet, flows, runs
 from pdd_plan.optimize.milp.base import Model
-from pdd_plan.optimize.milp.highs import BulkHiGHS
+from pdd_plan.optimize.milp.linear import MAXIMIZE, MINIMIZE, OPTIMAL
 from pdd_plan.optimize.milp.objective import define_budget, define_objective
 from pdd_plan.optimize.milp.result import FleetSolution, PointsSolution, extract
 from pdd_plan.optimize.points import OperatingPoints, single
@@ -34,7 +31,7 @@ def build_points(
 ) -> Model:
     """The model: variables first (shared fleet, per-point flows and rates, elastic instances,
     violation binaries, owned GPUs), the objective, then each family of rows."""
-    sense = pulp.LpMinimize if objective == "cost" else pulp.LpMaximize
+    sense = MINIMIZE if objective == "cost" else MAXIMIZE
     m = Model(pts, sense)
     fleet.define_fleet(m)
     flows.define_flows(m)
@@ -75,7 +72,7 @@ def solve_points(
     m = build_points(pts, objective, lam)
     _run(m, time_limit_s)
     limits.check_deadline()  # a MILP cut off by the search's deadline is no answer (nor infeasible)
-    if pulp.LpStatus[m.prob.status] != "Optimal":
+    if m.prob.status != OPTIMAL:
         return None
     return extract(m, time.perf_counter() - t0, _PLUMBING)
 
@@ -116,11 +113,8 @@ def lp_shadow_prices(
     constraint is relaxed. Integer optima have no duals; the relaxation's are the usual proxy.
     Without the instance tie-break: a dual is in $/hour of the plan's cost alone."""
     m = build_points(pts, objective, lam, tie_break=False)
-    for v in m.prob.variables():
-        if v.cat != "Continuous":
-            v.cat = "Continuous"
-    _run(m, time_limit_s)
-    if pulp.LpStatus[m.prob.status] != "Optimal":
+    _run(m, time_limit_s, mip=False)
+    if m.prob.status != OPTIMAL:
         return {}
     out = {}
     for name, row in m.rows.items():
@@ -132,10 +126,13 @@ def lp_shadow_prices(
     return out
 
 
-def _run(m: Model, time_limit_s: float) -> None:
-    with warnings.catch_warnings(), _quiet_stdout():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        m.prob.solve(_solver(time_limit_s))
+def _run(m: Model, time_limit_s: float, mip: bool = True) -> None:
+    """Solve `m` in HiGHS; `mip` False: its integers relaxed (the LP relaxation)."""
+    if not mip:
+        for v in m.prob.variables():
+            v.integer = False
+    with _quiet_stdout():
+        m.prob.solve(_options(time_limit_s))
 
 
 _STDOUT_LOCK = threading.Lock()
@@ -158,14 +155,15 @@ def _quiet_stdout():
             os.close(saved)
 
 
-def _solver(time_limit_s: float):
-    """HiGHS through highspy; CBC only when highspy is missing."""
-    time_limit_s = limits.solver_seconds(time_limit_s)  # no further than the search's deadline
+def _options(time_limit_s: float) -> dict:
+    """HiGHS's options for every solve."""
     # gapRel 0: the incumbent is proven optimal, not within HiGHS's default 1e-4. One thread:
     # these models are small (a few thousand rows), where HiGHS's worker threads cost more than
     # they share (the default's solves 3.6 -> 2.6 ms each on the 2-core box, the same answers),
     # and a serial search does not depend on how many cores the machine has
-    highs = BulkHiGHS(msg=False, timeLimit=time_limit_s, gapRel=0.0, threads=1)
-    if highs.available():
-        return highs
-    return pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit_s)
+    return {
+        "output_flag": False,
+        "mip_rel_gap": 0.0,
+        "threads": 1,
+        "time_limit": float(limits.solver_seconds(time_limit_s)),  # not past the search's deadline
+    }

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-import pulp
 
 from pdd_plan.optimize.milp import elastic, fleet
+from pdd_plan.optimize.milp import linear as lp
 from pdd_plan.optimize.milp.base import EPS, Model, size
 from pdd_plan.optimize.milp.objective import cost_expr
 
@@ -69,7 +69,8 @@ class PointsSolution:
 
 
 def value(x) -> float:
-    return float(x.value() or 0.0) if hasattr(x, "value") else float(x)
+    """A variable's value at the solution (0 where it has none), or a number as it is."""
+    return float(x.value or 0.0) if isinstance(x, lp.Var) else float(x)
 
 
 def _point(m: Model, k: int, line: int) -> PointSolution:
@@ -85,7 +86,7 @@ def _point(m: Model, k: int, line: int) -> PointSolution:
         value(m.r[k]),
         flows,
         {key: n for key, n in extra.items() if n > 0},
-        max(float(pulp.value(elastic.elastic_cost(m, k)) or 0.0), 0.0) + 0.0,
+        max(float(lp.value(elastic.elastic_cost(m, k)) or 0.0), 0.0) + 0.0,
         v is not None and value(v) > 0.5,
     )
 
@@ -104,12 +105,12 @@ def _binding(m: Model, plumbing: tuple[str, ...]) -> list[str]:
 
 def extract(m: Model, seconds: float, plumbing: tuple[str, ...]) -> PointsSolution:
     line = fleet.line_index(m, value)
-    cost = max(float(pulp.value(cost_expr(m))), 0.0) + 0.0  # owned at 0: never -0.0
-    base = max(float(pulp.value(fleet.base_cost_expr(m))), 0.0) + 0.0
+    cost = max(float(lp.value(cost_expr(m))), 0.0) + 0.0  # owned at 0: never -0.0
+    base = max(float(lp.value(fleet.base_cost_expr(m))), 0.0) + 0.0
     npf = int(round(value(m.np_))) if m.np_ is not None else None
     return PointsSolution(
         "Optimal",
-        float(pulp.value(m.prob.objective) or 0.0),
+        float(lp.value(m.prob.objective) or 0.0),
         cost,
         base,
         fleet.counts(m, value),

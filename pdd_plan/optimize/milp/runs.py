@@ -9,9 +9,8 @@ price. A run is one start and one stop, so what is paid once per run is charged 
 
 from __future__ import annotations
 
-import pulp
-
 from pdd_plan.optimize.milp.base import Model, lin, var
+from pdd_plan.optimize.milp.linear import Expr
 
 
 def define_runs(m: Model) -> None:
@@ -33,7 +32,7 @@ def run_cost(m: Model):
     """$/hour averaged over the points' hours: each start's extra hours at its price."""
     el = m.pts.elastic
     if el is None or el.run_hours is None:
-        return pulp.LpAffineExpression()
+        return Expr()
     total = float(m.pts.weight.sum())
     index = {c.key: i for i, c in enumerate(m.t.md + m.t.rld)}
     per = {key: float(el.run_hours[i] * el.cost_per_hour[i]) / total for key, i in index.items()}

@@ -63,7 +63,11 @@ def test_one_point_builds_the_single_rate_model(seed):
     t = bruteforce.random_tables(seed)
     a, b = milp.build(t).prob, milp.build_points(points.single(t)).prob
     assert [v.name for v in a.variables()] == [v.name for v in b.variables()]
-    assert [str(r) for r in a._constraints.values()] == [str(r) for r in b._constraints.values()]
+    assert [_row(n, r) for n, r in a.rows.items()] == [_row(n, r) for n, r in b.rows.items()]
+
+
+def _row(name, r):
+    return name, [(v.name, c) for v, c in r.items()], r.sense, r.constant
 
 
 @pytest.mark.unit
