@@ -3,7 +3,10 @@
 One least-squares problem over all measurement rows, whatever their GPU and family:
 
     theta_g   = (log mfu, log mbu, step overhead ms) of GPU g (dense)
-    mu        = the same three for the population of GPUs (what a GPU without rows gets)
+    mu        = the same three for the population of GPUs at the balance centre
+    beta      = how the population's log mfu moves with a GPU's machine balance z_g =
+                log(BF16 FLOP/s / HBM byte/s / BALANCE_CENTER): the GPUs' mean is
+                mu + (beta z_g, 0, 0), what a GPU without rows gets
     delta     = (delta_mfu, delta_mbu): the shared mean of the MoE-vs-dense shift
     d_g       = GPU g's deviation from it, for each GPU with rows of both families: MoE passes
                 on g run at mfu_g * exp(delta_mfu + d_g,mfu) and mbu_g * exp(delta_mbu + d_g,mbu)
@@ -12,9 +15,11 @@ with residuals (the maximum a posteriori estimate under independent priors: Gaus
 Student-t with NU_GPU degrees of freedom for a GPU's factors about the GPUs' mean):
 
     row i         log(predicted_i / measured_i) / SIGMA_ROW
-    pooling g, k  t((theta_g,k - mu_k) / SIGMA_GPU[k])     every GPU with rows (t: Student-t)
+    pooling g, k  t((theta_g,k - mu_k - [k = mfu] beta z_g) / SIGMA_GPU[k])
+                                                         every GPU with rows (t: Student-t)
     population k  (mu_k - analytic_k) / SIGMA_PRIOR[k]
     shift         delta / SIGMA_SHIFT
+    balance       beta / SIGMA_SLOPE
     deviation     d_g,k / tau_k                             every GPU with both families
 
 The shift is partially pooled: a GPU with rows of both families (the same GPU, the same engines,
@@ -35,13 +40,23 @@ TAU_FLOOR (a 1 % spread, no deviation worth a parameter) or fewer than two both-
 every GPU takes the shared mean. In leave-one-source-out the estimate is made on the training
 rows only, as every other parameter.
 
+The balance is a group-level predictor of the pooling (Gelman & Hill, Data Analysis Using
+Regression and Multilevel/Hierarchical Models, ch. 12.6): the fitted mfu is an effective
+factor, the share of a compute-bound pass's time at the FLOP peak, and what the roofline does
+not price (epilogues, norms, routing, launches: memory- or latency-bound work) costs about the
+same seconds on GPUs of like bandwidth, so it is a smaller share of a pass on a GPU with few
+FLOPs per byte (H20: 37, A100: 153) than on one with many (H100: 295, B200: 281, BF16). A GPU
+with rows keeps its own factors; the predictor moves only the mean they are pooled toward and
+what a GPU without rows gets.
+
 The sigmas are priors, stated once and not tuned on the rows: SIGMA_ROW 0.25 (a model error of
 25 % on one row, the scale of the held-out errors before this fit); per-GPU spread of mfu a
 factor e^0.5 (published serving MFU spans about 0.3-0.8), of mbu e^0.25 (0.6-0.95), of the step
 overhead 2 ms; the population's pull to the analytic defaults
-and the shift's to zero are weak (e^1, 3 ms). `scipy.optimize.least_squares` solves it (trf,
+and the shift's and the balance slope's to zero are weak (e^1, 3 ms; SIGMA_SLOPE 1: an e-fold
+of balance moves the mean mfu by up to e^1). `scipy.optimize.least_squares` solves it (trf,
 bounds, finite differences over a sparse Jacobian: a row depends on its GPU's three factors and,
-for a MoE row, the shift and its GPU's deviation).
+for a MoE row, the shift and its GPU's deviation; a GPU's mfu pooling term on the slope).
 """
 
 from __future__ import annotations
@@ -74,6 +89,17 @@ NF = len(FACTORS)  # factors per GPU
 # robust choice (Gelman et al., Bayesian Data Analysis, 3rd ed., ch. 17), not tuned
 NU_GPU = 4.0
 TAU_FLOOR = 0.01  # a between-GPU spread below 1 %: every GPU takes the shared mean
+# the GPUs' mean log mfu moves with the GPU's machine balance, z = log(BF16 peak / HBM
+# bandwidth / BALANCE_CENTER): a group-level predictor of the pooling (slope `balance_slope`,
+# prior N(0, SIGMA_SLOPE^2)); a GPU with few FLOPs per byte (H20, A100) spends less of its
+# time where the tensor cores idle
+BALANCE_CENTER = 400.0  # FLOP/byte, about the Hopper and MI300 GPUs'
+SIGMA_SLOPE = 1.0
+
+
+def balance(gpu: GPUProfile) -> float:
+    """z of `gpu`: log of its BF16 FLOPs per byte of HBM over BALANCE_CENTER."""
+    return math.log(gpu.peak_flops("bf16") / (gpu.memory.hbm_tbps * 1e12) / BALANCE_CENTER)
 
 
 def student_t_residual(r: np.ndarray, nu: float = NU_GPU) -> np.ndarray:
@@ -115,15 +141,23 @@ class JointFit:
     message: str
     deviation: dict[str, dict[str, float]] = field(default_factory=dict)  # GPU -> log deviation
     tau: dict[str, float] = field(default_factory=dict)  # between-GPU spread of the shift (log)
+    balance_slope: float = 0.0  # log mfu of the population per unit of z (`balance`)
 
     def gpu_shift(self, gpu: str) -> dict[str, float]:
         """The log MoE-vs-dense shift of `gpu`: the shared mean plus its deviation, if any."""
         dev = self.deviation.get(gpu, {})
         return {k: v + dev.get(k, 0.0) for k, v in self.shift.items()}
 
-    def factors(self, gpu: str, family: str) -> dict[str, float]:
-        dense = self.gpus.get(gpu, self.population)
+    def factors(self, gpu: str, family: str, z: float = 0.0) -> dict[str, float]:
+        """`family`'s factors on `gpu`; a GPU without rows takes the population's at its
+        machine balance `z`."""
+        dense = self.gpus.get(gpu) or self.population_at(z)
         return shifted(dense, self.gpu_shift(gpu)) if family == "moe" else dict(dense)
+
+    def population_at(self, z: float) -> dict[str, float]:
+        out = dict(self.population)
+        out["mfu"] = min(out["mfu"] * math.exp(self.balance_slope * z), BOUNDS["mfu"][1])
+        return out
 
     def basis(self, gpu: str, family: str) -> str:
         """How the factors of `family` on `gpu` were estimated, in words."""
@@ -157,8 +191,10 @@ class JointFit:
 
     def profile(self, gpu: GPUProfile) -> GPUProfile:
         """`gpu` with its fitted dense factors and its MoE ones (marked calibrated)."""
-        moe = FamilyFactors(**self.factors(gpu.name, "moe"), basis=self.basis(gpu.name, "moe"))
-        return with_efficiency(gpu, **self.factors(gpu.name, "dense"), mode="calibrated", moe=moe)
+        z = balance(gpu)
+        moe = FamilyFactors(**self.factors(gpu.name, "moe", z), basis=self.basis(gpu.name, "moe"))
+        dense = self.factors(gpu.name, "dense", z)
+        return with_efficiency(gpu, **dense, mode="calibrated", moe=moe)
 
 
 class _Problem:
@@ -181,10 +217,12 @@ class _Problem:
         self.tau = np.array([tau[k] for k in SHIFTED]) if tau is not None else None
         e0 = analytic[self.gpus[0]].efficiency  # the analytic defaults (the same on every GPU)
         self.x_prior = np.array(_to_x({k: getattr(e0, k) for k in FACTORS}))
+        self.z = np.array([balance(analytic[g]) for g in self.gpus])
         g4, nf, ns = NF * len(self.gpus), len(FACTORS), len(SHIFTED)
         self.mu = slice(g4, g4 + nf)
         self.sh = slice(g4 + nf, g4 + nf + ns)
-        self.dev0 = g4 + nf + ns
+        self.beta = g4 + nf + ns  # the population's log mfu per unit of balance z
+        self.dev0 = self.beta + 1
         self.n = self.dev0 + ns * len(self.both)
 
     def dev(self, g: str) -> slice | None:
@@ -196,14 +234,16 @@ class _Problem:
     def unpack(self, x: np.ndarray):
         gpus = {g: _from_x(x[NF * i : NF * i + NF]) for i, g in enumerate(self.gpus)}
         devs = {g: dict(zip(SHIFTED, map(float, x[self.dev(g)]))) for g in self.both}
-        return gpus, _from_x(x[self.mu]), dict(zip(SHIFTED, map(float, x[self.sh]))), devs
+        shift = dict(zip(SHIFTED, map(float, x[self.sh])))
+        return gpus, _from_x(x[self.mu]), shift, devs, float(x[self.beta])
 
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
         lo = [math.log(BOUNDS[k][0]) if lg else BOUNDS[k][0] for k, lg in zip(FACTORS, LOG)]
         hi = [math.log(BOUNDS[k][1]) if lg else BOUNDS[k][1] for k, lg in zip(FACTORS, LOG)]
         reps, ns, nd = len(self.gpus) + 1, len(SHIFTED), len(SHIFTED) * len(self.both)
-        lo_all = lo * reps + [SHIFT_BOUNDS[0]] * ns + [DEV_BOUNDS[0]] * nd
-        return np.array(lo_all), np.array(hi * reps + [SHIFT_BOUNDS[1]] * ns + [DEV_BOUNDS[1]] * nd)
+        lo_all = lo * reps + [SHIFT_BOUNDS[0]] * ns + [-3.0] + [DEV_BOUNDS[0]] * nd
+        hi_all = hi * reps + [SHIFT_BOUNDS[1]] * ns + [3.0] + [DEV_BOUNDS[1]] * nd
+        return np.array(lo_all), np.array(hi_all)
 
     def x0(self) -> np.ndarray:
         lo, hi = self.bounds()
@@ -213,7 +253,7 @@ class _Problem:
         return np.clip(x, lo, hi)
 
     def predictions(self, x: np.ndarray) -> np.ndarray:
-        gpus, _, shift, devs = self.unpack(x)
+        gpus, _, shift, devs, _ = self.unpack(x)
         fit = JointFit(gpus, {}, shift, {}, [], [], True, "", devs)
         profs = {g: fit.profile(self.analytic[g]) for g in self.gpus}
         return np.array([predict(r, profs[r.gpu], self.models[r.model]) for r in self.rows])
@@ -221,17 +261,19 @@ class _Problem:
     def residuals(self, x: np.ndarray) -> np.ndarray:
         err = np.log(self.predictions(x) / self.meas) / SIGMA_ROW
         mu = x[self.mu]
-        pool = [
-            student_t_residual((x[NF * i : NF * i + NF] - mu) / SIGMA_GPU)
-            for i in range(len(self.gpus))
-        ]
+        lift = np.zeros(NF)
+        pool = []
+        for i in range(len(self.gpus)):
+            lift[0] = x[self.beta] * self.z[i]  # log mfu's mean at this GPU's balance
+            pool.append(student_t_residual((x[NF * i : NF * i + NF] - mu - lift) / SIGMA_GPU))
         prior = (mu - self.x_prior) / SIGMA_PRIOR
         devs = [x[self.dev(g)] / self.tau for g in self.both]
-        return np.concatenate([err, *pool, prior, x[self.sh] / SIGMA_SHIFT, *devs])
+        slope = [x[self.beta] / SIGMA_SLOPE]
+        return np.concatenate([err, *pool, prior, x[self.sh] / SIGMA_SHIFT, slope, *devs])
 
     def sparsity(self) -> np.ndarray:
         n_rows, n_g, ns = len(self.rows), len(self.gpus), len(SHIFTED)
-        s = np.zeros((n_rows + NF * n_g + NF + ns + ns * len(self.both), self.n), dtype=bool)
+        s = np.zeros((n_rows + NF * n_g + NF + ns + 1 + ns * len(self.both), self.n), dtype=bool)
         for i, r in enumerate(self.rows):
             j = self.gpus.index(r.gpu)
             s[i, NF * j : NF * j + NF] = True
@@ -242,12 +284,14 @@ class _Problem:
             for k in range(NF):
                 s[n_rows + NF * j + k, NF * j + k] = True
                 s[n_rows + NF * j + k, self.mu.start + k] = True
+            s[n_rows + NF * j, self.beta] = True  # log mfu's pooling row
         for k in range(NF):
             s[n_rows + NF * n_g + k, self.mu.start + k] = True
         for k in range(ns):
             s[n_rows + NF * n_g + NF + k, self.sh.start + k] = True
+        s[n_rows + NF * n_g + NF + ns, self.beta] = True
         for k in range(ns * len(self.both)):
-            s[n_rows + NF * n_g + NF + ns + k, self.dev0 + k] = True
+            s[n_rows + NF * n_g + NF + ns + 1 + k, self.dev0 + k] = True
         return s
 
     def solve(self):
@@ -308,7 +352,7 @@ def fit_joint(rows: list[Measurement], analytic: dict[str, GPUProfile]) -> Joint
         rows, analytic, {k: max(t, TAU_FLOOR) for k, t in tau.items()} if pooled else None
     )
     sol = pb.solve()
-    gpus, mu, shift, devs = pb.unpack(sol.x)
+    gpus, mu, shift, devs, slope = pb.unpack(sol.x)
     counts: dict[str, Counter] = {}
     for r in rows:
         counts.setdefault(r.gpu, Counter())[r.family] += 1
@@ -324,4 +368,5 @@ def fit_joint(rows: list[Measurement], analytic: dict[str, GPUProfile]) -> Joint
         str(sol.message),
         devs,
         tau,
+        slope,
     )

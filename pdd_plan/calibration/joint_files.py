@@ -37,7 +37,9 @@ def calibration_yaml(
         f"fitted by pdd-plan calibrate to {csv_name} ({len(jf.rows)} rows of "
         f"{len(jf.gpus)} GPUs, jointly: calibration/joint.py), {date}; scipy least_squares on "
         f"log errors within bounds {', '.join(f'{k} {BOUNDS[k]}' for k in FACTORS)}, per-GPU "
-        f"factors pooled towards the GPUs' mean under a Student-t prior (nu 4), the MoE-vs-dense shift partially pooled "
+        f"factors pooled towards the GPUs' mean under a Student-t prior (nu 4), that mean's mfu "
+        f"moving with the GPU's BF16 FLOPs per HBM byte (slope {jf.balance_slope:.3f} per e-fold), "
+        f"the MoE-vs-dense shift partially pooled "
         f"(shared mean {shift}; a GPU with both families deviates from it under a normal prior "
         f"of spread tau, log, {tau or 'not estimated'}, estimated by DerSimonian-Laird)"
     )
@@ -57,6 +59,7 @@ def calibration_yaml(
                 k: round(v, 4) for k, v in jf.deviation.get(gpu, {}).items()
             },
             "moe_shift_tau_log": {k: round(v, 4) for k, v in jf.tau.items()},
+            "balance_slope_log": round(jf.balance_slope, 4),
             "errors_calibrated": [round(e, 4) for e in errs],
             "median_abs_error_calibrated": round(float(np.median(np.abs(errs))), 4)
             if errs

@@ -11,9 +11,10 @@ AT_BOUND = 1e-3  # relative to the bound's range: a factor this close sits on it
 
 
 def n_parameters(jf: JointFit) -> int:
-    """Four factors per GPU with rows, four for the population mean, one shared shift per
-    factor MoE moves and one deviation from it per factor for each GPU that has its own."""
-    return len(FACTORS) * (len(jf.gpus) + 1) + len(SHIFTED) * (1 + len(jf.deviation))
+    """Three factors per GPU with rows, three for the population mean and one slope of its mfu
+    on the machine balance, one shared shift per factor MoE moves and one deviation from it per
+    factor for each GPU that has its own."""
+    return len(FACTORS) * (len(jf.gpus) + 1) + 1 + len(SHIFTED) * (1 + len(jf.deviation))
 
 
 def fit_summary(jf: JointFit, gpu: str) -> str:

@@ -31,11 +31,12 @@ def _joint(rows: list) -> joint.JointFit:
 def test_the_summary_counts_rows_and_parameters():
     rows = _rows("h100")[:2] + _rows("h200")[:1]
     jf = _joint(rows)
-    # 3 factors for each of 2 GPUs, 3 for the population mean, 2 MoE shifts (mfu, mbu)
-    assert n_parameters(jf) == 3 * 3 + 2
+    # 3 factors for each of 2 GPUs, 3 for the population mean and its balance slope, 2 MoE
+    # shifts (mfu, mbu)
+    assert n_parameters(jf) == 3 * 3 + 1 + 2
     text = fit_summary(jf, "h100")
     assert text.startswith("2 measurement(s) on h100 in a joint fit of 3 rows on 2 GPU(s)")
-    assert "for 11 parameters" in text
+    assert "for 12 parameters" in text
 
 
 def test_an_impossible_throughput_warns_that_a_factor_sits_on_its_bound():

@@ -76,8 +76,11 @@ def test_sparsity_a_dense_row_does_not_depend_on_the_shift():
     rows = [r for r in cal.read_measurements(CSV) if r.row in (1, 60, 90)]
     pb = joint._Problem(rows, {r.gpu: cal.analytic_gpu(r.gpu) for r in rows})
     s = pb.sparsity()
-    assert s.shape == (3 + 3 * 2 + 3 + 2, 3 * 2 + 3 + 2)  # h100, h200; mu; shift
+    # rows: 3 measurements, 3 pooling terms a GPU, 3 for mu, 2 for the shift, 1 for the slope;
+    # columns: h100, h200, mu, the shift, the slope
+    assert s.shape == (3 + 3 * 2 + 3 + 2 + 1, 3 * 2 + 3 + 2 + 1)
     assert not s[0, pb.sh].any() and s[1, pb.sh].all()  # row 1 dense, row 60 Mixtral
+    assert not s[:3, pb.beta].any() and s[3, pb.beta] and not s[4, pb.beta]  # mfu's pooling
     assert s[0, :3].all() and not s[0, 3:6].any()  # row 1 on h100 (the first GPU)
 
 
@@ -162,3 +165,41 @@ def test_student_t_pooling_is_gaussian_near_the_mean_and_flat_far_out():
     # and falls beyond: an outlier pulls less than a GPU near the others
     pull = 2 * r / (1 + r * r / 4.0)
     assert abs(pull[6]) < abs(pull[5]) < 2.0
+
+
+@pytest.mark.unit
+def test_balance_by_hand_and_a_gpu_without_rows_takes_the_mean_at_its_balance():
+    # H100: 989.4 BF16 TFLOP/s over 3.35 TB/s = 295 FLOP/B; H20: 148 over 4.0 = 37
+    h100, h20 = profiles.gpu("h100"), profiles.gpu("h20")
+    assert joint.balance(h100) == pytest.approx(math.log(989.4e12 / 3.35e12 / 400), rel=1e-9)
+    assert joint.balance(h20) == pytest.approx(math.log(148e12 / 4.0e12 / 400), rel=1e-3)
+    jf = joint.JointFit(
+        {"h100": DENSE}, {**DENSE, "mfu": 0.4}, {"mfu": 0.0, "mbu": 0.0}, {}, [], [], True, "",
+        balance_slope=-0.2,
+    )  # fmt: skip
+    z = joint.balance(h20)
+    assert jf.factors("h20", "dense", z)["mfu"] == pytest.approx(0.4 * math.exp(-0.2 * z))
+    assert jf.factors("h100", "dense", z) == DENSE  # a GPU with rows keeps its own
+    assert jf.population_at(-10.0)["mfu"] == 1.0  # never above the peak
+
+
+@pytest.mark.unit
+def test_joint_fit_finds_the_balance_slope_of_rows_made_with_one():
+    # dense rows of four GPUs made by the model with mfu = 0.4 x e^(-0.4 z): the fitted slope
+    # has the truth's sign and about its size, and a GPU held out of the rows is predicted from
+    # the mean at its own balance better than from the plain mean
+    rows = [r for r in cal.read_measurements(CSV) if r.row in (1, 3, 5, 8, 9, 10, 21, 23, 25, 27)]
+    analytic = {g: cal.analytic_gpu(g) for g in {r.gpu for r in rows} | {"h20"}}
+    pop = {**DENSE, "mfu": 0.4}
+    truth = joint.JointFit({}, pop, {"mfu": 0.0, "mbu": 0.0}, {}, [], [], True, "",
+                           balance_slope=-0.4)  # fmt: skip
+    made = [
+        r.__class__(**{**r.__dict__, "value": cal.predict(r, truth.profile(analytic[r.gpu]))})
+        for r in rows
+    ]
+    assert {r.gpu for r in made} == {"a100-80g", "h100", "h200"}
+    jf = joint.fit_joint(made, {g: analytic[g] for g in {r.gpu for r in made}})
+    assert jf.balance_slope < 0  # three GPUs with rows pin it weakly: the sign, not the size
+    z = joint.balance(analytic["h20"])
+    want = truth.population_at(z)["mfu"]
+    assert abs(jf.population_at(z)["mfu"] - want) < abs(jf.population["mfu"] - want)
