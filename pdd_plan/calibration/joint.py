@@ -45,7 +45,7 @@ Regression and Multilevel/Hierarchical Models, ch. 12.6): the fitted mfu is an e
 factor, the share of a compute-bound pass's time at the FLOP peak, and what the roofline does
 not price (epilogues, norms, routing, launches: memory- or latency-bound work) costs about the
 same seconds on GPUs of like bandwidth, so it is a smaller share of a pass on a GPU with few
-FLOPs per byte (H20: 37, A100: 153) than on one with many (H100: 295, B200: 281, BF16). A GPU
+FLOPs per byte (H20: 37, A100: 153) than on one with many (H100: 296, B200: 281, BF16). A GPU
 with rows keeps its own factors; the predictor moves only the mean they are pooled toward and
 what a GPU without rows gets.
 
