@@ -187,7 +187,10 @@ class JointFit:
                 f"shared part of the joint fit: this GPU has no {family} rows, so its {other} "
                 f"{'dense' if family == 'moe' else 'MoE'} rows with {mean}"
             )
-        return f"population mean of the joint fit (no rows on this GPU; {mean})"
+        return (
+            "population mean of the joint fit at this GPU's machine balance (no rows on this GPU; "
+            f"{mean})"
+        )
 
     def profile(self, gpu: GPUProfile) -> GPUProfile:
         """`gpu` with its fitted dense factors and its MoE ones (marked calibrated)."""
