@@ -588,12 +588,17 @@ def main() -> int:
     model = None
     if dev == "cuda":
         torch.cuda.empty_cache()
-    out["ceilings_after"] = ceilings(dev)  # with the clocks warm from the runs
+    finish(out, path, dev, t_start)
+    return 0
+
+
+def finish(out: dict, path: str, dev: str, t_start: float) -> None:
+    """The ceilings again (the clocks warm from the runs) and the wall time, then the file."""
+    out["ceilings_after"] = ceilings(dev)
     print(json.dumps(out["ceilings_after"]), flush=True)
     out["wall_s"] = time.time() - t_start
     with open(path, "w") as f:
         json.dump(out, f, indent=1)
-    return 0
 
 
 if __name__ == "__main__":

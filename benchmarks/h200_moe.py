@@ -44,7 +44,7 @@ import time
 import torch
 
 from benchmarks import moe_shapes as S
-from benchmarks.h200_layers import FP8, ceilings, environment, time_fn
+from benchmarks.h200_layers import FP8, ceilings, environment, finish, time_fn
 
 BF16 = torch.bfloat16
 
@@ -195,6 +195,7 @@ def _guarded(fn, base: dict) -> dict:
 
 
 def grouped_gemm_runs(d: Dims, dev: str, dry: bool):
+    """(record's keys, timing) of each grouped-GEMM point."""
     experts = S.DRY["gg_experts"] if dry else S.GG_EXPERTS
     tokens = S.DRY["gg_tokens"] if dry else S.GG_TOKENS
     for dtype in S.GG_DTYPES:
@@ -208,11 +209,11 @@ def grouped_gemm_runs(d: Dims, dev: str, dry: bool):
 
                 base = {"piece": "grouped_gemm", "dtype": dtype, "experts": e, "tokens": m,
                         "hidden": d.hidden, "inter": d.inter}  # fmt: skip
-                yield _guarded(one, base)
-                _free(dev)
+                yield base, one
 
 
 def mla_runs(d: Dims, dev: str, dry: bool):
+    """(record's keys, timing) of each MLA decode point."""
     for heads, batch, context in S.mla_plan(dry):
 
         def one(heads=heads, batch=batch, context=context):
@@ -221,11 +222,11 @@ def mla_runs(d: Dims, dev: str, dry: bool):
 
         base = {"piece": "mla_decode", "heads": heads, "batch": batch, "context": context,
                 "latent": d.latent, "kv_lora": d.kv_lora}  # fmt: skip
-        yield _guarded(one, base)
-        _free(dev)
+        yield base, one
 
 
 def layer_runs(d: Dims, dev: str, dry: bool):
+    """(record's keys, timing) of each layer point: whole, attention alone, experts alone."""
     for batch, context, ep in S.layer_plan(dry):
 
         def one(batch=batch, context=context, ep=ep):
@@ -238,8 +239,16 @@ def layer_runs(d: Dims, dev: str, dry: bool):
 
         base = {"piece": "layer", "batch": batch, "context": context, "ep": ep, "heads": d.heads,
                 "hidden": d.hidden}  # fmt: skip
-        yield _guarded(one, base)
-        _free(dev)
+        yield base, one
+
+
+def records(d: Dims, dev: str, dry: bool):
+    """Every piece's records in order, each timed as it is asked for (an error kept in its
+    record, the device's cache emptied after each)."""
+    for runs in (grouped_gemm_runs, mla_runs, layer_runs):
+        for base, one in runs(d, dev, dry):
+            yield _guarded(one, base)
+            _free(dev)
 
 
 def main() -> int:
@@ -261,19 +270,12 @@ def main() -> int:
     print(json.dumps(out["ceilings"]), flush=True)
     _free(dev)
     path = f"{args.out}/moe.json"
-    for runs in (grouped_gemm_runs, mla_runs, layer_runs):
-        for rec in runs(d, dev, args.dry_run):
-            _record(out, path, rec)
-            if time.time() - t0 > args.budget_s:
-                print("budget spent; stopping", flush=True)
-                break
-        else:
-            continue
-        break
-    out["ceilings_after"] = ceilings(dev)  # with the clocks warm from the runs
-    out["wall_s"] = time.time() - t0
-    with open(path, "w") as f:
-        json.dump(out, f, indent=1)
+    for rec in records(d, dev, args.dry_run):
+        _record(out, path, rec)
+        if time.time() - t0 > args.budget_s:
+            print("budget spent; stopping", flush=True)
+            break
+    finish(out, path, dev, t0)
     return 0
 
 

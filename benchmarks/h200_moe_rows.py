@@ -123,31 +123,49 @@ def shape_summary(out: dict[str, list[dict]]) -> list[str]:
     return lines
 
 
+# each table: (its rows in `rows()`'s output, [(header, right-aligned, cell of a row)])
+TABLES = {
+    "grouped_gemm": [
+        ("dtype", False, lambda r: r["dtype"]),
+        ("E", True, lambda r: r["experts"]),
+        ("tokens/expert", True, lambda r: r["tokens"]),
+        ("us", True, lambda r: f"{r['seconds'] * 1e6:.1f}"),
+        ("FLOP frac", True, lambda r: f"{r['flop_fraction']:.2f}"),
+        ("byte frac", True, lambda r: f"{r['byte_fraction']:.2f}"),
+        ("law us", True, lambda r: f"{r['law_s'] * 1e6:.1f}"),
+        ("measured/law", True, lambda r: f"{r['ratio']:.2f}"),
+    ],
+    "mla_decode": [
+        ("heads", True, lambda r: r["heads"]),
+        ("batch", True, lambda r: r["batch"]),
+        ("context", True, lambda r: r["context"]),
+        ("us", True, lambda r: f"{r['seconds'] * 1e6:.1f}"),
+        ("byte frac", True, lambda r: f"{r['byte_fraction']:.2f}"),
+        ("FLOP frac", True, lambda r: f"{r['flop_fraction']:.2f}"),
+        ("bound", False, lambda r: r["bound"]),
+        ("measured/law", True, lambda r: f"{r['ratio']:.2f}"),
+    ],
+    "layer": [
+        ("batch", True, lambda r: r["batch"]),
+        ("context", True, lambda r: r["context"]),
+        ("EP", True, lambda r: r["ep"]),
+        ("tokens/expert", True, lambda r: r["tokens_per_expert"]),
+        ("us", True, lambda r: f"{r['seconds'] * 1e6:.1f}"),
+        ("attention", True, lambda r: f"{r['attention_share']:.0%}"),
+        ("experts", True, lambda r: f"{r['experts_share']:.0%}"),
+    ],
+}
+
+
 def markdown(out: dict[str, list[dict]]) -> str:
-    parts = ["| dtype | E | tokens/expert | us | FLOP frac | byte frac | law us | measured/law |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
-    for r in out["grouped_gemm"]:
-        parts.append(
-            f"| {r['dtype']} | {r['experts']} | {r['tokens']} | {r['seconds'] * 1e6:.1f} "
-            f"| {r['flop_fraction']:.2f} | {r['byte_fraction']:.2f} | {r['law_s'] * 1e6:.1f} "
-            f"| {r['ratio']:.2f} |"
-        )
-    parts += ["", "| heads | batch | context | us | byte frac | FLOP frac | bound | measured/law |",
-              "|---:|---:|---:|---:|---:|---:|---|---:|"]  # fmt: skip
-    for r in out["mla_decode"]:
-        parts.append(
-            f"| {r['heads']} | {r['batch']} | {r['context']} | {r['seconds'] * 1e6:.1f} "
-            f"| {r['byte_fraction']:.2f} | {r['flop_fraction']:.2f} | {r['bound']} "
-            f"| {r['ratio']:.2f} |"
-        )
-    parts += ["", "| batch | context | EP | tokens/expert | us | attention | experts |",
-              "|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
-    for r in out["layer"]:
-        parts.append(
-            f"| {r['batch']} | {r['context']} | {r['ep']} | {r['tokens_per_expert']} "
-            f"| {r['seconds'] * 1e6:.1f} | {r['attention_share']:.0%} | {r['experts_share']:.0%} |"
-        )
-    return "\n".join(parts)
+    """The three tables in Markdown, one after the other."""
+    tables = []
+    for piece, cols in TABLES.items():
+        lines = ["| " + " | ".join(h for h, _, _ in cols) + " |",
+                 "|" + "|".join("---:" if right else "---" for _, right, _ in cols) + "|"]  # fmt: skip
+        lines += ["| " + " | ".join(str(cell(r)) for _, _, cell in cols) + " |" for r in out[piece]]
+        tables.append("\n".join(lines))
+    return "\n\n".join(tables)
 
 
 def main() -> int:
@@ -155,11 +173,24 @@ def main() -> int:
     ap.add_argument("file", type=Path, help="moe.json from benchmarks/h200_moe.py")
     ap.add_argument("--markdown", action="store_true", help="the tables in Markdown")
     args = ap.parse_args()
-    data = json.loads(args.file.read_text(encoding="utf-8"))
+    try:
+        data = json.loads(args.file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise SystemExit(
+            f"{args.file}: cannot read it as moe.json ({e}): give the file h200_moe.py wrote"
+        ) from None
+    if not isinstance(data, dict) or not isinstance(data.get("runs"), list):
+        raise SystemExit(f"{args.file}: no 'runs' list: give the moe.json h200_moe.py wrote")
     if not data.get("ceilings"):
         raise SystemExit(f"{args.file}: no ceilings (a --dry-run file): nothing to compare")
-    out = rows(data)
-    print(f"{data['environment'].get('gpu', '?')}, {data['environment'].get('date', '?')}")
+    try:
+        out = rows(data)
+    except (KeyError, TypeError) as e:
+        raise SystemExit(
+            f"{args.file}: a run lacks field {e}: give the moe.json h200_moe.py wrote"
+        ) from None
+    env = data.get("environment") or {}
+    print(f"{env.get('gpu', '?')}, {env.get('date', '?')}")
     for line in shape_summary(out):
         print(line)
     if args.markdown:

@@ -106,3 +106,32 @@ def test_a_dry_run_file_is_refused_in_one_line(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr("sys.argv", ["h200_moe_rows", str(f)])
     with pytest.raises(SystemExit, match="no ceilings"):
         R.main()
+
+
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("{not json", "cannot read it as moe.json"),
+        ('{"runs": 3}', "no 'runs' list"),
+        ('{"ceilings": {"bf16_gemm_tflops": 1, "fp8_gemm_tflops": 1, "read_tbps": 1},'
+         ' "runs": [{"piece": "layer", "batch": 1}]}', "a run lacks field"),
+    ],
+)  # fmt: skip
+def test_a_bad_file_is_one_line(tmp_path, monkeypatch, text, says):
+    f = tmp_path / "moe.json"
+    f.write_text(text)
+    monkeypatch.setattr("sys.argv", ["h200_moe_rows", str(f)])
+    with pytest.raises(SystemExit, match=says):
+        R.main()
+
+
+def test_markdown_tables_have_a_cell_per_header():
+    out = R.rows({"ceilings": CEIL, "runs": [_gg(1e-4, 16)]})
+    out["layer"] = [R.layer_row({"batch": 32, "context": 4096, "ep": 8, "tokens_per_expert": 8,
+                                 "seconds": 4e-4, "attention_s": 1e-4, "experts_s": 2e-4})]  # fmt: skip
+    tables = R.markdown(out).split("\n\n")
+    assert len(tables) == 3
+    for t in tables:
+        widths = {line.count("|") for line in t.splitlines()}
+        assert len(widths) == 1, t
+    assert "| 32 | 4096 | 8 | 8 | 400.0 | 25% | 50% |" in tables[2]
