@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from pdd_plan.architectures import REGISTRY
-from pdd_plan.common.errors import InputError
+from pdd_plan.common.errors import InputError, PddPlanError
 from pdd_plan.inputs.context import build_context, load_scenario
 from pdd_plan.optimize import optimize
 from pdd_plan.sim.run import verify
@@ -61,7 +61,11 @@ def main() -> int:
     args = ap.parse_args()
     differ = 0
     for p in args.scenarios:
-        for a, stop, e, f in compare(str(p)):
+        try:
+            found = compare(str(p))
+        except PddPlanError as e:  # a scenario that cannot be read or planned: its one line
+            raise SystemExit(f"error: {e}") from None
+        for a, stop, e, f in found:
             same = e == f
             differ += not same
             print(

@@ -253,8 +253,9 @@ class Program:
                 seen.setdefault(id(v), v)
         return sorted(seen.values(), key=lambda v: v.name)
 
-    def solve(self, options: dict) -> str:
-        """Solve with HiGHS under `options` (highspy option name -> value); the status."""
+    def solve(self, options: dict, mip: bool = True) -> str:
+        """Solve with HiGHS under `options` (highspy option name -> value); `mip` False: the
+        integers relaxed (the LP relaxation). The status."""
         # the solver's Python module loads with the first solve (~7 ms; a plan may need none)
         import highspy
 
@@ -263,13 +264,13 @@ class Program:
             h.setOptionValue(key, val)
         cols = self.variables()
         rows = list(self.rows.values())
-        _hand_over(h, highspy, self, cols, rows)
+        _hand_over(h, highspy, self, cols, rows, mip)
         h.run()
         self.status = _read_back(h, highspy, cols, rows)
         return self.status
 
 
-def _hand_over(h, highspy, p: Program, cols: list[Var], rows: list[Row]) -> None:
+def _hand_over(h, highspy, p: Program, cols: list[Var], rows: list[Row], mip: bool) -> None:
     """One addCols, one changeColsIntegrality, one addRows."""
     inf = highspy.kHighsInf
     mult = -1 if p.sense == MAXIMIZE else 1
@@ -281,7 +282,7 @@ def _hand_over(h, highspy, p: Program, cols: list[Var], rows: list[Row]) -> None
         low[i] = -inf if v.low is None else v.low
         up[i] = inf if v.up is None else v.up
         v.index = i
-        if v.integer:
+        if v.integer and mip:
             integer.append(i)
     none = np.zeros(0, np.int32)
     h.addCols(n, cost, low, up, 0, none, none, [])

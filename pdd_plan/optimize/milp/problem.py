@@ -128,11 +128,8 @@ def lp_shadow_prices(
 
 def _run(m: Model, time_limit_s: float, mip: bool = True) -> None:
     """Solve `m` in HiGHS; `mip` False: its integers relaxed (the LP relaxation)."""
-    if not mip:
-        for v in m.prob.variables():
-            v.integer = False
     with _quiet_stdout():
-        m.prob.solve(_options(time_limit_s))
+        m.prob.solve(_options(time_limit_s), mip)
 
 
 _STDOUT_LOCK = threading.Lock()

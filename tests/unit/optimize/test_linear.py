@@ -129,9 +129,7 @@ def test_relaxation_duals_by_hand():
     # min 3x + 2a - b with x continuous: the same optimum; relaxing r1 by one lets b grow by
     # one (objective -1: pi = -1), r2 by one raises a by one (+2: pi = 2), r3 is slack (0)
     p, _ = _small(lp.MINIMIZE)
-    for v in p.variables():
-        v.integer = False
-    assert p.solve(OPTS) == lp.OPTIMAL
+    assert p.solve(OPTS, mip=False) == lp.OPTIMAL
     assert [r.pi for r in p.rows.values()] == pytest.approx([-1.0, 2.0, 0.0])
 
 
@@ -197,9 +195,6 @@ def test_planned_fleets_models_solve_as_scipy_solves_them(fleets, monkeypatch): 
     for t in seen:
         for objective, relax in (("cost", False), ("goodput", False), ("cost", True)):
             p = milp.build_points(single(t), objective).prob
-            if relax:
-                for v in p.variables():
-                    v.integer = False
-            assert p.solve(_options(30.0)) == lp.OPTIMAL
+            assert p.solve(_options(30.0), mip=not relax) == lp.OPTIMAL
             ours = lp.value(p.objective)
             assert ours == pytest.approx(_scipy_optimum(p, relax), rel=1e-7, abs=1e-9)
