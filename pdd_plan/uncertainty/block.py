@@ -58,7 +58,7 @@ def settings(ctx: Context, opt: Options) -> tuple[Uncertainty, bool]:
 
 def make_draws(ctx: Context, opt: Options) -> tuple[draws_mod.Draws, list[str], Uncertainty]:
     u, _ = settings(ctx, opt)
-    ms, notes = draws_mod.marginals(ctx.scenario.uncertainty, ctx.model)
+    ms, notes = draws_mod.marginals(ctx.scenario.uncertainty, ctx.model, ctx.lines)
     d = draws_mod.draw(ms, u.draws, u.seed, u.inputs.perf_correlation, iid=opt.iid)
     return d, notes, u
 

@@ -19,12 +19,14 @@ band of 2026-11-30, bias +24% over a median error of 21%.)
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
 import numpy as np
 
 from pdd_plan.calibration import error_band
+from pdd_plan.inputs.schema.line import LineSKU
 from pdd_plan.inputs.schema.model import ModelProfile
 from pdd_plan.inputs.schema.uncertainty import NAMES, Spread, Uncertainty, kind
 
@@ -122,17 +124,38 @@ def perf_marginal(model: ModelProfile, name: str) -> tuple[Marginal | None, str]
     return Marginal(name, "lognormal", params, src, Law("lognormal", params)), note
 
 
-def marginals(unc: Uncertainty | None, model: ModelProfile) -> tuple[list[Marginal], list[str]]:
-    """The inputs' marginals in NAMES order, and notes (what was defaulted, and why)."""
+def line_marginal(lines: Sequence[LineSKU]) -> Marginal | None:
+    """The rate one transfer gets, as the line profiles draw it by default (the largest
+    `transfer_rate_sigma` of the candidates; None when no profile states one)."""
+    stated = [s for s in lines if s.transfer_rate_sigma is not None]
+    if not stated:
+        return None
+    top = max(stated, key=lambda s: s.transfer_rate_sigma or 0.0)
+    params = {"median": 1.0, "sigma": float(top.transfer_rate_sigma or 0.0)}
+    src = f"line profile {top.name}: transfer_rate_sigma (what sets one transfer's rate is assumed)"
+    return Marginal("line_rate", "lognormal", params, src, Law("lognormal", params))
+
+
+def marginals(
+    unc: Uncertainty | None, model: ModelProfile, lines: Sequence[LineSKU] = ()
+) -> tuple[list[Marginal], list[str]]:
+    """The inputs' marginals in NAMES order, and notes (what was defaulted, and why): an
+    input the scenario does not name is drawn from the perf error band (prefill and decode
+    speed) or the line profiles (`line_rate`, where they state a spread), else not at all."""
     given = unc.inputs if unc is not None else None
     out: list[Marginal] = []
     notes: list[str] = []
     if unc is None:
-        notes.append("no uncertainty: section in the scenario: the perf error band alone")
+        alone = "the perf error band" + (" and the line's rate" if line_marginal(lines) else "")
+        notes.append(f"no uncertainty: section in the scenario: {alone} alone")
     for name in NAMES:
         s = getattr(given, name) if given is not None else None
         if s is not None:
             out.append(_spread(s, name))
+        elif name == "line_rate":
+            m = line_marginal(lines)
+            if m is not None:
+                out.append(m)
         elif name in ("prefill_speed", "decode_speed"):
             m, note = perf_marginal(model, name)
             if m is not None:

@@ -70,6 +70,9 @@ class LineSKU(Strict):
     setup_ms: float = Field(default=0.0, ge=0)
     sender_copy_ms: float = Field(default=0.0, ge=0)
     sender_copy_gbps: PositiveFloat | None = None
+    # the lognormal sigma of the rate one transfer gets where the profile assumes what sets
+    # it: drawn as `line_rate` whenever a scenario's uncertainty: does not name line_rate
+    transfer_rate_sigma: PositiveFloat | None = Field(default=None, le=2)
     message_bytes: PositiveFloat = 1024 * 1024  # one page/layer message (slice) of a transfer
     message_header_bytes: float = Field(default=DEFAULT_HEADER_BYTES, ge=0)
     message_round_trip: bool = False  # each message waits for an application ack
