@@ -144,11 +144,10 @@ def ttft_quantiles(
     `fixed_sd`: each entry's spread of fixed parts (a stratum of requests of different sizes),
     spread uniformly (:func:`pdd_plan.latency.line.delay_shape.spread_points`)."""
     if fixed_sd is not None and np.any(np.asarray(fixed_sd) > 0):
-        rep = spread_points(fixed, share, np.asarray(fixed_sd, dtype=float))
-        fixed, share, k = rep
-        line_wait = None if line_wait is None else np.repeat(line_wait, k)
-        line_wait_var = None if line_wait_var is None else np.repeat(line_wait_var, k)
-        line_wait_atom = None if line_wait_atom is None else np.repeat(line_wait_atom, k)
+        fixed, share, src = spread_points(fixed, share, np.asarray(fixed_sd, dtype=float))
+        line_wait = None if line_wait is None else np.asarray(line_wait)[src]
+        line_wait_var = None if line_wait_var is None else np.asarray(line_wait_var)[src]
+        line_wait_atom = None if line_wait_atom is None else np.asarray(line_wait_atom)[src]
     keep = share > 1e-12
     if not np.any(keep):
         return [0.0 for _ in qs]

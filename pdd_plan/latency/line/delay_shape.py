@@ -151,29 +151,39 @@ def transfer_quantiles(
     return [bisect(above(q), lo0 - 1e-12, hi0, 60, ahead) for q in qs]
 
 
-SPREAD_POINTS = 8  # points a spread entry's uniform bare time is split into
+SPREAD_POINTS = 4  # points a spread entry's uniform is split into
+# entries spread less than this (a share of their value, and seconds) stay one point: the
+# survival passes cost in proportion to the entries, and a narrow stratum moves no quantile
+SPREAD_MIN_REL, SPREAD_MIN_S = 0.01, 1e-3
 
 
 def spread_points(
     values: np.ndarray, weight: np.ndarray, sd: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, int]:
-    """Each entry as :data:`SPREAD_POINTS` equal-weight points of a uniform of its value and
-    standard deviation ``sd`` (half-width ``sqrt(3) sd``, never below zero): the points, their
-    weights and how many points each entry became."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each entry spread by ``sd`` as :data:`SPREAD_POINTS` equal-weight points of a uniform
+    of its value and that standard deviation (half-width ``sqrt(3) sd``, never below zero);
+    an entry spread less than :data:`SPREAD_MIN_REL` of its value or :data:`SPREAD_MIN_S`
+    stays one point. The points, their weights, and the entry each point came from."""
     k = SPREAD_POINTS
     v = np.asarray(values, dtype=float)
-    off = (2.0 * np.arange(k) + 1.0 - k) / k * np.sqrt(3.0)  # sd 1 up to the grid's
+    wt = np.asarray(weight, dtype=float)
     width = np.minimum(np.maximum(sd, 0.0), np.maximum(v, 0.0) / np.sqrt(3.0))
-    pts = (v[:, None] + width[:, None] * off[None, :]).ravel()
-    return pts, np.repeat(np.asarray(weight, dtype=float) / k, k), k
+    wide = (width > SPREAD_MIN_REL * np.abs(v)) & (width > SPREAD_MIN_S)
+    n = np.where(wide, k, 1)
+    src = np.repeat(np.arange(v.size), n)
+    off = (2.0 * np.arange(k) + 1.0 - k) / k * np.sqrt(3.0)  # sd 1 up to the grid's
+    first = np.concatenate(([0], np.cumsum(n)[:-1]))
+    pos = np.arange(src.size) - first[src]  # a point's place among its entry's
+    step = np.where(wide[src], off[np.minimum(pos, k - 1)], 0.0)
+    return v[src] + width[src] * step, wt[src] / n[src], src
 
 
 def _spread(
     bare: np.ndarray, w: np.ndarray, law: TwoMoment, sd: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, TwoMoment]:
-    """:func:`spread_points` of the bare times, the delay law repeated."""
-    pts, pw, k = spread_points(bare, w, sd)
-    rep = TwoMoment(*(np.repeat(getattr(law, f), k) for f in ("shift", "q", "scale")))
+    """:func:`spread_points` of the bare times, each point with its entry's delay law."""
+    pts, pw, src = spread_points(bare, w, sd)
+    rep = TwoMoment(*(getattr(law, f)[src] for f in ("shift", "q", "scale")))
     return pts, pw, rep
 
 
