@@ -79,12 +79,13 @@ def law_and_replay(
     return law, sim
 
 
-# Measured on this branch (law vs the 20k replay, TTFT then KV P50/P90/P99):
-# after_idle 4 req/s +0.5/+0.8/+0.2, +0.1/+0.9/+0.2 %; 30 req/s -0.6/+0.1/+0.0, -1.6/+0.1/-0.0 %;
-# congestive 24 req/s +0.0/+2.5/+0.0, -1.8/-0.0/-0.1 %; pristine eth-25g -0.2/-0.1/-2.0,
-# -1.7/-1.1/-5.5 %. Before the strata's spread (a stratum of the top half of a class put every
-# request at its mean size) the flow-capped line read the KV P50 -21 % and, per class
-# (evaluate kept eight classes, not the strata), the P90 -14 %.
+# Measured (law vs the 20k replay, TTFT then KV P50/P90/P99, %): after_idle 4 req/s
+# -2.1/+1.2/+0.3, -2.7/+1.3/+0.3; 30 req/s -0.8/-0.3/-0.1, -4.4/+0.4/+0.1; congestive 24 req/s
+# +1.6/+0.1/+0.0, -4.5/+0.4/+0.1; every_transfer -1.0/-0.3/-0.1, -4.0/+0.5/+0.1; pristine
+# eth-25g -0.4/-0.2/-2.0, -1.7/-0.6/-5.5 (BENCHMARKS.md, "The line one transfer gets"). Before
+# the strata's spread (a stratum of the top half of a class put every request at its mean
+# size) the flow-capped line read the KV P50 -21 % and, per class (evaluate kept eight classes,
+# not the strata), the P90 -14 %.
 CASES = [
     # slow start after idle: at 4 req/s a prefill instance sends every 1.5 s, so its lanes
     # often idle past their RTO (220 ms) and restart; at 30 req/s they seldom do
