@@ -201,10 +201,10 @@ class Link(Strict):
     max_lines: PositiveInt = 4
     """Most lines of one SKU the optimizer may lease."""
     rtt_ms: float | None = Field(default=None, ge=0)  # overrides every candidate's RTT
-    # overrides the rate one transfer gets on every candidate (Gb/s of goodput): its
-    # per_connection_gbps becomes this over streams_per_transfer x tcp_efficiency
-    transfer_gbps: PositiveFloat | None = Field(default=None, le=MAX_LINE_GBPS)
     """Overrides every candidate's RTT (ms)."""
+    transfer_gbps: PositiveFloat | None = Field(default=None, le=MAX_LINE_GBPS)
+    """Overrides the rate one transfer gets on every candidate (Gb/s of goodput): each one's
+    `per_connection_gbps` becomes this over `streams_per_transfer` x `tcp_efficiency`."""
 
     @field_validator("max_lines")
     @classmethod
