@@ -2,7 +2,7 @@
 
 Owned GPUs and lines are used first at their owned price, the rest bought at the scenario's;
 the plan splits its cost into owned and new spend. Checked against hand arithmetic on the
-default scenario (H100 $2.5/GPU-h, H200 $3.1/GPU-h, eth-10g lines), against the plan without
+default scenario (H100 $2.5/GPU-h, H200 $3.1/GPU-h, shared-* lines), against the plan without
 owned capacity, as a property over random owned sections, and through the CLI for bad input.
 """
 
@@ -75,7 +75,7 @@ def base() -> Plan:
 def test_sunk_capacity_covering_the_plan_costs_nothing_new(base):
     """Owning (at 0) more than every architecture's default plan uses: no new spend, and BCR
     (goodput per dollar as counted) no worse than buying it all."""
-    d = with_owned([("dc-a", "h100", 192, 0.0), ("dc-b", "h200", 160, 0.0)], [("eth-10g", 4, 0.0)])
+    d = with_owned([("dc-a", "h100", 192, 0.0), ("dc-b", "h200", 160, 0.0)], [("shared-25g", 4, 0.0)])
     p = plan_of(d)
     assert set(p.plans) == set(base.plans)
     for a, q in p.plans.items():
@@ -105,12 +105,12 @@ def test_partial_owned_split_is_hand_arithmetic(base):
 
 @pytest.mark.integration
 def test_owned_lines_first(base):
-    """One sunk eth-10g of the two the plan leases: the line costs one line's market price."""
-    p = plan_of(with_owned(lines=[("eth-10g", 1, 0.0)]))
+    """One sunk shared-25g, the one line the plan leases: the line costs nothing new."""
+    p = plan_of(with_owned(lines=[("shared-25g", 1, 0.0)]))
     b = base.plans["pdd"]
-    assert b.line is not None and (b.line.sku, b.line.count) == ("eth-10g", 2)
+    assert b.line is not None and (b.line.sku, b.line.count) == ("shared-25g", 1)
     q = p.plans["pdd"]
-    one = b.line.cost_per_hour / 2
+    one = b.line.cost_per_hour
     assert q.cost_per_hour <= b.cost_per_hour - one + 0.011
     if fleet(q) == fleet(b):
         assert q.cost_owned_per_hour == 0.0
@@ -173,7 +173,7 @@ def test_owned_never_raises_cost(base, seed):
         ("dc-a", "h100", int(rng.integers(0, 160)), float(rng.uniform(0, 2.5))),
         ("dc-b", "h200", int(rng.integers(0, 48)), float(rng.uniform(0, 3.1))),
     ]
-    lines = [(str(rng.choice(["eth-10g", "eth-25g"])), int(rng.integers(0, 3)), 0.0)]
+    lines = [(str(rng.choice(["shared-10g", "shared-25g"])), int(rng.integers(0, 3)), 0.0)]
     p = plan_of(with_owned(gpus, lines))
     for a, b in base.plans.items():
         assert p.plans[a].cost_per_hour <= b.cost_per_hour + 1e-6, (a, gpus, lines)
@@ -183,7 +183,7 @@ def test_owned_never_raises_cost(base, seed):
 def test_rate_free_with_sunk_capacity_has_finite_bcr():
     """Objective bcr with the rate free and everything owned at 0: Dinkelbach stops at the
     zero-spend plan, and BCR is finite (spend floored at $0.01/h)."""
-    d = with_owned([("dc-a", "h100", 64, 0.0), ("dc-b", "h200", 32, 0.0)], [("eth-10g", 4, 0.0)])
+    d = with_owned([("dc-a", "h100", 64, 0.0), ("dc-b", "h200", 32, 0.0)], [("shared-25g", 4, 0.0)])
     del d["workload"]["rate_rps"]
     d["architectures"] = ["idc_pd"]
     q = plan_of(d).plans["idc_pd"]
