@@ -75,7 +75,9 @@ def base() -> Plan:
 def test_sunk_capacity_covering_the_plan_costs_nothing_new(base):
     """Owning (at 0) more than every architecture's default plan uses: no new spend, and BCR
     (goodput per dollar as counted) no worse than buying it all."""
-    d = with_owned([("dc-a", "h100", 192, 0.0), ("dc-b", "h200", 160, 0.0)], [("shared-25g", 4, 0.0)])
+    d = with_owned(
+        [("dc-a", "h100", 192, 0.0), ("dc-b", "h200", 160, 0.0)], [("shared-25g", 4, 0.0)]
+    )
     p = plan_of(d)
     assert set(p.plans) == set(base.plans)
     for a, q in p.plans.items():
