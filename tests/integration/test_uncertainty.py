@@ -120,7 +120,17 @@ def test_bracketed_goodputs_agree_with_fresh_searches(setting):
             got = ev.edge(v, a)
             fresh = perturb.edge(perturb.apply(pb_of(ctx), cls, v), fleets[a])
             assert got.lo <= fresh.hi * (1 + 1e-9) and fresh.lo <= got.hi * (1 + 1e-9), (i, a)
-            assert got.hi <= got.lo * (1 + perturb.REL_TOL) + 1e-12
+            # within the tolerance, or nothing served down to the search's floor (a draw of a
+            # slow line can leave no rate at which the low-hit transfers meet the P99)
+            assert got.hi <= got.lo * (1 + perturb.REL_TOL) + 1e-12 or (
+                got.lo == 0
+                and got.hi
+                <= analytic.rate_bound(
+                    perturb.fleet_model(perturb.apply(pb_of(ctx), cls, v), fleets[a])
+                )
+                * 1e-3
+                + 1e-12
+            )
             # the served end is served: evaluate's own check at it
             fm = perturb.fleet_model(perturb.apply(pb_of(ctx), cls, v), fleets[a])
             assert got.lo == 0 or analytic.at_rate(fm, got.lo).ok

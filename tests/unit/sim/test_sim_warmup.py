@@ -196,7 +196,7 @@ def test_replay_drops_the_decode_fill_up(default) -> None:
 def test_unstable_line_keeps_the_window_from_empty(default) -> None:
     ctx, plan = default
     z = {"cost_per_hour": 0.0, "utilization": 0.0, "rtt_ms": 0.0}
-    one = LineChoice(sku="eth-10g", gbps=10.0, count=1, **z)
+    one = LineChoice(sku="shared-10g", gbps=10.0, count=1, **z)
     slow = plan.plans["cdc_pd"].model_copy(update={"line": one})
     res = run(ctx, slow, "cdc_pd", 3000, 0)
     assert res.unstable
