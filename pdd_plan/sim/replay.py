@@ -10,7 +10,8 @@ Stages, each exact for its model unless noted (see the module docs of ``queues``
    ``streams_per_transfer`` of them, so the pool serves ``connections // k`` transfers), then
    processor sharing over the line, each transfer capped at ``k`` x one TCP connection's rate
    (``tcp``), RTT (and slow start on fresh connections) on delivery. Routing is the plan's
-   (``planned_route``: each request's path fixed up front), or with ``policy.router: backlog``
+   (``planned_route``: each request's path fixed up front; with ``policy.router:
+   hit_threshold`` the report's rule fixes it the same way), or with ``policy.router: backlog``
    a rule applied when each request's KV is ready; the DRC (hashed traces) acts then too.
 4. **Decode** - continuous batching on RLD and MD in fluid steps, the relay and the handoff.
 
@@ -203,6 +204,14 @@ def _move_kv(
     router, planned = None, None
     if fl.relay and pol.router == "backlog":
         router = _backlog_router(fl, r, pol, sla)
+    elif fl.relay and pol.router == "hit_threshold":  # the report's rule, whatever the plan
+        lim = (
+            pol.singular_max_output_tokens
+            if setup.spec(fl.architecture).singular_on_relay
+            else None
+        )
+        at = pol.relay_hit_threshold.at_or_below
+        planned = planned_route(r.hit_p, r.output_tokens, at, lim)
     elif fl.relay:
         planned = planned_route(r.hit_p, r.output_tokens, fl.relay_below, fl.singular_max)
     hook = _drc_hook(model, fl, reqs) if reqs.hashes and pol.drc else None

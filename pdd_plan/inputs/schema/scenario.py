@@ -240,6 +240,18 @@ class SLA(Strict):
         return self
 
 
+class HitThreshold(Strict):
+    """A prefill-side hit rate to relay at or below, and where the figure comes from."""
+
+    at_or_below: float = Field(default=0.95, ge=0, le=1)
+    """Relay requests whose prefill-side hit rate is at most this."""
+    source: str = (
+        "PDD report (pdd-facts.md): most requests hit above 95% and go straight P -> MD; "
+        "only the low-hit minority goes through relay decode"
+    )
+    """Where the threshold comes from (never tuned to a result)."""
+
+
 class Policy(Strict):
     drc: bool = True
     """Main decode's radix cache: only the prefix it lacks crosses the line."""
@@ -255,9 +267,23 @@ class Policy(Strict):
     md_hit_ratio: float = Field(default=1.0, ge=0, le=1)  # MD's hit / prefill-side hit (DRC)
     """Main decode's hit rate / the prefill side's, for distribution workloads (traces simulate
     both caches)."""
-    router: Literal["plan", "backlog"] = "plan"
-    """How the simulator relays: `plan` applies the plan's routing (so the replay verifies the
-    plan made), `backlog` relays a request when the line's backlog predicts a TTFT miss."""
+    router: Literal["plan", "backlog", "hit_threshold"] = "plan"
+    """How requests are relayed. `plan`: the planner relays only as much as its SLA needs at
+    the least cost, and the simulator applies that plan. `backlog` (simulator only): relay a
+    request when the line's backlog predicts a TTFT miss. `hit_threshold` (optimize, evaluate
+    and simulate): the PDD report's rule, relay every request whose prefill-side hit is at or
+    below `relay_hit_threshold`, the short (singular) ones finishing near; every other request
+    goes P -> MD."""
+    relay_hit_threshold: HitThreshold = Field(
+        default=HitThreshold(), exclude_if=lambda v: v == HitThreshold()
+    )
+    """The hit threshold `router: hit_threshold` relays at or below, with its source."""
+    handoff_payload: Literal["auto", "recompute", "kv"] = Field(
+        default="auto", exclude_if=lambda v: v == "auto"
+    )
+    """What relay decode hands main decode: `recompute` (the generated tokens' IDs; MD extends
+    them in a pass joined to its running decode batch), `kv` (their KV over the line), or
+    `auto`: the planner takes the one with the shorter worst case and says why."""
 
 
 class Search(Strict):
