@@ -262,7 +262,15 @@ def fine_times(
         caps.line_delay,
         pool.departure_ca2,
         pool,
+        md_batch=_batch(md, md_inst),
+        chunk=prefill_chunk_tokens,
     )
+
+
+def _batch(md: list[DecodeOption], inst) -> float:
+    """The running batch of main decode's chosen instance (its TPOT-target batch)."""
+    c = next(o.cand for o in md if o.inst is inst)
+    return c.tokens_per_s * c.step_s
 
 
 def path_table(

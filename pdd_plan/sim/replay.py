@@ -30,6 +30,7 @@ from pdd_plan.common.errors import InputError
 from pdd_plan.inputs.pieces import ReplaySetup
 from pdd_plan.inputs.schema.model import ModelProfile
 from pdd_plan.inputs.schema.scenario import SLA, Policy
+from pdd_plan.latency import handoff
 from pdd_plan.latency.line import transfer
 from pdd_plan.perf import layers
 from pdd_plan.perf.instance import Instance
@@ -266,6 +267,7 @@ def _decode(
     mv: Moved,
     progress,
     basis: setup.SimRequests,
+    chunk: int = 8192,
 ) -> tuple[DecodeResult, list[int]]:
     """Stage 4 for ``reqs``; the step and extend tables (and the batch caps) are those of
     ``basis``, the requests ``reqs`` is the head of."""
@@ -282,9 +284,12 @@ def _decode(
     rld_eng, rld_b = _engines(relay, ctx_pts, ref, tpot) if relay else ([], [])
     cap = int(pol.relay_max_tokens)
     ext = None
+    payload = _payload(pol, fl)
     if relay:
         b_inp = basis.req.input_tokens.astype(float)
-        ext = ExtendTable(fl.decode[0], cap, np.unique(np.quantile(b_inp, [0, 0.5, 1]).round()))
+        ctxs = np.unique(np.quantile(b_inp, [0, 0.5, 1]).round())
+        price, tag = _handoff_price(payload, fl, md_b[0], chunk, mv)
+        ext = ExtendTable(fl.decode[0], cap, ctxs, price, tag)
     di = DecodeInputs(
         route=mv.route,
         t_md=mv.t_md,
@@ -299,9 +304,46 @@ def _decode(
         extend=ext,
         relay_cap=cap,
         one_shot=pol.handoff == "one_shot",
-        ids_latency_s=fl.line.sku.rtt_ms / 2e3 if fl.line is not None else 0.0,
+        # the token IDs' one-way trip (a KV payload's own transfer time includes its delivery)
+        ids_latency_s=fl.line.sku.rtt_ms / 2e3 if fl.line is not None and payload != "kv" else 0.0,
     )
     return run_decode(di, progress), md_b + rld_b
+
+
+def _payload(pol: Policy, fl: setup.Fleet) -> str:
+    """The handoff's payload: the policy's, or under `auto` the plan's choice (recompute for a
+    plan that does not say)."""
+    if pol.handoff_payload != "auto":
+        return pol.handoff_payload
+    return fl.handoff_payload or "recompute"
+
+
+def _handoff_price(payload: str, fl: setup.Fleet, batch: int, chunk: int, mv: Moved):
+    """(price, memo tag) of the handoff table: recompute joined to MD's running batch (its
+    TPOT-target batch), or the k tokens' KV as one transfer on the line at the utilization
+    this replay's line ran at."""
+    md = fl.decode[0]
+    if payload == "kv" and fl.line is not None:
+        st = mv.stats
+        span = st.span_s if st is not None and st.span_s > 0 else 0.0
+        rho = st.bytes_sent / (fl.line.capacity_bytes_s * span) if span else 0.0
+        rho = round(min(rho, 0.99), 3)
+
+        def kv(kg, ctx):
+            mean = [p.mean_s for p in handoff.kv(md, np.asarray(kg, float), fl.line, rho)]
+            return np.repeat(np.asarray(mean)[:, None], len(ctx), axis=1)
+
+        return kv, ("kv", id(fl.line.sku), fl.line.count, rho)
+
+    def rc(kg, ctx):
+        return np.array(
+            [
+                [handoff.recompute(md, float(k), float(c), batch, chunk).mean_s for c in ctx]
+                for k in kg
+            ]
+        )
+
+    return rc, ("recompute", int(batch), int(chunk))
 
 
 def simulate(
@@ -330,7 +372,8 @@ def simulate(
     model = profiles.model
     pf = _prefill(model, replay_setup.prefill_chunk_tokens, fl, basis.req, progress, len(r))
     mv = _move_kv(model, pol, sla, fl, reqs, pf, progress)
-    dec, bmax = _decode(model, pol, sla, fl, reqs, pf, mv, progress, basis)
+    chunk = replay_setup.prefill_chunk_tokens
+    dec, bmax = _decode(model, pol, sla, fl, reqs, pf, mv, progress, basis, chunk)
     return SimResult(
         architecture=architecture,
         source=reqs.source,

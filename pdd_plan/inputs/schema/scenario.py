@@ -30,6 +30,7 @@ from pdd_plan.inputs.schema.line import (
     check_streams,
 )
 from pdd_plan.inputs.schema.owned import Owned, check_against
+from pdd_plan.inputs.schema.routing import HitThreshold
 from pdd_plan.inputs.schema.uncertainty import Uncertainty
 
 ARCHITECTURES: tuple[str, ...] = architectures.names()  # the built-in ones (the spec has all)
@@ -238,18 +239,6 @@ class SLA(Strict):
         if self.ttft_p99_s < self.ttft_p90_s:
             raise ValueError("ttft_p99_s must be >= ttft_p90_s")
         return self
-
-
-class HitThreshold(Strict):
-    """A prefill-side hit rate to relay at or below, and where the figure comes from."""
-
-    at_or_below: float = Field(default=0.95, ge=0, le=1)
-    """Relay requests whose prefill-side hit rate is at most this."""
-    source: str = (
-        "PDD report (pdd-facts.md): most requests hit above 95% and go straight P -> MD; "
-        "only the low-hit minority goes through relay decode"
-    )
-    """Where the threshold comes from (never tuned to a result)."""
 
 
 class Policy(Strict):

@@ -12,7 +12,8 @@ import yaml
 
 from pdd_plan.architectures import P_MD, P_RLD, P_RLD_MD
 from pdd_plan.inputs.context import build_context
-from pdd_plan.inputs.schema.scenario import HitThreshold, Policy, Scenario
+from pdd_plan.inputs.schema.routing import HitThreshold
+from pdd_plan.inputs.schema.scenario import Policy, Scenario
 from pdd_plan.optimize import problem_of
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.plan import plan_architecture
