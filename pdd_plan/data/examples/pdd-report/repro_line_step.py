@@ -14,6 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+from typer.testing import CliRunner
+
+from pdd_plan.cli import line
+from pdd_plan.cli.main import app
 
 HERE = Path(__file__).resolve().parent
 MICROBENCHMARK = HERE / "handoff-microbenchmark.csv"
@@ -40,8 +44,6 @@ def as_is() -> Line:
 
 def available() -> bool:
     """Whether this build's `line calibrate` takes `--transfers`."""
-    from pdd_plan.cli import line
-
     return "transfers" in inspect.signature(line.calibrate_cmd).parameters
 
 
@@ -57,10 +59,6 @@ def calibrate(out_dir: Path, csv: Path = MICROBENCHMARK) -> Line:
             "one transfer runs at the line's full rate, so every line-dependent figure below "
             "is the pristine line's, not the report's",
         )
-    from typer.testing import CliRunner
-
-    from pdd_plan.cli.main import app
-
     out = out_dir / f"{NAME}.yaml"
     args = [
         "line",
