@@ -50,8 +50,8 @@ LABEL = {
     "extend_mean_ms": "recompute handoff (extend), mean",
     "extend_max_ms": "recompute handoff (extend), max",
     "extend_sd_ms": "recompute handoff (extend), s.d.",
-    "kv_handoff_mean_ms": "KV handoff over the line, mean",
-    "kv_handoff_max_ms": "KV handoff over the line, worst",
+    "kv_handoff_mean_ms": "KV handoff (4,649 KB) over the line, mean",
+    "kv_handoff_max_ms": "KV handoff (4,649 KB) over the line, worst (a cold start)",
 }
 
 # the report's cost table in GPU-A hours: 88 A against 43 A + 32 B + the line (~0.3 A)

@@ -108,3 +108,20 @@ def extend_lines(e: dict) -> list[str]:
     if "payload" in e:
         out.append(f"the planner's payload at this load: {e['payload']} ({e['payload_why']})")
     return out
+
+
+def exact_line(x: dict) -> str:
+    """The report's fleet at its exact GPU counts (repro_study.EXACT)."""
+    p, i = x["pdd"], x["idc_pd"]
+
+    def gpus(d: dict) -> str:
+        return " + ".join(f"{n} {g.upper()}" for g, n in d["gpus"].items())
+
+    return (
+        f"at the report's exact GPU counts (PDD {gpus(p)}: one 27-GPU prefill and one 16-GPU "
+        f"relay decode; IDC-PD {gpus(i)}: 2 x 16 prefill, 2 x 28 decode; the speed factor as "
+        f"fitted on the 96-GPU IDC-PD): PDD {fmt(p['goodput_rps'])} req/s, IDC-PD "
+        f"{fmt(i['goodput_rps'])} req/s; goodput {fmt(x.get('goodput_gain_pct'))}%, cost "
+        f"{fmt(x.get('cost_change_pct'))}%, BCR {fmt(x.get('bcr_gain_pct'))}% (report +27.8%, "
+        "-3.5 to -7.1%, +32.4 to +37.5%)"
+    )

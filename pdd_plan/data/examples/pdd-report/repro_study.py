@@ -231,3 +231,53 @@ def run(path: Path, requests: int, line: Path | None = None) -> dict:
         "extend": extend_prediction(fl["pdd"], choice),
         "speed_factor": {k: fs.speed_factor for k, fs in fleets.items()},
     }
+
+
+# The report's own GPU counts as instances the model fits: in pdd-plan's weight accounting a
+# DeepSeek-V4-Pro instance needs 16 H100 or more, so 43 H100 are two instances (a 27-GPU
+# prefill and a 16-GPU relay decode: the smallest relay pool, the rest prefill) and 88 H100
+# are IDC-PD's two 16-GPU prefill instances and 56 GPUs of decode as two of 28.
+EXACT = {
+    "all": {"prefill": (1, 27), "relay_decode": (1, 16)},
+    "idc_pd": {"prefill": (2, 16), "decode": (2, 28)},
+}
+
+
+def exact_counts(path: Path, requests: int, line: Path | None = None) -> dict:
+    """PDD and IDC-PD evaluated on the report's exact GPU counts (EXACT), at the file's speed
+    factor (fitted on the 96-GPU IDC-PD, not refitted): goodputs, costs, the gains."""
+    sc = load_scenario(path)
+    if line is not None:
+        sc = sc.model_copy(update={"link": sc.link.model_copy(update={"candidates": [str(line)]})})
+    fleet = dict(sc.fleet)
+    for key, roles in EXACT.items():
+        groups = [
+            g.model_copy(update={"count": roles[g.role][0], "gpus_per_instance": roles[g.role][1]})
+            if g.role in roles
+            else g
+            for g in fleet[key].instances
+        ]
+        fleet[key] = fleet[key].model_copy(update={"instances": groups})
+    sc = sc.model_copy(update={"fleet": fleet, "architectures": ["pdd", "idc_pd"]})
+    ctx, fleets = from_scenario(build_context(sc, str(path)))
+    ev = evaluate(ctx, fleets, Options(sim_requests=requests))
+    a = ev["architectures"]
+    out = {
+        a_: {
+            "gpus": {
+                g.gpu: sum(
+                    x.count * x.gpus_per_instance for x in fleets[a_].instances if x.gpu == g.gpu
+                )
+                for g in fleets[a_].instances
+            },
+            "goodput_rps": a[a_]["goodput_rps"] if a_ in a else None,
+            "cost_per_hour": fleets[a_].cost_per_hour,
+        }
+        for a_ in ("pdd", "idc_pd")
+    }
+    if "pdd" in a and "idc_pd" in a:
+        p, i = a["pdd"], a["idc_pd"]
+        out["goodput_gain_pct"] = _pct(p["goodput_rps"], i["goodput_rps"])
+        out["cost_change_pct"] = _pct(p["cost_per_hour"], i["cost_per_hour"])
+        out["bcr_gain_pct"] = _pct(p["bcr"], i["bcr"])
+    return out

@@ -61,6 +61,7 @@ def study(path: Path = SCENARIO, requests: int = 5000, fit_line: bool = True) ->
     with tempfile.TemporaryDirectory() as tmp:
         ln = line_step.calibrate(Path(tmp)) if fit_line else line_step.as_is()
         s = study_mod.run(path, requests, ln.profile)
+        exact = study_mod.exact_counts(path, requests, ln.profile)
         beside = None
         if ln.beside is not None:
             b = study_mod.run(path, requests, ln.beside)
@@ -73,8 +74,8 @@ def study(path: Path = SCENARIO, requests: int = 5000, fit_line: bool = True) ->
             "extend_mean_ms": e.get("mean_ms"),
             "extend_max_ms": e.get("max_ms"),
             "extend_sd_ms": e.get("sd_ms"),
-            "kv_handoff_mean_ms": e.get("kv_mean_ms"),
-            "kv_handoff_max_ms": e.get("kv_p99_ms"),
+            "kv_handoff_mean_ms": None if ln.fit_mean_s is None else 1e3 * ln.fit_mean_s,
+            "kv_handoff_max_ms": None if ln.fit_worst_s is None else 1e3 * ln.fit_worst_s,
         }
     )
     pdd_plan = {k: h.get(k) for k in KEYS}
@@ -90,11 +91,10 @@ def study(path: Path = SCENARIO, requests: int = 5000, fit_line: bool = True) ->
             "reasons": ev["infeasible"].get(a, {}).get("reasons"),
             "ttft_s_at_compared_load": at["ttft_s"] if at else None,
         }
-    return _round(
+    out = _round(
         {
             "scenario": str(path),
             "speed_factor": s.get("speed_factor"),
-            "line": {"message": ln.message, "profile": ln.fitted},
             "report": {k: v["value"] for k, v in REPORT.items()},
             "ours": ours,
             "pdd_plan": pdd_plan,
@@ -103,10 +103,13 @@ def study(path: Path = SCENARIO, requests: int = 5000, fit_line: bool = True) ->
             "at_load": s.get("at_load"),
             "extend": e,
             "line_100g_beside": beside,
+            "exact_counts": exact,
             "bcr_gain_pct_at_report_gpu_counts": h.get("bcr_gain_pct_at_report_gpu_counts"),
             "evaluate": ev,
         }
     )
+    out["line"] = {"message": ln.message, "profile": ln.fitted}  # the profile as written
+    return out
 
 
 def slim(s: dict) -> dict:
@@ -141,6 +144,7 @@ def printout(s: dict) -> str:
         out.append(render.routing_table(s["at_load"], s["compared_load_rps"]))
     if s["extend"]:
         out += render.extend_lines(s["extend"])
+    out.append(render.exact_line(s["exact_counts"]))
     if s["line_100g_beside"]:
         b = s["line_100g_beside"]
         out.append(
