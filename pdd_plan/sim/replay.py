@@ -30,11 +30,10 @@ from pdd_plan.common.errors import InputError
 from pdd_plan.inputs.pieces import ReplaySetup
 from pdd_plan.inputs.schema.model import ModelProfile
 from pdd_plan.inputs.schema.scenario import SLA, Policy
-from pdd_plan.latency import handoff
 from pdd_plan.latency.line import transfer
 from pdd_plan.perf import layers
 from pdd_plan.perf.instance import Instance
-from pdd_plan.sim import setup
+from pdd_plan.sim import handoff_table, setup
 from pdd_plan.sim.decode.decoder import DecodeInputs, DecodeResult, Engine, run_decode
 from pdd_plan.sim.queues import (
     P_RLD,
@@ -350,11 +349,11 @@ def _decode(
     rld_eng, rld_b = _engines(relay, ctx_pts, ref, tpot) if relay else ([], [])
     cap = int(pol.relay_max_tokens)
     ext = None
-    payload = _payload(pol, fl)
+    payload = handoff_table.payload(pol, fl)
     if relay:
         b_inp = basis.req.input_tokens.astype(float)
         ctxs = np.unique(np.quantile(b_inp, [0, 0.5, 1]).round())
-        price, tag = _handoff_price(payload, fl, md_b[0], chunk, mv)
+        price, tag = handoff_table.price(payload, fl, md_b[0], chunk, mv.stats)
         ext = ExtendTable(fl.decode[0], cap, ctxs, price, tag)
     di = DecodeInputs(
         route=mv.route,
@@ -374,42 +373,6 @@ def _decode(
         ids_latency_s=fl.line.sku.rtt_ms / 2e3 if fl.line is not None and payload != "kv" else 0.0,
     )
     return run_decode(di, progress), md_b + rld_b
-
-
-def _payload(pol: Policy, fl: setup.Fleet) -> str:
-    """The handoff's payload: the policy's, or under `auto` the plan's choice (recompute for a
-    plan that does not say)."""
-    if pol.handoff_payload != "auto":
-        return pol.handoff_payload
-    return fl.handoff_payload or "recompute"
-
-
-def _handoff_price(payload: str, fl: setup.Fleet, batch: int, chunk: int, mv: Moved):
-    """(price, memo tag) of the handoff table: recompute joined to MD's running batch (its
-    TPOT-target batch), or the k tokens' KV as one transfer on the line at the utilization
-    this replay's line ran at."""
-    md = fl.decode[0]
-    if payload == "kv" and fl.line is not None:
-        st = mv.stats
-        span = st.span_s if st is not None and st.span_s > 0 else 0.0
-        rho = st.bytes_sent / (fl.line.capacity_bytes_s * span) if span else 0.0
-        rho = round(min(rho, 0.99), 3)
-
-        def kv(kg, ctx):
-            mean = [p.mean_s for p in handoff.kv(md, np.asarray(kg, float), fl.line, rho)]
-            return np.repeat(np.asarray(mean)[:, None], len(ctx), axis=1)
-
-        return kv, ("kv", id(fl.line.sku), fl.line.count, rho)
-
-    def rc(kg, ctx):
-        return np.array(
-            [
-                [handoff.recompute(md, float(k), float(c), batch, chunk).mean_s for c in ctx]
-                for k in kg
-            ]
-        )
-
-    return rc, ("recompute", int(batch), int(chunk))
 
 
 def simulate(

@@ -6,6 +6,8 @@ from __future__ import annotations
 import repro_render as render
 from repro_figures import REPORT
 
+from pdd_plan.architectures import P_RLD, P_RLD_MD
+
 HEAD = """# The PDD report's experiment, reproduced
 
 <!-- Written by `python examples/pdd-report/reproduce.py --doc docs/reproduction.md`: do not
@@ -114,7 +116,7 @@ def _missing(k: str, s: dict) -> str:
         )
     if k == "rld_token_share_pct":
         relayed = s["at_load"].get("pdd", {}).get("route_share", {})
-        share = 100.0 * ((relayed.get("p_rld_md") or 0) + (relayed.get("p_rld") or 0))
+        share = 100.0 * ((relayed.get(P_RLD_MD) or 0) + (relayed.get(P_RLD) or 0))
         return (
             "relay decode decodes only while the KV crosses (k = transfer time / RLD step, "
             f"capped at relay_max_tokens, 256) and only for the {share:.0f}% of requests the "

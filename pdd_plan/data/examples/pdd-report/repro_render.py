@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from repro_figures import LABEL, REPORT
 
+from pdd_plan.architectures import P_RLD, P_RLD_MD
+
 ROLE = {
     "fitted": "**fitted**",
     "predicted": "predicted",
@@ -81,7 +83,7 @@ def routing_table(at_load: dict, load_rps: float) -> str:
         if s is None:
             continue
         t, kv, r = s["ttft_s"], s["kv_transfer_s"], s["route_share"]
-        relayed = (r.get("p_rld_md") or 0) + (r.get("p_rld") or 0)
+        relayed = (r.get(P_RLD_MD) or 0) + (r.get(P_RLD) or 0)
         rld = f"{s['rld_load']:.2f}" if s["rld_load"] is not None else "-"
         head.append(
             f"| {name} | {fmt(t['p50'])} s | {fmt(t['p90'])} s | {fmt(t['p99'])} s | "

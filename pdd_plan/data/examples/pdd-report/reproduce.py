@@ -84,7 +84,7 @@ def study(path: Path = SCENARIO, requests: int = 5000, fit_line: bool = True) ->
     archs = {}
     for a in study_mod.ARCHS:
         r = ev["architectures"].get(a)
-        at = s["at_load"].get("pdd" if a == "pdd" else ("cdc_pd" if a == "cdc_pd" else "_"))
+        at = s["at_load"].get(a)  # PDD and CDC-PD are replayed at the compared load
         archs[a] = {
             "infeasible": r is None,
             "goodput_rps": r["goodput_rps"] if r else None,
