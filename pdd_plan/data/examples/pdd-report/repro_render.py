@@ -103,9 +103,9 @@ def extend_lines(e: dict) -> list[str]:
     ]
     if "kv_mean_ms" in e:
         out.append(
-            f"KV handoff, {e['kv_payload_bytes'] / 1e3:,.0f} KB (report 4,649 KB) alone on the "
-            f"line: mean {e['kv_mean_ms']:.1f} ms, P99 {e['kv_p99_ms']:.1f} ms (the line's "
-            "calibration input: 185 / 512.6 ms)"
+            f"KV handoff priced by the planner: the model's {e['kv_payload_bytes'] / 1e3:,.0f} KB "
+            f"(report 4,649 KB) alone on the line, the sender's copy and a slow start after "
+            f"idle included: mean {e['kv_mean_ms']:.1f} ms, P99 {e['kv_p99_ms']:.1f} ms"
         )
     if "payload" in e:
         out.append(f"the planner's payload at this load: {e['payload']} ({e['payload_why']})")
