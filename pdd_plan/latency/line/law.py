@@ -161,9 +161,9 @@ def slow_start_mean_s(
 ) -> np.ndarray:
     """The mean slow-start penalty per size: every transfer's (``every_transfer``), none in
     steady state (``first_use``), or (``after_idle``) the restart after the idle gap of the
-    sender's connections: each prefill instance of ``pool`` (one sender without it) sends its
-    share of the line's transfers, ``rho x usable / E[x]`` a second, Poisson, each holding its
-    connections ``E[x] x per_byte`` (:meth:`LineConfig.expected_idle_slow_start_s`)."""
+    sender's lanes: the line's ``rho x usable / E[x]`` transfers a second come in turn from
+    the prefill instances of ``pool`` (one sender without it), each keeping its lanes busy
+    its hold, ``x x per_byte`` (:meth:`LineConfig.expected_idle_slow_start_s`)."""
     if line.sku.slow_start != "after_idle":
         return line.every_transfer_slow_start_s(x)
     w = np.asarray(weight, dtype=float)

@@ -103,9 +103,13 @@ class LineConfig:
         self, size_bytes: np.ndarray, sender_rate: float, busy_s: float
     ) -> np.ndarray:
         """The mean ``after_idle`` penalty when a sender's transfers come as a Poisson stream
-        of ``sender_rate`` per second, each keeping its connections busy ``busy_s`` on
-        average: the idle gap exceeds ``j`` RTOs with chance ``exp(-rate (j RTO + busy))``,
-        and ``j`` halvings restart the window at :func:`tcp.restart_window_bytes`."""
+        of ``sender_rate`` a second, each keeping the sender's lanes busy ``busy_s`` on average:
+        its lanes are idle at an arrival with chance ``exp(-rate busy)`` (M/G/inf, whatever
+        the holding times' law) and then idle for an exponential time, so idle past ``j``
+        RTOs with chance ``exp(-rate (busy + j RTO))``; ``j`` halvings restart the window at
+        :func:`tcp.restart_window_bytes`. The replay's senders see their lanes busy more often
+        than Poisson arrivals would (an instance takes no request while it prefills the long,
+        low-hit request whose long transfer follows), so this errs toward more restarts."""
         x = np.asarray(size_bytes, dtype=float)
         sku, rto = self.sku, self.sku.rto_s
         if sender_rate <= 0:  # a sender that never sends again: every transfer starts cold
