@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import numpy as np
 from repro_figures import HANDOFF_CONTEXT, HANDOFF_TOKENS, REPORT_GPUS
 
 from pdd_plan.evaluate import Options, analytic, evaluate
@@ -14,10 +15,10 @@ from pdd_plan.evaluate.fleet import FleetSpec, deployed_inputs, from_scenario, i
 from pdd_plan.inputs.context import build_context, load_scenario
 from pdd_plan.inputs.schema.plan import ArchitecturePlan, InstanceGroup, LineChoice, Routing
 from pdd_plan.latency import handoff
-from pdd_plan.latency.line.transfer import LineConfig
 from pdd_plan.optimize import problem_of
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.enumeration import mean_context
+from pdd_plan.perf import layers
 from pdd_plan.perf.handoff import joined_extend
 from pdd_plan.sim.run import replay_plan
 from pdd_plan.workload.classes import build_classes
@@ -126,7 +127,7 @@ def extend_prediction(f: Fleet, choice: handoff.Choice | None) -> dict:
     }
     if f.fm.line is not None:
         kv = handoff.kv(md, HANDOFF_TOKENS, f.fm.line, 0.0)[0]
-        out["kv_payload_bytes"] = float(handoff.layers.kv_bytes(md.model, HANDOFF_TOKENS))
+        out["kv_payload_bytes"] = float(layers.kv_bytes(md.model, HANDOFF_TOKENS))
         out["kv_mean_ms"], out["kv_p99_ms"] = 1e3 * kv.mean_s, 1e3 * kv.worst_s
     if choice is not None:
         out["payload"], out["payload_why"] = choice.payload, choice.why
@@ -141,13 +142,10 @@ def payload_choice(f: Fleet, rate: float) -> handoff.Choice | None:
     md = instance(f.rs.profiles, "", g, "fleet")
     ctx = mean_context(f.fm.classes)
     batch, _ = analytic.max_batch_for_tpot(md, ctx, f.pb.sla.tpot_ms / 1e3)
-    rho = analytic._line_level(f.fm, rate)[1]
+    fm = f.fm  # the line's utilization at `rate`: the KV bytes crossing over its capacity
+    rho = rate * float(np.dot(fm.classes.weight, fm.shared.line_bytes)) / fm.line.capacity_bytes_s
     chunk = f.pb.catalog.prefill_chunk_tokens
-    return handoff.choose(f.pb.policy, md, ctx, batch, chunk, LineConfig(*_cfg(f)), rho)
-
-
-def _cfg(f: Fleet):
-    return f.fm.line.sku, f.fm.line.count
+    return handoff.choose(f.pb.policy, md, ctx, batch, chunk, fm.line, rho)
 
 
 def _report_cost(ctx, gpus: dict[str, int], line_per_hour: float = 0.0) -> float:
