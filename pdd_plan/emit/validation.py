@@ -42,6 +42,31 @@ SCHEMA_FILES = {
         "RoleBasedGroup",
     ): "rolebasedgroup-workloads.x-k8s.io-v1alpha2.json",
     ("keda.sh/v1alpha1", "ScaledObject"): "scaledobject-keda.sh-v1alpha1.json",
+    (
+        "nvidia.com/v1alpha1",
+        "DynamoGraphDeployment",
+    ): "dynamographdeployment-nvidia.com-v1alpha1.json",
+    (
+        "nvidia.com/v1beta1",
+        "DynamoGraphDeployment",
+    ): "dynamographdeployment-nvidia.com-v1beta1.json",
+    (
+        "serving.kserve.io/v1alpha1",
+        "LLMInferenceService",
+    ): "llminferenceservice-serving.kserve.io-v1alpha1.json",
+    (
+        "serving.kserve.io/v1alpha2",
+        "LLMInferenceService",
+    ): "llminferenceservice-serving.kserve.io-v1alpha2.json",
+    (
+        "inference.networking.k8s.io/v1",
+        "InferencePool",
+    ): "inferencepool-inference.networking.k8s.io-v1.json",
+    (
+        "inference.networking.x-k8s.io/v1alpha2",
+        "InferencePool",
+    ): "inferencepool-inference.networking.x-k8s.io-v1alpha2.json",
+    ("grove.io/v1alpha1", "PodCliqueSet"): "podcliqueset-grove.io-v1alpha1.json",
 }
 LWS_KEY = ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet")
 
@@ -78,7 +103,7 @@ def strict(schema: dict) -> dict:
     return s
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=32)
 def crd_schema(api_version: str, kind: str, strict_mode: bool = True) -> dict:
     f = SCHEMA_FILES[(api_version, kind)]
     raw = json.loads((schema_dir() / f).read_text(encoding="utf-8"))
@@ -184,7 +209,7 @@ def builtin_schema(kind: str, strict_mode: bool = True) -> dict:
 BUILTIN = {("apps/v1", "Deployment"), ("v1", "Service")}
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=32)
 def _validator(api_version: str, kind: str, strict_mode: bool):
     if (api_version, kind) in BUILTIN:
         s = builtin_schema(kind, strict_mode)
