@@ -45,7 +45,10 @@ def emit_cmd(
         "lmsysorg/sglang:latest", "--image", help="Container image (server and router)."
     ),
     transfer_backend: str = typer.Option(
-        "mooncake", "--transfer-backend", help="mooncake | nixl | mooncake_tcp"
+        "nixl",
+        "--transfer-backend",
+        help="nixl (per peer: RDMA in a datacenter, TCP across) | mooncake (TCP where KV "
+        "crosses the line) | mooncake_tcp",
     ),
     ib_device: str = typer.Option(
         "mlx5_0", "--ib-device", help="--disaggregation-ib-device where KV moves over RDMA."
@@ -79,7 +82,9 @@ def emit_cmd(
         from pdd_plan.emit.schedule import peak_plan
 
         data = peak_plan(data, architecture)
-    dep = em.build(data, architecture, opts, model=ctx.model, gpus=ctx.gpus, file=plan)
+    dep = em.build(
+        data, architecture, opts, model=ctx.model, gpus=ctx.gpus, file=plan, lines=ctx.lines
+    )
     # everything in memory before anything is written
     files = em.render_day(dep, target, data) if day else em.render(dep, target)
     folder = em.prepare_dir(out)

@@ -12,6 +12,7 @@ placeholder suffix ``.<dc>.pdd.local``, to be mapped by the user's multi-cluster
 
 from __future__ import annotations
 
+from pdd_plan.emit import transfer
 from pdd_plan.emit.plan import DOMAIN, Deployment, Group, dns, label_value
 from pdd_plan.emit.sglang import (
     STAGING_ENV,
@@ -107,6 +108,7 @@ def _container(dep: Deployment, g: Group, target: str, leader: bool) -> dict:
             )
     if dep.staging_buffer:
         env.append({"name": STAGING_ENV, "value": "1"})
+    env += transfer.env(dep, g)
     n = str(g.gpus_per_node)
     c: dict = {
         "name": "sglang",
@@ -127,7 +129,7 @@ def _container(dep: Deployment, g: Group, target: str, leader: bool) -> dict:
             "periodSeconds": 10,
         }
     c["resources"] = {"limits": {g.resource: n}, "requests": {g.resource: n}}
-    if g.rdma and o.transfer_backend == "mooncake":
+    if transfer.sglang_backend(dep, g) != "mooncake_tcp":  # may register memory for RDMA
         c["securityContext"] = {"capabilities": {"add": ["IPC_LOCK"]}}
     c["volumeMounts"] = [{"name": "dshm", "mountPath": "/dev/shm"}]
     return c

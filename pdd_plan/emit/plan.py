@@ -58,7 +58,7 @@ class EmitOptions:
 
     model_path: str | None = None  # default: the model profile's hf_id (else its name)
     image: str = "lmsysorg/sglang:latest"  # runs both launch_server and sglang_router
-    transfer_backend: str = "mooncake"
+    transfer_backend: str = "nixl"  # per peer: RDMA in a datacenter, TCP across (transfer.py)
     ib_device: str = "mlx5_0"  # --disaggregation-ib-device where KV moves over RDMA (mooncake)
     trust_remote_code: bool = False
     port: int = 30000
@@ -93,6 +93,41 @@ def _moe_options(model: ModelProfile, gpu: GPUProfile, r: InstanceGroup) -> dict
 
 
 @dataclass(frozen=True)
+class LineSettings:
+    """What the line model assumed about connections (read from the line profile)."""
+
+    lanes_per_peer: int | None  # connections one transfer stripes over
+    window_bytes: int | None  # socket buffer / window cap
+    slow_start: str | None  # first_use | every_transfer
+    source: str
+
+
+def _field(obj: object, *names: str):
+    """The first of ``names`` present on a profile object or mapping (the line profile's field
+    names change as the line model grows; read defensively)."""
+    for n in names:
+        v = obj.get(n) if isinstance(obj, dict) else getattr(obj, n, None)
+        if v is not None:
+            return v
+    return None
+
+
+def line_settings(line_profile: object | None) -> LineSettings | None:
+    if line_profile is None:
+        return None
+    lanes = _field(line_profile, "lanes_per_peer", "streams_per_transfer")
+    window = _field(line_profile, "max_window_bytes", "window_bytes", "socket_buffer_bytes")
+    slow = _field(line_profile, "slow_start", "slow_start_after_idle")
+    name = _field(line_profile, "name") or "line"
+    return LineSettings(
+        lanes_per_peer=int(lanes) if lanes is not None else None,
+        window_bytes=int(window) if window is not None else None,
+        slow_start=str(slow) if slow is not None else None,
+        source=f"line profile {name}",
+    )
+
+
+@dataclass(frozen=True)
 class Group:
     """One instance row of the plan: `count` identical instances of one role, GPU and DC."""
 
@@ -108,7 +143,6 @@ class Group:
     gpus_per_node: int
     name: str  # DNS-safe, unique within the datacenter (e.g. "prefill", "main-decode-h200")
     mem_fraction: float
-    rdma: bool  # its KV peers are all reachable over RDMA: emit --disaggregation-ib-device
     resource: str  # nvidia.com/gpu | amd.com/gpu
     node_label: str
     node_label_value: str
@@ -144,6 +178,7 @@ class Deployment:
     options: EmitOptions
     staging_buffer: bool  # SGLANG_DISAGG_STAGING_BUFFER=1 (non-MLA model, prefill TP != decode TP)
     notes: list[str] = field(default_factory=list)
+    line_settings: LineSettings | None = None  # what the line model assumed (transfer.py)
 
     @property
     def arch_dns(self) -> str:
@@ -233,17 +268,16 @@ def build(
     model: ModelProfile | None = None,
     gpus: dict[str, GPUProfile] | None = None,
     file: str | None = None,
+    lines: list | None = None,
 ) -> Deployment:
     """The deployment of one architecture of ``plan``. ``model``/``gpus``: resolved profiles
     (default: bundled profiles named by the plan)."""
     o = options or EmitOptions()
-    spec = architectures.get(architecture)
     p = arch_plan(plan, architecture, file)
     inputs = plan.inputs
     if model is None:
         model = profiles.model(inputs.model, "inputs.model", file)
     rows = _rows(p, architecture, file)
-    has_relay = any(r.role == "relay_decode" for r in rows)
     labels = node_labels()
     groups: list[Group] = []
     notes: list[str] = []
@@ -286,7 +320,6 @@ def build(
                 gpus_per_node=r.gpus_per_instance // nodes,
                 name=nm,
                 mem_fraction=float(g.efficiency.mem_fraction),
-                rdma=spec.rdma_peers(r.role, has_relay),
                 resource=lab["resource"],
                 node_label=lab["label"],
                 node_label_value=lab["value"],
@@ -316,4 +349,19 @@ def build(
         options=o,
         staging_buffer=model.attention.kind == "gqa" and len(tps) > 1,
         notes=notes,
+        line_settings=line_settings(_line_profile(p, lines)),
     )
+
+
+def _line_profile(p: ArchitecturePlan, lines: list | None):
+    """The line profile the plan's line was priced and modelled with: from the scenario's
+    resolved lines, else the bundled profile of that name; None if neither has it."""
+    if p.line is None:
+        return None
+    sku = p.line.sku
+    for x in lines or []:
+        if getattr(x, "name", None) == sku:
+            return x
+    if sku in profiles.bundled_names("lines"):
+        return profiles.line(sku)
+    return None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import yaml
 
-from pdd_plan.emit import k8s
+from pdd_plan.emit import k8s, transfer
 from pdd_plan.emit.plan import DOMAIN, Deployment, dns
 from pdd_plan.emit.sglang import host, router_host
 
@@ -156,29 +156,7 @@ def readme(dep: Deployment, target: str, files: list[str]) -> str:
                     + ", ".join(single)
                     + " has a single role here, so its file holds a LeaderWorkerSet instead.",
                 ]
-    L += [
-        "",
-        "## KV transfer",
-        "",
-        f"Transfer backend: `{o.transfer_backend}`. "
-        + (
-            f"`--disaggregation-ib-device {o.ib_device}` (a placeholder: set `--ib-device` to "
-            "your HCAs, see `ibv_devices`) is set on instances whose KV moves over RDMA only: "
-            + ", ".join(sorted({g.role for g in dep.groups if g.rdma}) or ["none"])
-            + ". "
-            if o.transfer_backend == "mooncake"
-            else ""
-        )
-        + (
-            "KV between prefill and main decode crosses the leased line, which has no RDMA: "
-            "Mooncake must reach the other datacenter over TCP. Recent SGLang has "
-            "`--disaggregation-transfer-backend mooncake_tcp` (emit with `--transfer-backend "
-            "mooncake_tcp`), which forces TCP for every transfer of the instance, including "
-            "prefill to relay."
-            if dep.line
-            else "All KV moves within one datacenter over RDMA."
-        ),
-    ]
+    L += ["", *transfer.readme_section(dep)]
     if dep.drc:
         L += [
             "",
