@@ -51,6 +51,7 @@ def labels(
     if g is not None:
         out["pdd.group"] = g.name
         out["pdd.gpu"] = label_value(g.gpu)
+        out["llm-d.ai/role"] = g.mode  # what llm-d's prefill-filter / decode-filter read
     return out
 
 
@@ -112,7 +113,7 @@ def _container(dep: Deployment, g: Group, target: str, leader: bool) -> dict:
     n = str(g.gpus_per_node)
     c: dict = {
         "name": "sglang",
-        "image": o.image,
+        "image": o.sglang_image,
         "command": list(SERVER_CMD),
         "args": tokens(f, eq=True),
     }
@@ -259,7 +260,7 @@ def router(dep: Deployment, target: str) -> list[dict]:
                     "containers": [
                         {
                             "name": "router",
-                            "image": o.image,
+                            "image": o.sglang_image,
                             "command": list(ROUTER_CMD),
                             "args": router_args(dep, target),
                             "ports": [{"containerPort": o.router_port, "name": "http"}],

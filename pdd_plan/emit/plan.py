@@ -28,7 +28,11 @@ from pdd_plan.perf.instance import Instance
 ARCHITECTURES = architectures.names()  # the built-in ones, for --architecture help
 DECODE_ROLES = ("main_decode", "decode")
 DOMAIN = "pdd.local"  # placeholder DNS domain of the sglang target's hosts
-TRANSFER_BACKENDS = ("mooncake", "nixl", "mooncake_tcp")
+TRANSFER_BACKENDS = ("nixl", "mooncake", "mooncake_tcp")
+ENGINES = ("sglang", "vllm", "trtllm")
+DYNAMO_APIS = ("v1beta1", "v1alpha1")
+DYNAMO_TOPOLOGIES = ("one-cluster", "per-datacenter")
+SGLANG_IMAGE = "lmsysorg/sglang:latest"  # runs both launch_server and sglang_router
 
 
 def data_file(name: str) -> Path:
@@ -57,7 +61,7 @@ class EmitOptions:
     """Deployment choices the plan does not make (all have documented defaults)."""
 
     model_path: str | None = None  # default: the model profile's hf_id (else its name)
-    image: str = "lmsysorg/sglang:latest"  # runs both launch_server and sglang_router
+    image: str | None = None  # default: SGLANG_IMAGE, or the target's runtime image (Dynamo)
     transfer_backend: str = "nixl"  # per peer: RDMA in a datacenter, TCP across (transfer.py)
     ib_device: str = "mlx5_0"  # --disaggregation-ib-device where KV moves over RDMA (mooncake)
     trust_remote_code: bool = False
@@ -67,15 +71,27 @@ class EmitOptions:
     dist_port: int = 20102  # --dist-init-addr port of multi-node instances
     prefill_policy: str = "cache_aware"
     decode_policy: str = "power_of_two"
+    engine: str = "sglang"  # dynamo: the worker engine (kserve: vllm only)
+    engine_version: str | None = None  # the flag table's version (default: the one there is)
+    api_version: str = "v1beta1"  # dynamo: nvidia.com/v1beta1 | v1alpha1
+    topology: str = "one-cluster"  # dynamo across datacenters: one-cluster | per-datacenter
 
     def __post_init__(self) -> None:
-        if self.transfer_backend not in TRANSFER_BACKENDS:
-            raise InputError(
-                None,
-                "--transfer-backend",
-                f"unknown transfer backend '{self.transfer_backend}'",
-                f"use one of {', '.join(TRANSFER_BACKENDS)}",
-            )
+        for flag, value, ok in (
+            ("--transfer-backend", self.transfer_backend, TRANSFER_BACKENDS),
+            ("--engine", self.engine, ENGINES),
+            ("--api-version", self.api_version, DYNAMO_APIS),
+            ("--dynamo-topology", self.topology, DYNAMO_TOPOLOGIES),
+        ):
+            if value not in ok:
+                what = flag.lstrip("-").replace("-", " ")
+                raise InputError(
+                    None, flag, f"unknown {what} '{value}'", f"use one of {', '.join(ok)}"
+                )
+
+    @property
+    def sglang_image(self) -> str:
+        return self.image or SGLANG_IMAGE
 
 
 def _moe_options(model: ModelProfile, gpu: GPUProfile, r: InstanceGroup) -> dict:
@@ -90,6 +106,27 @@ def _moe_options(model: ModelProfile, gpu: GPUProfile, r: InstanceGroup) -> dict
         model, gpu, r.gpus_per_instance, tp=r.tp, ep=r.ep, dp=r.dp, redundant_experts=red
     )
     return {"moe_a2a": True, "two_batch_overlap": inst.tbo, "redundant_experts": red}
+
+
+def _router_facts(model: ModelProfile, gpu: GPUProfile, r: InstanceGroup, chunk: int) -> dict:
+    """What a router can be told from the perf model: one instance's peak prefill rate (one
+    full chunk at no cached context, perf/grid.py prefill_times) and its KV capacity."""
+    from pdd_plan.perf.grid import prefill_times  # the grid's kernels only when emitting
+
+    inst = Instance(
+        model,
+        gpu,
+        r.gpus_per_instance,
+        tp=r.tp,
+        ep=r.ep,
+        dp=r.dp,
+        redundant_experts=r.redundant_experts or 0,
+    )
+    t = float(prefill_times(inst, [chunk], [0], chunk)[0])
+    return {
+        "peak_prefill_tps": chunk / t if t > 0 else 0.0,
+        "kv_tokens": float(inst.kv_capacity_tokens),
+    }
 
 
 @dataclass(frozen=True)
@@ -150,6 +187,8 @@ class Group:
     moe_a2a: bool = False  # expert all-to-all over DeepEP (an MoE model with ep > 1)
     two_batch_overlap: bool = False  # the perf model's engine default for this shape
     redundant_experts: int = 0
+    peak_prefill_tps: float = 0.0  # prompt tokens/s of one instance on full chunks, no cache
+    kv_tokens: float = 0.0  # KV capacity of one instance, tokens
 
     @property
     def mode(self) -> str:
@@ -325,6 +364,7 @@ def build(
                 node_label_value=lab["value"],
                 label_known=known,
                 **_moe_options(model, g, r),
+                **_router_facts(model, g, r, inputs.search.prefill_chunk_tokens),
             )
         )
     prefill_dc = next(g.datacenter for g in groups if g.role == "prefill")

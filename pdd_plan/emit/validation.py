@@ -23,6 +23,8 @@ from pathlib import Path
 import jsonschema
 
 from pdd_plan.emit import cron
+from pdd_plan.emit.dynamo import needs_version_override
+from pdd_plan.emit.kserve import webhook_problems
 
 SCHEMA_FILES = {
     (
@@ -138,10 +140,10 @@ def _int_or_str() -> dict:
     return {"anyOf": [{"type": "integer"}, {"type": "string"}]}
 
 
-@lru_cache(maxsize=2)
+@lru_cache(maxsize=8)
 def builtin_schema(kind: str, strict_mode: bool = True) -> dict:
-    """Partial schemas of apps/v1 Deployment and v1 Service (fields from the Kubernetes API
-    reference; only what a router needs)."""
+    """Partial schemas of apps/v1 Deployment, v1 Service and v1 ConfigMap (fields from the
+    Kubernetes API reference; only what the emitters use)."""
     if kind == "Deployment":
         s = {
             "type": "object",
@@ -201,12 +203,24 @@ def builtin_schema(kind: str, strict_mode: bool = True) -> dict:
                 },
             },
         }
+    elif kind == "ConfigMap":
+        s = {
+            "type": "object",
+            "required": ["apiVersion", "kind", "metadata"],
+            "properties": {
+                "apiVersion": {"const": "v1"},
+                "kind": {"const": "ConfigMap"},
+                "metadata": _meta(),
+                "data": _labels(),
+                "immutable": {"type": "boolean"},
+            },
+        }
     else:
         raise KeyError(kind)
     return strict(s) if strict_mode else s
 
 
-BUILTIN = {("apps/v1", "Deployment"), ("v1", "Service")}
+BUILTIN = {("apps/v1", "Deployment"), ("v1", "Service"), ("v1", "ConfigMap")}
 
 
 @lru_cache(maxsize=32)
@@ -257,6 +271,10 @@ def _cel(doc: dict) -> list[str]:
             out.append(
                 "spec/roles: replicas must be zero for all non-External roles or non-zero for all"
             )
+    if doc.get("kind") == "DynamoGraphDeployment":
+        out += dgd_rules(doc)
+    if doc.get("kind") == "LLMInferenceService":
+        out += webhook_problems(doc)
     if doc.get("kind") == "RoleBasedGroup":
         for i, r in enumerate(spec.get("roles") or []):
             if isinstance(r, dict):
@@ -267,4 +285,27 @@ def _cel(doc: dict) -> list[str]:
                 ]
                 if len(pats) > 1:
                     out.append(f"spec/roles/{i}: {' and '.join(pats)} are mutually exclusive")
+    return out
+
+
+def dgd_rules(doc: dict) -> list[str]:
+    """Dynamo's rules outside its CRD schema (deploy-targets.md §1): each v1beta1 component's
+    pod has a container ``main`` with an image, and an image tag that is not a semver needs
+    ``runtimeVersionOverride`` (admission)."""
+    out = []
+    spec = doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
+    for i, c in enumerate(spec.get("components") or []):
+        if not isinstance(c, dict):
+            continue
+        pod = (c.get("podTemplate") or {}).get("spec") or {}
+        main = [x for x in pod.get("containers") or [] if x.get("name") == "main"]
+        where = f"spec/components/{i} ({c.get('name')})"
+        if not main or not main[0].get("image"):
+            out.append(f"{where}: needs a container named main with an image")
+        elif needs_version_override(main[0]["image"]) and not c.get("runtimeVersionOverride"):
+            out.append(f"{where}: image tag is not a semver: set runtimeVersionOverride")
+    for name, c in (spec.get("services") or {}).items():
+        img = ((c.get("extraPodSpec") or {}).get("mainContainer") or {}).get("image")
+        if not img:
+            out.append(f"spec/services/{name}: needs extraPodSpec.mainContainer.image")
     return out

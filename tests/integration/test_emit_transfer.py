@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import copy
 import json
+import shlex
 
 import pytest
 import yaml
 
 from pdd_plan import emit
-from pdd_plan.emit import transfer
+from pdd_plan.emit import engines, transfer
 from pdd_plan.emit.plan import EmitOptions
 from pdd_plan.inputs import profiles
 from pdd_plan.inputs.context import build_context, load_scenario
@@ -51,6 +52,9 @@ def _argvs(files: dict) -> list[tuple[list[str], list[dict]]]:
             for d in yaml.safe_load_all(text):
                 for c, _ in emit._containers(d):
                     argv = [str(x) for x in (c.get("command") or []) + (c.get("args") or [])]
+                    for e in c.get("env") or []:  # KServe: the vLLM flags ride in the env
+                        if e.get("name") == "VLLM_ADDITIONAL_ARGS":
+                            argv += shlex.split(e["value"])
                     out.append((argv, c.get("env") or []))
     return out
 
@@ -124,3 +128,34 @@ def test_line_settings_read_defensively() -> None:
     s = line_settings({"slow_start": "every_transfer"})
     assert transfer.kernel_lines(s) == ["net.ipv4.tcp_slow_start_after_idle = 1"]
     json.dumps(s.__dict__)
+
+
+@pytest.mark.parametrize(
+    "target,opts",
+    [
+        ("dynamo", {"engine": "sglang"}),
+        ("dynamo", {"engine": "sglang", "transfer_backend": "mooncake"}),
+        ("dynamo", {"engine": "vllm", "topology": "per-datacenter"}),
+        ("dynamo", {"engine": "trtllm", "api_version": "v1alpha1"}),
+        ("llm-d", {"transfer_backend": "mooncake"}),
+        ("kserve", {}),
+    ],
+)
+def test_new_targets_never_cross_the_line_on_rdma_only(plan, target, opts) -> None:
+    p = copy.deepcopy(plan)
+    if target == "kserve":  # one decode and one prefill workload: no relay pool
+        p["plans"]["pdd"]["instances"] = [
+            g for g in p["plans"]["pdd"]["instances"] if g["role"] != "relay_decode"
+        ]
+    for arch in ("pdd", "cdc_pd", "idc_pd"):
+        dep = emit.build(parse_plan(p), arch, EmitOptions(**opts))
+        seen = 0
+        for argv, _env in _argvs(emit.render(dep, target)):
+            b = engines.backend_of(argv)
+            if b is None:
+                continue
+            seen += 1
+            if arch != "idc_pd":  # every pool has a KV peer across the line
+                assert not engines.rdma_only(b), (arch, argv[:3], b)
+                assert _val(argv, "--disaggregation-ib-device") is None
+        assert seen >= 2
