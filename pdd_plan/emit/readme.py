@@ -68,7 +68,7 @@ def readme(dep: Deployment, target: str, files: list[str]) -> str:
             "depends on it; `pdd-routing.yaml` still records the plan's routing and policy.",
             "",
         ]
-    L += [*routing.readme_section(dep, target)[2:], ""]  # under the caveat's heading
+    L += [*routing.readme_section(dep, target, no_relay_note=False)[2:], ""]  # caveat's heading
     L += ["## Host names and addresses", ""]
     if target == "sglang":
         L += [

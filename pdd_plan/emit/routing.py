@@ -98,7 +98,7 @@ def plan_routing(doc: dict) -> tuple[Routing, RouteShare]:
     return Routing.model_validate(doc["routing"]), RouteShare.model_validate(doc["route_share"])
 
 
-def readme_section(dep: Deployment, target: str) -> list[str]:
+def readme_section(dep: Deployment, target: str, no_relay_note: bool = True) -> list[str]:
     """What a router must implement to apply pdd-routing.yaml, and the closest features."""
     r = dep.routing
     has_relay = any(g.role == "relay_decode" for g in dep.groups)
@@ -140,6 +140,6 @@ def readme_section(dep: Deployment, target: str) -> list[str]:
             "decode-to-decode hand-off.",
         ),
     ]
-    if not has_relay:
+    if not has_relay and no_relay_note:
         L += ["", f"This plan ({dep.architecture}) has no relay pool: nothing relays."]
     return L
