@@ -212,6 +212,9 @@ def check_yaml(name: str, text: str) -> tuple[int, int, list[str]]:
             what += f" ({d.get('kind')} {(d.get('metadata') or {}).get('name')})"
         problems += [f"{what}: {p}" for p in validation.validate(d)]
         for c, size in _containers(d):
+            env = c.get("env") if isinstance(c.get("env"), list) else []
+            if any(isinstance(e, dict) and e.get("name") == kserve.ARGS_ENV for e in env):
+                n_cmd += 1  # vLLM flags for KServe's preset, checked by its webhook rules
             argv = [str(x) for x in (c.get("command") or []) + (c.get("args") or [])]
             if flags.program_of(argv):
                 n_cmd += 1
@@ -254,6 +257,7 @@ def check(files: dict[str, str]) -> dict:
             out["command_lines"] += n
             out["problems"] += p
         elif name == "pdd-routing.yaml":
+            out["documents"] += 1
             out["problems"] += [f"{name}: {x}" for x in routing.check(_load_one(text))]
         elif name == llmd.EPP_FILE:
             p = [f"{name}: {x}" for x in llmd.check_epp(_load_one(text))]

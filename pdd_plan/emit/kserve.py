@@ -168,7 +168,14 @@ def webhook_problems(doc: dict) -> list[str]:
             out.append(f"{where}/parallelism: pipeline and data parallelism exclude each other")
         for c in (w.get("template") or {}).get("containers") or []:
             for e in c.get("env") or []:
-                if e.get("name") == ARGS_ENV:
-                    argv = ["python3", "-m", "vllm.entrypoints.openai.api_server"]
-                    out += flags.check_argv(argv + shlex.split(e.get("value", "")))
+                if isinstance(e, dict) and e.get("name") == ARGS_ENV:
+                    out += _args_problems(str(e.get("value", "")))
     return out
+
+
+def _args_problems(value: str) -> list[str]:
+    try:
+        args = shlex.split(value)
+    except ValueError as e:
+        return [f"{ARGS_ENV}: does not split as shell words ({e})"]
+    return flags.check_argv(["python3", "-m", "vllm.entrypoints.openai.api_server", *args])
