@@ -118,7 +118,7 @@ def emit_cmd(
     em.write(folder, files)
     echo(f"wrote {len(files)} files to {folder}: {', '.join(sorted(files))}\n")
     if check:
-        res = em.check_dir(folder, sorted(files))
+        res = em.check_dir(folder, sorted(files), em.selection(dep, target))
         if res["problems"]:
             for p in res["problems"][:20]:
                 typer.echo(f"  {p}", err=True)

@@ -166,13 +166,14 @@ def readme(dep: Deployment, target: str, files: list[str]) -> str:
     L += [*routing.readme_section(dep, target), ""]
     for n in dep.notes:
         L += [f"Note: {n}.", ""]
+    ver = engines.check_engine(eng, dep.options.engine_version)
     L += [
         "## Checking",
         "",
         f"`pdd-plan emit PLAN --target {target} --architecture {dep.architecture} --out DIR "
         "--check` re-reads the files: Kubernetes documents against the vendored CRD schemas "
         "(strict), the rules their schemas leave out, every engine command line against its "
-        f"flag table ({eng} {flags.versions()[eng]}: {flags.engine_source(eng)}), and "
+        f"flag table ({eng} {ver}: {flags.engine_source(eng, ver)}), and "
         "`pdd-routing.yaml` against its schema.",
         "",
     ]

@@ -33,21 +33,40 @@ TRTLLM_CACHE_BACKEND = "NIXL"  # cache_transceiver_config.backend (DEFAULT | UCX
 
 
 def check_engine(engine: str, version: str | None) -> str:
-    """The flag-table version for ``engine``; one-line InputError for an unknown engine or a
-    version with no table."""
+    """The flag-table version for ``engine`` (default: the newest table); one-line InputError
+    for an unknown engine or a version with no table."""
     if engine not in ENGINES:
         raise InputError(
             None, "--engine", f"unknown engine '{engine}'", f"use one of {', '.join(ENGINES)}"
         )
-    have = flags.versions()[engine]
-    if version is not None and version != have:
+    have = flags.available(engine)
+    if version is not None and version not in have:
         raise InputError(
             None,
             "--engine-version",
             f"no {engine} flag table for version '{version}'",
-            f"use {have} (the version whose argument definitions the table was read from)",
+            f"use one of {', '.join(have)} (versions whose argument definitions were read)",
         )
-    return have
+    return version or have[0]
+
+
+def version_problems(engine: str, version: str, argvs: list[list[str]]) -> None:
+    """A one-line InputError when the chosen engine version lacks flags the plan needs."""
+    sel = ((engine, version),)
+    missing: list[str] = []
+    for argv in argvs:
+        for p in flags.check_argv(argv, sel):
+            if "unknown flag" in p:
+                flag = p.split("unknown flag ", 1)[1].split()[0]
+                if flag not in missing:
+                    missing.append(flag)
+    if missing:
+        raise InputError(
+            None,
+            "--engine-version",
+            f"{engine} {version} has no {', '.join(missing)}, which this plan needs",
+            f"use {flags.versions()[engine]}",
+        )
 
 
 def vllm_tp(g: Group) -> int:

@@ -24,35 +24,47 @@ _VAR = re.compile(r"^(\$\([A-Za-z_][A-Za-z0-9_]*\)|\$\{[A-Za-z_][A-Za-z0-9_]*\}|
 _HOST = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$")
 
 
-TABLE_FILES = {
-    "sglang": "sglang-flags.yaml",
-    "vllm": "vllm-flags.yaml",
-    "trtllm": "trtllm-flags.yaml",
+TABLE_FILES = {  # engine: its flag tables, newest (the default) first
+    "sglang": ("sglang-flags.yaml",),
+    "vllm": ("vllm-flags.yaml", "vllm-0.7-flags.yaml"),
+    "trtllm": ("trtllm-flags.yaml",),
 }
+Selection = tuple[tuple[str, str], ...]  # ((engine, version), ...): tables other than the default
 
 
 @lru_cache(maxsize=1)
-def _raw() -> dict[str, dict]:
-    return {
-        e: yaml.safe_load(data_file(f).read_text(encoding="utf-8")) for e, f in TABLE_FILES.items()
-    }
+def _raw() -> dict[str, dict[str, dict]]:
+    """{engine: {version: raw table}} in TABLE_FILES order."""
+    out: dict[str, dict[str, dict]] = {}
+    for engine, files in TABLE_FILES.items():
+        for f in files:
+            raw = yaml.safe_load(data_file(f).read_text(encoding="utf-8"))
+            out.setdefault(engine, {})[str(raw["version"])] = raw
+    return out
 
 
 def versions() -> dict[str, str]:
-    """{engine: the version its flag table was read from}."""
-    return {e: str(raw["version"]) for e, raw in _raw().items()}
+    """{engine: the default version (the newest table)}."""
+    return {e: next(iter(v)) for e, v in _raw().items()}
 
 
-def engine_source(engine: str) -> str:
-    return str(_raw()[engine]["source"]).strip()
+def available(engine: str) -> list[str]:
+    return list(_raw()[engine])
 
 
-@lru_cache(maxsize=1)
-def table() -> dict:
+def engine_source(engine: str, version: str | None = None) -> str:
+    return str(_raw()[engine][version or versions()[engine]]["source"]).strip()
+
+
+@lru_cache(maxsize=8)
+def table(selection: Selection = ()) -> dict:
     """{program: {"required": [...], "flags": {canonical: spec}, "alias": {name: canonical},
-    "world_size": [flags whose product is the GPUs], "engine": ...}}; "source": SGLang's."""
-    out: dict = {"source": _raw()["sglang"]["source"]}
-    for engine, raw in _raw().items():
+    "world_size": [flags whose product is the GPUs], "engine", "version"}} for each engine's
+    default table, or the version ``selection`` names; "source": SGLang's."""
+    chosen = {**versions(), **dict(selection)}
+    out: dict = {"source": _raw()["sglang"][chosen["sglang"]]["source"]}
+    for engine, by_version in _raw().items():
+        raw = by_version[chosen[engine]]
         for prog, spec in raw["programs"].items():
             alias = {}
             for name, f in spec["flags"].items():
@@ -65,14 +77,15 @@ def table() -> dict:
                 "alias": alias,
                 "world_size": raw.get("world_size", []),
                 "engine": engine,
+                "version": chosen[engine],
             }
     return out
 
 
-def program_of(argv: list[str]) -> str | None:
+def program_of(argv: list[str], selection: Selection = ()) -> str | None:
     """`python[3] -m MODULE ...` -> MODULE if the table knows it."""
     if len(argv) >= 3 and argv[0].split("/")[-1].startswith("python") and argv[1] == "-m":
-        return argv[2] if argv[2] in table() and argv[2] != "source" else None
+        return argv[2] if argv[2] in table(selection) and argv[2] != "source" else None
     return None
 
 
@@ -166,12 +179,12 @@ def _value(kind: str, vals: list[str], spec: dict) -> str | None:
 _NARGS = {"bool": (0, 0), "prefill": (1, 2), "selector": (1, 64)}
 
 
-def check_argv(argv: list[str]) -> list[str]:
+def check_argv(argv: list[str], selection: Selection = ()) -> list[str]:
     """The problems of one SGLang command line (empty when it parses)."""
-    prog = program_of(argv)
+    prog = program_of(argv, selection)
     if prog is None:
         return [f"not a known engine program: {' '.join(argv[:3])}"]
-    t = table()[prog]
+    t = table(selection)[prog]
     problems: list[str] = []
     seen: dict[str, int] = {}
     i, toks = 0, argv[3:]
@@ -257,15 +270,17 @@ def _int_flag(argv: list[str], canon: str, alias: dict[str, str]) -> int | None:
         return None
 
 
-def check_gpus(argv: list[str], gpus: int, pods: int, per_instance: bool = False) -> list[str]:
+def check_gpus(
+    argv: list[str], gpus: int, pods: int, per_instance: bool = False, selection: Selection = ()
+) -> list[str]:
     """A server's world size (the product of its table's ``world_size`` flags: tp x pp for
     SGLang and TensorRT-LLM, tp x pp x dp for vLLM) must use exactly the instance's GPUs: ``gpus``
     per pod times its nodes (``--nnodes``, else ``pods``), or ``gpus`` for the whole instance
     when ``per_instance`` (runtime.md §1; deploy-targets.md §1)."""
-    prog = program_of(argv)
+    prog = program_of(argv, selection)
     if prog is None or prog == "sglang_router.launch_router":
         return []
-    t = table()[prog]
+    t = table(selection)[prog]
     alias = t["alias"]
     sizes = [(f, _int_flag(argv, f, alias) or 1) for f in t["world_size"]]
     world = 1

@@ -154,8 +154,7 @@ def documents(dep: Deployment) -> dict[str, list[dict]]:
 def webhook_problems(doc: dict) -> list[str]:
     """KServe's webhook rules that the CRD does not carry (llm_inference_service_validation.go):
     a ``worker`` needs data or pipeline parallelism, ``data`` and ``dataLocal`` go together,
-    pipeline and data parallelism exclude each other; and every VLLM_ADDITIONAL_ARGS parses
-    against the vLLM flag table."""
+    pipeline and data parallelism exclude each other."""
     out = []
     spec = doc.get("spec") or {}
     for where, w in (("spec", spec), ("spec/prefill", spec.get("prefill") or {})):
@@ -166,16 +165,22 @@ def webhook_problems(doc: dict) -> list[str]:
             out.append(f"{where}/parallelism: data and dataLocal go together")
         if p.get("data") and p.get("pipeline"):
             out.append(f"{where}/parallelism: pipeline and data parallelism exclude each other")
-        for c in (w.get("template") or {}).get("containers") or []:
-            for e in c.get("env") or []:
-                if isinstance(e, dict) and e.get("name") == ARGS_ENV:
-                    out += _args_problems(str(e.get("value", "")))
     return out
 
 
-def _args_problems(value: str) -> list[str]:
+def args_env(container: dict) -> list[str]:
+    """The VLLM_ADDITIONAL_ARGS values of a container (KServe's preset appends them)."""
+    env = container.get("env") if isinstance(container.get("env"), list) else []
+    return [
+        str(e.get("value", "")) for e in env if isinstance(e, dict) and e.get("name") == ARGS_ENV
+    ]
+
+
+def args_problems(value: str, selection: flags.Selection = ()) -> list[str]:
+    """VLLM_ADDITIONAL_ARGS parsed against the vLLM flag table."""
     try:
         args = shlex.split(value)
     except ValueError as e:
         return [f"{ARGS_ENV}: does not split as shell words ({e})"]
-    return flags.check_argv(["python3", "-m", "vllm.entrypoints.openai.api_server", *args])
+    argv = ["python3", "-m", "vllm.entrypoints.openai.api_server", *args]
+    return flags.check_argv(argv, selection)

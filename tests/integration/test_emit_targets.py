@@ -324,7 +324,9 @@ def test_engine_version_and_engine_errors(relay_plan) -> None:
     with pytest.raises(InputError, match="no vllm flag table for version '0.1'"):
         _render(relay_plan, "pdd", "dynamo", engine="vllm", engine_version="0.1")
     ok = flags.versions()["vllm"]
-    _ok(_render(relay_plan, "pdd", "dynamo", engine="vllm", engine_version=ok))
+    files = _render(relay_plan, "pdd", "dynamo", engine="vllm", engine_version=ok)
+    _ok(files)
+    assert ok in files["README.md"]
     with pytest.raises(InputError, match="runs sglang, not vllm"):
         _render(relay_plan, "pdd", "lws", engine="vllm")
     with pytest.raises(InputError, match="unknown engine"):
@@ -371,3 +373,26 @@ def test_cli_new_targets(plans, tmp_path) -> None:
         app, ["emit", str(f), "-t", "dynamo", "-o", str(tmp_path / "x"), "--api-version", "v9"]
     )
     assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1
+
+
+def test_older_engine_version_has_its_own_flags(relay_plan) -> None:
+    """vLLM 0.7 (EngineArgs @001999d2) has no data or expert parallel flags: a plan with
+    attention DP and EP is refused in one line naming them; a TP-only plan emits, and its flags
+    check against the 0.7 table."""
+    old = "0.7@001999d2"
+    assert flags.available("vllm") == [flags.versions()["vllm"], old]
+    sel = (("vllm", old),)
+    argv = ["python3", "-m", "dynamo.vllm", "--model", "m", "--data-parallel-size", "2"]
+    assert flags.check_argv(argv) == []
+    assert any("unknown flag --data-parallel-size" in p for p in flags.check_argv(argv, sel))
+    with pytest.raises(InputError, match=r"vllm 0\.7@001999d2 has no --data-parallel-size"):
+        _render(relay_plan, "idc_pd", "dynamo", engine="vllm", engine_version=old)
+    p = copy.deepcopy(relay_plan)
+    for g in p["plans"]["idc_pd"]["instances"]:
+        g.update(gpus_per_instance=8, tp=8, dp=1, ep=1)
+    dep = emit.build(parse_plan(p), "idc_pd", EmitOptions(engine="vllm", engine_version=old))
+    files = {k: str(f.text) for k, f in emit.render(dep, "dynamo").items()}
+    assert emit.selection(dep, "dynamo") == sel
+    res = emit.check(files, sel)
+    assert res["problems"] == [] and res["command_lines"] == 2
+    assert old in files["README.md"]
