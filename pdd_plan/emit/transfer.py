@@ -21,6 +21,11 @@ from pdd_plan.emit.plan import Deployment, Group, LineSettings
 
 PER_PEER = "nixl"
 RDMA_ONLY = ("mooncake",)  # a backend that cannot reach a peer without RDMA
+SLOW_START = {  # the line profile's slow_start, and the kernel setting it corresponds to
+    "first_use": ", and no slow start on a connection reused after idle",
+    "after_idle": ", and slow start after idle as Linux does by default",
+    "every_transfer": ", and slow start on every transfer (the closest setting: after idle)",
+}
 LANES_ENV = "MC_TCP_LANES_PER_PEER"  # Mooncake TCP transport, 1-16 (line profile source)
 
 # KV flows between roles (prefill sends to decode pools; the relay hands off to main decode)
@@ -139,9 +144,8 @@ def readme_section(dep: Deployment, engine: str = "sglang") -> list[str]:
             "",
             "Kernel settings the line model assumed on every host that sends across the line "
             "(`sysctl -w`, or a file under /etc/sysctl.d): socket buffer maxima at the "
-            "window it used (larger ones give more per connection than planned), and no slow "
-            "start on a connection reused after idle"
-            + ("" if s.slow_start == "first_use" else " (here: slow start on every transfer)")
+            "window it used (larger ones give more per connection than planned)"
+            + SLOW_START.get(s.slow_start or "", "")
             + ":",
             "",
             "```",

@@ -108,7 +108,8 @@ def test_line_settings_come_from_the_line_profile(plan) -> None:
     assert env and {e["value"] for e in env} == {str(prof.streams_per_transfer)}
     readme = str(files["README.md"].text)
     assert f"net.ipv4.tcp_wmem = 4096 16384 {int(prof.max_window_bytes)}" in readme
-    assert "net.ipv4.tcp_slow_start_after_idle = 0" in readme  # slow_start: first_use
+    idle = 0 if prof.slow_start == "first_use" else 1  # after_idle is Linux's default (1)
+    assert f"net.ipv4.tcp_slow_start_after_idle = {idle}" in readme
     assert "prefill to relay decode" in readme  # its in-datacenter hop is TCP too
     # idc_pd: nothing crosses, no line section
     idc = emit.build(parse_plan(plan), "idc_pd", EmitOptions(), lines=ctx.lines)
@@ -125,8 +126,9 @@ def test_line_settings_read_defensively() -> None:
         "net.ipv4.tcp_wmem = 4096 16384 1048576",
         "net.ipv4.tcp_rmem = 4096 131072 1048576",
     ]
-    s = line_settings({"slow_start": "every_transfer"})
-    assert transfer.kernel_lines(s) == ["net.ipv4.tcp_slow_start_after_idle = 1"]
+    for mode, idle in (("every_transfer", 1), ("after_idle", 1), ("first_use", 0)):
+        s = line_settings({"slow_start": mode})
+        assert transfer.kernel_lines(s) == [f"net.ipv4.tcp_slow_start_after_idle = {idle}"]
     json.dumps(s.__dict__)
 
 
