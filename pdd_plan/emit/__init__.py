@@ -1,9 +1,12 @@
 """Deployment files from a plan: SGLang launch scripts and router, Kubernetes manifests (LWS,
-RoleBasedGroup, DisaggregatedSet), pdd-routing.yaml and a README; offline checks of them.
+RoleBasedGroup, DisaggregatedSet), NVIDIA Dynamo DynamoGraphDeployments (dynamo.py), llm-d
+InferencePools and EndpointPickerConfig (llmd.py), a KServe LLMInferenceService (kserve.py),
+pdd-routing.yaml (routing.py) and a README; offline checks of them.
 
 ``render`` builds every file in memory; ``write`` writes them atomically only after that;
 ``check`` validates files (in memory or as written): Kubernetes documents against the vendored
-CRD schemas in strict mode, SGLang command lines against the flag table.
+CRD schemas in strict mode plus the rules the schemas leave out, engine command lines against
+each engine's flag table, the EPP config and pdd-routing.yaml against their own schemas.
 """
 
 from __future__ import annotations

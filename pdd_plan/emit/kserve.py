@@ -18,12 +18,12 @@ import shlex
 
 from pdd_plan.common.errors import InputError
 from pdd_plan.emit import engines, flags
+from pdd_plan.emit.dynamo import ZONE_LABEL
 from pdd_plan.emit.k8s import labels
 from pdd_plan.emit.plan import Deployment, Group
 
 API = "serving.kserve.io/v1alpha2"
 ARGS_ENV = "VLLM_ADDITIONAL_ARGS"
-ZONE_LABEL = "topology.kubernetes.io/zone"
 # vLLM flags the KServe preset already sets from `parallelism` (config-llm-*-template.yaml and
 # the data-parallel preset): not repeated in VLLM_ADDITIONAL_ARGS
 PRESET_FLAGS = (
