@@ -14,7 +14,7 @@ from pdd_plan.common.atomic import check_output
 from pdd_plan.common.errors import InputError
 from pdd_plan.common.files import read_text
 
-PHASES = ("prefill", "decode", "extend", "offline")
+PHASES = ("prefill", "decode", "extend", "offline", "serve")
 
 
 def _instance(model: str, gpu: str, gpus, tp, ep, dp, dp_attention, dtype, kv_dtype, moe_opts=None):
@@ -360,11 +360,26 @@ def perf(
     ),
     extend_tokens: int = typer.Option(64, "--extend-tokens", help="extend: k tokens recomputed."),
     chunk: int = typer.Option(8192, "--chunk", help="Prefill chunk (tokens per pass)."),
-    engine: str = typer.Option("sglang", "--engine", help="offline: sglang | trtllm-bench"),
+    engine: str = typer.Option(
+        "sglang", "--engine", help="offline: sglang | trtllm-bench; serve: sglang | vllm | trtllm"
+    ),
+    concurrency: int = typer.Option(
+        None, "--concurrency", help="serve: closed loop at this many requests in flight."
+    ),
+    rate: float = typer.Option(None, "--rate", help="serve: open loop, Poisson requests/s."),
+    num_prompts: int = typer.Option(
+        None, "--num-prompts", help="serve: a finite run's requests (ramp-up and drain)."
+    ),
+    range_ratio: float = typer.Option(
+        None, "--range-ratio", help="serve: lengths drawn as the client's random generator does."
+    ),
+    lengths: str = typer.Option(
+        "sglang", "--lengths", help="serve: whose random generator, sglang | vllm."
+    ),
     format: str = typer.Option("table", "--format", "-f", help="table | json | yaml"),
 ) -> None:
     """One instance, explained: latency, throughput and what bounds a prefill, decode step,
-    extend or offline (continuous-batching) run."""
+    extend, offline (continuous-batching) run or a benchmark client's serving run (serve)."""
     fmt = check_format(format)
     for v, flag in ((gpus, "--gpus"), (tp, "--tp"), (ep, "--ep"), (dp, "--dp")):
         if v is not None and v < 1:
@@ -376,6 +391,16 @@ def perf(
     _need_positive(redundant_experts, "--redundant-experts")
     moe_opts = {"redundant_experts": redundant_experts, "two_batch_overlap": two_batch_overlap}
     inst = _instance(model, gpu, gpus, tp, ep, dp, dp_attention, dtype, kv_dtype, moe_opts)
+    if phase == "serve":
+        from pdd_plan.cli import perf_serve
+
+        args = (concurrency, rate, num_prompts, range_ratio, lengths, batch)
+        res = perf_serve.serve_result(inst, engine, input_tokens, output_tokens, *args)
+        if fmt == "table":
+            perf_serve.render(res, f"serve: {inst.model.name} on {inst.label} [{inst.mode}]")
+        else:
+            echo(dumps(res, fmt))
+        return
     res = perf_result(
         inst,
         phase,
