@@ -103,43 +103,50 @@ def _solve_closed(cost, eng, load: Load, n_engine: float) -> Steady:
     lo, hi = 1e-6, max(n_engine, 1e-6)
     for _ in range(60):
         mid = 0.5 * (lo + hi)
-        s = steady(cost, eng, load.isl, load.osl, mid, False)
+        s = steady(cost, eng, load.isl, load.osl, mid, n_engine)
         if s.in_engine > n_engine:
             hi = mid
         else:
             lo = mid
         if hi - lo < 1e-4 * max(1.0, hi):
             break
-    return steady(cost, eng, load.isl, load.osl, lo, False)
+    return steady(cost, eng, load.isl, load.osl, lo, n_engine)
 
 
 def _solve_open(cost, eng, load: Load, cap: int) -> tuple[Steady, bool]:
-    top = steady(cost, eng, load.isl, load.osl, float(cap), True)
-    if top.requests_per_s <= load.rate or top.in_engine > cap:
+    top = steady(cost, eng, load.isl, load.osl, float(cap), None)
+    if top.requests_per_s <= load.rate:
         return _solve_closed(cost, eng, load, float(cap)), True
     lo, hi = 1e-6, float(cap)
     for _ in range(60):
         mid = 0.5 * (lo + hi)
-        if steady(cost, eng, load.isl, load.osl, mid, True).requests_per_s < load.rate:
+        if steady(cost, eng, load.isl, load.osl, mid, None).requests_per_s < load.rate:
             lo = mid
         else:
             hi = mid
-    s = steady(cost, eng, load.isl, load.osl, hi, True)
+    s = steady(cost, eng, load.isl, load.osl, hi, None)
     return s, s.in_engine > cap
 
 
 def _burst(cost: StepCost, eng: ServeEngine, isl: Lengths, n: int) -> np.ndarray:
     """Times at which the prompts of n requests sent together finish (first come first
-    served, full prompt batches: the decodes of finished ones ride along in mixed steps)."""
-    e_i = isl.mean
-    per_step = float(eng.step_tokens)
+    served, full prompt batches, the last one partial; under a mixed scheduler the finished
+    ones decode inside the later steps)."""
+    e_i, per_step = isl.mean, float(eng.step_tokens)
+    total = n * e_i
     k = np.arange(1, n + 1)
-    steps = np.ceil(k * e_i / per_step)
-    batch = min(per_step, n * e_i)
-    t_full = cost.prefill_tokens(batch, e_i, max(e_i - per_step, 0.0) / 2.0)
-    if eng.schedule == "mixed" and steps[-1] > 1:  # finished ones decode in the later steps
-        t_full = cost.time(n / 2.0, e_i, batch / e_i, e_i) if batch >= e_i else t_full
-    return steps * t_full
+    passes = np.ceil(k * e_i / per_step - 1e-9)
+    n_pass = int(passes[-1])
+    riding = n / 2.0 if eng.schedule == "mixed" and n_pass > 1 else 0.0
+
+    def one(tokens: float) -> float:
+        if riding and tokens >= e_i:
+            return cost.time(riding, e_i, tokens / e_i, e_i)
+        return cost.prefill_tokens(tokens, e_i, max(e_i - tokens, 0.0) / 2.0)
+
+    full = one(min(per_step, total))
+    last = one(total - (n_pass - 1) * per_step) if n_pass > 1 else full
+    return np.where(passes < n_pass, passes * full, (n_pass - 1) * full + last)
 
 
 def _drain(cost: StepCost, s: Steady, load: Load, n: int, ctx: float) -> tuple[float, float]:
@@ -154,25 +161,28 @@ def _drain(cost: StepCost, s: Steady, load: Load, n: int, ctx: float) -> tuple[f
     return t + s.ttft_s, float(b.sum() * dt)
 
 
-def _waves(cost, eng, load: Load, n: int, n_total: int) -> tuple[float, np.ndarray, float]:
-    """Fixed lengths in lockstep: (seconds per wave of n, TTFTs over the run, TPOT). Under a
-    mixed scheduler the first wave's prompts finish in groups of what one step carries, one
-    step apart, and stay so: each later group's prompts ride one step of the others' decodes."""
+def _waves(cost, eng, load: Load, n: int, n_total: int) -> tuple[float, float, np.ndarray, float]:
+    """Fixed lengths in lockstep: (first wave's seconds, each later wave's, TTFTs over the
+    run, TPOT). Under a mixed scheduler the first wave's prompts finish in groups of what one
+    step carries, one step apart, and stay so: each later group's prompts ride one step of
+    the others' decodes."""
     ctx = decode_context(load.isl, load.osl)
     e_i, e_o = load.isl.mean, load.osl.mean
     first = _burst(cost, eng, load.isl, n)
     t_d = cost.decode(n, ctx)
-    tpot, later = t_d, first
-    if eng.schedule == "mixed":
+    tpot, later, t_later = t_d, first, float(first[-1] + (e_o - 1.0) * t_d)
+    if eng.schedule == "mixed" and e_i <= eng.step_tokens:
         g = max(min(n, int(eng.step_tokens // e_i)), 1)
-        groups = -(-n // g)
-        t_g = cost.time(n - g, ctx, g, e_i) if e_i <= eng.step_tokens else float(first[0])
-        later = np.full(n, t_g * math.ceil(e_i / eng.step_tokens))
-        tpot = t_d + (groups - 1) * max(t_g - t_d, 0.0) / max(e_o - 1.0, 1.0)
+        sizes = [g] * (n // g) + ([n % g] if n % g else [])
+        t_g = [cost.time(n - k, ctx, k, e_i) for k in sizes]
+        later = np.repeat(t_g, sizes)
+        extra = sum(max(t - t_d, 0.0) for t in t_g)
+        t_later = extra + e_o * t_d
+        tpot = t_d + extra * (len(sizes) - 1) / len(sizes) / max(e_o - 1.0, 1.0)
     share = min(n / max(n_total, 1), 1.0)
     m = int(round(DRAWS * share))
     ttft = np.concatenate([first[(np.arange(m) * n) // max(m, 1)], np.resize(later, DRAWS - m)])
-    return float(first[-1] + (e_o - 1.0) * tpot), ttft, tpot
+    return float(first[-1] + (e_o - 1.0) * tpot), t_later, ttft, tpot
 
 
 def _percentiles(s: Steady, load: Load, burst: np.ndarray, n_total: int, seed: int = 0):
@@ -187,7 +197,9 @@ def _percentiles(s: Steady, load: Load, burst: np.ndarray, n_total: int, seed: i
         m = int(round(DRAWS * min(len(burst) / n_total, 1.0)))
         ttft[:m] = burst[(np.arange(m) * len(burst)) // max(m, 1)]
     steps = np.maximum(o - 1.0, 1.0)
-    f = min(s.prompt_share, 1.0)
+    # the share of a request's decode steps that carry (or wait for) others' prompts
+    seen = (s.tpot_s - s.t_decode_s) / max(s.cycle_s - s.t_decode_s, 1e-12)
+    f = min(s.prompt_share, 1.0) * min(max(seen, 0.0), 1.0)
     extra = s.t_prompt_s * max(s.prompt_share, 1.0)
     k = rng.binomial(steps.astype(np.int64), f)
     tpot = s.t_decode_s + extra * k / steps
@@ -222,10 +234,10 @@ def serve(inst: Instance, eng: ServeEngine, load: Load, cost: StepCost | None = 
     waves = load.isl.fixed and load.osl.fixed and n > 0
     if waves or (n and n <= n_engine):
         w = min(n, n_engine)
-        t_wave, ttft_w, tpot = _waves(cost, eng, load, w, n)
-        n_waves = n / w
-        duration = t_wave * n_waves
-        wave_s = Steady(w, tpot, tpot, 0.0, 0.0, 0.0, float(ttft_w.mean()), 0.0, 0.0, 1.0,
+        t_first, t_later, ttft_w, tpot = _waves(cost, eng, load, w, n)
+        duration = t_first + t_later * (n / w - 1.0)
+        t_wave = duration / (n / w)
+        wave_s = Steady(w, tpot, t_wave / max(e_o, 1.0), tpot, 0.0, 0.0, 0.0, float(ttft_w.mean()), 0.0, 0.0, 1.0,
                         w / t_wave, w, 0.0, 0.0)  # fmt: skip
         ttft, tp, itl = Stat.of(ttft_w + outside), Stat.of(np.array([tpot])), Stat.of(np.array([tpot]))
         lat = ttft.mean + (e_o - 1.0) * tpot

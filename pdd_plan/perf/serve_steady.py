@@ -35,6 +35,7 @@ from pdd_plan.perf.serve_step import StepCost
 class Steady:
     batch: float  # B: mean requests decoding
     tpot_s: float  # mean time per decode step seen by a decoding request
+    cycle_s: float  # mean time per decode step, every request's prompt work included
     t_decode_s: float  # a decode-only step
     t_prompt_s: float  # the extra of a step that carries prompt (mixed) / a prefill batch
     prompt_share: float  # f: prompt-carrying steps (mixed) or prefill batches per decode step
@@ -93,7 +94,7 @@ def _prompt_chunks(cost: StepCost, b: float, ctx: float, q: float, e_i: float) -
 
 
 def mixed(
-    cost: StepCost, eng: ServeEngine, isl: Lengths, osl: Lengths, b: float, poisson: bool
+    cost: StepCost, eng: ServeEngine, isl: Lengths, osl: Lengths, b: float, others: float
 ) -> Steady:
     e_i, o1 = isl.mean, max(osl.mean - 1.0, 1e-9)
     ctx = decode_context(isl, osl)
@@ -104,22 +105,26 @@ def mixed(
     t_d = interp(lambda x: cost.decode(x, ctx), b)
     t_m = _prompt_chunks(cost, b, ctx, q, e_i)
     step = f * t_m + (1 - f) * t_d
-    x = b / (o1 * step)
+    tpot = t_d + others * (step - t_d)
+    x = b / (o1 * tpot)  # each decoding request makes a token per TPOT
     # prompt capacity as a server: each request needs I / cap steps of it
     rho = d / cap
     s1, s2 = e_i / cap, isl.second_moment / cap**2
     wait = _mg1_wait(rho, s1, s2) * t_m if rho > 0 else 0.0
     a = x * step
     own = prompt_passes(isl, a, cap) * t_m
-    residual = step / 2.0  # the step under way when the request arrives
+    # open loop: the step under way when the request arrives (closed loop: it is sent as a
+    # step ends and the next one takes it)
+    residual = step / 2.0 if others >= 1.0 else 0.0
     ttft = residual + wait + own
     return Steady(
-        b, step, t_d, t_m - t_d, f, q, ttft, residual + wait, t_m, cap, x, b + x * ttft, wait, a
-    )
+        b, tpot, step, t_d, t_m - t_d, f, q, ttft, residual + wait, t_m, cap, x, b + x * ttft,
+        wait, a,
+    )  # fmt: skip
 
 
 def separate(
-    cost: StepCost, eng: ServeEngine, isl: Lengths, osl: Lengths, b: float, poisson: bool
+    cost: StepCost, eng: ServeEngine, isl: Lengths, osl: Lengths, b: float, others: float
 ) -> Steady:
     e_i, o1 = isl.mean, max(osl.mean - 1.0, 1e-9)
     ctx = decode_context(isl, osl)
@@ -131,8 +136,9 @@ def separate(
     n_batches = d / q
     t_d = interp(lambda x: cost.decode(x, ctx), b)
     t_p = cost.prefill_tokens(q, e_i, cached=max(e_i - q, 0.0) / 2.0)
-    tpot = t_d + n_batches * t_p
-    x = b / (o1 * tpot)
+    cycle = t_d + n_batches * t_p
+    tpot = t_d + others * (cycle - t_d)
+    x = b / (o1 * tpot)  # each decoding request makes a token per TPOT
     # a request's own prefill batch holds its prompt and those sent with it (size-biased)
     seen = min(chunk, e_i * (1.0 + a))
     t_seen = cost.prefill_tokens(seen, e_i, cached=max(e_i - seen, 0.0) / 2.0)
@@ -143,16 +149,20 @@ def separate(
     wait = _mg1_wait(rho, s1, s2) if e_i > chunk else 0.0
     # closed loop: a request is sent as a decode step ends, and its prefill batch runs next;
     # open loop: it also waits for the decode step under way
-    residual = t_d / 2.0 if poisson else 0.0
+    residual = t_d / 2.0 if others >= 1.0 else 0.0
     ttft = residual + wait + own
     return Steady(
-        b, tpot, t_d, t_p, n_batches, q, ttft, residual + wait, t_seen, chunk, x,
+        b, tpot, cycle, t_d, t_p, n_batches, q, ttft, residual + wait, t_seen, chunk, x,
         b + x * ttft, wait, a,
     )  # fmt: skip
 
 
 def steady(
-    cost: StepCost, eng: ServeEngine, isl: Lengths, osl: Lengths, b: float, poisson: bool
+    cost: StepCost, eng: ServeEngine, isl: Lengths, osl: Lengths, b: float, n: float | None
 ) -> Steady:
+    """The steady state at decode batch b with n requests in the engine (closed loop: a
+    request's own next prompt never interrupts it, so it sees the prompt work of (n - 1) / n
+    of them) or None (open loop, Poisson arrivals: all of it, and the step under way)."""
+    others = 1.0 if n is None else max(n - 1.0, 0.0) / max(n, 1.0)
     fn = separate if eng.schedule == "separate" else mixed
-    return fn(cost, eng, isl, osl, b, poisson)
+    return fn(cost, eng, isl, osl, b, others)
