@@ -91,14 +91,15 @@ def test_open_loop_below_capacity_serves_the_offered_rate():
     assert over.saturated
 
 
-def test_finite_run_is_slower_than_the_steady_state():
-    """Ramp-up (C prompts at once) and drain (the batch emptying) cost throughput."""
+def test_finite_run_is_never_faster_than_the_steady_state():
+    """Ramp-up (C prompts at once) and drain (the batch emptying) cost throughput, or nothing
+    where the engine's work is conserved (SGLang's prefill batches cost the same bunched)."""
     inst, eng = _inst(), serve_engine("sglang", 80)
     cost = StepCost(inst, eng)
     isl, osl = sl.sglang_random(2048, 0.8), sl.sglang_random(256, 0.8)
     endless = serve(inst, eng, Load(isl, osl, concurrency=32), cost=cost)
     short = serve(inst, eng, Load(isl, osl, concurrency=32, num_prompts=64), cost=cost)
-    assert short.output_tokens_per_s < endless.output_tokens_per_s
+    assert short.output_tokens_per_s <= endless.output_tokens_per_s * (1 + 1e-9)
     # the first 32 prompts queue behind each other: the P99 TTFT is the burst's
     assert short.ttft_s.p99 > 5 * endless.ttft_s.p50
     assert np.isfinite(short.duration_s)
