@@ -72,6 +72,12 @@ def predict(meas: Measurement, gpu: GPUProfile, model=None) -> float:
     prefill: prompt tokens; decode: output) scaled to the GPUs the published figure covers, or
     a request's latency in ms for a request_latency_ms figure."""
     inst = instance_of(meas, gpu, model)
+    if meas.phase == "serve":  # a benchmark client's run (calibration/serving_runs.py)
+        from pdd_plan.calibration.serving_runs import predict_serving
+
+        inst.require_fit()
+        v = predict_serving(meas, inst)
+        return v if meas.is_latency else v * (meas.value_gpus or meas.n_gpus) / meas.n_gpus
     if meas.phase == "prefill":
         b = meas.batch or 1
         p = roofline.batch_prefill_time(inst, b, meas.isl, meas.cached, meas.chunk)
