@@ -84,6 +84,8 @@ def predict_serving(meas: ServingMeasurement, inst: Instance) -> float:
         return r.ttft_s.mean * 1e3
     if meas.figure == "total_throughput":
         return r.total_tokens_per_s
+    if meas.figure == "input_throughput":
+        return r.total_tokens_per_s - r.output_tokens_per_s
     return r.output_tokens_per_s
 
 

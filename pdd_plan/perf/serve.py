@@ -171,7 +171,14 @@ def _waves(cost, eng, load: Load, n: int, n_total: int) -> tuple[float, float, n
     first = _burst(cost, eng, load.isl, n)
     t_d = cost.decode(n, ctx)
     tpot, later, t_later = t_d, first, float(first[-1] + (e_o - 1.0) * t_d)
-    if eng.schedule == "mixed" and e_i <= eng.step_tokens:
+    if eng.schedule == "mixed" and e_i > eng.step_tokens:
+        # long prompts: request j decodes through the chunk steps of the prompts behind it
+        n_pass = float(np.ceil(n * e_i / eng.step_tokens))
+        done_at = np.ceil(np.arange(1, n + 1) * e_i / eng.step_tokens)
+        k = np.minimum(n_pass - done_at, e_o - 1.0)
+        t_full = float(first[-1]) / n_pass
+        tpot = float(np.mean((k * t_full + (e_o - 1.0 - k) * t_d) / max(e_o - 1.0, 1.0)))
+    elif eng.schedule == "mixed":
         g = max(min(n, int(eng.step_tokens // e_i)), 1)
         sizes = [g] * (n // g) + ([n % g] if n % g else [])
         t_g = [cost.time(n - k, ctx, k, e_i) for k in sizes]
@@ -223,7 +230,10 @@ def serve(inst: Instance, eng: ServeEngine, load: Load, cost: StepCost | None = 
     n_prompts = load.num_prompts
     if load.rate is not None:
         s, saturated = _solve_open(cost, eng, load, cap)
-        return _open_result(s, load, cap, limit, saturated)
+        if not (saturated and n_prompts):
+            return _open_result(s, load, cap, limit, saturated)
+        # arrivals outrun the instance: the finite run piles up as if sent at once
+        load = Load(load.isl, load.osl, concurrency=n_prompts, num_prompts=n_prompts)
     c = int(load.concurrency)
     n_engine = min(c, cap)
     limit = "concurrency" if c <= cap else limit
