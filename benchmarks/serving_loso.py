@@ -47,7 +47,9 @@ def _offline_reading(r, prof) -> float | None:
 def evaluate() -> tuple[list[dict], int]:
     serving = serving_measurements()
     held_rows = {r.row for r in serving}
-    bundled = cal.read_measurements(profiles.data_dir() / "calibration" / "calibration_measurements.csv")
+    bundled = cal.read_measurements(
+        profiles.data_dir() / "calibration" / "calibration_measurements.csv"
+    )
     train = [m for m in bundled if m.row not in held_rows]
     gpus = sorted({r.gpu for r in train} | {r.gpu for r in serving})
     analytic = {g: cal.analytic_gpu(g) for g in gpus}
@@ -92,7 +94,9 @@ def main(argv: list[str] | None = None) -> int:
     rows, n_train = evaluate()
     data = load_serving_rows()
     print(f"Serving rows held out (fit on {n_train} non-serving rows of the bundled CSV)\n")
-    print("| row | source | GPU | model | engine | load | figure | measured | serve | err | offline err |")
+    print(
+        "| row | source | GPU | model | engine | load | figure | measured | serve | err | offline err |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for e in rows:
         if e["error"] is None:
@@ -115,7 +119,9 @@ def main(argv: list[str] | None = None) -> int:
     both = [e for e in ok if e["offline_error"] is not None]
     if both:
         print(f"closed-loop throughput rows, serve phase: {_stats([e['error'] for e in both])}")
-        print(f"the same rows read offline at batch C: {_stats([e['offline_error'] for e in both])}")
+        print(
+            f"the same rows read offline at batch C: {_stats([e['offline_error'] for e in both])}"
+        )
     print(f"set aside: {', '.join(f'{k} ({v})' for k, v in data.set_aside.items())}")
     e = np.array(errs)
     met = np.median(np.abs(e)) <= MEDIAN_TARGET and abs(np.mean(e)) <= BIAS_TARGET

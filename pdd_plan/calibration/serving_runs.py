@@ -105,8 +105,10 @@ def serving_fields(serving: dict, fmt: str, file: str) -> dict:
     done = _int_field(serving, "completed", file)
     conc = _int_field(serving, "max_concurrency", file)
     rate = serving.get("request_rate")
-    rate_inf = rate is None or (isinstance(rate, str) and rate.strip().lower() == "inf") or (
-        isinstance(rate, float) and math.isinf(rate)
+    rate_inf = (
+        rate is None
+        or (isinstance(rate, str) and rate.strip().lower() == "inf")
+        or (isinstance(rate, float) and math.isinf(rate))
     )
     if conc is None and rate_inf:
         conc = done  # every request sent at t = 0: a closed loop as wide as the run

@@ -363,19 +363,11 @@ def perf(
     engine: str = typer.Option(
         "sglang", "--engine", help="offline: sglang | trtllm-bench; serve: sglang | vllm | trtllm"
     ),
-    concurrency: int = typer.Option(
-        None, "--concurrency", help="serve: closed loop at this many requests in flight."
-    ),
+    concurrency: int = typer.Option(None, "--concurrency", help="serve: closed loop, C in flight."),
     rate: float = typer.Option(None, "--rate", help="serve: open loop, Poisson requests/s."),
-    num_prompts: int = typer.Option(
-        None, "--num-prompts", help="serve: a finite run's requests (ramp-up and drain)."
-    ),
-    range_ratio: float = typer.Option(
-        None, "--range-ratio", help="serve: lengths drawn as the client's random generator does."
-    ),
-    lengths: str = typer.Option(
-        "sglang", "--lengths", help="serve: whose random generator, sglang | vllm."
-    ),
+    num_prompts: int = typer.Option(None, "--num-prompts", help="serve: a finite run's requests."),
+    range_ratio: float = typer.Option(None, "--range-ratio", help="serve: random lengths' ratio."),
+    lengths: str = typer.Option("sglang", "--lengths", help="serve: whose generator, sglang|vllm"),
     format: str = typer.Option("table", "--format", "-f", help="table | json | yaml"),
 ) -> None:
     """One instance, explained: latency, throughput and what bounds a prefill, decode step,
@@ -395,12 +387,7 @@ def perf(
         from pdd_plan.cli import perf_serve
 
         args = (concurrency, rate, num_prompts, range_ratio, lengths, batch)
-        res = perf_serve.serve_result(inst, engine, input_tokens, output_tokens, *args)
-        if fmt == "table":
-            perf_serve.render(res, f"serve: {inst.model.name} on {inst.label} [{inst.mode}]")
-        else:
-            echo(dumps(res, fmt))
-        return
+        return perf_serve.show(inst, fmt, engine, input_tokens, output_tokens, *args)
     res = perf_result(
         inst,
         phase,

@@ -19,9 +19,7 @@ def check_load(concurrency, rate, num_prompts) -> None:
             "e.g. --concurrency 64",
         )
     if concurrency is not None and not 1 <= concurrency <= MAX_CONCURRENCY:
-        raise InputError(
-            None, "--concurrency", f"must be in [1, {MAX_CONCURRENCY:,}]", "e.g. 64"
-        )
+        raise InputError(None, "--concurrency", f"must be in [1, {MAX_CONCURRENCY:,}]", "e.g. 64")
     if rate is not None and not (0 < rate <= 1e6):
         raise InputError(None, "--rate", "must be in (0, 1e6] requests/s", "e.g. 4")
     if num_prompts is not None and not 1 <= num_prompts <= MAX_PROMPTS:
@@ -99,8 +97,10 @@ def render(res: dict, title: str) -> None:
     t.add_column("quantity")
     t.add_column("value", justify="right", overflow="fold")
     ld = res["load"]
-    loop = f"closed loop, concurrency {ld['concurrency']}" if ld["concurrency"] else (
-        f"open loop, {ld['rate']:g} requests/s"
+    loop = (
+        f"closed loop, concurrency {ld['concurrency']}"
+        if ld["concurrency"]
+        else (f"open loop, {ld['rate']:g} requests/s")
     )
     t.add_row("load", f"{loop}; {ld['num_prompts'] or 'endless'} prompts")
     for k in ("input_tokens", "output_tokens"):
@@ -123,3 +123,14 @@ def render(res: dict, title: str) -> None:
     if res["saturated"]:
         t.add_row("saturated", "arrivals exceed what the instance serves")
     Console().print(t)
+
+
+def show(inst, fmt: str, engine: str, input_tokens: int, output_tokens, *args) -> None:
+    """Print `perf --phase serve` (table, or JSON/YAML for scripts)."""
+    from pdd_plan.cli.common import dumps, echo
+
+    res = serve_result(inst, engine, input_tokens, output_tokens, *args)
+    if fmt == "table":
+        render(res, f"serve: {inst.model.name} on {inst.label} [{inst.mode}]")
+    else:
+        echo(dumps(res, fmt))

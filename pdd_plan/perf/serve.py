@@ -25,7 +25,6 @@ flight. This module predicts them:
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -217,7 +216,9 @@ def _percentiles(s: Steady, load: Load, burst: np.ndarray, n_total: int, seed: i
     return Stat.of(ttft), Stat.of(tpot), Stat.of(itl)
 
 
-def serve(inst: Instance, eng: ServeEngine, load: Load, cost: StepCost | None = None) -> ServeResult:
+def serve(
+    inst: Instance, eng: ServeEngine, load: Load, cost: StepCost | None = None
+) -> ServeResult:
     """What a benchmark client reports for `load` on `inst` under `eng` (module docstring)."""
     if (load.concurrency is None) == (load.rate is None):
         raise InputError(None, "--concurrency", "give one of --concurrency or --rate", "")
@@ -225,7 +226,10 @@ def serve(inst: Instance, eng: ServeEngine, load: Load, cost: StepCost | None = 
     cap, limit = running_limit(inst, eng, load.isl, load.osl)
     if cap < 1:
         raise InputError(
-            None, "--input-tokens", "one request's context does not fit the KV pool", "use more GPUs"
+            None,
+            "--input-tokens",
+            "one request's context does not fit the KV pool",
+            "use more GPUs",
         )
     n_prompts = load.num_prompts
     if load.rate is not None:
@@ -249,7 +253,11 @@ def serve(inst: Instance, eng: ServeEngine, load: Load, cost: StepCost | None = 
         t_wave = duration / (n / w)
         wave_s = Steady(w, tpot, t_wave / max(e_o, 1.0), tpot, 0.0, 0.0, 0.0, float(ttft_w.mean()), 0.0, 0.0, 1.0,
                         w / t_wave, w, 0.0, 0.0)  # fmt: skip
-        ttft, tp, itl = Stat.of(ttft_w + outside), Stat.of(np.array([tpot])), Stat.of(np.array([tpot]))
+        ttft, tp, itl = (
+            Stat.of(ttft_w + outside),
+            Stat.of(np.array([tpot])),
+            Stat.of(np.array([tpot])),
+        )
         lat = ttft.mean + (e_o - 1.0) * tpot
         return ServeResult(
             n * e_o / duration, n * (e_o + e_i) / duration, n / duration, ttft, tp, itl,

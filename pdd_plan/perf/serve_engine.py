@@ -4,7 +4,7 @@ limit (the engine's, and what the KV pool holds of live contexts) and its tokens
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Literal
 
@@ -43,9 +43,7 @@ class ServingEngines(Strict):
 
 @lru_cache(maxsize=1)
 def serving_engines() -> ServingEngines:
-    return load(
-        ServingEngines, str(data_dir() / "profiles" / "runtime" / "serving-engines.yaml")
-    )
+    return load(ServingEngines, str(data_dir() / "profiles" / "runtime" / "serving-engines.yaml"))
 
 
 def engine_names() -> list[str]:
@@ -77,8 +75,6 @@ class ServeEngine:
         self, max_running: int | None = None, step_tokens: int | None = None
     ) -> ServeEngine:
         """The engine with its launch flags given (--max-running-requests, the token budget)."""
-        from dataclasses import replace
-
         return replace(
             self,
             max_running=max_running if max_running is not None else self.max_running,
