@@ -351,6 +351,11 @@ def read_runs(path: str | Path) -> list[EngineRun]:
     for i, rec in enumerate(_records(text, f), start=1):
         kind = _kind(rec)
         if kind is None:
+            from pdd_plan.calibration import serving_exports  # imports this module
+
+            if serving_exports.is_export(rec):
+                runs.append(serving_exports.run_of(rec, f, i))
+                continue
             raise InputError(
                 f, f"line {i}" if i > 1 else None, FOREIGN, "give an engine result file"
             )

@@ -102,7 +102,7 @@ def _int_field(rec: dict, key: str, file: str) -> int | None:
 
 def serving_fields(serving: dict, fmt: str, file: str) -> dict:
     """ServingMeasurement fields from a bench_serving / vllm bench serve record."""
-    done = _int_field(serving, "completed", file)
+    done = _int_field(serving, "completed", file) if serving.get("completed") else None
     conc = _int_field(serving, "max_concurrency", file)
     rate = serving.get("request_rate")
     rate_inf = (
@@ -119,6 +119,8 @@ def serving_fields(serving: dict, fmt: str, file: str) -> dict:
         raise InputError(file, "random_range_ratio", f"must be in [0, 1] (got {ratio!r})", "fix it")
     backend = str(serving.get("backend") or "").lower()
     engine = "vllm" if fmt == "vllm-bench-serve" else BACKEND_ENGINES.get(backend, "sglang")
+    if rate_inf and conc is None:
+        raise InputError(file, "completed", "no concurrency and no completed count", "fix it")
     version = serving.get("version") or serving.get("engine_version")
     return {
         "concurrency": conc,

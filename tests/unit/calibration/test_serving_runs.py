@@ -66,3 +66,17 @@ def test_malformed_serving_record_is_one_line(tmp_path):
     with pytest.raises(InputError, match="random_range_ratio") as e:
         _read(str(bad), model="llama-3.1-8b", gpu="h100", gpus=1)
     assert "\n" not in str(e.value)
+
+
+def test_aiperf_export_is_a_closed_loop_serving_run():
+    (r,) = _read("aiperf_profile_export.json", gpu="h100", gpus=1)
+    assert isinstance(r, ServingMeasurement)
+    assert (r.model, r.concurrency, r.num_prompts) == ("llama-3.1-8b", 16, 160)
+    assert (r.isl, r.osl, r.value) == (921, 922, pytest.approx(1032.6))
+
+
+def test_aiperf_export_without_a_load_is_one_line(tmp_path):
+    bad = tmp_path / "profile_export_aiperf.json"
+    bad.write_text('{"records": {"output_token_throughput": {"avg": 5}}, "input_config": {}}')
+    with pytest.raises(InputError, match="neither concurrency nor request_rate"):
+        _read(str(bad), model="llama-3.1-8b", gpu="h100", gpus=1)
