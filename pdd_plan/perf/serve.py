@@ -198,7 +198,16 @@ def _percentiles(s: Steady, load: Load, burst: np.ndarray, n_total: int, seed: i
     others = rng.poisson(s.arrivals_per_step, DRAWS)
     ahead = np.floor(rng.random(DRAWS) * (others + 1)) * load.isl.mean
     own = np.ceil((ahead + i) / s.prompt_capacity) * s.prompt_step_s
-    ttft = s.ttft_fixed_s + own
+    # the wait for prompt capacity: none for a share 1 - rho of the arrivals, exponential for
+    # the rest (the M/G/1 waiting-time law's usual two-moment form), mean s.queue_s; the step
+    # under way: uniform over a step
+    rho = min(max(s.rho, 1e-9), 1.0)
+    wait = (rng.random(DRAWS) < rho) * rng.exponential(max(s.queue_s, 0.0) / rho, DRAWS)
+    residual = np.zeros(DRAWS)
+    if s.ttft_fixed_s - s.queue_s > 0:  # open loop: the rest of the step the arrival lands in
+        long = rng.random(DRAWS) < s.long_share
+        residual = rng.random(DRAWS) * np.where(long, s.long_step_s, s.t_decode_s)
+    ttft = residual + wait + own
     if len(burst) and n_total:
         m = int(round(DRAWS * min(len(burst) / n_total, 1.0)))
         ttft[:m] = burst[(np.arange(m) * len(burst)) // max(m, 1)]

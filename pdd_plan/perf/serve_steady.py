@@ -48,6 +48,9 @@ class Steady:
     in_engine: float  # B + X TTFT
     queue_s: float  # mean wait for prompt capacity
     arrivals_per_step: float  # requests sent within one step: their prompts share it
+    rho: float = 0.0  # utilization of the prompt capacity (the share of arrivals that wait)
+    long_step_s: float = 0.0  # open loop: the long step kind an arrival may land in
+    long_share: float = 0.0  # the share of time in it (length-biased landing)
 
 
 def decode_context(isl: Lengths, osl: Lengths) -> float:
@@ -115,11 +118,13 @@ def mixed(
     own = prompt_passes(isl, a, cap) * t_m
     # open loop: the step under way when the request arrives (closed loop: it is sent as a
     # step ends and the next one takes it)
-    residual = step / 2.0 if others >= 1.0 else 0.0
+    # length-biased: E[step^2] / (2 E[step])
+    long_share = f * t_m / step if others >= 1.0 else 0.0
+    residual = (f * t_m**2 + (1 - f) * t_d**2) / (2.0 * step) if others >= 1.0 else 0.0
     ttft = residual + wait + own
     return Steady(
         b, tpot, step, t_d, t_m - t_d, f, q, ttft, residual + wait, t_m, cap, x, b + x * ttft,
-        wait, a,
+        wait, a, min(rho, 1.0), t_m, long_share,
     )  # fmt: skip
 
 
@@ -149,11 +154,13 @@ def separate(
     wait = _mg1_wait(rho, s1, s2) if e_i > chunk else 0.0
     # closed loop: a request is sent as a decode step ends, and its prefill batch runs next;
     # open loop: it also waits for the decode step under way
-    residual = t_d / 2.0 if others >= 1.0 else 0.0
+    # open loop, length-biased: in a prefill batch (time share rho) or a decode step
+    long_share = rho if others >= 1.0 else 0.0
+    residual = (rho * t_p + (1.0 - rho) * t_d) / 2.0 if others >= 1.0 else 0.0
     ttft = residual + wait + own
     return Steady(
         b, tpot, cycle, t_d, t_p, n_batches, q, ttft, residual + wait, t_seen, chunk, x,
-        b + x * ttft, wait, a,
+        b + x * ttft, wait, a, rho, t_p, long_share,
     )  # fmt: skip
 
 
