@@ -9,7 +9,13 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from pdd_plan.calibration.readings import Reading, Readings, document_of, load_readings
+from pdd_plan.calibration.readings import (
+    LATENCY_FIGURES,
+    Reading,
+    Readings,
+    document_of,
+    load_readings,
+)
 from pdd_plan.common.errors import InputError
 from pdd_plan.common.files import require_file
 from pdd_plan.inputs import profiles
@@ -77,7 +83,7 @@ class Measurement:
     expert_load: float | None = None
     kernels_only: bool = False  # a kernel timing: predicted without the step overhead
     cached: int = 0  # prefill on top of this many cached tokens (an extend)
-    figure: str = "throughput"  # throughput | total_throughput | request_latency_ms
+    figure: str = "throughput"  # readings.Figure
     framework: str = ""  # the serving engine (tensorrt-llm, sglang, vllm, atom); "" = the source's
     document: str = ""  # leave-one-source-out group
     reading: str = ""
@@ -95,7 +101,7 @@ class Measurement:
     @property
     def is_latency(self) -> bool:
         """A latency figure: lower is better, its error is measured / predicted - 1."""
-        return self.figure == "request_latency_ms"
+        return self.figure in LATENCY_FIGURES
 
     def error(self, predicted: float) -> float:
         """Signed relative error, + meaning optimistic: predicted / measured - 1 for a

@@ -130,6 +130,15 @@ class OfflineResult:
     def bound(self) -> str:
         return self.breakdown.bound
 
+    @property
+    def tpot_s(self) -> float:
+        """Mean time between one request's output tokens: an iteration, counting the passes
+        that carry the other requests' prefill chunks but not its own (which come before its
+        first token): t_dec + f (B - 1) / B (t_mix - t_dec)."""
+        b = max(self.batch, 1)
+        extra = self.mixed_pass.total_s - self.decode_pass.total_s
+        return self.decode_pass.total_s + self.prefill_share * (b - 1) / b * extra
+
 
 def offline_throughput(
     inst: Instance, isl: float, osl: float, engine: Engine = SGLANG
