@@ -36,6 +36,7 @@ import yaml
 
 from pdd_plan.calibration import fit as cal
 from pdd_plan.calibration import joint
+from pdd_plan.calibration.measurements import REGIMES
 from pdd_plan.common.atomic import write_atomic
 
 MEDIAN_TARGET = 0.15
@@ -55,10 +56,11 @@ def evaluate(rows) -> list[dict]:
         train = [r for r in rows if r.document != doc]
         jf = joint.fit_joint(train, analytic) if train else None
         for r in held:
-            prof = jf.profile(analytic[r.gpu]) if jf else analytic[r.gpu]
+            eng = r.engine_name
+            prof = jf.profile(analytic[r.gpu], eng) if jf else analytic[r.gpu]
             pred = {
                 "held_out": cal.predict(r, prof),
-                "in_sample": cal.predict(r, everything.profile(analytic[r.gpu])),
+                "in_sample": cal.predict(r, everything.profile(analytic[r.gpu], eng)),
                 "analytic": cal.predict(r, analytic[r.gpu]),
             }
             out.append(
@@ -68,6 +70,7 @@ def evaluate(rows) -> list[dict]:
                     "gpu": r.gpu,
                     "family": r.family,
                     "engine": r.engine_name,
+                    "regime": r.regime,
                     "label": r.label,
                     "measured": r.value,
                     "latency": r.is_latency,
@@ -98,7 +101,13 @@ def _groups(entries: list[dict]) -> list[tuple[str, list[dict]]]:
         return [(f"{title} {v}", [e for e in entries if e[key] == v]) for v in vals]
 
     fams = [(f"family {f}", [e for e in entries if e["family"] == f]) for f in ("dense", "moe")]
-    groups = fams + by("gpu", "GPU") + by("engine", "engine")
+    regs = [(f"regime {g}", [e for e in entries if e["regime"] == g]) for g in REGIMES]
+    fam_reg = [
+        (f"{f} {g}", [e for e in entries if e["family"] == f and e["regime"] == g])
+        for f in ("dense", "moe")
+        for g in REGIMES
+    ]
+    groups = fams + regs + fam_reg + by("gpu", "GPU") + by("engine", "engine")
     return [("all", entries)] + [g for g in groups if g[1]]
 
 
