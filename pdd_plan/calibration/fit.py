@@ -43,6 +43,24 @@ BOUNDS = {
 }
 
 
+def factors_at_bound(eff) -> list[str]:
+    """The fitted factors (dense and MoE) of an efficiency that sit at a bound of the fit, in
+    words: the rows push them to where the fit stops them, so they measure the model's misfit
+    rather than the GPU. Empty for analytic profiles."""
+    if getattr(eff, "mode", "analytic") != "calibrated":
+        return []
+    out = []
+    fams = [("dense", eff)] + ([("moe", eff.moe)] if eff.moe is not None else [])
+    for fam, f in fams:
+        for k in FACTORS:
+            v, (lo, hi) = getattr(f, k), BOUNDS[k]
+            tol = 1e-3 * (hi - lo)
+            for edge in (lo, hi):
+                if abs(v - edge) <= tol:
+                    out.append(f"{fam} {k} {v:g} at the fit's bound {edge:g}")
+    return out
+
+
 def instance_of(meas: Measurement, gpu: GPUProfile, model=None) -> Instance:
     """The instance a measurement ran on."""
     if model is None:
