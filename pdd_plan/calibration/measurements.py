@@ -60,6 +60,18 @@ REGIMES = ("small_batch_decode", "moderate_concurrency", "max_throughput", "long
 SMALL_BATCH, MODERATE_BATCH, LONG_CONTEXT = 4, 128, 16384
 
 
+def regime_of(phase: str, concurrency: int | None, isl: float, prefill_led: bool) -> str:
+    """The regime of a run (REGIMES): a prefill-led run of a LONG_CONTEXT prompt, a decode of
+    at most SMALL_BATCH requests, one of at most MODERATE_BATCH, else max throughput."""
+    if isl >= LONG_CONTEXT and prefill_led:
+        return "long_context_prefill"
+    if phase != "prefill" and concurrency is not None and concurrency <= SMALL_BATCH:
+        return "small_batch_decode"
+    if phase != "prefill" and concurrency is not None and concurrency <= MODERATE_BATCH:
+        return "moderate_concurrency"
+    return "max_throughput"
+
+
 def framework_of(source: str) -> str:
     """The engine named by a source cell ('unknown' when none is)."""
     return next((f for k, f in FRAMEWORK_OF_SOURCE.items() if k in source), "unknown")
@@ -135,14 +147,7 @@ class Measurement:
         run they dominate), a decode of at most SMALL_BATCH requests, one of at most
         MODERATE_BATCH, else a max-throughput run (KV- or engine-bound batches)."""
         prefill_led = self.phase == "prefill" or self.figure in ("throughput", "total_throughput")
-        if self.isl >= LONG_CONTEXT and prefill_led:
-            return "long_context_prefill"
-        c = self.concurrency
-        if self.phase != "prefill" and c is not None and c <= SMALL_BATCH:
-            return "small_batch_decode"
-        if self.phase != "prefill" and c is not None and c <= MODERATE_BATCH:
-            return "moderate_concurrency"
-        return "max_throughput"
+        return regime_of(self.phase, self.concurrency, self.isl, prefill_led)
 
     @cached_property
     def family(self) -> str:

@@ -394,7 +394,11 @@ def perf(
     from pdd_plan.calibration.error_band import band_for_model
 
     # how far off such predictions were on held-out measurements of the model's family
-    res["error_band"], res["error_band_note"] = band_for_model(inst.model)
+    from pdd_plan.calibration.measurements import regime_of
+
+    batch_n = res.get("batch") if phase in ("decode", "extend") else None
+    regime = regime_of(phase, batch_n, float(input_tokens), phase in ("prefill", "offline"))
+    res["error_band"], res["error_band_note"] = band_for_model(inst.model, regime=regime)
     if fmt == "table":
         _render_table(res)
     else:
