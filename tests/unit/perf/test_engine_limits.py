@@ -83,3 +83,20 @@ def test_a_factor_at_a_fit_bound_is_flagged():
         "dense mfu 1 at the fit's bound 1",
         "moe step_overhead_ms 20 at the fit's bound 20",
     ]
+
+
+def test_paged_kv_holds_the_live_context_and_reserving_engines_the_whole_request():
+    from pdd_plan.perf import layers, offline
+
+    inst = _inst("llama-3.1-70b", "h100", 4)
+    live = dataclasses.replace(offline.SGLANG, max_batch=None, max_num_tokens=10**6)
+    keep = dataclasses.replace(live, kv_admission="reserve")
+    isl, osl = 1000.0, 3000.0
+    # by hand: the pool over one request's KV at ISL + OSL/2 (live) or ISL + OSL (reserved)
+    pool = inst.kv_pool_bytes
+    want_live = int(pool // float(layers.kv_bytes(inst.model, isl + osl / 2)))
+    want_keep = int(pool // float(layers.kv_bytes(inst.model, isl + osl)))
+    assert offline.offline_throughput(inst, isl, osl, live).batch == want_live
+    assert offline.offline_throughput(inst, isl, osl, keep).batch == want_keep
+    assert want_live > want_keep
+    assert offline.TRTLLM_BENCH.kv_admission == "reserve"
