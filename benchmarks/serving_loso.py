@@ -3,16 +3,18 @@ runs (``pdd_plan/data/calibration/serving_rows.yaml``) read through ``perf --pha
 
 Usage: ``python -m benchmarks.serving_loso [--markdown]``
 
-Held out: the efficiency factors are fitted jointly (``calibration.joint.fit_joint``, what
-``pdd-plan calibrate`` runs) on the bundled CSV's rows with every serving source left out at
-once (its rows 90-102 are InferenceX serving runs: they leave too), and each serving row is
-predicted with them. That is stricter than leave-one-source-out (no serving source is in any
-fit); a fit with the serving rows in it costs a serve-phase prediction per row and iteration,
-too slow to refit per source here. Beside it: the same rows read as today's offline batch at
-the concurrency (``perf --phase offline --batch C``, the reading the serve phase replaces), on
-the same held-out factors. Errors: + means optimistic (predicted / measured - 1 on a
-throughput, measured / predicted - 1 on a TPOT or TTFT). Exit status 1 when the serve phase
-misses the target (median |error| <= 12 %, mean signed within +-5 %).
+Leave-one-source-out: for each source S of the serving rows, the efficiency factors are
+fitted jointly (``calibration.joint.fit_joint``, what ``pdd-plan calibrate`` runs) on every
+row of the bundled CSV whose source is not S, read as its readings read it (other serving
+sources' rows included, as the shipped fit reads them), and S's serving rows are predicted
+through ``perf --phase serve`` with those factors. A fit with the serving rows read through
+the serve phase costs a serve-phase prediction per row and iteration (over ten minutes a fit
+on this machine), so the training rows keep their bundled readings. Beside it: S's
+closed-loop throughput rows read as the offline batch at the concurrency (``perf --phase
+offline --batch C``, the reading the serve phase replaces), on the same held-out factors.
+Errors: + means optimistic (predicted / measured - 1 on a throughput, measured / predicted -
+1 on a TPOT or TTFT). Exit status 1 when the serve phase misses the target (median |error|
+<= 12 %, mean signed within +-5 %).
 """
 
 from __future__ import annotations
@@ -45,40 +47,43 @@ def _offline_reading(r, prof) -> float | None:
 
 
 def evaluate() -> tuple[list[dict], int]:
+    data = load_serving_rows()
     serving = serving_measurements()
-    held_rows = {r.row for r in serving}
     bundled = cal.read_measurements(
         profiles.data_dir() / "calibration" / "calibration_measurements.csv"
     )
-    train = [m for m in bundled if m.row not in held_rows]
-    gpus = sorted({r.gpu for r in train} | {r.gpu for r in serving})
+    gpus = sorted({r.gpu for r in bundled} | {r.gpu for r in serving})
     analytic = {g: cal.analytic_gpu(g) for g in gpus}
-    jf = joint.fit_joint(train, {g: analytic[g] for g in sorted({r.gpu for r in train})})
     out = []
-    for r in serving:
-        prof = jf.profile(analytic[r.gpu])
-        try:
-            pred = cal.predict(r, prof)
-        except Exception as e:  # noqa: BLE001 - reported per row, not hidden
-            out.append({"row": r.row, "doc": r.document, "error": None, "why": str(e)[:80]})
-            continue
-        off = _offline_reading(r, prof)
-        out.append(
-            {
-                "row": r.row,
-                "doc": r.document,
-                "gpu": r.gpu,
-                "model": r.model,
-                "engine": r.serve_engine,
-                "load": f"C={r.concurrency}" if r.concurrency else f"{r.rate:g}/s",
-                "figure": r.figure,
-                "measured": r.value,
-                "pred": pred,
-                "error": r.error(pred),
-                "offline_error": None if off is None else r.error(off),
-            }
-        )
-    return out, len(train)
+    for doc in sorted({r.document for r in serving}):
+        text = data.documents[doc]
+        train = [m for m in bundled if text not in m.source]
+        jf = joint.fit_joint(train, {g: analytic[g] for g in sorted({r.gpu for r in train})})
+        for r in (r for r in serving if r.document == doc):
+            out.append(_entry(r, jf.profile(analytic[r.gpu]), len(train)))
+    return sorted(out, key=lambda e: e["row"]), len(bundled)
+
+
+def _entry(r, prof, n_train: int) -> dict:
+    try:
+        pred = cal.predict(r, prof)
+    except Exception as e:  # noqa: BLE001 - reported per row, not hidden
+        return {"row": r.row, "doc": r.document, "error": None, "why": str(e)[:80]}
+    off = _offline_reading(r, prof)
+    return {
+        "row": r.row,
+        "doc": r.document,
+        "gpu": r.gpu,
+        "model": r.model,
+        "engine": r.serve_engine,
+        "load": f"C={r.concurrency}" if r.concurrency else f"{r.rate:g}/s",
+        "figure": r.figure,
+        "measured": r.value,
+        "pred": pred,
+        "error": r.error(pred),
+        "offline_error": None if off is None else r.error(off),
+        "train": n_train,
+    }
 
 
 def _stats(errs: list[float]) -> str:
@@ -91,9 +96,10 @@ def _stats(errs: list[float]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argparse.ArgumentParser(description=__doc__).parse_args(argv)
-    rows, n_train = evaluate()
+    rows, n_rows = evaluate()
     data = load_serving_rows()
-    print(f"Serving rows held out (fit on {n_train} non-serving rows of the bundled CSV)\n")
+    print(f"Serving rows, leave-one-source-out (each fit on the bundled CSV's {n_rows} predicted")
+    print("rows less the held-out source's)\n")
     print(
         "| row | source | GPU | model | engine | load | figure | measured | serve | err | offline err |"
     )
