@@ -119,6 +119,7 @@ def drawn(
     (or SGLang's ratio 1.0), else the client's own generator."""
     if ratio is None:
         return fixed(n, flag)
+    _ratio(ratio, flag, 0.999 if generator == "vllm" else 1.0)
     if generator == "vllm":
         return vllm_random(n, ratio, flag) if ratio > 0 else fixed(n, flag)
     return sglang_random(n, ratio, flag) if ratio < 1 else fixed(n, flag)
