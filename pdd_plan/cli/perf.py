@@ -369,7 +369,7 @@ def perf(
     rate: float = typer.Option(None, "--rate", help="serve: open loop, Poisson requests/s."),
     num_prompts: int = typer.Option(None, "--num-prompts", help="serve: a finite run's requests."),
     range_ratio: float = typer.Option(None, "--range-ratio", help="serve: random lengths' ratio."),
-    lengths: str = typer.Option("sglang", "--lengths", help="serve: whose generator, sglang|vllm"),
+    lengths: str = typer.Option("sglang", "--lengths", help="serve: sglang|vllm draws, or a CSV"),
     format: str = typer.Option("table", "--format", "-f", help="table | json | yaml"),
 ) -> None:
     """One instance, explained: latency, throughput and what bounds a prefill, decode step,

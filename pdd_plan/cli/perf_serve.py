@@ -26,6 +26,43 @@ def check_load(concurrency, rate, num_prompts) -> None:
         raise InputError(None, "--num-prompts", f"must be in [1, {MAX_PROMPTS:,}]", "e.g. 640")
 
 
+MAX_ROWS = 1_000_000
+
+
+def dataset_lengths(path: str):
+    """A dataset's lengths (`--lengths FILE`): one request per line, `input_tokens,output_tokens`
+    (a header line is skipped), as two histograms."""
+    import numpy as np
+
+    from pdd_plan.common.files import read_text
+    from pdd_plan.perf import serve_lengths as sl
+
+    fix = "give sglang | vllm, or a CSV of input_tokens,output_tokens per request"
+    text = read_text(path, fix, "--lengths")
+    rows = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        cells = [c.strip() for c in line.split(",")]
+        if not line.strip() or (n == 1 and not cells[0].isdigit()):
+            continue
+        if len(cells) != 2 or not all(c.isdigit() and int(c) >= 1 for c in cells):
+            raise InputError(
+                path, f"line {n}", f"not two whole token counts >= 1: {line[:60]!r}", fix
+            )
+        rows.append((int(cells[0]), int(cells[1])))
+        if len(rows) > MAX_ROWS:
+            raise InputError(path, "--lengths", f"over {MAX_ROWS:,} requests", "sample fewer")
+    if not rows:
+        raise InputError(path, "--lengths", "no requests in it", fix)
+    a = np.array(rows, dtype=float)
+    for col, flag in ((0, "input_tokens"), (1, "output_tokens")):
+        limits.check("TOKENS", float(a[:, col].max()), path, flag)
+    out = []
+    for col in (0, 1):
+        v, c = np.unique(a[:, col], return_counts=True)
+        out.append(sl.histogram(v, c, "--lengths"))
+    return out[0], out[1]
+
+
 def serve_result(
     inst,
     engine: str,
@@ -48,11 +85,12 @@ def serve_result(
         raise InputError(None, "--output-tokens", "serve needs it", "e.g. --output-tokens 1024")
     limits.check("TOKENS", input_tokens, None, "--input-tokens")
     limits.check("TOKENS", output_tokens, None, "--output-tokens")
-    if generator not in ("sglang", "vllm"):
-        raise InputError(None, "--lengths", f"unknown '{generator}'", "use sglang | vllm")
     eng = serve_engine(engine, inst.gpu.memory.hbm_gb).with_limits(max_running=max_running)
-    isl = sl.drawn(input_tokens, range_ratio, generator, "--range-ratio")
-    osl = sl.drawn(output_tokens, range_ratio, generator, "--range-ratio")
+    if generator in ("sglang", "vllm"):
+        isl = sl.drawn(input_tokens, range_ratio, generator, "--range-ratio")
+        osl = sl.drawn(output_tokens, range_ratio, generator, "--range-ratio")
+    else:
+        isl, osl = dataset_lengths(generator)
     r = serve(inst, eng, Load(isl, osl, concurrency, rate, num_prompts))
     s = r.steady
     return {

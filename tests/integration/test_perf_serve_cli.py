@@ -47,3 +47,16 @@ def test_bad_serving_loads_are_one_line_errors(args, needle):
     assert r.exit_code == 2, r.output
     assert needle in r.output and "Traceback" not in r.output
     assert len(r.output.strip().splitlines()) == 1, r.output
+
+
+def test_a_datasets_lengths_are_its_histogram(tmp_path):
+    f = tmp_path / "lengths.csv"
+    f.write_text("input_tokens,output_tokens\n1000,200\n3000,100\n500,400\n")
+    r = CliRunner().invoke(app, [*BASE, "--concurrency", "8", "--lengths", str(f), "-f", "json"])
+    assert r.exit_code == 0, r.output
+    load = json.loads(r.output)["load"]
+    assert load["input_tokens"] == {"mean": 1500.0, "low": 500.0, "high": 3000.0}
+    assert load["output_tokens"]["mean"] == pytest.approx(700 / 3)
+    f.write_text("1000,200\n3000,x\n")
+    r = CliRunner().invoke(app, [*BASE, "--concurrency", "8", "--lengths", str(f)])
+    assert r.exit_code == 2 and "line 2" in r.output, r.output
