@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pdd_plan.calibration import serving_exports
 from pdd_plan.calibration.json_fields import count, number, string
 from pdd_plan.common.errors import InputError
 from pdd_plan.common.files import read_text
@@ -351,10 +352,8 @@ def read_runs(path: str | Path) -> list[EngineRun]:
     for i, rec in enumerate(_records(text, f), start=1):
         kind = _kind(rec)
         if kind is None:
-            from pdd_plan.calibration import serving_exports  # imports this module
-
-            if serving_exports.is_export(rec):
-                runs.append(serving_exports.run_of(rec, f, i))
+            if serving_exports.is_export(rec):  # GenAI-Perf / AIPerf
+                runs.append(EngineRun(**serving_exports.run_fields(rec, f, i)))
                 continue
             raise InputError(
                 f, f"line {i}" if i > 1 else None, FOREIGN, "give an engine result file"

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from pdd_plan.calibration.engine_formats import EngineRun
 from pdd_plan.calibration.json_fields import number
 from pdd_plan.common.errors import InputError
 
@@ -62,7 +61,8 @@ def _model(cfg: dict) -> str | None:
     return None
 
 
-def run_of(rec: dict, file: str, i: int) -> EngineRun:
+def run_fields(rec: dict, file: str, i: int) -> dict:
+    """The `EngineRun` fields of one export (engine_formats builds the run)."""
     m = _metrics(rec)
     cfg: Any = rec.get("input_config")
     if not isinstance(cfg, dict):
@@ -77,7 +77,7 @@ def run_of(rec: dict, file: str, i: int) -> EngineRun:
         "request_rate": "inf" if rate is None else rate,
         "completed": None if count is None else int(round(count)),
     }
-    return EngineRun(
+    return dict(
         file=file,
         record=i,
         fmt=FMT,
