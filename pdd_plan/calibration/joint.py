@@ -96,7 +96,7 @@ NF = len(FACTORS)  # factors per GPU
 NU_GPU = 4.0
 TAU_FLOOR = 0.01  # a between-GPU spread below 1 %: every GPU takes the shared mean
 # A GPU with at most FEW_ROWS rows is pooled under a normal prior (no heavy tail) whose spread
-# shrinks with its rows, SIGMA_GPU x sqrt(n / (n + FEW_ROWS)): one or two rows, each mixing
+# shrinks with its rows, SIGMA_GPU x n / (n + FEW_ROWS): one or two rows, each mixing
 # all three factors, cannot pin one down, so they must not drag it to a bound (H20's mfu went
 # to 1.0 on one MoE row, MI300X's step overhead to 19.6 ms on one batch-1 row of three)
 FEW_ROWS = 3
@@ -253,7 +253,7 @@ class _Problem:
         self.z_range = (min(informed), max(informed))
         self.z = np.clip([z[g] for g in self.gpus], *self.z_range)
         self.few = np.array([n_rows[g] <= FEW_ROWS for g in self.gpus])
-        self.shrink = np.array([math.sqrt(n_rows[g] / (n_rows[g] + FEW_ROWS)) for g in self.gpus])
+        self.shrink = np.array([n_rows[g] / (n_rows[g] + FEW_ROWS) for g in self.gpus])
         self.engines = sorted({r.engine_name for r in rows} - {REFERENCE_ENGINE})
         self.row_engine = [r.engine_name for r in rows]
         self._seen: dict[tuple, float] = {}  # (row, its factors) -> predicted figure
