@@ -37,7 +37,7 @@ class ArchitectureUncertainty(Strict):
     cost_per_hour: Band
     # the verdict's: $/hour of the cheapest fleet of the plan's types meeting the SLA at the
     # planned (drawn) rate, per draw (uncertainty/sizing.py); absent in earlier files
-    planned_cost_per_hour: Band | None = None
+    planned_cost_per_hour: Band | None = Field(default=None, exclude_if=lambda v: v is None)
     meets_sla_share: float = Field(ge=0, le=1)  # draws whose goodput covers the (drawn) rate
     # SLA goodput (nominal inputs) with one instance of a role lost, or one line down
     n_minus_1: dict[str, float] = {}
@@ -63,13 +63,13 @@ class Versus(Strict):
     gain: Band
     median_gain: float | None  # every input at its median
     # capacity goodput per dollar of the planned fleets as they are (absent in earlier files)
-    capacity_gain: Band | None = None
-    capacity_median_gain: float | None = None
+    capacity_gain: Band | None = Field(default=None, exclude_if=lambda v: v is None)
+    capacity_median_gain: float | None = Field(default=None, exclude_if=lambda v: v is None)
     # the verdict at the plan's own (nominal) inputs, as the draws compute it: the headline's
     # figure (comparison.bcr_gain_vs_<baseline>) found again; and with each planning margin at
     # its stated range's ends (input: the margin, low/high its values there)
-    nominal_gain: float | None = None
-    nominal_margins: list[TornadoRow] = []
+    nominal_gain: float | None = Field(default=None, exclude_if=lambda v: v is None)
+    nominal_margins: list[TornadoRow] = Field(default=[], exclude_if=lambda v: not v)
     flip: str  # the sentence: which input flips the ranking, and where
     tornado: list[TornadoRow]
 
@@ -78,7 +78,8 @@ class DrawRow(Strict):
     values: dict[str, float]
     goodput_rps: dict[str, float]
     bcr: dict[str, float]  # capacity per dollar
-    planned_bcr: dict[str, float] = {}  # the verdict's figure (absent in earlier files)
+    # the verdict's figure (absent in earlier files)
+    planned_bcr: dict[str, float] = Field(default={}, exclude_if=lambda v: not v)
 
 
 class RobustArchitecture(Strict):
@@ -149,5 +150,5 @@ class PlanUncertainty(Strict):
     robust: Robust | None = None
     confirmed: dict[str, Confirmed] = {}
     plan_flips: PlanFlips | None = None
-    margin_costs: list[MarginCost] = []
+    margin_costs: list[MarginCost] = Field(default=[], exclude_if=lambda v: not v)
     per_draw: list[DrawRow]
