@@ -113,7 +113,8 @@ class Evaluator:
             lo = max((e.lo for y, e in done if dominates(x, y)), default=0.0)
             his = [e.hi for y, e in done if dominates(y, x)]
             ap = perturb.apply(self.pb, self.classes, x)
-            e = perturb.edge(ap, fs, lo, min(his) if his else None, self.caps_of(arch, x))
+            fm = self._model(x, arch, fs)
+            e = perturb.edge(ap, fs, lo, min(his) if his else None, self.caps_of(arch, x), fm)
             self._memo[key] = e
             done.append((x, e))
             self.evaluations += 1
@@ -157,14 +158,31 @@ class Evaluator:
         resource (1: at its cap), and each resource's use."""
         key = ("check", self.key(arch, fs), tuple(sorted(values.items())), rate)
         if key not in self._memo:
-            ap = perturb.apply(self.pb, self.classes, values)
-            fm = perturb.fleet_model(ap, fs, self.caps_of(arch, values))
+            fm = self._model(values, arch, fs)
             if fm.n_prefill == 0 or not fm.md:  # a fleet without prefill or decode serves none
                 self._memo[key] = (False, float("inf"), {})
             else:
                 a = analytic.at_rate(fm, rate)
                 self._memo[key] = (bool(a.ok), max(a.limits.values(), default=0.0), a.limits)
         return self._memo[key]
+
+    def _model(self, values: dict[str, float], arch: str, fs: FleetSpec):
+        """The analytic model of `fs`, a resized fleet of `arch`, under the draw: the planned
+        fleet's model built once per draw, recounted for each resize (perturb.recounted)."""
+        # the model moves with the inputs that move goodput (prices and the rate do not)
+        values = {k: v for k, v in values.items() if k in MOVES_GOODPUT}
+        key = ("model", arch, tuple(sorted(values.items())))
+        base = self._memo.get(key)
+        if base is None:
+            ap = perturb.apply(self.pb, self.classes, values)
+            base = self._memo[key] = perturb.fleet_model(
+                ap, self.fleets[arch], self.caps_of(arch, values)
+            )
+        fm = perturb.recounted(base, fs)
+        if fm is None:
+            ap = perturb.apply(self.pb, self.classes, values)
+            fm = perturb.fleet_model(ap, fs, self.caps_of(arch, values))
+        return fm
 
     def sized(self, values: dict[str, float], arch: str) -> FleetSpec | None:
         """The verdict's fleet under the draw: the cheapest of the plan's types meeting the SLA
@@ -188,7 +206,10 @@ class Evaluator:
         """`check` of the planned fleet at `rate` where its goodput's edge settles it: over
         the edge it misses; under it (a fleet without relay, whose feasibility is monotone in
         the rate) it meets, its rate-linear uses scaled from the edge's served probe."""
-        e = self.edge(values, arch)
+        moving = tuple(sorted((k, v) for k, v in values.items() if k in MOVES_GOODPUT))
+        e = self._memo.get((self.key(arch), moving))
+        if e is None:  # not found for the draw already: one check costs less than an edge
+            return None
         if rate > e.hi:
             return (False, float("inf"), {})
         use = e.linear_use(rate)

@@ -31,7 +31,7 @@ from pdd_plan.evaluate import analytic
 from pdd_plan.evaluate.fleet import FleetSpec, deployed
 from pdd_plan.inputs.pieces import Profiles
 from pdd_plan.inputs.schema.line import LineSKU
-from pdd_plan.latency.line import tcp
+from pdd_plan.latency.line import tcp, transfer
 from pdd_plan.optimize.problem import Problem
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.workload.requests import RequestClasses
@@ -157,6 +157,30 @@ def fleet_model(ap: Applied, fs: FleetSpec, caps: Caps | None = None) -> analyti
     return fm
 
 
+def recounted(fm: analytic.FleetModel, fs: FleetSpec) -> analytic.FleetModel | None:
+    """`fm` for `fs`, the same groups with other counts (a resized fleet: uncertainty/sizing),
+    without rebuilding its instances: the counts enter the model only through the prefill
+    pool's size, the decode groups' counts and the line's (one prefill group: its service
+    times are per instance). None where `fs` differs otherwise (rebuild it)."""
+    old, new = fm.fleet.instances, fs.instances
+    same = len(old) == len(new) and all(
+        a.model_copy(update={"count": 0, "cost_per_hour": 0.0})
+        == b.model_copy(update={"count": 0, "cost_per_hour": 0.0})
+        for a, b in zip(old, new)
+    )
+    prefill = [g for g in new if g.role == "prefill"]
+    if not same or len(prefill) != 1 or (fs.line is None) != (fm.fleet.line is None):
+        return None
+    counts = {}
+    for k in fm.counts:
+        i = int(k.rsplit(":", 1)[1])
+        counts[k] = new[i].count
+    line = fm.line
+    if line is not None and fs.line is not None and fs.line.count != line.count:
+        line = transfer.LineConfig(line.sku, fs.line.count)
+    return dataclasses.replace(fm, fleet=fs, n_prefill=prefill[0].count, counts=counts, line=line)
+
+
 @dataclass(frozen=True)
 class Edge:
     """Where a fleet's SLA goodput lies: `lo` is served (0: no rate found that is), no rate
@@ -188,7 +212,12 @@ def goodput(ap: Applied, fs: FleetSpec, caps: Caps | None = None) -> float:
 
 
 def edge(
-    ap: Applied, fs: FleetSpec, lo: float = 0.0, hi: float | None = None, caps: Caps | None = None
+    ap: Applied,
+    fs: FleetSpec,
+    lo: float = 0.0,
+    hi: float | None = None,
+    caps: Caps | None = None,
+    fm: analytic.FleetModel | None = None,
 ) -> Edge:
     """The fleet's SLA goodput under the draw to REL_TOL, by evaluate's analytic check
     (`analytic.at_rate`); `lo` (served) and `hi` (an upper bound) may come from draws that
@@ -196,8 +225,8 @@ def edge(
     rate-linear resource at its cap): where one of them binds, as on the default, that one
     probe is the answer. After that each probe is placed by the resources' use (`_next`), kept
     inside the bracket; feasibility is taken as monotone in the rate (analytic.search's
-    premise)."""
-    fm = fleet_model(ap, fs, caps)
+    premise). `fm`: the fleet's model under the draw where it is built already."""
+    fm = fm or fleet_model(ap, fs, caps)
     if fm.n_prefill == 0 or not fm.md:
         return Edge(0.0, 0.0)
     bound = analytic.rate_bound(fm)

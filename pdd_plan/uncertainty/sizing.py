@@ -96,6 +96,15 @@ def _hopeless(fs: FleetSpec, what: str, use: dict[str, float]) -> bool:
     return k is not None and k in use and n > 1 and use[k] * n / (n - 1) > 1.0 + 1e-9
 
 
+def _no_help(what: str, use: dict[str, float], worst: float) -> bool:
+    """Whether one more of `what` is sure to leave the fleet missing, no less overrun: a
+    rate-linear use it does not touch is past its cap and is the worst one."""
+    mine = "decode_tpot" if what in _DECODE else _LINEAR.get(what)
+    return any(
+        v > 1.0 + 1e-9 and v >= worst for k, v in use.items() if k in _LINEAR.values() and k != mine
+    )
+
+
 def cheapest(
     fs: FleetSpec,
     check: Check,
@@ -110,7 +119,11 @@ def cheapest(
     added = None
     while not ok:
         steps += 1
-        tried = [(check(f), cost(f), f, what) for what, f in neighbours(cur, +1)]
+        tried = [
+            (check(f), cost(f), f, what)
+            for what, f in neighbours(cur, +1)
+            if not _no_help(what, use, worst)
+        ]
         meeting = [(c, f, r[2], what) for r, c, f, what in tried if r[0]]
         if meeting:
             _, cur, use, added = min(meeting, key=lambda x: x[0])

@@ -138,3 +138,25 @@ def test_met_counts_by_dominance_are_the_direct_checks(setting):
         robust.meets(perturb.apply(pb_of(ctx), cls, d.draw(i)), fs, rate) for i in range(len(d))
     )
     assert robust._count_met(ctx, cls, fs, d, rate) == direct
+
+
+def test_a_recounted_model_checks_as_a_rebuilt_one(setting):
+    """The draws resize fleets by recounting the planned fleet's model (perturb.recounted):
+    every resize one instance or line either way checks exactly as the model built anew."""
+    from pdd_plan.uncertainty import sizing
+
+    p, ctx, cls, fleets = setting
+    ap = perturb.apply(pb_of(ctx), cls, {"prefill_speed": 0.9, "decode_speed": 0.9})
+    seen = 0
+    for a, fs in fleets.items():
+        base = perturb.fleet_model(ap, fs)
+        for by in (1, -1):
+            for _, f in sizing.neighbours(fs, by):
+                got = perturb.recounted(base, f)
+                if got is None:
+                    continue
+                seen += 1
+                x = analytic.at_rate(got, p.plans[a].goodput_rps)
+                y = analytic.at_rate(perturb.fleet_model(ap, f), p.plans[a].goodput_rps)
+                assert x.ok == y.ok and x.limits == pytest.approx(y.limits, rel=1e-9, abs=1e-12)
+    assert seen >= 8
