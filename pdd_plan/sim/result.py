@@ -213,6 +213,7 @@ class SimResult:
         ls = self.line
         if ls is not None and self.line_capacity_bytes_s:
             res.update(self._line_summary(ls, moved))
+        res["overloaded"] = overloaded(res)
         return res
 
     def line_load(self) -> tuple[float, float]:
@@ -298,3 +299,28 @@ def quantiles(x: np.ndarray) -> dict:
         "p99": sig(p[2]),
         "mean": sig(float(x.mean())),
     }
+
+
+# a pool offered this share of what it serves or more is flagged: a queue's waits grow without
+# bound as its load nears 1, so over a replay of finite length they are still climbing there
+OVERLOAD = 0.98
+
+
+def overloaded(summary: dict) -> list[str]:
+    """The pools the replay overloaded, each with why: prefill (its busy share of the arrival
+    window), decode (an instance whose mean batch is at its most: requests wait to be admitted)
+    and the line (offered bytes at or over what it and its pool carry: `unstable`)."""
+    out = []
+    u = summary.get("utilization") or {}
+    if u.get("prefill") is not None and u["prefill"] >= OVERLOAD:
+        out.append(f"prefill (offered {u['prefill']:.0%} of what it serves: its queue grows)")
+    full = [b for b in u.get("decode_batch") or [] if b >= OVERLOAD]
+    if full:
+        out.append(
+            f"decode ({len(full)} instance(s) at {max(full):.0%} of their most requests: "
+            "requests wait to be admitted)"
+        )
+    st = summary.get("stability")
+    if summary.get("unstable") and st is not None:
+        out.append(f"line (offered {st['offered_over_capacity']:.3g}x what it and its pool carry)")
+    return out
