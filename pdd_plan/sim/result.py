@@ -33,6 +33,7 @@ from dataclasses import dataclass, field, fields, replace
 import numpy as np
 
 from pdd_plan.architectures import PATHS
+from pdd_plan.sim import sequential
 from pdd_plan.sim.decode.decoder import DecodeResult
 from pdd_plan.sim.queues import LineStats
 from pdd_plan.sim.warmup import Truncation
@@ -214,7 +215,30 @@ class SimResult:
         if ls is not None and self.line_capacity_bytes_s:
             res.update(self._line_summary(ls, moved))
         res["overloaded"] = overloaded(res)
+        res.update(self._intervals(res))
         return res
+
+    def _intervals(self, res: dict) -> dict:
+        """Each printed TTFT and TPOT percentile's batch-means interval (``ttft_s_ci``,
+        ``tpot_ms_ci``: {p50, p90, p99: [lo, hi]}), batches of at least the requests in the
+        system (Little), and which are not settled within +-5% (``unsettled``)."""
+        k = self.kept()
+        a = self.arrival_s[k]
+        held = sequential.in_system(a, self.e2e_s[k]) if a.size > 1 else math.inf
+        out: dict = {}
+        for name, x in (("ttft_s", self.ttft_s[k]), ("tpot_ms", self.tpot_s[k] * 1e3)):
+            ci = {}
+            for q in QS:
+                b = None
+                if math.isfinite(held):
+                    b = sequential.quantile_interval(x, q / 100, math.ceil(held))
+                ci[f"p{q}"] = None if b is None else [sig(b[0]), sig(b[1])]
+            out[f"{name}_ci"] = ci
+        out["unsettled"] = sequential.unsettled(
+            {m: out[f"{m}_ci"] for m in ("ttft_s", "tpot_ms")},
+            {m: res[m] for m in ("ttft_s", "tpot_ms")},
+        )
+        return out
 
     def line_load(self) -> tuple[float, float]:
         """(offered, capacity) bytes/s of the line: bytes sent over the KV-ready window, and
