@@ -93,6 +93,15 @@ def _load(path: str, trace: str | None):
         return ctx, e
 
 
+def _check_trace(trace: str | None, rate: float | None) -> None:
+    """--trace names a file; --rate rescales a --trace, to a positive rate."""
+    if trace is not None:
+        require_file(trace, "check the --trace path", what="trace file")
+    if rate is not None and (trace is None or not 0 < rate <= MAX_RATE_RPS):
+        fix = "give --trace with it" if trace is None else f"give a rate in (0, {MAX_RATE_RPS:g}]"
+        raise InputError(None, "--rate", f"rescales a --trace (got {rate:g})", fix)
+
+
 def _check_counts(requests: int | None, window: int) -> None:
     for flag, n in (("--requests", requests), ("--window", window)):
         if n is None:
@@ -176,11 +185,7 @@ def simulate_cmd(
     _check_counts(requests, window)
     if seed is not None and not 0 <= seed < 2**64:  # numpy's generators take these only
         raise InputError(None, "--seed", f"must be in [0, 2**64) (got {seed})", "e.g. --seed 0")
-    if trace is not None:
-        require_file(trace, "check the --trace path", what="trace file")
-    if rate is not None and (trace is None or not 0 < rate <= MAX_RATE_RPS):
-        fix = "give --trace with it" if trace is None else f"give a rate in (0, {MAX_RATE_RPS:g}]"
-        raise InputError(None, "--rate", f"rescales a --trace (got {rate:g})", fix)
+    _check_trace(trace, rate)
     parquet = records is not None and records.suffix.lower() == ".parquet"
     if records is not None:
         if not records.parent.exists():
