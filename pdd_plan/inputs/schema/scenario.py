@@ -296,12 +296,9 @@ class Search(Strict):
     prefill_chunk_tokens: PositiveInt = 8192
     """Chunked-prefill size (SGLang `--chunked-prefill-size`)."""
     decode_utilization: float = Field(default=1.0, gt=0, le=1)
-    """Cap on the share of decode's TPOT-target capacity a plan may use. 1 (the default): no
-    margin beyond the SLA's own: each decode instance runs at most the batch whose step meets
-    the TPOT target, the plan's TPOT P90 is checked at the batch it runs, and the replay that
-    verifies the plan tightens the cap when it misses. Below 1 it is a kept margin (burst
-    headroom, e.g. 0.9): the plan then says what it costs (`uncertainty.margin_costs`), and the
-    tornado moves it between the value and 1."""
+    """Cap on the share of decode's TPOT-target capacity used. 1: no margin (the TPOT SLA is
+    checked at the operating batch and by the replay, which tightens it on a miss); below 1 a
+    kept margin: the plan says what it costs, the tornado moves it (0.9 .. 1)."""
     max_prefill_extra: PositiveInt = 8
     """Prefill pool sizes tried above the smallest stable one."""
     time_limit_s: PositiveFloat = 30.0
