@@ -296,9 +296,8 @@ class Search(Strict):
     prefill_chunk_tokens: PositiveInt = 8192
     """Chunked-prefill size (SGLang `--chunked-prefill-size`)."""
     decode_utilization: float = Field(default=1.0, gt=0, le=1)
-    """Cap on the share of decode's TPOT-target capacity used. 1: no margin (the TPOT SLA is
-    checked at the operating batch and by the replay, which tightens it on a miss); below 1 a
-    kept margin: the plan says what it costs, the tornado moves it (0.9 .. 1)."""
+    """Share of decode's TPOT-target capacity used; 1: no margin (replay-checked), below 1 a
+    kept margin the plan prices and the tornado moves (0.9 .. 1)."""
     max_prefill_extra: PositiveInt = 8
     """Prefill pool sizes tried above the smallest stable one."""
     time_limit_s: PositiveFloat = 30.0
