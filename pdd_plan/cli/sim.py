@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import sys
 import time
@@ -64,6 +65,9 @@ class LazyProgress:
             self.bar = None
 
 
+MAX_RATE_RPS = 1e6  # as workload.rate_rps
+
+
 def _load(path: str, trace: str | None):
     """(context, Plan) from a plan file (optimize --out) or a scenario (optimized here)."""
     from pdd_plan.inputs.context import build_context
@@ -87,6 +91,15 @@ def _load(path: str, trace: str | None):
         return ctx, optimize(ctx)
     except InfeasibleError as e:  # no architecture has a plan: simulate may lift the line cap
         return ctx, e
+
+
+def _check_trace(trace: str | None, rate: float | None) -> None:
+    """--trace names a file; --rate rescales a --trace, to a positive rate."""
+    if trace is not None:
+        require_file(trace, "check the --trace path", what="trace file")
+    if rate is not None and (trace is None or not 0 < rate <= MAX_RATE_RPS):
+        fix = "give --trace with it" if trace is None else f"give a rate in (0, {MAX_RATE_RPS:g}]"
+        raise InputError(None, "--rate", f"rescales a --trace (got {rate:g})", fix)
 
 
 def _check_counts(requests: int | None, window: int) -> None:
@@ -148,6 +161,12 @@ def simulate_cmd(
         "--records",
         help="Write one row per request here (CSV; .parquet needs pdd-plan[parquet]).",
     ),
+    rate: float = typer.Option(
+        None,
+        "--rate",
+        help="With --trace: rescale its arrivals to this mean rate, req/s (default: the trace "
+        "replayed as recorded).",
+    ),
     window: int = typer.Option(
         20_000,
         "--window",
@@ -158,7 +177,7 @@ def simulate_cmd(
     """Replay the workload (or --trace) on a plan: TTFT/TPOT/KV-transfer percentiles, line use,
     path shares and SLA goodput, measured request by request."""
     with loading():
-        from pdd_plan.sim.run import run
+        from pdd_plan.sim.run import replay_plan
         from pdd_plan.sim.setup import spec
 
     fmt = check_format(format)
@@ -166,8 +185,7 @@ def simulate_cmd(
     _check_counts(requests, window)
     if seed is not None and not 0 <= seed < 2**64:  # numpy's generators take these only
         raise InputError(None, "--seed", f"must be in [0, 2**64) (got {seed})", "e.g. --seed 0")
-    if trace is not None:
-        require_file(trace, "check the --trace path", what="trace file")
+    _check_trace(trace, rate)
     parquet = records is not None and records.suffix.lower() == ".parquet"
     if records is not None:
         if not records.parent.exists():
@@ -201,14 +219,20 @@ def simulate_cmd(
     if records is not None:
         check_output(records, "--records")
     prog = LazyProgress(enabled=fmt == "table" and sys.stderr.isatty())
+    rs = ctx.replay_setup
+    if trace is not None:  # as recorded, unless --rate rescales it (the scenario's rate does not)
+        rs = dataclasses.replace(rs, workload=rs.workload.model_copy(update={"rate_rps": rate}))
     try:
-        res = run(ctx, p, architecture, requests, seed, trace, progress=prog, window=window)
+        res = replay_plan(rs, p, architecture, requests, seed, trace, progress=prog, window=window)
     finally:
         prog.close()
     s = res.summary()
     out = {
         "scenario": ctx.scenario.name,
         **s,
+        "arrivals": None
+        if trace is None
+        else ("as recorded" if rate is None else f"rescaled to {rate:g} req/s (--rate)"),
         "fleet": _fleet_rows(p),
         "line": {"sku": p.line.sku, "count": p.line.count} if p.line is not None else None,
         "sla": ctx.scenario.sla.model_dump(),
@@ -304,8 +328,12 @@ def _render(s: dict, c: Console) -> None:
         f"SLA goodput {_f(s['goodput_rps'], nd=2)} req/s ({s['sla_attainment'] * 100:.1f}% of "
         f"requests with TTFT <= {sla['ttft_p99_s']:g} s and TPOT <= {sla['tpot_ms']:g} ms)"
     )
+    if s.get("arrivals"):
+        lines.append(f"trace arrivals: {s['arrivals']}")
     for ln in lines:
         c.print(ln)
+    for pool in s.get("overloaded") or []:
+        c.print(f"[yellow]OVERLOADED: {pool}[/yellow]")
 
 
 def register(app: typer.Typer) -> None:

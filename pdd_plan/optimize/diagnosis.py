@@ -220,16 +220,18 @@ def track_reach(reach: Reach, t: tables.FleetTables, prefill: str) -> None:
                 reach[q] = (share, f"{prefill}, {t.lines[o].key}")
 
 
-def reach_reasons(reach: Reach, sla: SLA) -> list[Reason]:
-    """The TTFT targets no solved combination's routing could keep enough requests under."""
+def reach_reasons(reach: Reach, sla: SLA, crosses_line: bool = True) -> list[Reason]:
+    """The TTFT targets no solved combination's routing could keep enough requests under
+    (`crosses_line`: the architecture leases a line, so more or faster lines may help)."""
     out = []
+    lines = "allow more or faster lines (link.candidates, link.max_lines), " if crosses_line else ""
     for q, (share, where) in sorted(reach.items()):
         if share > 1 - q + 1e-9:
             s_q = sla.ttft_p90_s if q == 0.9 else sla.ttft_p99_s
             msg = (
                 f"TTFT P{round(q * 100)} <= {s_q:g} s is out of reach: at best {share * 100:.1f}% "
-                f"of requests would exceed it ({where}); relax {_ttft_field(q)}, allow more or "
-                f"faster lines (link.candidates, link.max_lines), or add prefill GPUs"
+                f"of requests would exceed it ({where}); relax {_ttft_field(q)}, {lines}or add "
+                "prefill GPUs"
             )
             out.append(Reason(kind="ttft_out_of_reach", message=msg, field=_ttft_field(q)))
     return out

@@ -20,6 +20,9 @@ from pdd_plan.workload.requests import RequestClasses
 SIM_KEYS = (
     "ttft_s",
     "tpot_ms",
+    "ttft_s_ci",  # each printed percentile's batch-means interval (sim.sequential)
+    "tpot_ms_ci",
+    "unsettled",  # the percentiles whose interval is wider than +-5%
     "kv_transfer_s",
     "line_utilization",
     "route_share",

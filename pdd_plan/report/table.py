@@ -82,6 +82,10 @@ def legend(plan: Plan) -> str:
             else f"the first {s.requests:,} of {e.full_length:,} requests (stopped after "
             f"{e.replayed:,}: verdicts settled at {e.confidence:.0%})"
         )
+        shown = [u.split(".")[1].upper() for u in s.unsettled or [] if u.startswith("ttft_s.")]
+        shown = [u for u in shown if u != "P50"]
+        if shown:  # the printed tails whose 95% interval is wider than +-5%
+            text += f" (TTFT {'/'.join(shown)} not settled within +-5%)"
         by_text.setdefault(text, []).append(a)
     parts = [f"{', '.join(a)} {t}" for t, a in by_text.items()]
     return LEGEND.replace("(- : not verified).", f"(- : not verified): {'; '.join(parts)}.", 1)
@@ -158,7 +162,8 @@ def render_plan(plan: Plan, console: Console) -> None:
         return "- (no plan)" if base not in plan.plans else _pct(x)
 
     console.print(
-        f"BCR: {relay} vs {local} {gain(c.bcr_gain_vs_idc_pd, LOCAL_BASELINE)}, "
+        "BCR at the planned rate (each side's cheapest fleet meeting the SLA): "
+        f"{relay} vs {local} {gain(c.bcr_gain_vs_idc_pd, LOCAL_BASELINE)}, "
         f"vs {line} {gain(c.bcr_gain_vs_cdc_pd, LINE_BASELINE)}. "
         f"P90 TTFT on the {relay} fleet, relay vs all P->MD: "
         f"{_pct(c.p90_ttft_reduction_vs_cdc_pd)} reduction."

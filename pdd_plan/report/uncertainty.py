@@ -30,12 +30,16 @@ def verdict_lines(u: PlanUncertainty) -> list[str]:
     for base, v in u.comparisons.items():
         t = get(base).title
         tie = f", tied in {v.ties:.0%}" if v.ties > 0 else ""
+        cap = ""
+        if v.capacity_median_gain is not None:
+            cap = f" Capacity per dollar (a second figure): {_pct(v.capacity_median_gain)} at the median inputs."
         out.append(
-            f"P({relay} beats {t} on BCR) = {v.p_beats:.0%} +/- {v.stderr:.0%} over "
-            f"{u.draws} draws{tie}. {v.flip}"
+            f"P({relay} beats {t} at the planned rate) = {v.p_beats:.0%} +/- {v.stderr:.0%} "
+            f"over {u.draws} draws{tie}. {v.flip}{cap}"
         )
     if u.break_even:
         out.append(u.break_even)
+    out += [m.text + "." for m in u.margin_costs]
     for a, c in u.confirmed.items():
         part = " (partly: some inputs do not reach the simulator)" if c.partial else ""
         out.append(

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field, fields, replace
 import numpy as np
 
 from pdd_plan.architectures import PATHS
+from pdd_plan.sim import sequential
 from pdd_plan.sim.decode.decoder import DecodeResult
 from pdd_plan.sim.queues import LineStats
 from pdd_plan.sim.warmup import Truncation
@@ -213,7 +214,31 @@ class SimResult:
         ls = self.line
         if ls is not None and self.line_capacity_bytes_s:
             res.update(self._line_summary(ls, moved))
+        res["overloaded"] = overloaded(res)
+        res.update(self._intervals(res))
         return res
+
+    def _intervals(self, res: dict) -> dict:
+        """Each printed TTFT and TPOT percentile's batch-means interval (``ttft_s_ci``,
+        ``tpot_ms_ci``: {p50, p90, p99: [lo, hi]}), batches of at least the requests in the
+        system (Little), and which are not settled within +-5% (``unsettled``)."""
+        k = self.kept()
+        a = self.arrival_s[k]
+        held = sequential.in_system(a, self.e2e_s[k]) if a.size > 1 else math.inf
+        out: dict = {}
+        for name, x in (("ttft_s", self.ttft_s[k]), ("tpot_ms", self.tpot_s[k] * 1e3)):
+            ci = {}
+            for q in QS:
+                b = None
+                if math.isfinite(held):
+                    b = sequential.quantile_interval(x, q / 100, math.ceil(held))
+                ci[f"p{q}"] = None if b is None else [sig(b[0]), sig(b[1])]
+            out[f"{name}_ci"] = ci
+        out["unsettled"] = sequential.unsettled(
+            {m: out[f"{m}_ci"] for m in ("ttft_s", "tpot_ms")},
+            {m: res[m] for m in ("ttft_s", "tpot_ms")},
+        )
+        return out
 
     def line_load(self) -> tuple[float, float]:
         """(offered, capacity) bytes/s of the line: bytes sent over the KV-ready window, and
@@ -298,3 +323,28 @@ def quantiles(x: np.ndarray) -> dict:
         "p99": sig(p[2]),
         "mean": sig(float(x.mean())),
     }
+
+
+# a pool offered this share of what it serves or more is flagged: a queue's waits grow without
+# bound as its load nears 1, so over a replay of finite length they are still climbing there
+OVERLOAD = 0.98
+
+
+def overloaded(summary: dict) -> list[str]:
+    """The pools the replay overloaded, each with why: prefill (its busy share of the arrival
+    window), decode (an instance whose mean batch is at its most: requests wait to be admitted)
+    and the line (offered bytes at or over what it and its pool carry: `unstable`)."""
+    out = []
+    u = summary.get("utilization") or {}
+    if u.get("prefill") is not None and u["prefill"] >= OVERLOAD:
+        out.append(f"prefill (offered {u['prefill']:.0%} of what it serves: its queue grows)")
+    full = [b for b in u.get("decode_batch") or [] if b >= OVERLOAD]
+    if full:
+        out.append(
+            f"decode ({len(full)} instance(s) at {max(full):.0%} of their most requests: "
+            "requests wait to be admitted)"
+        )
+    st = summary.get("stability")
+    if summary.get("unstable") and st is not None:
+        out.append(f"line (offered {st['offered_over_capacity']:.3g}x what it and its pool carry)")
+    return out

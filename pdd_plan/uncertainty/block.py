@@ -17,12 +17,14 @@ from pdd_plan.inputs.schema.plan_uncertainty import (
     Confirmed,
     DrawRow,
     InputLaw,
+    MarginCost,
     PlanUncertainty,
     RobustArchitecture,
     Versus,
 )
 from pdd_plan.inputs.schema.plan_uncertainty import Robust as RobustBlock
 from pdd_plan.inputs.schema.uncertainty import Uncertainty
+from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.uncertainty import draws as draws_mod
 from pdd_plan.uncertainty import paired, replan, replay, robust, sensitivity
 from pdd_plan.uncertainty.n_minus_1 import n_minus_1
@@ -73,9 +75,16 @@ def _law(m: draws_mod.Marginal) -> InputLaw:
 def _versus(ev, d, pr, ls, base: str) -> Versus:
     share, se, ties = paired.beats(pr, RELAY_ARCH, base)
     gains = sensitivity.Gains(ev, RELAY_ARCH, base)
+    search = ev.ctx.scenario.search
+    ls = ls + sensitivity.margin_levers({k: getattr(search, k) for k in paired.MARGINS})
     rows = sensitivity.tornado(gains, d, ls)
-    g = paired.gain(pr.bcr[:, pr.column(RELAY_ARCH)], pr.bcr[:, pr.column(base)])
+    i, j = pr.column(RELAY_ARCH), pr.column(base)
+    g = paired.gain(pr.planned_bcr[:, i], pr.planned_bcr[:, j])
     med = gains(d.at())
+    cap = sensitivity.Gains(ev, RELAY_ARCH, base, capacity=True)(d.at())
+    nominal = gains({})
+    margins = [m for m in ls if isinstance(m, sensitivity.MarginLever)]
+    at_plan = sensitivity.nominal_margins(gains, margins)
     return Versus(
         baseline=base,
         p_beats=round(share, 4),
@@ -83,7 +92,11 @@ def _versus(ev, d, pr, ls, base: str) -> Versus:
         ties=round(ties, 4),
         gain=paired.band(g),
         median_gain=None if med is None else float(f"{med:.4g}"),
-        flip=sensitivity.flip(gains, d, ls, rows),
+        capacity_gain=paired.band(paired.gain(pr.bcr[:, i], pr.bcr[:, j])),
+        capacity_median_gain=None if cap is None else float(f"{cap:.4g}"),
+        nominal_gain=None if nominal is None else float(f"{nominal:.4g}"),
+        nominal_margins=at_plan,
+        flip=sensitivity.flip(gains, d, ls, rows) + sensitivity.at_plan(gains, at_plan),
         tornado=rows,
     )
 
@@ -119,6 +132,7 @@ def _rows(d: draws_mod.Draws, pr: paired.Paired) -> list[DrawRow]:
             values={k: r(v) for k, v in d.draw(i).items()},
             goodput_rps={a: r(pr.goodput[i, j]) for j, a in enumerate(pr.archs)},
             bcr={a: r(pr.bcr[i, j]) for j, a in enumerate(pr.archs)},
+            planned_bcr={a: r(pr.planned_bcr[i, j]) for j, a in enumerate(pr.archs)},
         )
         for i in range(len(d))
     ]
@@ -189,6 +203,54 @@ def _confirmed(ctx, cls, plan: Plan, d, pr: paired.Paired, opt: Options) -> dict
     return out
 
 
+def _counts(fs) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for g in fs.instances:
+        out[g.role] = out.get(g.role, 0) + g.count
+    if fs.line is not None:
+        out["line"] = fs.line.count
+    return out
+
+
+def margin_costs(ev: paired.Evaluator) -> list[MarginCost]:
+    """What each margin the scenario keeps (a value other than its no-margin one) costs each
+    plan: its fleet against the cheapest meeting the SLA without it (nominal inputs)."""
+    out = []
+    search = ev.ctx.scenario.search
+    for name, free in sensitivity.NO_MARGIN.items():
+        kept = float(getattr(search, name))
+        if kept == free:
+            continue
+        for a, fs in ev.fleets.items():
+            lean = ev.sized({name: free}, a)
+            if lean is None:
+                continue
+            have, need = _counts(fs), _counts(lean)
+            more = {k: have.get(k, 0) - need.get(k, 0) for k in have | need}
+            more = {k: n for k, n in sorted(more.items()) if n}
+            usd = round(fs.cost_per_hour - lean.cost_per_hour, 2)
+            what = ", ".join(f"{n:+d} {k}" for k, n in more.items()) or "nothing"
+            text = (
+                f"{a}: the {kept:.0%} {name.replace('_', ' ')} cap adds {what} "
+                f"(${usd:,.1f}/h) over the cheapest fleet meeting the SLA without it"
+            )
+            out.append(MarginCost(architecture=a, margin=name, value=kept, without=free,
+                                  instances=more, cost_per_hour=usd, text=text))  # fmt: skip
+    return out
+
+
+def plan_caps(ctx: Context, plan: Plan) -> dict[str, Caps]:
+    """The caps each plan answers under: those its verification ended with (the replay's
+    tightening included), else the scenario's; the draws, the tornado and N-1 check each fleet
+    under them, so they ask the question the plan answered."""
+    out = {}
+    for a, p in plan.plans.items():
+        rounds = [r for r in (p.simulated.rounds if p.simulated else []) if r.sla_met is not None]
+        c = rounds[-1].caps.model_dump() if rounds else {}
+        out[a] = Caps(**c) if c else Caps(decode=ctx.scenario.search.decode_utilization)
+    return out
+
+
 def assess(
     ctx: Context, plan: Plan, opt: Options | None = None, classes: RequestClasses | None = None
 ) -> PlanUncertainty:
@@ -197,19 +259,21 @@ def assess(
     cls = classes or build_classes(ctx.class_spec)
     d, notes, u = make_draws(ctx, opt)
     fleets = fleet.from_plan(ctx, plan, "plan")
-    ev = paired.Evaluator(ctx, cls, fleets)
     planned = {a: float(p.goodput_rps) for a, p in plan.plans.items()}
+    caps = plan_caps(ctx, plan)
+    ev = paired.Evaluator(ctx, cls, fleets, planned, caps)
     pr = paired.evaluate(ev, d, planned)
     ls = sensitivity.levers(d, u.inputs.perf_correlation)
     archs, n1 = {}, {}
     for j, a in enumerate(pr.archs):
-        k = paired.fleet_key(fleets[a])
+        k = ev.key(a)
         if opt.n_minus_1 and k not in n1:  # equal fleets (PDD as CDC-PD) lose the same
-            n1[k] = n_minus_1(ctx, cls, fleets[a])
+            n1[k] = n_minus_1(ctx, cls, fleets[a], caps[a])
         archs[a] = ArchitectureUncertainty(
             goodput_rps=paired.band(pr.goodput[:, j]),
             bcr=paired.band(pr.bcr[:, j]),
             cost_per_hour=paired.band(pr.cost[:, j]),
+            planned_cost_per_hour=paired.band(pr.planned_cost[:, j]),
             meets_sla_share=round(float(np.mean(pr.meets[:, j])), 4),
             n_minus_1=n1.get(k, {}),
         )
@@ -234,5 +298,6 @@ def assess(
         plan_flips=replan.plan_flips(ctx, cls, plan, d, replan.strongest(comps, ls))
         if opt.replan and ls
         else None,
+        margin_costs=margin_costs(ev),
         per_draw=_rows(d, pr),
     )

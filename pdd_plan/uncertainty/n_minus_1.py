@@ -8,6 +8,7 @@ import dataclasses
 from pdd_plan.architectures import ROLE_ORDER
 from pdd_plan.evaluate.fleet import FleetSpec
 from pdd_plan.inputs.context import Context
+from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.uncertainty import paired, perturb
 from pdd_plan.workload.requests import RequestClasses
 
@@ -38,7 +39,10 @@ def losses(fs: FleetSpec) -> dict[str, FleetSpec]:
     return out
 
 
-def n_minus_1(ctx: Context, classes: RequestClasses, fs: FleetSpec) -> dict[str, float]:
-    """What is lost -> SLA goodput (req/s) without it."""
+def n_minus_1(
+    ctx: Context, classes: RequestClasses, fs: FleetSpec, caps: Caps | None = None
+) -> dict[str, float]:
+    """What is lost -> SLA goodput (req/s) without it, checked under `caps` (the plan's:
+    block.plan_caps, the caps its replay verified; None: evaluate's)."""
     nominal = perturb.apply(paired.pb_of(ctx), classes, {})
-    return {k: round(perturb.goodput(nominal, f), 4) for k, f in losses(fs).items()}
+    return {k: round(perturb.goodput(nominal, f, caps), 4) for k, f in losses(fs).items()}

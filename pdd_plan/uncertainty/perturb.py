@@ -31,7 +31,7 @@ from pdd_plan.evaluate import analytic
 from pdd_plan.evaluate.fleet import FleetSpec, deployed
 from pdd_plan.inputs.pieces import Profiles
 from pdd_plan.inputs.schema.line import LineSKU
-from pdd_plan.latency.line import tcp
+from pdd_plan.latency.line import tcp, transfer
 from pdd_plan.optimize.problem import Problem
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.workload.requests import RequestClasses
@@ -143,16 +143,42 @@ def _apply(pb: Problem, classes: RequestClasses, values: dict[str, float]) -> Ap
     )
 
 
-def fleet_model(ap: Applied, fs: FleetSpec) -> analytic.FleetModel:
-    """The fleet's analytic model under the draw (decode up to its TPOT-target batch, as
-    `evaluate` measures an existing fleet)."""
+def fleet_model(ap: Applied, fs: FleetSpec, caps: Caps | None = None) -> analytic.FleetModel:
+    """The fleet's analytic model under the draw, checked under `caps`: a plan's own (those
+    its verification ended with, so the draws ask the question the plan answered), or by
+    default decode up to its TPOT-target batch, as `evaluate` measures an existing fleet."""
     p_pb, d_pb = ap.prefill, ap.decode
     if fs.speed_factor != 1.0:  # a deployment's own engine speed on top of the draw's
         p_pb, d_pb = faster(p_pb, fs.speed_factor), faster(d_pb, fs.speed_factor)
-    fm = analytic.fleet_model(p_pb, fs, ap.classes, Caps(decode=1.0), decode_pb=d_pb)
+    caps = caps or Caps(decode=1.0)
+    fm = analytic.fleet_model(p_pb, fs, ap.classes, caps, decode_pb=d_pb)
     if ap.kv != 1.0:
         fm.shared = dataclasses.replace(fm.shared, kv_bytes=fm.shared.kv_bytes * ap.kv)
     return fm
+
+
+def recounted(fm: analytic.FleetModel, fs: FleetSpec) -> analytic.FleetModel | None:
+    """`fm` for `fs`, the same groups with other counts (a resized fleet: uncertainty/sizing),
+    without rebuilding its instances: the counts enter the model only through the prefill
+    pool's size, the decode groups' counts and the line's (one prefill group: its service
+    times are per instance). None where `fs` differs otherwise (rebuild it)."""
+    old, new = fm.fleet.instances, fs.instances
+    same = len(old) == len(new) and all(
+        a.model_copy(update={"count": 0, "cost_per_hour": 0.0})
+        == b.model_copy(update={"count": 0, "cost_per_hour": 0.0})
+        for a, b in zip(old, new)
+    )
+    prefill = [g for g in new if g.role == "prefill"]
+    if not same or len(prefill) != 1 or (fs.line is None) != (fm.fleet.line is None):
+        return None
+    counts = {}
+    for k in fm.counts:
+        i = int(k.rsplit(":", 1)[1])
+        counts[k] = new[i].count
+    line = fm.line
+    if line is not None and fs.line is not None and fs.line.count != line.count:
+        line = transfer.LineConfig(line.sku, fs.line.count)
+    return dataclasses.replace(fm, fleet=fs, n_prefill=prefill[0].count, counts=counts, line=line)
 
 
 @dataclass(frozen=True)
@@ -162,6 +188,16 @@ class Edge:
 
     lo: float
     hi: float
+    # the last served probe: (its rate, each resource's use there); the LINEAR uses scale with
+    # the rate, so a fleet's uses at another rate need no new check (None: none probed)
+    served: tuple[float, dict] | None = None
+
+    def linear_use(self, rate: float) -> dict[str, float] | None:
+        """The LINEAR resources' use at `rate`, scaled from the served probe."""
+        if self.served is None:
+            return None
+        r, use = self.served
+        return {k: use[k] * rate / r for k in LINEAR if k in use}
 
 
 # the resources whose use grows in proportion to the rate and whose use over cap no routing
@@ -170,20 +206,27 @@ class Edge:
 LINEAR = ("prefill_queue", "line", "decode_tpot")
 
 
-def goodput(ap: Applied, fs: FleetSpec) -> float:
+def goodput(ap: Applied, fs: FleetSpec, caps: Caps | None = None) -> float:
     """The fleet's SLA goodput (req/s) under the draw; 0 where it meets the SLA at no rate."""
-    return edge(ap, fs).lo
+    return edge(ap, fs, caps=caps).lo
 
 
-def edge(ap: Applied, fs: FleetSpec, lo: float = 0.0, hi: float | None = None) -> Edge:
+def edge(
+    ap: Applied,
+    fs: FleetSpec,
+    lo: float = 0.0,
+    hi: float | None = None,
+    caps: Caps | None = None,
+    fm: analytic.FleetModel | None = None,
+) -> Edge:
     """The fleet's SLA goodput under the draw to REL_TOL, by evaluate's analytic check
     (`analytic.at_rate`); `lo` (served) and `hi` (an upper bound) may come from draws that
     dominate (see paired.Evaluator). The first probe is just under the rate bound (every
     rate-linear resource at its cap): where one of them binds, as on the default, that one
     probe is the answer. After that each probe is placed by the resources' use (`_next`), kept
     inside the bracket; feasibility is taken as monotone in the rate (analytic.search's
-    premise)."""
-    fm = fleet_model(ap, fs)
+    premise). `fm`: the fleet's model under the draw where it is built already."""
+    fm = fm or fleet_model(ap, fs, caps)
     if fm.n_prefill == 0 or not fm.md:
         return Edge(0.0, 0.0)
     bound = analytic.rate_bound(fm)
@@ -204,7 +247,7 @@ def edge(ap: Applied, fs: FleetSpec, lo: float = 0.0, hi: float | None = None) -
             hi = min([r] + [r / over[k] for k in LINEAR if k in over])
         seen[a.ok] = (r, a.limits)
         guess, down = _next(seen, over, lo, hi, down)
-    return Edge(float(lo), float(hi))
+    return Edge(float(lo), float(hi), seen.get(True))
 
 
 def _next(seen: dict, over: dict, lo: float, hi: float, down: float) -> tuple[float, float]:

@@ -1,7 +1,8 @@
-"""What would flip the verdict: PDD's BCR gain over a baseline with one input at its P10 and
-P90 and every other at its median (the tornado), the value inside that band at which the
-ranking flips (bisection on the input's quantile level), and the line price at which PDD
-stops being ahead of the baseline that needs no line.
+"""What would flip the verdict: PDD's gain over a baseline (the verdict's figure: requests per
+dollar at the planned rate on the cheapest fleet meeting the SLA, paired.Evaluator.planned_bcr)
+with one input at its P10 and P90 and every other at its median (the tornado), the value
+inside that band at which the ranking flips (bisection on the input's quantile level), and
+the line price at which PDD stops being ahead of the baseline that needs no line.
 """
 
 from __future__ import annotations
@@ -28,8 +29,53 @@ LABEL = {
     "line_price": "line price (x nominal)",
     "rate": "request rate (x the forecast)",
     "prefix_hit": "prefix-hit fraction (+ shift)",
+    "decode_utilization": "the decode utilization cap (search.decode_utilization)",
 }
 PERF = ("prefill_speed", "decode_speed")
+
+# each planning margin's stated range (paired.MARGINS): the values a planner could defend, and
+# where they come from; its bar moves it between the range's ends, the plan's own in the middle
+NO_MARGIN = {"decode_utilization": 1.0}  # each margin's value that keeps none
+MARGIN_RANGES = {
+    "decode_utilization": (
+        0.9,
+        1.0,
+        "1: no margin (the TPOT SLA at the operating batch, checked analytically and by the "
+        "replay, which tightens the cap when it misses); 0.9: the 10% burst headroom this "
+        "planner kept by default before (a convention, no measurement behind it)",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class MarginLever:
+    """A tornado bar for a planning margin: at the bar's low end the range's low value, at its
+    high end the high value, at the median the plan's own (linear between)."""
+
+    name: str
+    own: float
+    low: float
+    high: float
+
+    def value(self, level: float) -> float:
+        if level <= 0.5:
+            f = (0.5 - level) / (0.5 - LOW)
+            return self.own + (self.low - self.own) * min(f, 1.0)
+        f = (level - 0.5) / (HIGH - 0.5)
+        return self.own + (self.high - self.own) * min(f, 1.0)
+
+    def at(self, draws: Draws, level: float) -> dict[str, float]:
+        v = self.value(level)
+        return {**draws.at(), self.name: v} if v != self.own else draws.at()
+
+
+def margin_levers(own: dict[str, float]) -> list[MarginLever]:
+    """A bar for each planning margin, `own`: the value the plans were made under."""
+    return [
+        MarginLever(k, own[k], min(lo, own[k]), max(hi, own[k]))
+        for k, (lo, hi, _) in MARGIN_RANGES.items()
+        if k in own
+    ]
 
 
 @dataclass(frozen=True)
@@ -63,16 +109,21 @@ def label(name: str) -> str:
 
 
 class Gains:
-    """PDD's BCR gain over `base` at input values, through a shared Evaluator."""
+    """PDD's gain over `base` at input values (the verdict's figure), through a shared
+    Evaluator; `capacity`: the second, named figure instead (SLA goodput per dollar of the
+    planned fleets as they are)."""
 
-    def __init__(self, ev: Evaluator, relay: str, base: str):
+    def __init__(self, ev: Evaluator, relay: str, base: str, capacity: bool = False):
         self.ev, self.relay, self.base = ev, relay, base
+        self.figure = ev.bcr if capacity else ev.planned_bcr
+
+    median: float | None = None  # the gain at the median inputs, once flip() has found it
 
     def __call__(self, values: dict[str, float]) -> float | None:
-        b = self.ev.bcr(values, self.base)
+        b = self.figure(values, self.base)
         if b <= 0:
             return None
-        return self.ev.bcr(values, self.relay) / b - 1.0
+        return self.figure(values, self.relay) / b - 1.0
 
 
 def _sign(g: float | None) -> int:
@@ -114,7 +165,7 @@ def flip(gains: Gains, draws: Draws, ls: list[Lever], rows: list[TornadoRow]) ->
     """One sentence: the input (nearest its median) at whose value the ranking flips, or that
     it does not flip inside any input's P10-P90 band."""
     relay, base = (architectures.get(a).title for a in (gains.relay, gains.base))
-    g0 = gains(draws.at())
+    g0 = gains.median = gains(draws.at())
     s0 = _sign(g0)
     by_name = {lv.name: lv for lv in ls}
     found: list[tuple[float, str]] = []
@@ -137,23 +188,62 @@ def flip(gains: Gains, draws: Draws, ls: list[Lever], rows: list[TornadoRow]) ->
     return f"{head}; the ranking flips with {found[0][1]} (the nearest flip inside the bands)."
 
 
+def nominal_margins(gains: Gains, margins: list[MarginLever]) -> list[TornadoRow]:
+    """Each margin's bar at the plan's own inputs (the headline's): the gain with the margin
+    at its range's ends, every input nominal."""
+    rows = []
+    for m in margins:
+        lo, hi = ({m.name: v} if v != m.own else {} for v in (m.low, m.high))
+        rows.append(TornadoRow(input=m.name, low=m.low, high=m.high,
+                               gain_low=_r(gains(lo)), gain_high=_r(gains(hi))))  # fmt: skip
+    return rows
+
+
+def at_plan(gains: Gains, rows: list[TornadoRow]) -> str:
+    """' At the plan's own inputs ...': the headline's sign there, and each margin that flips
+    it inside its stated range (empty: nothing to add to the median's sentence)."""
+    relay, base = (architectures.get(a).title for a in (gains.relay, gains.base))
+    g0 = gains({})
+    s0 = _sign(g0)
+    flips = [
+        f"{label(r.input)} at {v:g} ({_word(g)} {base} by {abs(g):.1%})"
+        for r in rows
+        for v, g in ((r.low, r.gain_low), (r.high, r.gain_high))
+        if g is not None and _sign(g) != s0
+    ]
+    if s0 == _sign(gains.median) and not flips:
+        return ""
+    head = f" At the plan's own inputs {relay} {_word(g0)} {base}"
+    head += f" by {abs(g0):.1%}" if g0 is not None and s0 != 0 else ""
+    if not flips:
+        return head + "."
+    return f"{head}; a planning margin inside its stated range flips it: {'; '.join(flips)}."
+
+
+def _word(g: float | None) -> str:
+    s = _sign(g)
+    return "ties with" if s == 0 else ("beats" if s > 0 else "trails")
+
+
 def line_break_even(ev: Evaluator, draws: Draws, relay: str, local: str) -> str | None:
-    """'PDD stays ahead of IDC-PD while the line costs below $X/month', at the median inputs."""
+    """'PDD stays ahead of IDC-PD while the line costs below $X/month', at the median inputs,
+    on the verdict's figure (each side's cheapest fleet meeting the SLA at its planned rate)."""
     if relay not in ev.fleets or local not in ev.fleets:
         return None
-    fs: FleetSpec = ev.fleets[relay]
+    med = draws.at()
+    fs: FleetSpec | None = ev.sized(med, relay)
+    if fs is None:
+        t_relay = architectures.get(relay).title
+        return f"{t_relay} has no fleet meeting the SLA at the median inputs: no line price puts it ahead."
     if fs.line is None or fs.line.count < 1:
         return None
-    med = draws.at()
     t_relay, t_local = (architectures.get(a).title for a in (relay, local))
-    b_local = ev.bcr(med, local)
-    g_relay = ev.goodput(med, relay)
-    if g_relay <= 0:
-        return f"{t_relay} has no SLA goodput at the median inputs: no line price puts it ahead."
+    b_local = ev.planned_bcr(med, local)
+    rate = ev.planned[relay] * med.get("rate", 1.0)
     gpu = med.get("gpu_price", 1.0) * sum(g.cost_per_hour for g in fs.instances)
     if b_local <= 0:
-        return f"{t_local} has no SLA goodput at the median inputs: {t_relay} is ahead at any line price."
-    allowed = g_relay * 3600.0 / b_local - gpu  # $/hour the line may cost with equal BCRs
+        return f"{t_local} has no fleet meeting the SLA at the median inputs: {t_relay} is ahead at any line price."
+    allowed = rate * 3600.0 / b_local - gpu  # $/hour the line may cost with equal figures
     per_month = allowed / fs.line.count * 8760.0 / 12.0
     now = fs.line.cost_per_hour * med.get("line_price", 1.0) / fs.line.count * 8760.0 / 12.0
     if allowed <= 0:

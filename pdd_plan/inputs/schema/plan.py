@@ -180,9 +180,15 @@ class Simulated(_Out):
     replay). ``requests``: the replay length the figures are over; ``early_stop``: present
     when the replay stopped before its full length."""
 
-    _omit_if_none = ("warmup", "early_stop")
+    _omit_if_none = ("warmup", "early_stop", "ttft_s_ci", "tpot_ms_ci", "unsettled")
     ttft_s: Quantiles
     tpot_ms: Quantiles
+    # each percentile's 95% batch-means interval [lo, hi] (sim.sequential.quantile_interval;
+    # None: too few batches), and the percentiles whose interval reaches past +-5% of them
+    # (absent in plans written before they were reported)
+    ttft_s_ci: dict[str, list[float] | None] | None = None
+    tpot_ms_ci: dict[str, list[float] | None] | None = None
+    unsettled: list[str] | None = None
     kv_transfer_s: Quantiles
     line_utilization: float | None
     route_share: RouteShare

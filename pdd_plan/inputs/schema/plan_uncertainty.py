@@ -33,8 +33,11 @@ class InputLaw(Strict):
 
 class ArchitectureUncertainty(Strict):
     goodput_rps: Band  # SLA goodput of the planned fleet per draw
-    bcr: Band  # requests per dollar at that goodput, at the draw's prices
+    bcr: Band  # requests per dollar at that goodput, at the draw's prices (capacity per dollar)
     cost_per_hour: Band
+    # the verdict's: $/hour of the cheapest fleet of the plan's types meeting the SLA at the
+    # planned (drawn) rate, per draw (uncertainty/sizing.py); absent in earlier files
+    planned_cost_per_hour: Band | None = Field(default=None, exclude_if=lambda v: v is None)
     meets_sla_share: float = Field(ge=0, le=1)  # draws whose goodput covers the (drawn) rate
     # SLA goodput (nominal inputs) with one instance of a role lost, or one line down
     n_minus_1: dict[str, float] = {}
@@ -42,21 +45,31 @@ class ArchitectureUncertainty(Strict):
 
 class TornadoRow(Strict):
     input: str
-    low: float  # the input at its P10
-    high: float  # and at its P90
-    gain_low: float | None  # PDD's BCR gain over the baseline there (others at their medians)
+    low: float  # the input at its P10 (a planning margin: the low end of its stated range)
+    high: float  # and at its P90 (a margin: the high end)
+    gain_low: float | None  # PDD's gain (the verdict's figure) there, others at their medians
     gain_high: float | None
 
 
 class Versus(Strict):
-    """PDD's plan against one baseline's, draw by draw (paired)."""
+    """PDD's plan against one baseline's, draw by draw (paired), on the one verdict: requests
+    per dollar at the planned rate on each side's cheapest fleet meeting the SLA (at one rate,
+    the baseline's cost over PDD's); the capacity figures are the second, named one."""
 
     baseline: str
-    p_beats: float = Field(ge=0, le=1)  # share of draws where PDD's BCR is higher
+    p_beats: float = Field(ge=0, le=1)  # share of draws where PDD's verdict figure is higher
     stderr: float = Field(ge=0)  # binomial Monte Carlo standard error of p_beats
-    ties: float = Field(ge=0, le=1)  # share of draws with equal BCR (e.g. the same fleet)
+    ties: float = Field(ge=0, le=1)  # share of draws with equal figures (e.g. the same fleet)
     gain: Band
     median_gain: float | None  # every input at its median
+    # capacity goodput per dollar of the planned fleets as they are (absent in earlier files)
+    capacity_gain: Band | None = Field(default=None, exclude_if=lambda v: v is None)
+    capacity_median_gain: float | None = Field(default=None, exclude_if=lambda v: v is None)
+    # the verdict at the plan's own (nominal) inputs, as the draws compute it: the headline's
+    # figure (comparison.bcr_gain_vs_<baseline>) found again; and with each planning margin at
+    # its stated range's ends (input: the margin, low/high its values there)
+    nominal_gain: float | None = Field(default=None, exclude_if=lambda v: v is None)
+    nominal_margins: list[TornadoRow] = Field(default=[], exclude_if=lambda v: not v)
     flip: str  # the sentence: which input flips the ranking, and where
     tornado: list[TornadoRow]
 
@@ -64,7 +77,9 @@ class Versus(Strict):
 class DrawRow(Strict):
     values: dict[str, float]
     goodput_rps: dict[str, float]
-    bcr: dict[str, float]
+    bcr: dict[str, float]  # capacity per dollar
+    # the verdict's figure (absent in earlier files)
+    planned_bcr: dict[str, float] = Field(default={}, exclude_if=lambda v: not v)
 
 
 class RobustArchitecture(Strict):
@@ -109,6 +124,20 @@ class PlanFlips(Strict):
     no_plan: dict[str, int]  # corners with no plan at all
 
 
+class MarginCost(Strict):
+    """What a planning margin the scenario keeps costs one architecture's plan: the plan's
+    fleet against the cheapest of its types meeting the SLA without the margin (nominal
+    inputs, evaluate's analytic check)."""
+
+    architecture: str
+    margin: str  # e.g. decode_utilization
+    value: float  # the margin as kept
+    without: float  # its no-margin value
+    instances: dict[str, int]  # role (or "line") -> instances (lines) the margin adds
+    cost_per_hour: float  # $/hour the margin adds (0: it adds nothing)
+    text: str
+
+
 class PlanUncertainty(Strict):
     draws: int = Field(ge=1)
     seed: int = Field(ge=0)
@@ -121,4 +150,5 @@ class PlanUncertainty(Strict):
     robust: Robust | None = None
     confirmed: dict[str, Confirmed] = {}
     plan_flips: PlanFlips | None = None
+    margin_costs: list[MarginCost] = Field(default=[], exclude_if=lambda v: not v)
     per_draw: list[DrawRow]

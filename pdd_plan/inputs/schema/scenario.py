@@ -295,8 +295,9 @@ class Search(Strict):
     `max_gpus_per_instance`."""
     prefill_chunk_tokens: PositiveInt = 8192
     """Chunked-prefill size (SGLang `--chunked-prefill-size`)."""
-    decode_utilization: float = Field(default=0.9, gt=0, lt=1)
-    """Cap on the share of decode batch slots used."""
+    decode_utilization: float = Field(default=1.0, gt=0, le=1)
+    """Share of decode's TPOT-target capacity used; 1: no margin (replay-checked), below 1 a
+    kept margin the plan prices and the tornado moves (0.9 .. 1)."""
     max_prefill_extra: PositiveInt = 8
     """Prefill pool sizes tried above the smallest stable one."""
     time_limit_s: PositiveFloat = 30.0

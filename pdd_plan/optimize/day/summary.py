@@ -11,7 +11,7 @@ import numpy as np
 
 from pdd_plan.architectures import PATHS
 from pdd_plan.inputs.schema.day_plan import DayArchitecture, DayGroup, DayPeriod
-from pdd_plan.inputs.schema.plan import ArchitecturePlan
+from pdd_plan.inputs.schema.plan import ArchitecturePlan, InstanceGroup
 from pdd_plan.optimize import milp, solved
 from pdd_plan.optimize import summary as optimize_summary
 from pdd_plan.optimize.day.search import DaySolved
@@ -57,7 +57,35 @@ def period_cost(ds: DaySolved, k: int) -> float:
 def period_plan(ds: DaySolved, day: Day, k: int) -> ArchitecturePlan:
     raw = period_result(ds, day, k)
     cls = reweighted(day.classes, ds.points.class_weight[k])
-    return optimize_summary.summarize(raw, cls, raw.rate, ds.shared.sites.prefill)
+    plan = optimize_summary.summarize(raw, cls, raw.rate, ds.shared.sites.prefill)
+    return plan.model_copy(update={"instances": priced_instances(ds, raw, k)})
+
+
+def priced_instances(ds: DaySolved, raw: SolverResult, k: int) -> list[InstanceGroup]:
+    """Period k's instance groups, each instance priced once: the base fleet's at the base
+    price, the period's elastic ones at on-demand (as `period_cost` counts them), so the
+    groups and the line sum to the plan's $/hour."""
+    groups = optimize_summary.instances(raw, ds.shared.sites.prefill)
+    pt, pd, el = ds.solution.points[k], ds.prefill, ds.points.elastic
+    out = []
+    if pd is not None and pd.elastic(k) > 0:
+        g = groups[0]
+        unit = raw.prefill.cost_per_hour
+        usd = pd.base * unit + pd.elastic(k) * pd.elastic_price
+        out.append(g.model_copy(update={"cost_per_hour": round(usd, 2)}))
+    else:
+        out.append(groups[0])
+    index = {o.cand.key: i for i, o in enumerate(ds.combo.md + ds.combo.rld)}
+    bought = [o for o in raw.options if raw.solution.counts.get(o.cand.key, 0) > 0]
+    for g, o in zip(groups[1:], bought):
+        extra = pt.elastic.get(o.cand.key, 0)
+        if extra <= 0 or el is None:
+            out.append(g)
+            continue
+        base = raw.solution.counts[o.cand.key] - extra
+        usd = base * o.inst.cost_per_hour + extra * float(el.cost_per_hour[index[o.cand.key]])
+        out.append(g.model_copy(update={"cost_per_hour": round(usd, 2)}))
+    return out
 
 
 def replay_plan(ds: DaySolved, day: Day, k: int, template: ArchitecturePlan) -> ArchitecturePlan:

@@ -110,7 +110,7 @@ def plan(
         if best is None or -sol.cost_per_hour > -best.cost_per_hour + 1e-9:
             best = solved.build(sh, cb, t, sol)
     if best is None:
-        reasons = findings.reasons() + diagnosis.reach_reasons(reach, sla)
+        reasons = findings.reasons() + diagnosis.reach_reasons(reach, sla, spec.crosses_line)
         if not reasons:
             reasons.append(diagnosis.pools_reason(True))
         raise diagnosis.infeasible(spec.name, reasons, sla)

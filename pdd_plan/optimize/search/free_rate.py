@@ -230,7 +230,9 @@ class FreeRateSearch:
                 best_i, best_key, best_sol = i, sol.objective, sol
         if best_sol is None:
             sla = self.pb.sla
-            reasons = self.findings.reasons() + diagnosis.reach_reasons(self.reach, sla)
+            reasons = self.findings.reasons() + diagnosis.reach_reasons(
+                self.reach, sla, self.spec.crosses_line
+            )
             if not reasons:
                 reasons.append(diagnosis.pools_reason(False))
             raise diagnosis.infeasible(self.spec.name, reasons, sla)

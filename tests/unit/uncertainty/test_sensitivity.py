@@ -33,6 +33,9 @@ class Closed:
     def bcr(self, values, arch):
         return 100.0 / values.get("kv_bytes", 1.0) if arch == RELAY_ARCH else 90.0
 
+    def planned_bcr(self, values, arch):  # the verdict's figure: here the same closed form
+        return self.bcr(values, arch)
+
     def goodput(self, values, arch):
         return {RELAY_ARCH: 10.0, LOCAL_BASELINE: 9.0}[arch]
 
@@ -98,17 +101,24 @@ def _fleet(arch, line_count):
 def test_line_break_even_by_hand():
     fleets = {RELAY_ARCH: _fleet(RELAY_ARCH, 2), LOCAL_BASELINE: _fleet(LOCAL_BASELINE, 0)}
     ev = Closed(fleets)
-    ev.bcr = lambda values, arch: 9.0 * 3600 / 40.0 if arch == LOCAL_BASELINE else 0.0
+    # both planned at 10 req/s; the baseline's cheapest fleet meeting it costs $36/h
+    ev.planned = {RELAY_ARCH: 10.0, LOCAL_BASELINE: 10.0}
+    ev.sized = lambda values, arch: fleets[arch]
+    ev.planned_bcr = lambda values, arch: 10.0 * 3600 / 36.0 if arch == LOCAL_BASELINE else 0.0
     d = _draws(kv_bytes=KV)
     text = sensitivity.line_break_even(ev, d, RELAY_ARCH, LOCAL_BASELINE)
-    # equal BCR: 10 x 3600 / (40 + line) = 9 x 3600 / 40 -> line = 4.44 $/h for 2 lines
-    per_month = (10 * 40 / 9 - 40) / 2 * 8760 / 12
+    # equal cost at 10 req/s: PDD's $40/h of GPUs + the line = $36/h -> no line price is
+    # low enough; at $44/h for the baseline the 2 lines may cost $4/h together
+    assert "even with a free line" in text
+    ev.planned_bcr = lambda values, arch: 10.0 * 3600 / 44.0 if arch == LOCAL_BASELINE else 0.0
+    text = sensitivity.line_break_even(ev, d, RELAY_ARCH, LOCAL_BASELINE)
+    per_month = (44 - 40) / 2 * 8760 / 12
     assert f"${per_month:,.0f}/month" in text and "stays ahead" in text
 
 
 def test_beats_counts_paired_draws():
     bcr = np.array([[2.0, 1.0], [1.0, 1.0], [0.5, 1.0], [3.0, 1.0]])
-    p = paired.Paired((RELAY_ARCH, LOCAL_BASELINE), bcr, bcr, bcr, bcr > 0)
+    p = paired.Paired((RELAY_ARCH, LOCAL_BASELINE), bcr, bcr, bcr, bcr > 0, 1 / bcr, bcr)
     share, se, ties = paired.beats(p, RELAY_ARCH, LOCAL_BASELINE)
     assert (share, ties) == (0.5, 0.25)
     assert se == pytest.approx(np.sqrt(0.25 / 4))

@@ -1,0 +1,82 @@
+"""One verdict, said the same way everywhere, on every bundled example's plan: the headline
+(comparison.bcr_gain_vs_<baseline>) is the draws' own figure at the plan's inputs within a
+point; the flip sentence's word at the median inputs is the median gain's sign, and where the
+plan's inputs and the medians disagree it says so; the tornado's bars keep the median's sign
+where the sentence says nothing flips; the report prints the same sentences; and N-1 agrees
+with the replay on narrow-line (without relay decode the plan serves less than the rate, as
+CDC-PD's replay, missing P99, says)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pdd_plan.architectures import RELAY_ARCH
+from pdd_plan.inputs.context import build_context
+from pdd_plan.inputs.schema.plan import load_plan
+from pdd_plan.report.sections import build_report
+from pdd_plan.uncertainty import Options, assess
+
+pytestmark = pytest.mark.integration
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+PLANS = sorted(GOLDEN.glob("*.optimize.yaml"))
+
+
+def _sign(x: float | None) -> int:
+    return 0 if x is None or abs(x) < 1e-9 else (1 if x > 0 else -1)
+
+
+WORD = {1: "beats", -1: "trails", 0: "ties"}
+
+
+@pytest.fixture(scope="module", params=PLANS, ids=lambda p: p.name.split(".")[0])
+def assessed(request):
+    plan = load_plan(request.param)
+    ctx = build_context(plan.inputs, str(request.param))
+    u = assess(ctx, plan, Options(draws=8))
+    return plan, plan.model_copy(update={"uncertainty": u})
+
+
+def test_headline_is_the_draws_figure_at_the_plans_inputs(assessed):
+    plan, full = assessed
+    comps = full.uncertainty.comparisons
+    assert comps, "no comparison to check"
+    for base, v in comps.items():
+        head = getattr(plan.comparison, f"bcr_gain_vs_{base}")
+        assert head is not None and v.nominal_gain is not None, base
+        assert v.nominal_gain == pytest.approx(head, abs=0.01), base
+        assert _sign(v.nominal_gain) == _sign(head), base
+
+
+def test_every_place_says_the_same(assessed):
+    plan, full = assessed
+    for base, v in full.uncertainty.comparisons.items():
+        s = _sign(v.median_gain)
+        assert f" {WORD[s]} " in v.flip.split(";")[0] or (s == 0 and "ties" in v.flip), v.flip
+        if "does not flip" in v.flip:
+            for r in v.tornado:
+                if r.input in ("decode_utilization",):
+                    continue  # a margin's bar: its flips are said at the plan's inputs
+                assert {_sign(r.gain_low), _sign(r.gain_high)} <= {s}, (base, r)
+        if _sign(v.nominal_gain) != s:
+            assert "At the plan's own inputs" in v.flip, v.flip
+        head = _sign(getattr(plan.comparison, f"bcr_gain_vs_{base}"))
+        for m in v.nominal_margins:  # a margin flipping the headline is named
+            if head and {_sign(m.gain_low), _sign(m.gain_high)} - {head, 0}:
+                assert "planning margin" in v.flip, v.flip
+    text = str(build_report(full).to_dict())
+    for v in full.uncertainty.comparisons.values():
+        assert v.flip.split(";")[0] in text
+
+
+def test_n_minus_1_agrees_with_the_replay_on_narrow_line():
+    plan = load_plan(GOLDEN / "narrow-line.optimize.yaml")
+    ctx = build_context(plan.inputs, "narrow-line")
+    u = assess(ctx, plan, Options(draws=2))
+    without_relay = u.architectures[RELAY_ARCH].n_minus_1["relay_decode"]
+    assert without_relay < plan.rate_rps  # 1.47 req/s < 1.8: the plan needs its relay
+    # and the replay says the same of the fleet with no relay decode: CDC-PD's misses P99
+    (why,) = plan.infeasible["cdc_pd"].reasons
+    assert why.kind == "replay_sla" and "TTFT P99" in why.message
