@@ -145,6 +145,32 @@ LIMITS: dict[str, Limit] = {
             "architecture); a few hundred settle a probability to a few percent",
         ),
         Limit(
+            "CONFIRM",
+            64,
+            "replays",
+            "optimize --confirm",
+            "each confirmation is a simulator replay per architecture, not an analytic draw: 8 "
+            "added 1.4 s of CPU to the default's optimize, so 1,000 ran past a minute",
+        ),
+        Limit(
+            "NUMBER_DIGITS",
+            20,
+            "digits",
+            "the whole part of any number read from a JSON or CSV input (iperf3 runs, engine "
+            "result files, HF configs, traces)",
+            "20 digits hold any 64-bit id or nanosecond timestamp; a 401-digit integer overflows "
+            "the float arithmetic every reader does",
+        ),
+        Limit(
+            "FACTOR_SPREAD",
+            100,
+            "x",
+            "uncertainty: every factor input's 0.1% and 99.9% quantiles lie within "
+            "[1/N, N] x nominal",
+            "a lognormal sigma of 800 draws factors of 1e-300 and 1e300 (an inf tornado row); "
+            "a spread wider than 100x is not a forecast",
+        ),
+        Limit(
             "SWEEP_POINTS",
             2_000,
             "points",

@@ -371,6 +371,11 @@ class Scenario(Strict):
         days = w.periods is not None or w.periods_from_trace is not None
         if not days and (self.elastic is not None or self.sla.over == "day"):
             raise ValueError("elastic and sla.over need workload.periods or periods_from_trace")
+        if days and self.search.robust is not None:
+            raise ValueError(
+                "search.robust plans one fleet at one rate; a day (workload.periods) plans a base "
+                "and an elastic schedule that would not follow it: drop one of them"
+            )
         if self.day_scale == "free":
             day.check_free_scale(days, self.objective, self.budget_per_hour)
         dcs = {d.name: d.gpus for d in self.datacenters}
