@@ -158,7 +158,10 @@ def _check_uncertainty_flags(sc, path, draws, robust, q, confirm, replan) -> Non
     n = draws or (sc.uncertainty.draws if sc.uncertainty is not None else 32)
     if confirm > n:
         raise InputError(
-            None, "--confirm", f"{confirm} replays of {n} draws", f"use at most {n}, or more --draws"
+            None,
+            "--confirm",
+            f"{confirm} replays of {n} draws",
+            f"use at most {n}, or more --draws",
         )
     w = sc.workload
     if (w.periods is not None or w.periods_from_trace is not None) and flag:

@@ -22,6 +22,7 @@ from pdd_plan.inputs.context import build_context
 from pdd_plan.inputs.schema import plan as schema_plan
 from pdd_plan.inputs.schema.gpu import GPUProfile
 from pdd_plan.inputs.schema.model import ModelProfile
+from pdd_plan.inputs.schema.names import dns_label
 from pdd_plan.inputs.schema.plan import ArchitecturePlan, InstanceGroup, Plan
 from pdd_plan.perf.instance import Instance
 
@@ -41,9 +42,8 @@ def node_labels() -> dict[str, dict[str, str]]:
 
 
 def dns(s: str) -> str:
-    """A DNS-1123 label from any name: lower case, [a-z0-9-], no leading/trailing '-'."""
-    out = re.sub(r"[^a-z0-9-]+", "-", str(s).lower()).strip("-")
-    return re.sub(r"-{2,}", "-", out) or "x"
+    """A DNS-1123 label from any name (the schema's, which refuses datacenters that share one)."""
+    return dns_label(s)
 
 
 def label_value(s: str) -> str:

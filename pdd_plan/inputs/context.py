@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from pdd_plan.common.errors import InputError
 from pdd_plan.inputs import profiles
 from pdd_plan.inputs.pieces import ClassSpec, Profiles, ReplaySetup, Sites, singular_split
 from pdd_plan.inputs.schema.gpu import GPUProfile
@@ -72,15 +71,6 @@ def build_context(sc: Scenario, file: str) -> Context:
         for name in dc.gpus:
             if name not in gpus:
                 gpus[name] = profiles.gpu(name, f"datacenters[{i}].gpus.{name}", file)
-    for name in sc.prices:
-        if name not in gpus:
-            known = ", ".join(sorted(gpus)) or "none"
-            raise InputError(
-                file,
-                f"prices.{name}",
-                f"price for a GPU no datacenter lists (listed: {known})",
-                "remove it or add the GPU to a datacenter",
-            )
     for name, g in list(gpus.items()):
         if name in sc.prices:
             price = g.price.model_copy(

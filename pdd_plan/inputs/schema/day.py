@@ -123,6 +123,11 @@ def check_elastic_gpus(table: dict[str, dict[str, int]], dcs: dict[str, dict[str
         if dc not in dcs:
             raise ValueError(f"elastic max_gpus names unknown datacenter '{dc}' (have {list(dcs)})")
         for g, n in gpus.items():
+            if g not in dcs[dc]:
+                raise ValueError(
+                    f"elastic max_gpus.{dc}.{g}: {dc} lists no {g} (has {', '.join(dcs[dc])}): "
+                    f"add {g} to its gpus, or remove the entry"
+                )
             if n < 0:
                 raise ValueError(f"elastic max_gpus.{dc}.{g} must be >= 0 (got {n})")
             if not n <= limits.value("GPUS"):

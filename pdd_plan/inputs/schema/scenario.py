@@ -29,6 +29,7 @@ from pdd_plan.inputs.schema.line import (
     LineSKU,
     check_streams,
 )
+from pdd_plan.inputs.schema.names import check_datacenter_names, check_line_names, check_priced_gpus
 from pdd_plan.inputs.schema.owned import Owned, check_against
 from pdd_plan.inputs.schema.uncertainty import Uncertainty
 
@@ -357,9 +358,12 @@ class Scenario(Strict):
 
     @model_validator(mode="after")
     def _owned_known(self) -> "Scenario":
+        """Every name that must name something or stay apart: lines, priced GPUs, owned."""
+        cands = self.link.candidates if self.link is not None else []
+        skus = [c if isinstance(c, str) else line_name(c, i) for i, c in enumerate(cands)]
+        check_line_names([(n, not isinstance(c, str)) for n, c in zip(skus, cands)])
+        check_priced_gpus(self.prices, self.on_demand_prices, [d.gpus for d in self.datacenters])
         if self.owned is not None:
-            cands = self.link.candidates if self.link is not None else []
-            skus = [c if isinstance(c, str) else line_name(c, i) for i, c in enumerate(cands)]
             check_against(self.owned, {d.name: d.gpus for d in self.datacenters}, skus)
         return self
 
@@ -378,6 +382,8 @@ class Scenario(Strict):
             )
         if self.day_scale == "free":
             day.check_free_scale(days, self.objective, self.budget_per_hour)
+        if self.on_demand_prices and not days:
+            raise ValueError("on_demand_prices need workload.periods or periods_from_trace")
         dcs = {d.name: d.gpus for d in self.datacenters}
         tables = [self.elastic.max_gpus] if self.elastic is not None else []
         tables += [p.elastic_max_gpus for p in w.periods or [] if p.elastic_max_gpus]
@@ -388,8 +394,7 @@ class Scenario(Strict):
     @model_validator(mode="after")
     def _consistent(self) -> "Scenario":
         names = [d.name for d in self.datacenters]
-        if len(set(names)) != len(names):
-            raise ValueError("datacenter names must be unique")
+        check_datacenter_names(names)
         for role in ("prefill", "relay_decode", "main_decode"):
             dc = getattr(self.placement, role)
             if dc is not None and dc not in names:
