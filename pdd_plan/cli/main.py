@@ -9,6 +9,7 @@ import typer
 
 from pdd_plan.cli.common import (
     DEBUG,
+    _typer_group,
     check_format,
     console,
     dumps,
@@ -22,6 +23,7 @@ from pdd_plan.common.atomic import check_output
 from pdd_plan.common.errors import InputError
 
 app = typer.Typer(
+    cls=_typer_group(),
     add_completion=False,
     no_args_is_help=True,
     help="Capacity planner and cost/BCR analyzer for PDD LLM serving.",

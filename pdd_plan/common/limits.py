@@ -45,8 +45,8 @@ LIMITS: dict[str, Limit] = {
             "REQUESTS",
             10_000_000,
             "requests",
-            "workload.samples, --sim-requests (optimize, sweep, report, regimes), simulate and "
-            "evaluate --requests",
+            "workload.samples, a trace's rows (counted as read, compressed or not), "
+            "--sim-requests (optimize, sweep, report, regimes), simulate and evaluate --requests",
             "memory and replay time grow with it (samples: 2e9 used 23 GB before it was killed)",
         ),
         Limit(

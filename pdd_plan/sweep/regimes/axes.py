@@ -53,9 +53,10 @@ def line_price_per_month(gbps: float) -> float:
 
 
 def line_of(gbps: float) -> dict:
-    """The custom `link.candidates` entry of a `gbps` line priced by `line_price_per_month`."""
+    """The custom `link.candidates` entry of a `gbps` line priced by `line_price_per_month`
+    (named apart from the bundled `eth-<N>g` profiles: a plan's line name must say one line)."""
     return {
-        "name": f"eth-{gbps:g}g",
+        "name": f"line-{gbps:g}g",
         "gbps": gbps,
         "cost_per_month": line_price_per_month(gbps),
         "per_connection_gbps": SINGLE_FLOW_GBPS if gbps > SINGLE_FLOW_GBPS else None,
@@ -78,7 +79,7 @@ def _candidate_dict(c: Any, i: int, file: str | None) -> dict:
 
     sku = profiles.line(str(c), f"link.candidates[{i}]", file)
     return {
-        "name": sku.name,
+        "name": f"{sku.name}-repriced",  # apart from the bundled profile it was read from
         "gbps": sku.gbps,
         "cost_per_month": sku.cost_per_month,
         "rtt_ms": sku.rtt_ms,

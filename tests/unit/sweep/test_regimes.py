@@ -105,7 +105,12 @@ def test_line_axis_is_one_line_and_price_axis_prices_every_candidate() -> None:
     assert [(c["gbps"], c["cost_per_month"]) for c in d["link"]["candidates"]] == [(20.0, 1000.0)]
     d = apply_axes(base, [RegimeAxis("line_price", (50,))], [50], EXAMPLE)
     costs = {c["name"]: c["cost_per_month"] for c in d["link"]["candidates"]}
-    assert costs == {"eth-10g": 500, "eth-25g": 1250, "eth-40g": 2000, "eth-100g": 5000}
+    assert costs == {
+        "eth-10g-repriced": 500,
+        "eth-25g-repriced": 1250,
+        "eth-40g-repriced": 2000,
+        "eth-100g-repriced": 5000,
+    }
     assert base["link"]["candidates"][0] == "eth-10g"  # the input is not modified
 
 
