@@ -21,7 +21,7 @@ from pdd_plan.inputs.schema.common import (
     Name,
     Strict,
 )
-from pdd_plan.inputs.schema.distribution import Distribution
+from pdd_plan.inputs.schema.distribution import Distribution, hit_range, token_range
 from pdd_plan.inputs.schema.fleet import MAX_GPUS_PER_INSTANCE, Fleet
 from pdd_plan.inputs.schema.line import (
     DEFAULT_CONNECTIONS,
@@ -82,7 +82,7 @@ class Workload(Strict):
     @field_validator("input_tokens", "output_tokens")
     @classmethod
     def _token_range(cls, v: Distribution | None) -> Distribution | None:
-        return _token_range(v)
+        return token_range(v)
 
     @field_validator("samples")
     @classmethod
@@ -99,7 +99,7 @@ class Workload(Strict):
     @field_validator("prefix_hit")
     @classmethod
     def _rate_range(cls, v: Distribution) -> Distribution:
-        return _hit_range(v)
+        return hit_range(v)
 
     @model_validator(mode="after")
     def _lengths(self) -> "Workload":
@@ -113,42 +113,7 @@ class Workload(Strict):
             raise ValueError("workload.periods_from_trace needs workload.trace")
         if self.periods is not None:
             day.check_periods(self.periods, self.rate_rps is not None)
-            for p in self.periods:
-                _token_range(p.input_tokens)
-                _token_range(p.output_tokens)
-                if p.prefix_hit is not None:
-                    _hit_range(p.prefix_hit)
         return self
-
-
-def _token_range(v: Distribution | None) -> Distribution | None:
-    if v is None:
-        return v
-    lo = hi = v.fixed
-    if v.histogram is not None:
-        lo = min(b[0] for b in v.histogram if b[2] > 0)
-        hi = max(b[1] for b in v.histogram)
-    if v.lognormal is not None:
-        lo, hi = v.lognormal.min, v.lognormal.max
-    # a request has at least one token, and a fixed count is a whole number (the sampler
-    # would otherwise silently round 0 up to 1 and 100.5 to 100)
-    if lo < 1:
-        raise ValueError(f"token counts must be >= 1 (got {lo:g})")
-    if v.fixed is not None and v.fixed != int(v.fixed):
-        raise ValueError(f"a fixed token count is a whole number (got {v.fixed:g})")
-    _under("TOKENS", hi)
-    return v
-
-
-def _hit_range(v: Distribution) -> Distribution:
-    hi = v.fixed if v.fixed is not None else None
-    if v.histogram is not None:
-        hi = max(b[1] for b in v.histogram)
-    if v.lognormal is not None:
-        hi = v.lognormal.max
-    if hi is not None and hi > 1.0:
-        raise ValueError("prefix hit rates are fractions in [0, 1]")
-    return v
 
 
 class Datacenter(Strict):
