@@ -78,8 +78,11 @@ def emit_cmd(
     # everything in memory before anything is written
     files = em.render_day(dep, target, data) if day else em.render(dep, target)
     folder = em.prepare_dir(out)
+    old = em.stale(folder, sorted(files))
     em.write(folder, files)
     echo(f"wrote {len(files)} files to {folder}: {', '.join(sorted(files))}\n")
+    if old:
+        echo(f"removed {len(old)} files an earlier emit wrote there: {', '.join(old)}\n")
     if check:
         res = em.check_dir(folder, sorted(files))
         if res["problems"]:

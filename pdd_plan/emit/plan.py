@@ -20,6 +20,7 @@ from pdd_plan.common.errors import InputError
 from pdd_plan.inputs import profiles
 from pdd_plan.inputs.context import build_context
 from pdd_plan.inputs.schema import plan as schema_plan
+from pdd_plan.inputs.schema.common import control_character
 from pdd_plan.inputs.schema.gpu import GPUProfile
 from pdd_plan.inputs.schema.model import ModelProfile
 from pdd_plan.inputs.schema.names import dns_label
@@ -52,6 +53,11 @@ def label_value(s: str) -> str:
     return out or "x"
 
 
+# a container image reference (registry[:port]/path[:tag][@digest]): the characters the OCI
+# distribution spec's grammar allows, nothing a shell or YAML would read as syntax
+IMAGE_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:-]*(@[A-Za-z0-9_+.-]+:[A-Fa-f0-9]+)?")
+
+
 @dataclass(frozen=True)
 class EmitOptions:
     """Deployment choices the plan does not make (all have documented defaults)."""
@@ -69,6 +75,23 @@ class EmitOptions:
     decode_policy: str = "power_of_two"
 
     def __post_init__(self) -> None:
+        for flag, v in (("--image", self.image), ("--model-path", self.model_path)):
+            # written into shell scripts and YAML: a newline would start another command
+            if v is not None and (not v.strip() or control_character(v) is not None):
+                raise InputError(
+                    None, flag, f"holds a control character or is empty: {v!r}", "one line"
+                )
+        if not IMAGE_REF.fullmatch(self.image):
+            raise InputError(
+                None,
+                "--image",
+                f"not a container image reference: {self.image!r}",
+                "e.g. lmsysorg/sglang:latest or registry:5000/team/sglang@sha256:<digest>",
+            )
+        if not re.fullmatch(r"[A-Za-z0-9_.:-]+", self.ib_device):
+            raise InputError(
+                None, "--ib-device", f"not a device name: {self.ib_device!r}", "e.g. mlx5_0"
+            )
         if self.transfer_backend not in TRANSFER_BACKENDS:
             raise InputError(
                 None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from pdd_plan.common.errors import InputError
 from pdd_plan.inputs import profiles
 from pdd_plan.inputs.pieces import ClassSpec, Profiles, ReplaySetup, Sites, singular_split
 from pdd_plan.inputs.schema.gpu import GPUProfile
@@ -86,6 +87,14 @@ def build_context(sc: Scenario, file: str) -> Context:
                 else line_from_custom(c, i)
             )
             if sc.link.rtt_ms is not None:
+                if sku.rtt_min_ms is not None and sc.link.rtt_ms < sku.rtt_min_ms:
+                    raise InputError(
+                        file,
+                        "link.rtt_ms",
+                        f"{sc.link.rtt_ms:g} ms is below line {sku.name}'s measured minimum RTT "
+                        f"of {sku.rtt_min_ms:g} ms",
+                        f"give at least {sku.rtt_min_ms:g}, or leave it out",
+                    )
                 sku = sku.model_copy(update={"rtt_ms": sc.link.rtt_ms})
             lines.append(sku)
     names = [d.name for d in sc.datacenters]

@@ -67,6 +67,7 @@ class LineSKU(Strict):
     @model_validator(mode="after")
     def _streams_fit_pool(self) -> "LineSKU":
         check_streams(self.streams_per_transfer, self.connections)
+        check_rtt(self.rtt_ms, self.rtt_min_ms)
         return self
 
     @property
@@ -77,6 +78,15 @@ class LineSKU(Strict):
     def bytes_per_s(self) -> float:
         """Usable bytes/s of one line."""
         return self.gbps * 1e9 / 8.0 * self.tcp_efficiency
+
+
+def check_rtt(rtt_ms: float, rtt_min_ms: float | None) -> None:
+    """No path's RTT is below the smallest one measured on it (its propagation delay)."""
+    if rtt_min_ms is not None and rtt_ms < rtt_min_ms:
+        raise ValueError(
+            f"rtt_ms {rtt_ms:g} is below the path's measured minimum RTT of {rtt_min_ms:g} ms "
+            "(no packet crossed it faster): give an RTT at or above it"
+        )
 
 
 def check_streams(streams: int, connections: int) -> None:
