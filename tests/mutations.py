@@ -26,7 +26,7 @@ def owned_scenario() -> dict:
             {"datacenter": "dc-a", "gpu": "h100", "count": 48, "cost_per_gpu_hour": 1.0},
             {"datacenter": "dc-b", "gpu": "h200", "count": 32, "cost_per_gpu_hour": 0.0},
         ],
-        "lines": [{"sku": "eth-10g", "count": 1, "cost_per_month": 0.0}],
+        "lines": [{"sku": "shared-10g", "count": 1, "cost_per_month": 0.0}],
     }
     return d
 

@@ -236,9 +236,10 @@ def test_search_robust_on_a_day_is_refused_by_validate(tmp_path):
 # ---------------------------------------------------------------- 6: two lines with one name
 
 LINE_CASES = [
-    ([{"name": "eth-10g", "gbps": 100, "cost_per_month": 9000}], "'eth-10g'"),  # the issue's
-    ([{"name": "eth-400g", "gbps": 100, "cost_per_month": 9000}], "bundled line's name"),
-    (["eth-25g"], "like candidates[1]"),  # a bundled name listed twice
+    ([{"name": "shared-10g", "gbps": 100, "cost_per_month": 9000}], "'shared-10g'"),  # the issue's
+    ([{"name": "shared-40g", "gbps": 100, "cost_per_month": 9000, "base": "eth-100g"}],
+     "'shared-40g'"),  # on a base profile, beside the bundled one of its name
+    (["shared-25g"], "like candidates[1]"),  # a bundled name listed twice
     ([{"name": "x", "gbps": 10, "cost_per_month": 900}, {"name": "x", "gbps": 20,
                                                           "cost_per_month": 1800}], "like"),
     ([{"name": "custom-5-20g", "gbps": 20, "cost_per_month": 1800},

@@ -1,14 +1,8 @@
-"""Names that must stay apart or name something: the lines a scenario may lease (one name, one line, wherever a
-plan or fleet names it later) and the datacenters (apart also once normalised to the DNS labels
-the deployment files use), and the GPUs a price table names.
-
-`bundled_lines` reads the bundled line profiles' file names directly (the schema sits below
-`inputs.profiles`, which reads them as profiles).
-"""
+"""Names that must stay apart or name something: the lines a scenario may lease (one name,
+one line, wherever a plan or fleet names it later), the datacenters (apart also once normalised
+to the DNS labels the deployment files use), and the GPUs a price table names."""
 
 import re
-from functools import cache
-from importlib import resources
 
 
 def dns_label(s: str) -> str:
@@ -18,29 +12,21 @@ def dns_label(s: str) -> str:
     return re.sub(r"-{2,}", "-", out) or "x"
 
 
-@cache
-def bundled_lines() -> frozenset[str]:
-    folder = resources.files("pdd_plan") / "data" / "profiles" / "lines"
-    return frozenset(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml"))
-
-
 def check_line_names(names: list[tuple[str, bool]]) -> None:
-    """`names`: each candidate's name and whether it is inline. Two candidates with one name,
-    or an inline line named like a bundled one, would be resolved as the other line wherever a
-    plan or fleet names it (evaluate read a 100 Gb/s `eth-10g` as the bundled 10 Gb/s)."""
+    """`names`: each candidate's name and whether it is inline. Two candidates with one name
+    (an inline line named like a bundled one listed beside it, a bundled one listed twice)
+    would be resolved as the first wherever a plan or fleet names its line: evaluate read a
+    100 Gb/s inline `eth-10g` as the bundled 10 Gb/s one. An inline line may take a bundled
+    name alone (on its `base` profile, say): then the name says that one line."""
     seen: dict[str, int] = {}
     for i, (name, inline) in enumerate(names):
         if name in seen:
+            what = "an inline line named like" if inline else "named like"
             raise ValueError(
-                f"link.candidates[{i}] is named '{name}' like candidates[{seen[name]}]: a plan "
+                f"link.candidates[{i}] is {what} candidates[{seen[name]}] ('{name}'): a plan "
                 "names its line, so each candidate needs its own name"
             )
         seen[name] = i
-        if inline and name in bundled_lines():
-            raise ValueError(
-                f"link.candidates[{i}].name '{name}' is a bundled line's name: a plan naming it "
-                "would be read as the bundled line; give the inline line another name"
-            )
 
 
 def check_datacenter_names(names: list[str]) -> None:
