@@ -37,29 +37,38 @@ class _Big(str):
     """A number literal over the limit, kept as its text until the walk names its path."""
 
 
-def _bound() -> float:
-    return 10.0 ** limits.value("NUMBER_DIGITS")
+def digits() -> int:
+    return min(limits.value("NUMBER_DIGITS"), _INT_DIGITS)
+
+
+def bound() -> float:
+    d = digits()
+    return 10.0**d if d < 308 else math.inf  # past 1e308 a float is inf already
+
+
+# Python's int() reads at most 4,300 digits (a ValueError past them): a raised limit stops here
+_INT_DIGITS = 4000
 
 
 def _int(s: str) -> int | _Big:
     digits = len(s.lstrip("-"))
-    return _Big(s) if digits > limits.value("NUMBER_DIGITS") else int(s)
+    return _Big(s) if digits > digits() else int(s)
 
 
 def _float(s: str) -> float | _Big:
     x = float(s)
-    return _Big(s) if not math.isfinite(x) or abs(x) >= _bound() else x
+    return _Big(s) if not math.isfinite(x) or abs(x) >= bound() else x
 
 
 def too_large(x: float) -> bool:
     """Whether a number already read (a CSV cell, a float from elsewhere) is over the limit;
     NaN and inf are the callers' own checks."""
-    return math.isfinite(x) and abs(x) >= _bound()
+    return math.isfinite(x) and abs(x) >= bound()
 
 
 def check_whole(x: int, field: str | None) -> int:
     """An integer read from text (a CSV cell) under the limit, or NumberTooLarge."""
-    if abs(x) >= 10 ** limits.value("NUMBER_DIGITS"):
+    if abs(x) >= 10 ** digits():
         raise NumberTooLarge(field, str(x))
     return x
 

@@ -13,7 +13,7 @@ from itertools import chain
 
 import numpy as np
 
-from pdd_plan.common import limits
+from pdd_plan.common import numbers
 from pdd_plan.workload.traces.rows import (
     BadRow,
     Row,
@@ -111,7 +111,7 @@ class MooncakeRows:
         if t.dtype.kind not in "if" or i.dtype.kind != "i" or o.dtype.kind != "i":
             return None
         t = t.astype(np.float64) * _MS
-        big = 10.0 ** limits.value("NUMBER_DIGITS") * _MS  # the row's own error names it
+        big = numbers.bound() * _MS  # past it the row's own error names it
         if n and not (
             np.isfinite(t).all()
             and t.max() < big

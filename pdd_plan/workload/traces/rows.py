@@ -20,7 +20,7 @@ from typing import IO
 
 import numpy as np
 
-from pdd_plan.common import limits, numbers
+from pdd_plan.common import numbers
 
 # One good row: arrival (s from trace start), input tokens, output tokens, hit rate
 # (NaN = unknown) and the prefix-block hash ids (None when the format has none).
@@ -184,7 +184,7 @@ def _whole_in_bounds(x: int, field: str) -> None:
 
 def _whole_number_text(v: str, field: str, fix: str) -> int:
     s = v.strip()
-    if len(s.lstrip("+-")) > limits.value("NUMBER_DIGITS"):  # before int() reads 4,000 digits
+    if len(s.lstrip("+-")) > numbers.digits():  # before int() reads 4,000 digits
         e = numbers.NumberTooLarge(field, s)
         raise BadRow(field, e.problem, e.fix)
     try:
