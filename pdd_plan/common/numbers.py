@@ -23,8 +23,8 @@ class NumberTooLarge(ValueError):
 
     def __init__(self, field: str | None, literal: str):
         self.field = field
-        digits = len(literal.lstrip("+-").split(".")[0].split("e")[0].split("E")[0])
-        shown = literal if len(literal) <= 24 else f"{literal[:8]}... ({digits} digits)"
+        n_digits = len(literal.lstrip("+-").split(".")[0].split("e")[0].split("E")[0])
+        shown = literal if len(literal) <= 24 else f"{literal[:8]}... ({n_digits} digits)"
         self.problem = (
             f"number {shown} is over the limit of {limits.value('NUMBER_DIGITS')} digits in its "
             "whole part"
@@ -51,8 +51,8 @@ _INT_DIGITS = 4000
 
 
 def _int(s: str) -> int | _Big:
-    digits = len(s.lstrip("-"))
-    return _Big(s) if digits > digits() else int(s)
+    n = len(s.lstrip("-"))
+    return _Big(s) if n > digits() else int(s)
 
 
 def _float(s: str) -> float | _Big:
