@@ -33,6 +33,7 @@ from typing import Any
 
 from pdd_plan.calibration import serving_exports
 from pdd_plan.calibration.json_fields import count, number, string
+from pdd_plan.common import numbers
 from pdd_plan.common.errors import InputError
 from pdd_plan.common.files import read_text
 
@@ -311,8 +312,10 @@ FOREIGN = (
 def _records(text: str, file: str) -> list[dict]:
     """The JSON objects of a file: one document, or JSON lines."""
     try:
-        doc = json.loads(text)
+        doc = numbers.loads(text)
         return [doc] if isinstance(doc, dict) else [{"": doc}]
+    except numbers.NumberTooLarge as e:
+        raise InputError(file, e.field, e.problem, e.fix) from None
     except json.JSONDecodeError:
         pass
     except RecursionError:
@@ -322,7 +325,10 @@ def _records(text: str, file: str) -> list[dict]:
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
+            rec = numbers.loads(line)
+        except numbers.NumberTooLarge as e:
+            where = f"line {i}" + (f" {e.field}" if e.field else "")
+            raise InputError(file, where, e.problem, e.fix) from None
         except RecursionError:
             raise InputError(file, f"line {i}", "JSON nested too deeply", FIX_FILE) from None
         except json.JSONDecodeError as e:

@@ -87,6 +87,14 @@ def _rtt(runs: list[Iperf3Run], rtt_ms: float | None) -> tuple[float, float | No
     if rtt_ms is not None:
         if not math.isfinite(rtt_ms) or rtt_ms < 0:
             raise InputError(None, "rtt_ms", f"must be >= 0 ms (got {rtt_ms})", "give the RTT")
+        if rtt_min is not None and rtt_ms < rtt_min:
+            raise InputError(
+                None,
+                "rtt_ms",
+                f"{rtt_ms:g} ms is below the measured minimum RTT of {rtt_min:g} ms (the "
+                "senders' min_rtt: no packet crossed the path faster)",
+                f"give at least {rtt_min:g}, or leave it out to use the measured mean",
+            )
         return rtt_ms, rtt_min, f"rtt_ms {rtt_ms:g}: user input." + why_min
     if not forward:
         raise InputError(

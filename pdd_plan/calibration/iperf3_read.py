@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pdd_plan.calibration.json_fields import count, number, string
+from pdd_plan.common import numbers
 from pdd_plan.common.errors import InputError
 from pdd_plan.common.files import read_text
 from pdd_plan.inputs.schema.common import MAX_LINE_GBPS
@@ -50,7 +51,7 @@ def _load_json(path: str) -> Any:
     if not raw.strip():
         raise InputError(path, None, "empty file", FIX_RECORD)
     try:
-        return json.loads(raw)
+        return numbers.load_document(raw, path, FIX_RECORD)
     except json.JSONDecodeError as e:
         # a parse error at the very end of the text: iperf3 was killed mid-write
         if e.pos >= len(raw.rstrip()):

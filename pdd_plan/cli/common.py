@@ -164,3 +164,44 @@ def echo(text: str) -> None:
         sys.stdout.flush()
     except OSError as e:
         raise stdout_error(e) from None
+
+
+def _one_line_usage(e: Exception) -> str:
+    """A click usage error (a non-numeric flag value, an unknown option, a missing argument)
+    as the one-line format: `error: field '--flag': problem (fix: ...)`."""
+    ctx = getattr(e, "ctx", None)
+    where = f"`{ctx.command_path} --help`" if ctx is not None else "`pdd-plan --help`"
+    param = getattr(e, "param", None)
+    field = None
+    if param is not None:
+        opts = getattr(param, "opts", None) or []
+        field = max(opts, key=len) if opts else (param.human_readable_name or param.name)
+    msg = getattr(e, "message", None) or str(e)
+    if field is None or param is None:
+        msg = e.format_message() if hasattr(e, "format_message") else msg
+    problem = " ".join(str(msg).split()).rstrip(".")
+    return str(InputError(None, field, problem, f"see {where}"))
+
+
+def _typer_group() -> type:
+    """The root command's class: typer's, with click's usage errors (which typer prints as a
+    six-line usage box) in the one-line format every other error has, exit 2."""
+    from typer.core import TyperGroup
+
+    class OneLineErrors(TyperGroup):
+        def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+            if not standalone_mode:
+                return super().main(*args, standalone_mode=False, **kwargs)
+            try:
+                rv = super().main(*args, standalone_mode=False, **kwargs)
+            except Exception as e:
+                if type(e).__name__ == "NoArgsIsHelpError":  # a bare group: help, as typer has it
+                    return super().main(*args, standalone_mode=True, **kwargs)
+                if not hasattr(e, "format_message") or DEBUG["on"]:
+                    raise
+                with contextlib.suppress(OSError):
+                    typer.echo(f"error: {printable(_one_line_usage(e))}", err=True)
+                sys.exit(e.exit_code)
+            sys.exit(rv if isinstance(rv, int) else 0)
+
+    return OneLineErrors

@@ -2,28 +2,23 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import typer
 
 from pdd_plan.cli.common import check_format, console, dumps, echo, guarded
 from pdd_plan.common import limits
+from pdd_plan.common.atomic import check_output
 from pdd_plan.common.errors import InputError
 
 REPORT_FORMATS = ("table", "json", "markdown")
 
 
 def _writable_parent(path: Path, option: str) -> None:
-    parent = path.parent if str(path.parent) else Path(".")
+    """Before any work: not a folder, a device, a pipe (/dev/stdout) or an input."""
     if path.is_dir():
         raise InputError(str(path), option, "is a folder", "give a file name")
-    if not parent.is_dir():
-        raise InputError(
-            str(path), option, "folder does not exist", "create the folder or change the path"
-        )
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise InputError(str(path), option, "folder is not writable", "choose a writable path")
+    check_output(path, option)
 
 
 @guarded
@@ -115,8 +110,11 @@ def emit_cmd(
     # everything in memory before anything is written
     files = em.render_day(dep, target, data) if day else em.render(dep, target)
     folder = em.prepare_dir(out)
+    old = em.stale(folder, sorted(files))
     em.write(folder, files)
     echo(f"wrote {len(files)} files to {folder}: {', '.join(sorted(files))}\n")
+    if old:
+        echo(f"removed {len(old)} files an earlier emit wrote there: {', '.join(old)}\n")
     if check:
         res = em.check_dir(folder, sorted(files), em.selection(dep, target))
         if res["problems"]:
@@ -163,11 +161,11 @@ def report_cmd(
             None, "--sim-requests", f"must be >= 100 (got {sim_requests})", "use a few thousand"
         )
     limits.check("REQUESTS", sim_requests, None, "--sim-requests")
+    data = em.load_plan(plan)  # first: an output over the plan is refused below
     if html is not None:
         _writable_parent(html, "--html")
     if plots is not None and plots.exists() and not plots.is_dir():
         raise InputError(str(plots), "--plots", "exists and is not a folder", "give a folder")
-    data = em.load_plan(plan)
     rep = build_report(data)
     figures = []
     if html is not None or plots is not None:

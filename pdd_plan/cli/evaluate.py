@@ -27,9 +27,15 @@ def _load(path: str):
     if isinstance(data, dict) and "plans" in data and "inputs" in data:
         plan = parse_plan(data, path)
         ctx = build_context(plan.inputs, path)
-        return ctx, fleet.from_plan(ctx, plan, path)
+        note = None
+        if plan.day is not None:  # said, not implied: the day's schedule is not what is judged
+            note = (
+                "a day's plan: each architecture's busiest-period fleet is evaluated, at its own "
+                "$/h, not the day's base and elastic schedule"
+            )
+        return ctx, fleet.from_plan(ctx, plan, path), note
     ctx = build_context(parse(Scenario, data, path), path)
-    return fleet.from_scenario(ctx)
+    return (*fleet.from_scenario(ctx), None)
 
 
 @guarded
@@ -63,8 +69,10 @@ def evaluate_cmd(
         raise InputError(None, "--step", f"must be in [0.001, 0.5] (got {step:g})", "use 0.02")
     from pdd_plan.inputs import profiles
 
-    ctx, fleets = _load(profiles.scenario_path(file))
+    ctx, fleets, note = _load(profiles.scenario_path(file))
     out = evaluate(ctx, fleets, Options(not no_simulate, requests, step))
+    if note:
+        out["note"] = note
     if fmt == "table":
         render(out, console())
     else:
@@ -115,6 +123,8 @@ def render(out: dict, console: Console) -> None:
             + f"; one step = {out['step'] * 100:g}% of the rate; BCR = goodput x 3600 / cost"
         )
         fit.show(console, title, cols, rows, ["left"] + ["right"] * len(archs), legend, None)
+    if out.get("note"):
+        console.print(f"note: {out['note']}", highlight=False)
     for a, inf in out["infeasible"].items():
         r = inf["reasons"][0]
         console.print(f"{a}: infeasible ({r['kind']}): {r['message']}", highlight=False)

@@ -9,6 +9,7 @@ import typer
 
 from pdd_plan.cli.common import (
     DEBUG,
+    _typer_group,
     check_format,
     console,
     dumps,
@@ -22,6 +23,7 @@ from pdd_plan.common.atomic import check_output
 from pdd_plan.common.errors import InputError
 
 app = typer.Typer(
+    cls=_typer_group(),
     add_completion=False,
     no_args_is_help=True,
     help="Capacity planner and cost/BCR analyzer for PDD LLM serving.",
@@ -101,10 +103,8 @@ def optimize(
                 "use a few thousand or more",
             )
         limits.check("REQUESTS", sim_requests, None, "--sim-requests")
-        if draws is not None:
-            if draws == 1 or draws < 0:
-                raise InputError(None, "--draws", f"must be 0 or >= 2 (got {draws})", "e.g. 32")
-            limits.check("DRAWS", draws, None, "--draws")
+        q = robust if robust is not None else sc.search.robust
+        _check_uncertainty_flags(sc, path, draws, robust, q, confirm, replan)
         ctx = build_context(sc, path)
         plan = run(
             ctx,
@@ -113,12 +113,6 @@ def optimize(
             timings=timings,
             replay_worker=replayer,
         )
-        q = robust if robust is not None else sc.search.robust
-        if q is not None and not 0 < q < 1:
-            raise InputError(None, "--robust", f"must be a share in (0, 1) (got {q:g})", "e.g. 0.9")
-        if confirm < 0:
-            raise InputError(None, "--confirm", f"must be >= 0 (got {confirm})", "e.g. 4")
-        limits.check("DRAWS", confirm, None, "--confirm")
         # on by default for a plan at one rate (a day's plan has no single fleet to draw on)
         wanted = draws != 0 and (draws is not None or plan.day is None)
         if wanted or q is not None or confirm or replan:
@@ -140,6 +134,47 @@ def optimize(
             render_plan(plan, console())
         else:
             echo(plan.to_text(fmt))
+
+
+def _check_uncertainty_flags(sc, path, draws, robust, q, confirm, replan) -> None:
+    """The draw flags, before any planning: each one honoured or refused in one line, never
+    silently dropped (`--draws 0` skips the draws that --robust, --confirm and --replan need)."""
+    if draws is not None:
+        if draws == 1 or draws < 0:
+            raise InputError(None, "--draws", f"must be 0 or >= 2 (got {draws})", "e.g. 32")
+        limits.check("DRAWS", draws, None, "--draws")
+    if q is not None and not 0 < q < 1:
+        raise InputError(None, "--robust", f"must be a share in (0, 1) (got {q:g})", "e.g. 0.9")
+    if confirm < 0:
+        raise InputError(None, "--confirm", f"must be >= 0 (got {confirm})", "e.g. 4")
+    limits.check("CONFIRM", confirm, None, "--confirm")
+    flag = "--robust" if q is not None else "--confirm" if confirm else "--replan" if replan else ""
+    if draws == 0 and flag:
+        what = "search.robust" if robust is None and q is not None else flag
+        raise InputError(
+            None,
+            "--draws",
+            f"0 skips the draws, and {what} needs them",
+            f"drop --draws 0 (or drop {what})",
+        )
+    n = draws or (sc.uncertainty.draws if sc.uncertainty is not None else 32)
+    if confirm > n:
+        raise InputError(
+            None,
+            "--confirm",
+            f"{confirm} replays of {n} draws",
+            f"use at most {n}, or more --draws",
+        )
+    w = sc.workload
+    if (w.periods is not None or w.periods_from_trace is not None) and flag:
+        field = "search.robust" if robust is None and q is not None else flag
+        raise InputError(
+            path if field == "search.robust" else None,
+            field,
+            "a day scenario (workload.periods) plans a base and an elastic schedule; this plans "
+            "or replays one fleet at one rate, and the day's schedule would not follow it",
+            f"drop {field}, or plan one rate without workload.periods",
+        )
 
 
 def _replayer(verify: bool) -> contextlib.AbstractContextManager:
@@ -176,6 +211,15 @@ def validate(file: str = typer.Argument(..., help="A scenario or profile YAML.")
 
     data = read_yaml(file)
     kind = Scenario
+    if isinstance(data, dict) and "plans" in data and "schema_version" in data:
+        from pdd_plan.inputs.schema.plan import parse_plan
+
+        parse_plan(data, file)  # its own one-line errors: a plan's fields, not a scenario's
+        echo(
+            f"ok: {file} is a valid plan, not a scenario (simulate, report, emit and evaluate "
+            "read it; validate the scenario it was planned from with `pdd-plan validate`)\n"
+        )
+        return
     if isinstance(data, dict):
         if "compute" in data:
             kind = GPUProfile

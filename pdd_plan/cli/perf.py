@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from pdd_plan.cli.common import check_format, dumps, echo, flag_names, guarded, write_atomic
-from pdd_plan.common import limits
+from pdd_plan.common import limits, numbers
 from pdd_plan.common.atomic import check_output
 from pdd_plan.common.errors import InputError
 from pdd_plan.common.files import read_text
@@ -430,7 +430,7 @@ def import_hf(
     if out is not None:
         check_output(out, "--out")
     try:
-        cfg = json.loads(raw)
+        cfg = numbers.load_document(raw, config, fix)
     except (json.JSONDecodeError, RecursionError) as e:
         raise InputError(config, None, f"not valid JSON: {e}", fix) from None
     prof = profile_from_hf(cfg, name, Path(config).name)

@@ -172,6 +172,7 @@ def regimes_cmd(
 
     path = profiles.scenario_path(scenario)
     data = read_yaml(path)
+    _no_day(data, path)
     _outputs(json_out, csv_out, png)  # after the scenario is read: none may be written over it
     progress = _Progress(sys.stderr.isatty())
     flags = {f"axis {ax.name}": f"--x {ax.name}", f"axis {ay.name}": f"--y {ay.name}"}
@@ -204,6 +205,22 @@ def regimes_cmd(
         echo(csv_text(result))
     else:
         echo(table_text(result))
+
+
+def _no_day(data: object, path: str) -> None:
+    """A cell is one rate: a day's periods would be mapped as the busiest period's fleet (its
+    $/h, not the day's average) without a word, so a day scenario is refused, in one line."""
+    w = data.get("workload") if isinstance(data, dict) else None
+    for key in ("periods", "periods_from_trace"):
+        if isinstance(w, dict) and w.get(key) is not None:
+            raise InputError(
+                path,
+                f"workload.{key}",
+                "regimes maps one rate per cell; a day's base and elastic schedule would be "
+                "mapped as its busiest period's fleet",
+                "map the peak's scenario without periods (and elastic:), or plan the day with "
+                "`pdd-plan optimize`",
+            )
 
 
 def register(app: typer.Typer) -> None:

@@ -20,6 +20,7 @@ A symlink is written *through*: its target is replaced and the link stays a link
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import stat
 import tempfile
@@ -79,7 +80,7 @@ def check_output(path: str | os.PathLike, field: str | None = None) -> Path:
     try:
         st: os.stat_result | None = os.stat(real)
     except (FileNotFoundError, NotADirectoryError):  # the folder check below says which
-        st = None
+        st = _magic_link(given)
     except OSError as e:
         raise InputError(given, field, f"cannot use as output ({e.strerror})", "") from None
     if str(real) in _INPUT_PATHS or (st is not None and (st.st_dev, st.st_ino) in _INPUT_IDS):
@@ -101,6 +102,16 @@ def check_output(path: str | os.PathLike, field: str | None = None) -> Path:
     if not os.access(folder, os.W_OK | os.X_OK):
         raise InputError(given, field, "folder is not writable", "choose a writable path")
     return real
+
+
+def _magic_link(given: str) -> os.stat_result | None:
+    """What a path names when its resolved form does not exist but the path does: /dev/stdout
+    on a pipe resolves to `/proc/<pid>/fd/pipe:[N]`, which only the kernel's own link reaches
+    (it was then found unwritable after the planning, as "free disk space")."""
+    try:
+        return os.stat(given)
+    except OSError:
+        return None
 
 
 def check_outputs(paths: Iterable[str | os.PathLike], field: str | None = None) -> list[Path]:
@@ -135,8 +146,9 @@ def atomic_open(
     """
     given = str(path)
     p = check_output(path)
+    remove_stale(p)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=str(p.parent))
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.{os.getpid()}.", dir=str(p.parent))
     except OSError as e:
         raise _write_error(given, e) from None
     try:
@@ -154,6 +166,33 @@ def atomic_open(
         if isinstance(e, OSError):  # ENOSPC, EIO, EDQUOT while writing: the user's disk
             raise _write_error(given, e) from None
         raise
+
+
+def remove_stale(p: Path) -> None:
+    """Remove the temporaries an earlier write of `p` left behind when it was killed outright
+    (SIGKILL, a power cut: no handler runs), whose process is gone: `.NAME.PID.xxxx`, named so
+    by `atomic_open`. A live PID's file is kept (maybe its write is under way)."""
+    try:
+        found = list(p.parent.glob(f".{glob.escape(p.name)}.*.*"))
+    except OSError:
+        return
+    for t in found:
+        pid = t.name[len(p.name) + 2 :].split(".", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid() or _alive(int(pid)):
+            continue
+        with contextlib.suppress(OSError):
+            if t.is_file() and not t.is_symlink():
+                t.unlink()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True  # someone else's process: not ours to judge
+    return True
 
 
 def write_atomic(path: str | os.PathLike, data: str | bytes, *, executable: bool = False) -> None:

@@ -45,8 +45,8 @@ LIMITS: dict[str, Limit] = {
             "REQUESTS",
             10_000_000,
             "requests",
-            "workload.samples, --sim-requests (optimize, sweep, report, regimes), simulate and "
-            "evaluate --requests",
+            "workload.samples, a trace's rows (counted as read, compressed or not), "
+            "--sim-requests (optimize, sweep, report, regimes), simulate and evaluate --requests",
             "memory and replay time grow with it (samples: 2e9 used 23 GB before it was killed)",
         ),
         Limit(
@@ -143,6 +143,32 @@ LIMITS: dict[str, Limit] = {
             "uncertainty.draws, optimize --draws",
             "every draw re-evaluates each plan's SLA goodput (about 0.1 s per draw and "
             "architecture); a few hundred settle a probability to a few percent",
+        ),
+        Limit(
+            "CONFIRM",
+            64,
+            "replays",
+            "optimize --confirm",
+            "each confirmation is a simulator replay per architecture, not an analytic draw: 8 "
+            "added 1.4 s of CPU to the default's optimize, so 1,000 ran past a minute",
+        ),
+        Limit(
+            "NUMBER_DIGITS",
+            20,
+            "digits",
+            "the whole part of any number read from a JSON or CSV input (iperf3 runs, engine "
+            "result files, HF configs, traces)",
+            "20 digits hold any 64-bit id or nanosecond timestamp; a 401-digit integer overflows "
+            "the float arithmetic every reader does",
+        ),
+        Limit(
+            "FACTOR_SPREAD",
+            100,
+            "x",
+            "uncertainty: every factor input's 0.1% and 99.9% quantiles lie within "
+            "[1/N, N] x nominal",
+            "a lognormal sigma of 800 draws factors of 1e-300 and 1e300 (an inf tornado row); "
+            "a spread wider than 100x is not a forecast",
         ),
         Limit(
             "SWEEP_POINTS",

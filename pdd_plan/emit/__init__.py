@@ -11,6 +11,7 @@ each engine's flag table, the EPP config and pdd-routing.yaml against their own 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 from dataclasses import dataclass
@@ -325,15 +326,43 @@ def prepare_dir(out: str | Path) -> Path:
     return p
 
 
+MANIFEST = ".pdd-plan-emit"  # the names the last emit wrote into the folder, one a line
+
+
 def write(out: Path, files: dict[str, File]) -> list[Path]:
     """Write each file atomically (temporary file + rename) into an existing folder. Every
     target is checked first (not an input, not a folder or device), so a refused one leaves
-    no half-emitted folder behind."""
+    no half-emitted folder behind. Files an earlier emit wrote there (its manifest) that this
+    one does not are removed (`stale`), so the folder holds one deployment, not two."""
     names = sorted(files)
-    check_outputs(out / n for n in names)
+    check_outputs([*(out / n for n in names), out / MANIFEST])
     written = []
     for name in names:
         f = files[name]
         write_atomic(out / name, f.text, executable=f.executable)
         written.append(out / name)
+    for name in stale(out, names):
+        with contextlib.suppress(OSError):
+            (out / name).unlink()
+    write_atomic(out / MANIFEST, "".join(f"{n}\n" for n in names))
     return written
+
+
+def stale(out: Path, names: list[str]) -> list[str]:
+    """The files the folder's last emit wrote (its manifest) that `names` does not hold: plain
+    files directly in the folder, never anything the manifest does not list."""
+    try:
+        listed = (out / MANIFEST).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+    keep = set(names)
+    return sorted(
+        n
+        for n in set(listed)
+        if n
+        and n not in keep
+        and "/" not in n
+        and n not in (".", "..", MANIFEST)
+        and (out / n).is_file()
+        and not (out / n).is_symlink()
+    )

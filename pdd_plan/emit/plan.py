@@ -20,8 +20,10 @@ from pdd_plan.common.errors import InputError
 from pdd_plan.inputs import profiles
 from pdd_plan.inputs.context import build_context
 from pdd_plan.inputs.schema import plan as schema_plan
+from pdd_plan.inputs.schema.common import control_character
 from pdd_plan.inputs.schema.gpu import GPUProfile
 from pdd_plan.inputs.schema.model import ModelProfile
+from pdd_plan.inputs.schema.names import dns_label
 from pdd_plan.inputs.schema.plan import ArchitecturePlan, InstanceGroup, Plan
 from pdd_plan.perf.instance import Instance
 
@@ -45,15 +47,19 @@ def node_labels() -> dict[str, dict[str, str]]:
 
 
 def dns(s: str) -> str:
-    """A DNS-1123 label from any name: lower case, [a-z0-9-], no leading/trailing '-'."""
-    out = re.sub(r"[^a-z0-9-]+", "-", str(s).lower()).strip("-")
-    return re.sub(r"-{2,}", "-", out) or "x"
+    """A DNS-1123 label from any name (the schema's, which refuses datacenters that share one)."""
+    return dns_label(s)
 
 
 def label_value(s: str) -> str:
     """A Kubernetes label value (<= 63 chars of [A-Za-z0-9-_.], alphanumeric at both ends)."""
     out = re.sub(r"[^A-Za-z0-9_.-]+", "-", str(s))[:63].strip("-_.")
     return out or "x"
+
+
+# a container image reference (registry[:port]/path[:tag][@digest]): the characters the OCI
+# distribution spec's grammar allows, nothing a shell or YAML would read as syntax
+IMAGE_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:-]*(@[A-Za-z0-9_+.-]+:[A-Fa-f0-9]+)?")
 
 
 @dataclass(frozen=True)
@@ -77,6 +83,23 @@ class EmitOptions:
     topology: str = "one-cluster"  # dynamo across datacenters: one-cluster | per-datacenter
 
     def __post_init__(self) -> None:
+        for flag, v in (("--image", self.image), ("--model-path", self.model_path)):
+            # written into shell scripts and YAML: a newline would start another command
+            if v is not None and (not v.strip() or control_character(v) is not None):
+                raise InputError(
+                    None, flag, f"holds a control character or is empty: {v!r}", "one line"
+                )
+        if self.image is not None and not IMAGE_REF.fullmatch(self.image):
+            raise InputError(
+                None,
+                "--image",
+                f"not a container image reference: {self.image!r}",
+                "e.g. lmsysorg/sglang:latest or registry:5000/team/sglang@sha256:<digest>",
+            )
+        if not re.fullmatch(r"[A-Za-z0-9_.:-]+", self.ib_device):
+            raise InputError(
+                None, "--ib-device", f"not a device name: {self.ib_device!r}", "e.g. mlx5_0"
+            )
         for flag, value, ok in (
             ("--transfer-backend", self.transfer_backend, TRANSFER_BACKENDS),
             ("--engine", self.engine, ENGINES),

@@ -13,6 +13,7 @@ from pdd_plan.inputs.context import Context
 from pdd_plan.inputs.pieces import ReplaySetup
 from pdd_plan.optimize import problem_of
 from pdd_plan.optimize.problem import Problem
+from pdd_plan.optimize.search import owned
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.workload.classes import build_classes
 
@@ -143,6 +144,31 @@ def _gives_out(a: dict, sim: dict | None) -> dict:
     return {"resource": above["first_limit"], "at_rps": above["rate_rps"], "by": "analytic"}
 
 
+def owned_cost(prices: owned.OwnedPrices, fs: FleetSpec) -> tuple[float, float | None]:
+    """$/hour of the fleet as optimize counts it: with the scenario's `owned:` section, owned
+    GPUs and lines first at their own price and the rest at market (evaluate had costed a fleet
+    planned on owned GPUs at market: $400/h against optimize's $160/h); (total, owned part),
+    the part None without the section."""
+    if not prices.declared:
+        return fs.cost_per_hour, None
+    per: dict[tuple[str, str], list[float]] = {}
+    for g in fs.instances:
+        acc = per.setdefault((g.datacenter, g.gpu), [0.0, 0.0])
+        acc[0] += g.count * g.gpus_per_instance
+        acc[1] += g.cost_per_hour
+    mine = new = 0.0
+    for key, (n, market) in sorted(per.items()):
+        o, b = owned.gpu_cost(owned.gpus(prices).get(key), int(n), market)
+        mine, new = mine + o, new + b
+    ln = fs.line
+    if ln is not None and ln.count > 0:
+        have = owned.lines(prices).get(ln.sku, (0, 0.0))
+        k = min(ln.count, have[0])
+        mine += k * have[1]
+        new += (ln.count - k) * ln.cost_per_hour / ln.count
+    return mine + new, mine
+
+
 def evaluate_one(pb: Problem, rs: ReplaySetup, fs: FleetSpec, classes, opt: Options) -> dict:
     """One architecture's SLA goodput on its fleet; Infeasible with reasons when none."""
     spec = architectures.get(fs.architecture)
@@ -177,12 +203,13 @@ def evaluate_one(pb: Problem, rs: ReplaySetup, fs: FleetSpec, classes, opt: Opti
             raise Infeasible([reason("replay_sla", msg, "sla.ttft_p99_s")])
         sim = _simulated(c, opt.sim_requests)
         goodput = c.passed.rate
-    cost = fs.cost_per_hour
+    cost, mine = owned_cost(pb.owned, fs)
     head = sim or an
     return {
         "title": spec.title,
         "goodput_rps": round(goodput, 4),
         "cost_per_hour": round(cost, 2),
+        **({} if mine is None else {"cost_owned_per_hour": round(mine, 2)}),
         # the optimizer's BCR: requests served per dollar (goodput x 3600 / $ per hour)
         "bcr": round(goodput * 3600.0 / cost, 4) if cost > 0 else None,
         "ttft_s": head["ttft_s"],

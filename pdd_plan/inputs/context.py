@@ -74,15 +74,6 @@ def build_context(sc: Scenario, file: str) -> Context:
         for name in dc.gpus:
             if name not in gpus:
                 gpus[name] = profiles.gpu(name, f"datacenters[{i}].gpus.{name}", file)
-    for name in sc.prices:
-        if name not in gpus:
-            known = ", ".join(sorted(gpus)) or "none"
-            raise InputError(
-                file,
-                f"prices.{name}",
-                f"price for a GPU no datacenter lists (listed: {known})",
-                "remove it or add the GPU to a datacenter",
-            )
     for name, g in list(gpus.items()):
         if name in sc.prices:
             price = g.price.model_copy(
@@ -119,6 +110,14 @@ def _candidate(link: Link, c: str | CustomLine, i: int, file: str) -> LineSKU:
     else:
         sku = line_from_custom(c, i)
     if link.rtt_ms is not None:
+        if sku.rtt_min_ms is not None and link.rtt_ms < sku.rtt_min_ms:
+            raise InputError(
+                file,
+                "link.rtt_ms",
+                f"{link.rtt_ms:g} ms is below line {sku.name}'s measured minimum RTT of "
+                f"{sku.rtt_min_ms:g} ms",
+                f"give at least {sku.rtt_min_ms:g}, or leave it out",
+            )
         sku = sku.model_copy(update={"rtt_ms": link.rtt_ms})
     if link.transfer_gbps is not None:
         per = link.transfer_gbps / sku.streams_per_transfer / sku.tcp_efficiency

@@ -62,7 +62,13 @@ def make_draws(ctx: Context, opt: Options) -> tuple[draws_mod.Draws, list[str], 
     u, _ = settings(ctx, opt)
     ms, notes = draws_mod.marginals(ctx.scenario.uncertainty, ctx.model, ctx.lines)
     d = draws_mod.draw(ms, u.draws, u.seed, u.inputs.perf_correlation, iid=opt.iid)
-    return d, notes, u
+    w = ctx.scenario.workload
+    if w.periods is not None or w.periods_from_trace is not None:  # said, not implied
+        notes.append(
+            "a day scenario: the draws judge each architecture's busiest-period fleet at that "
+            "period's rate, not the day's base and elastic schedule"
+        )
+    return d, notes + draws_mod.floored(d), u
 
 
 def _law(m: draws_mod.Marginal) -> InputLaw:

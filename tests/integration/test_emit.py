@@ -494,7 +494,7 @@ def test_cli_emit_check(plan_file, tmp_path, target) -> None:
     r = invoke("emit", plan_file, "--target", target, "--out", out, "--check")
     assert r.exit_code == 0, r.output
     assert "check ok" in r.stdout
-    names = sorted(os.listdir(out))
+    names = sorted(n for n in os.listdir(out) if n != emit.MANIFEST)  # what emit wrote there
     assert "README.md" in names and "pdd-routing.yaml" in names
     assert not [n for n in names if n.startswith(".")]  # no temporary files left
     for n in names:
@@ -505,7 +505,12 @@ def test_cli_emit_check(plan_file, tmp_path, target) -> None:
 def test_cli_emit_architecture(plan_file, tmp_path) -> None:
     r = invoke("emit", plan_file, "-t", "lws", "-a", "idc_pd", "-o", tmp_path, "--model-path", "/m")
     assert r.exit_code == 0, r.output
-    assert sorted(os.listdir(tmp_path)) == ["README.md", "lws-dc-a.yaml", "pdd-routing.yaml"]
+    assert sorted(os.listdir(tmp_path)) == [
+        emit.MANIFEST,
+        "README.md",
+        "lws-dc-a.yaml",
+        "pdd-routing.yaml",
+    ]
     assert "--model-path=/m" in (tmp_path / "lws-dc-a.yaml").read_text()
 
 

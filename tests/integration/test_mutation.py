@@ -2,23 +2,23 @@
 infeasibility (1) or an input error (2), never an internal error (3) or a traceback.
 
 Mutations of the default scenario: drop a key, replace a value by one of another type, rename a
-key by a character, scale a number by a factor in [0, 3].
+key by a character, scale a number by a factor in [0, 3]; then the same of the bundled examples
+with the sections the default lacks (a day, `uncertainty:`, `owned:`), one field at a time.
 """
 
 from __future__ import annotations
 
-import copy
-import math
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from pdd_plan.cli.main import app
+from tests.mutations import apply, mutation, numeric_paths, other_values, paths
+from tests.mutations import example as bundled
 
 pytestmark = pytest.mark.integration
 
@@ -29,99 +29,6 @@ def base_scenario() -> dict:
     d = yaml.safe_load(EXAMPLE.read_text())
     d["workload"]["rate_rps"] = 10  # keeps each optimize run well under a second
     return d
-
-
-# ------------------------------------------------------------------ paths into the document
-
-
-def paths(doc: Any, prefix: tuple = ()) -> list[tuple]:
-    """Every key / index path in the document (containers and leaves), depth-first."""
-    out: list[tuple] = []
-    if isinstance(doc, dict):
-        items = list(doc.items())
-    elif isinstance(doc, list):
-        items = list(enumerate(doc))
-    else:
-        return out
-    for k, v in items:
-        out.append((*prefix, k))
-        out += paths(v, (*prefix, k))
-    return out
-
-
-def parent_of(doc: Any, path: tuple) -> Any:
-    for k in path[:-1]:
-        doc = doc[k]
-    return doc
-
-
-def get(doc: Any, path: tuple) -> Any:
-    return parent_of(doc, path)[path[-1]]
-
-
-# ------------------------------------------------------------------ mutations
-
-other_values = st.one_of(
-    st.text(max_size=8),
-    st.integers(min_value=-(10**6), max_value=10**6),
-    st.floats(allow_nan=True, allow_infinity=True),
-    st.lists(st.integers(-3, 3), max_size=3),
-    st.dictionaries(st.sampled_from(["a", "fixed", "name"]), st.integers(-2, 2), max_size=2),
-    st.none(),
-    st.booleans(),
-    st.sampled_from([-1, -0.5, -1e9, 0, 0.0, 1e30, "", [], {}]),
-)
-
-mutation = st.one_of(
-    st.tuples(st.just("drop"), st.integers(0, 10**6)),
-    st.tuples(st.just("replace"), st.integers(0, 10**6), other_values),
-    st.tuples(st.just("rename"), st.integers(0, 10**6), st.sampled_from(["append", "chop"])),
-    st.tuples(st.just("scale"), st.integers(0, 10**6), st.floats(0.0, 3.0)),
-)
-
-
-def numeric_paths(doc: Any) -> list[tuple]:
-    return [
-        p
-        for p in paths(doc)
-        if isinstance(get(doc, p), int | float) and not isinstance(get(doc, p), bool)
-    ]
-
-
-def apply(doc: dict, m: tuple) -> str:
-    """Apply one mutation in place; returns a description for failure reports."""
-    kind, idx = m[0], m[1]
-    if kind == "scale":
-        numeric = numeric_paths(doc)
-        if not numeric:
-            return "scale: no numbers left"
-        p = numeric[idx % len(numeric)]
-        old = get(doc, p)
-        new = old * m[2]
-        if isinstance(old, int) and math.isfinite(new):
-            new = round(new)
-        parent_of(doc, p)[p[-1]] = new
-        return f"scale {p}: {old!r} -> {new!r}"
-    ps = paths(doc)
-    if not ps:
-        return f"{kind}: empty document"
-    p = ps[idx % len(ps)]
-    parent = parent_of(doc, p)
-    if kind == "drop":
-        del parent[p[-1]]
-        return f"drop {p}"
-    if kind == "replace":
-        parent[p[-1]] = copy.deepcopy(m[2])
-        return f"replace {p} by {m[2]!r}"
-    # rename: only mapping keys have names
-    if not isinstance(parent, dict):
-        return f"rename {p}: not a key"
-    key = str(p[-1])
-    new_key = key + "x" if m[2] == "append" or len(key) < 2 else key[:-1]
-    if new_key in parent:
-        return f"rename {p}: {new_key!r} exists"
-    parent[new_key] = parent.pop(p[-1])
-    return f"rename {p} -> {new_key!r}"
 
 
 def _at(*path) -> int:
@@ -183,3 +90,67 @@ def test_mutations_apply_as_described():
     j = numeric_paths(doc).index(("workload", "rate_rps"))
     apply(doc, ("scale", j, 2.5))
     assert doc["workload"]["rate_rps"] == 25
+
+
+# -------------------------------------------------------- the day, uncertainty: and owned sections
+
+
+def _section_paths(doc: dict, section: str) -> list[tuple]:
+    return [p for p in paths(doc) if p[: len(section.split("."))] == tuple(section.split("."))]
+
+
+SECTIONS = [
+    ("a-day", "workload.periods"),
+    ("a-day", "elastic"),
+    ("a-day", "on_demand_prices"),
+    ("pdd-paper-uncertain", "uncertainty"),
+    ("owned", "owned"),
+]
+
+
+def _quick(name: str) -> dict:
+    d = bundled(name)
+    if name == "a-day":
+        d["workload"]["rate_rps"] = 10  # its periods are multipliers of it
+    if d.get("uncertainty"):
+        d["uncertainty"]["draws"] = 8
+    return d
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "section"), SECTIONS)
+@settings(
+    max_examples=8,
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    kind=st.sampled_from(["drop", "replace", "rename", "scale"]),
+    idx=st.integers(0, 10**6),
+    value=other_values,
+    factor=st.floats(0.0, 3.0),
+)
+def test_mutated_section_never_crashes(workdir, name, section, kind, idx, value, factor):
+    """One field of the section mutated; optimize (the replays skipped: the planning and the
+    draws are what reads these sections) answers 0, 1 or 2 in one line, never 3."""
+    doc = _quick(name)
+    inside = _section_paths(doc, section)
+    assert inside, section
+    every = paths(doc) if kind != "scale" else numeric_paths(doc)
+    target = [p for p in every if p in inside]
+    assume(target)
+    pick = every.index(target[idx % len(target)])
+    m = (kind, pick, value) if kind == "replace" else (kind, pick, factor)
+    if kind == "rename":
+        m = (kind, pick, "append" if idx % 2 else "chop")
+    log = apply(doc, m)
+    path = workdir / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    r = CliRunner().invoke(app, ["optimize", str(path), "--format", "json", "--no-verify"])
+    report = f"{name}: {log}\nexit: {r.exit_code}\nstderr: {r.stderr}\nexception: {r.exception!r}"
+    assert r.exit_code in (0, 1, 2), report
+    assert r.exception is None or isinstance(r.exception, SystemExit), report
+    if r.exit_code:
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: "), report

@@ -9,6 +9,7 @@ checks it). A method's own class in its annotations is quoted."""
 from __future__ import annotations
 
 import typing
+import unicodedata
 from functools import cache
 from typing import Annotated, Any
 
@@ -108,8 +109,13 @@ MAX_NAME_CHARS = 200
 
 
 def control_character(s: str) -> str | None:
-    """The first control character in `s` (C0, DEL, C1: newline, an ANSI escape), or None."""
-    return next((c for c in s if ord(c) < 32 or 127 <= ord(c) < 160), None)
+    """The first control character in `s` (C0, DEL, C1: newline, an ANSI escape) or format
+    character (Unicode Cf: a right-to-left override, a zero-width space, which print one name
+    as another), or None."""
+    return next(
+        (c for c in s if ord(c) < 32 or 127 <= ord(c) < 160 or unicodedata.category(c) == "Cf"),
+        None,
+    )
 
 
 def _check_name(v: str) -> str:

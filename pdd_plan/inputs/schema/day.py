@@ -8,11 +8,11 @@ hour, each ends where the next starts, the last wrapping past midnight to the fi
 
 import zoneinfo
 
-from pydantic import Field, PositiveFloat, model_validator
+from pydantic import Field, PositiveFloat, field_validator, model_validator
 
 from pdd_plan.common import limits
 from pdd_plan.inputs.schema.common import MAX_USD_PER_GPU_HOUR, Strict
-from pdd_plan.inputs.schema.distribution import Distribution
+from pdd_plan.inputs.schema.distribution import Distribution, hit_range, token_range
 
 HOURS_PER_DAY = 24.0
 # a period's start and length are read to the second: 1/3600 h of slack for rounding
@@ -39,6 +39,16 @@ class Period(Strict):
     """Elastic GPUs each datacenter can add in this period, per GPU type (default:
     `elastic.max_gpus`)."""
 
+    @field_validator("input_tokens", "output_tokens")
+    @classmethod
+    def _tokens(cls, v: Distribution | None) -> Distribution | None:
+        return token_range(v)  # named at the period's field, not at `workload`
+
+    @field_validator("prefix_hit")
+    @classmethod
+    def _hits(cls, v: Distribution | None) -> Distribution | None:
+        return v if v is None else hit_range(v)
+
     @model_validator(mode="after")
     def _one_rate(self) -> "Period":
         if (self.rate_rps is None) == (self.rate_multiplier is None):
@@ -52,6 +62,12 @@ class PeriodsFromTrace(Strict):
     with its own rate and request mix (the trace is `workload.trace`)."""
     start_hour: float = Field(default=0.0, ge=0, lt=24)
     """Local hour of day of the trace's first request (the periods' clock times)."""
+
+    @model_validator(mode="after")
+    def _whole_minutes(self) -> "PeriodsFromTrace":
+        whole_minutes(self.period_minutes / 60.0, "workload.periods_from_trace.period_minutes")
+        whole_minutes(self.start_hour, "workload.periods_from_trace.start_hour")
+        return self
 
 
 class Elastic(Strict):
@@ -79,6 +95,17 @@ def check_timezone(tz: str) -> str:
     return tz
 
 
+def whole_minutes(hours: float, what: str) -> None:
+    """A period's start or length on the minute: the emitted scaling schedule is cron, whose
+    unit is the minute (a 30 s period gave a window that starts where it ends)."""
+    m = hours * 60.0
+    if abs(m - round(m)) > 60.0 * TOL_H:
+        raise ValueError(
+            f"{what} is {m:g} minutes: periods start and last whole minutes (the scaling "
+            "schedule is cron, by the minute)"
+        )
+
+
 def check_periods(periods: list[Period], have_rate: bool) -> None:
     """The periods cover the day once, each one's rate is known, and some rate is positive."""
     if not periods:
@@ -88,6 +115,8 @@ def check_periods(periods: list[Period], have_rate: bool) -> None:
     for i, p in enumerate(periods):
         if not p.hours > 0:
             raise ValueError(f"workload.periods[{i}].hours must be > 0 (got {p.hours:g})")
+        whole_minutes(p.start_hour, f"workload.periods[{i}].start_hour")
+        whole_minutes(p.hours, f"workload.periods[{i}].hours")
         if p.rate_multiplier is not None and not have_rate:
             raise ValueError(
                 f"workload.periods[{i}].rate_multiplier needs workload.rate_rps to multiply"
@@ -123,6 +152,11 @@ def check_elastic_gpus(table: dict[str, dict[str, int]], dcs: dict[str, dict[str
         if dc not in dcs:
             raise ValueError(f"elastic max_gpus names unknown datacenter '{dc}' (have {list(dcs)})")
         for g, n in gpus.items():
+            if g not in dcs[dc]:
+                raise ValueError(
+                    f"elastic max_gpus.{dc}.{g}: {dc} lists no {g} (has {', '.join(dcs[dc])}): "
+                    f"add {g} to its gpus, or remove the entry"
+                )
             if n < 0:
                 raise ValueError(f"elastic max_gpus.{dc}.{g} must be >= 0 (got {n})")
             if not n <= limits.value("GPUS"):

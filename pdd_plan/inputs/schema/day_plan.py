@@ -4,7 +4,7 @@ and replay, and the day's cost split and BCR."""
 
 from typing import ClassVar
 
-from pydantic import Field, NonNegativeFloat, NonNegativeInt
+from pydantic import Field, NonNegativeFloat, NonNegativeInt, model_validator
 
 from pdd_plan.inputs.schema.out import Out
 
@@ -81,6 +81,29 @@ class DayArchitecture(Out):
 
     _omit_if_none: ClassVar[tuple[str, ...]] = ("scale", "bcr_at_profile", "scales_tried")
 
+    @model_validator(mode="after")
+    def _one_schedule(self) -> "DayArchitecture":
+        """The groups' schedules and the periods agree (a hand-edited plan with too few
+        `per_period` entries was rendered, and emitted, as if they did)."""
+        n = len(self.periods)
+        if n == 0:
+            raise ValueError("a day has at least one period")
+        for i, g in enumerate(self.groups):
+            if len(g.per_period) != n:
+                raise ValueError(
+                    f"groups[{i}].per_period has {len(g.per_period)} entries for {n} periods: "
+                    "one count per period"
+                )
+            if min(g.per_period) < g.base:
+                raise ValueError(
+                    f"groups[{i}].per_period counts {min(g.per_period)} instances in some period, "
+                    f"below its base of {g.base} (the base runs every hour)"
+                )
+        starts = [p.start_hour for p in self.periods]
+        if starts != sorted(starts):
+            raise ValueError("periods are not in the order of their start_hour")
+        return self
+
 
 class DayPlan(Out):
     timezone: str
@@ -89,3 +112,13 @@ class DayPlan(Out):
     startup_minutes: NonNegativeFloat | None = None
     architectures: dict[str, DayArchitecture]
     bcr_gain: dict[str, float | None] = {}  # pdd's day BCR over each baseline's, - 1
+
+    @model_validator(mode="after")
+    def _hours(self) -> "DayPlan":
+        for a, d in self.architectures.items():
+            total = sum(p.hours for p in d.periods)
+            if abs(total - self.hours) > 1e-6 * max(self.hours, 1.0):
+                raise ValueError(
+                    f"architectures.{a}: the periods last {total:g} h, the day {self.hours:g} h"
+                )
+        return self

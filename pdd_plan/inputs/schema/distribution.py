@@ -2,6 +2,7 @@
 
 from pydantic import Field, model_validator
 
+from pdd_plan.common import limits
 from pdd_plan.inputs.schema.common import Strict
 
 
@@ -64,3 +65,34 @@ def _check_bins(bins: list[tuple[float, float, float]]) -> None:
     total = sum(b[2] for b in bins)
     if abs(total - 1.0) > 1e-6:
         raise ValueError(f"histogram shares sum to {total:g}, must sum to 1")
+
+
+def token_range(v: Distribution | None) -> Distribution | None:
+    if v is None:
+        return v
+    lo = hi = v.fixed
+    if v.histogram is not None:
+        lo = min(b[0] for b in v.histogram if b[2] > 0)
+        hi = max(b[1] for b in v.histogram)
+    if v.lognormal is not None:
+        lo, hi = v.lognormal.min, v.lognormal.max
+    # a request has at least one token, and a fixed count is a whole number (the sampler
+    # would otherwise silently round 0 up to 1 and 100.5 to 100)
+    if lo < 1:
+        raise ValueError(f"token counts must be >= 1 (got {lo:g})")
+    if v.fixed is not None and v.fixed != int(v.fixed):
+        raise ValueError(f"a fixed token count is a whole number (got {v.fixed:g})")
+    if not hi <= limits.value("TOKENS"):
+        raise ValueError(limits.exceeded("TOKENS", hi))
+    return v
+
+
+def hit_range(v: Distribution) -> Distribution:
+    hi = v.fixed if v.fixed is not None else None
+    if v.histogram is not None:
+        hi = max(b[1] for b in v.histogram)
+    if v.lognormal is not None:
+        hi = v.lognormal.max
+    if hi is not None and hi > 1.0:
+        raise ValueError("prefix hit rates are fractions in [0, 1]")
+    return v

@@ -89,6 +89,7 @@ class LineSKU(Strict):
     @model_validator(mode="after")
     def _streams_fit_pool(self) -> "LineSKU":
         check_streams(self.streams_per_transfer, self.connections)
+        check_rtt(self.rtt_ms, self.rtt_min_ms)
         if self.loss_rate + self.congestive_loss_rate >= 1:
             raise ValueError(
                 f"loss_rate {self.loss_rate} + congestive_loss_rate {self.congestive_loss_rate}"
@@ -114,6 +115,15 @@ class LineSKU(Strict):
         """Packet loss at the line's total utilization (other tenants' and ours, 0-1)."""
         u = min(max(float(utilization), 0.0), 1.0)
         return self.loss_rate + self.congestive_loss_rate * u
+
+
+def check_rtt(rtt_ms: float, rtt_min_ms: float | None) -> None:
+    """No path's RTT is below the smallest one measured on it (its propagation delay)."""
+    if rtt_min_ms is not None and rtt_ms < rtt_min_ms:
+        raise ValueError(
+            f"rtt_ms {rtt_ms:g} is below the path's measured minimum RTT of {rtt_min_ms:g} ms "
+            "(no packet crossed it faster): give an RTT at or above it"
+        )
 
 
 def check_streams(streams: int, connections: int) -> None:

@@ -21,7 +21,7 @@ from pdd_plan.inputs.schema.common import (
     Name,
     Strict,
 )
-from pdd_plan.inputs.schema.distribution import Distribution
+from pdd_plan.inputs.schema.distribution import Distribution, hit_range, token_range
 from pdd_plan.inputs.schema.fleet import MAX_GPUS_PER_INSTANCE, Fleet
 from pdd_plan.inputs.schema.line import (
     DEFAULT_CONNECTIONS,
@@ -29,6 +29,7 @@ from pdd_plan.inputs.schema.line import (
     LineSKU,
     check_streams,
 )
+from pdd_plan.inputs.schema.names import check_datacenter_names, check_line_names, check_priced_gpus
 from pdd_plan.inputs.schema.owned import Owned, check_against
 from pdd_plan.inputs.schema.routing import HitThreshold
 from pdd_plan.inputs.schema.uncertainty import Uncertainty
@@ -82,7 +83,7 @@ class Workload(Strict):
     @field_validator("input_tokens", "output_tokens")
     @classmethod
     def _token_range(cls, v: Distribution | None) -> Distribution | None:
-        return _token_range(v)
+        return token_range(v)
 
     @field_validator("samples")
     @classmethod
@@ -99,7 +100,7 @@ class Workload(Strict):
     @field_validator("prefix_hit")
     @classmethod
     def _rate_range(cls, v: Distribution) -> Distribution:
-        return _hit_range(v)
+        return hit_range(v)
 
     @model_validator(mode="after")
     def _lengths(self) -> "Workload":
@@ -113,42 +114,7 @@ class Workload(Strict):
             raise ValueError("workload.periods_from_trace needs workload.trace")
         if self.periods is not None:
             day.check_periods(self.periods, self.rate_rps is not None)
-            for p in self.periods:
-                _token_range(p.input_tokens)
-                _token_range(p.output_tokens)
-                if p.prefix_hit is not None:
-                    _hit_range(p.prefix_hit)
         return self
-
-
-def _token_range(v: Distribution | None) -> Distribution | None:
-    if v is None:
-        return v
-    lo = hi = v.fixed
-    if v.histogram is not None:
-        lo = min(b[0] for b in v.histogram if b[2] > 0)
-        hi = max(b[1] for b in v.histogram)
-    if v.lognormal is not None:
-        lo, hi = v.lognormal.min, v.lognormal.max
-    # a request has at least one token, and a fixed count is a whole number (the sampler
-    # would otherwise silently round 0 up to 1 and 100.5 to 100)
-    if lo < 1:
-        raise ValueError(f"token counts must be >= 1 (got {lo:g})")
-    if v.fixed is not None and v.fixed != int(v.fixed):
-        raise ValueError(f"a fixed token count is a whole number (got {v.fixed:g})")
-    _under("TOKENS", hi)
-    return v
-
-
-def _hit_range(v: Distribution) -> Distribution:
-    hi = v.fixed if v.fixed is not None else None
-    if v.histogram is not None:
-        hi = max(b[1] for b in v.histogram)
-    if v.lognormal is not None:
-        hi = v.lognormal.max
-    if hi is not None and hi > 1.0:
-        raise ValueError("prefix hit rates are fractions in [0, 1]")
-    return v
 
 
 class Datacenter(Strict):
@@ -379,9 +345,12 @@ class Scenario(Strict):
 
     @model_validator(mode="after")
     def _owned_known(self) -> "Scenario":
+        """Every name that must name something or stay apart: lines, priced GPUs, owned."""
+        cands = self.link.candidates if self.link is not None else []
+        skus = [c if isinstance(c, str) else line_name(c, i) for i, c in enumerate(cands)]
+        check_line_names([(n, not isinstance(c, str)) for n, c in zip(skus, cands)])
+        check_priced_gpus(self.prices, self.on_demand_prices, [d.gpus for d in self.datacenters])
         if self.owned is not None:
-            cands = self.link.candidates if self.link is not None else []
-            skus = [c if isinstance(c, str) else line_name(c, i) for i, c in enumerate(cands)]
             check_against(self.owned, {d.name: d.gpus for d in self.datacenters}, skus)
         return self
 
@@ -393,8 +362,15 @@ class Scenario(Strict):
         days = w.periods is not None or w.periods_from_trace is not None
         if not days and (self.elastic is not None or self.sla.over == "day"):
             raise ValueError("elastic and sla.over need workload.periods or periods_from_trace")
+        if days and self.search.robust is not None:
+            raise ValueError(
+                "search.robust plans one fleet at one rate; a day (workload.periods) plans a base "
+                "and an elastic schedule that would not follow it: drop one of them"
+            )
         if self.day_scale == "free":
             day.check_free_scale(days, self.objective, self.budget_per_hour)
+        if self.on_demand_prices and not days:
+            raise ValueError("on_demand_prices need workload.periods or periods_from_trace")
         dcs = {d.name: d.gpus for d in self.datacenters}
         tables = [self.elastic.max_gpus] if self.elastic is not None else []
         tables += [p.elastic_max_gpus for p in w.periods or [] if p.elastic_max_gpus]
@@ -405,8 +381,7 @@ class Scenario(Strict):
     @model_validator(mode="after")
     def _consistent(self) -> "Scenario":
         names = [d.name for d in self.datacenters]
-        if len(set(names)) != len(names):
-            raise ValueError("datacenter names must be unique")
+        check_datacenter_names(names)
         for role in ("prefill", "relay_decode", "main_decode"):
             dc = getattr(self.placement, role)
             if dc is not None and dc not in names:

@@ -8,9 +8,11 @@ The perf speeds default to the shipped error band of the model's family (bias in
 scenario without the section still has that one uncertainty.
 """
 
+import math
+from statistics import NormalDist
 from typing import Literal
 
-from pydantic import Field, PositiveInt, field_validator, model_validator
+from pydantic import Field, PositiveInt, ValidationInfo, field_validator, model_validator
 
 from pdd_plan.common import limits
 from pdd_plan.inputs.schema.common import Strict
@@ -108,6 +110,16 @@ class Inputs(Strict):
     """Shift of every request's prefill-side prefix-hit fraction (clipped to [0, 1]; MD's hit
     moves with it)."""
 
+    @field_validator(
+        "prefill_speed", "decode_speed", "kv_bytes", "line_rate", "gpu_price", "line_price",
+        "rate", "prefix_hit",
+    )  # fmt: skip
+    @classmethod
+    def _spread_bounded(cls, s: Spread | None, info: ValidationInfo) -> Spread | None:
+        if s is not None:
+            check_spread(info.field_name, s)
+        return s
+
     @field_validator("request_state_bytes")
     @classmethod
     def _bytes_in_range(cls, s: Spread | None) -> Spread | None:
@@ -118,6 +130,8 @@ class Inputs(Strict):
             v = getattr(s, name)
             if v is not None and not 0 <= v <= most:
                 raise ValueError(f"{name} {v:g} is not a byte count: give 0 to {most:g} bytes")
+        if s is not None:
+            check_spread("request_state_bytes", s)
         return s
 
 
@@ -162,3 +176,48 @@ def kind(name: str) -> Kind:
     if name == "request_state_bytes":
         return "bytes"
     return "shift" if name == "prefix_hit" else "factor"
+
+
+# the tails the spread bound is read at: the draws' 0.1% and 99.9% quantiles
+TAIL = 1e-3
+
+
+def tails(s: Spread) -> tuple[float, float]:
+    """The distribution's TAIL and 1 - TAIL quantiles (closed forms; the stdlib's normal)."""
+    if s.dist in ("normal", "lognormal"):
+        z = NormalDist().inv_cdf(1 - TAIL)
+        if s.dist == "normal":
+            return s.mean - z * s.sd, s.mean + z * s.sd
+        lo, hi = (-z * s.sigma, z * s.sigma)
+        return (s.median * math.exp(max(lo, -700.0)), s.median * math.exp(min(hi, 700.0)))
+    lo, hi = s.low, s.high
+    if s.dist == "uniform" or hi == lo:
+        return lo + TAIL * (hi - lo), hi - TAIL * (hi - lo)
+    m = s.mode
+    left = lo + (TAIL * (hi - lo) * (m - lo)) ** 0.5 if m > lo else lo + TAIL * (hi - lo)
+    right = hi - (TAIL * (hi - lo) * (hi - m)) ** 0.5 if m < hi else hi - TAIL * (hi - lo)
+    return left, right
+
+
+def check_spread(name: str, s: Spread) -> None:
+    """One bound on every spread (limit FACTOR_SPREAD): a factor's 0.1% and 99.9% quantiles
+    within [1/N, N] x nominal (draws are never floored unseen: a spread that reaches below 1/N
+    is refused, not clipped), a shift's within [-1, 1], a byte count's upper one a byte count."""
+    lo, hi = tails(s)
+    k = kind(name)
+    if k == "factor":
+        n = limits.value("FACTOR_SPREAD")
+        ok, what = (1.0 / n <= lo and hi <= n), f"within [{1.0 / n:g}, {n:g}] x nominal"
+    elif k == "shift":
+        ok, what = (-1.0 <= lo and hi <= 1.0), "within [-1, 1] (a hit fraction's shift)"
+    else:
+        ok, what = hi <= MAX_REQUEST_STATE_BYTES, f"at most {MAX_REQUEST_STATE_BYTES:g} bytes"
+    if not ok:
+        hint = (
+            "; a lognormal keeps a factor positive" if s.dist == "normal" and k == "factor" else ""
+        )
+        raise ValueError(
+            f"{s.dist}'s 0.1% and 99.9% quantiles are {lo:.3g} and {hi:.3g}, not {what}: "
+            f"narrow the spread{hint}"
+            + (f" (or {limits.raise_hint('FACTOR_SPREAD')})" if k == "factor" else "")
+        )

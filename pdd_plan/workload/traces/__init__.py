@@ -84,7 +84,17 @@ class _Columns:
 def _read_columns(reader: TraceReader, hits: TraceHits) -> _Columns:
     """One pass over the file; ``hits`` sees every chunk."""
     cols = _Columns([], [], [])
+    rows, most = 0, limits.value("REQUESTS")
     for ch in reader:
+        rows += len(ch.arrival_s)
+        if rows > most:  # before the rows are kept: a 2 MB gzip held 25M of them
+            limits.check(
+                "REQUESTS",
+                rows,
+                str(reader.path),
+                None,
+                "cut the trace (its first N rows), or plan on a sample of it",
+            )
         limits.check_trace_tokens(
             ch.input_tokens, ch.output_tokens, str(reader.path), ch.first_line
         )

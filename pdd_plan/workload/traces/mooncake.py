@@ -13,6 +13,7 @@ from itertools import chain
 
 import numpy as np
 
+from pdd_plan.common import numbers
 from pdd_plan.workload.traces.rows import (
     BadRow,
     Row,
@@ -110,7 +111,14 @@ class MooncakeRows:
         if t.dtype.kind not in "if" or i.dtype.kind != "i" or o.dtype.kind != "i":
             return None
         t = t.astype(np.float64) * _MS
-        if n and not (np.isfinite(t).all() and t.min() >= 0 and i.min() >= 1 and o.min() >= 0):
+        big = numbers.bound() * _MS  # past it the row's own error names it
+        if n and not (
+            np.isfinite(t).all()
+            and t.max() < big
+            and t.min() >= 0
+            and i.min() >= 1
+            and o.min() >= 0
+        ):
             return None
         if self.has_hashes is None and n:
             self.has_hashes = "hash_ids" in recs[0]

@@ -13,13 +13,13 @@ hits, sorting and tick spreading are :func:`pdd_plan.workload.traces.read_trace`
 from __future__ import annotations
 
 import csv
-import json
 import os
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Protocol
 
+from pdd_plan.common import numbers
 from pdd_plan.common.atomic import note_input
 from pdd_plan.common.errors import InputError
 from pdd_plan.common.files import require_file
@@ -93,7 +93,9 @@ def _first_line(p: Path) -> tuple[int, bytes]:
 
 def _jsonl_format(where: str, first: bytes) -> str:
     try:
-        rec = json.loads(first)
+        rec = numbers.loads(first)
+    except numbers.NumberTooLarge as e:
+        raise InputError(where, e.field, e.problem, e.fix) from None
     except ValueError as e:
         raise InputError(where, None, f"first record is not JSON ({e})", MOONCAKE_FIX) from None
     if isinstance(rec, dict):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 import gzip
 import io
-import json
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,6 +19,8 @@ from pathlib import Path
 from typing import IO
 
 import numpy as np
+
+from pdd_plan.common import numbers
 
 # One good row: arrival (s from trace start), input tokens, output tokens, hit rate
 # (NaN = unknown) and the prefix-block hash ids (None when the format has none).
@@ -63,7 +64,9 @@ def csv_rows(f: IO[bytes]) -> Iterator[tuple[int, list[str]]]:
 def json_object(raw: bytes, fix: str) -> dict:
     """One JSONL line as a dict."""
     try:
-        rec = json.loads(raw)
+        rec = numbers.loads(raw)
+    except numbers.NumberTooLarge as e:
+        raise BadRow(e.field, e.problem, e.fix) from None
     except ValueError as e:
         raise BadRow(None, f"bad JSON ({e})", fix) from None
     if type(rec) is not dict:
@@ -165,14 +168,25 @@ def whole_number(v: object, field: str, minimum: int, fix: str) -> int:
         x = _whole_number_text(v, field, fix)
     else:
         raise BadRow(field, f"not an integer: {v!r}", fix)
+    _whole_in_bounds(x, field)
     if x < minimum:
         what = "negative" if x < 0 else "too small"
         raise BadRow(field, f"{what} value {x} (must be >= {minimum})", fix)
     return x
 
 
+def _whole_in_bounds(x: int, field: str) -> None:
+    try:
+        numbers.check_whole(x, field)
+    except numbers.NumberTooLarge as e:
+        raise BadRow(field, e.problem, e.fix) from None
+
+
 def _whole_number_text(v: str, field: str, fix: str) -> int:
     s = v.strip()
+    if len(s.lstrip("+-")) > numbers.digits():  # before int() reads 4,000 digits
+        e = numbers.NumberTooLarge(field, s)
+        raise BadRow(field, e.problem, e.fix)
     try:
         return int(s)
     except ValueError:
@@ -189,6 +203,8 @@ def _whole_number_text(v: str, field: str, fix: str) -> int:
 def finite_number(v: object, field: str, fix: str) -> float:
     """A finite float, from an int, a float or a numeric string."""
     if type(v) is float or type(v) is int:
+        if type(v) is int:
+            _whole_in_bounds(v, field)
         x = float(v)
     elif type(v) is str:
         try:
@@ -199,6 +215,9 @@ def finite_number(v: object, field: str, fix: str) -> float:
         raise BadRow(field, f"not a number: {v!r}", fix)
     if not math.isfinite(x):
         raise BadRow(field, f"not finite: {v!r}", fix)
+    if numbers.too_large(x):
+        e = numbers.NumberTooLarge(field, str(v))
+        raise BadRow(field, e.problem, e.fix)
     return x
 
 

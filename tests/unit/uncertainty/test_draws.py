@@ -19,6 +19,13 @@ from pdd_plan.uncertainty import draws
 pytestmark = pytest.mark.unit
 
 
+@pytest.fixture(autouse=True)
+def _wide_spreads(monkeypatch):
+    # U(0, 1) draws are their own quantile levels, which is what these tests read; as a factor
+    # its 0.1% quantile (0.001) is under the default spread bound's 1/100
+    monkeypatch.setenv("PDD_PLAN_MAX_FACTOR_SPREAD", "1000")
+
+
 def _unc(**inputs) -> Uncertainty:
     return Uncertainty.model_validate({"inputs": inputs})
 
