@@ -9,6 +9,7 @@ import typer
 
 from pdd_plan.cli.common import (
     DEBUG,
+    PLAIN_HELP,
     check_format,
     console,
     dumps,
@@ -23,10 +24,13 @@ from pdd_plan.common.errors import InputError
 
 app = typer.Typer(
     add_completion=False,
+    rich_markup_mode=PLAIN_HELP,
     no_args_is_help=True,
     help="Capacity planner and cost/BCR analyzer for PDD LLM serving.",
 )
-profiles_app = typer.Typer(no_args_is_help=True, help="Bundled GPU, model and line profiles.")
+profiles_app = typer.Typer(
+    no_args_is_help=True, rich_markup_mode=PLAIN_HELP, help="Bundled GPU, model and line profiles."
+)
 app.add_typer(profiles_app, name="profiles")
 
 

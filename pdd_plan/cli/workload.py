@@ -6,13 +6,23 @@ from pathlib import Path
 
 import typer
 
-from pdd_plan.cli.common import check_format, console, dumps, echo, guarded, write_atomic
+from pdd_plan.cli.common import (
+    PLAIN_HELP,
+    check_format,
+    console,
+    dumps,
+    echo,
+    guarded,
+    write_atomic,
+)
 from pdd_plan.common import limits
 from pdd_plan.common.errors import InputError
 from pdd_plan.common.files import require_file
 
 trace_app = typer.Typer(
-    no_args_is_help=True, help="Request traces: statistics and prefix-cache hit rates."
+    no_args_is_help=True,
+    rich_markup_mode=PLAIN_HELP,
+    help="Request traces: statistics and prefix-cache hit rates.",
 )
 
 
