@@ -18,6 +18,7 @@ from pdd_plan.cli.common import (
     loading,
     write_atomic,
 )
+from pdd_plan.cli.progress import Stages, wanted
 from pdd_plan.common import limits
 from pdd_plan.common.atomic import check_output
 from pdd_plan.common.errors import InputError
@@ -110,32 +111,16 @@ def optimize(
                 raise InputError(None, "--draws", f"must be 0 or >= 2 (got {draws})", "e.g. 32")
             limits.check("DRAWS", draws, None, "--draws")
         ctx = build_context(sc, path)
-        plan = run(
-            ctx,
-            verify=not no_verify,
-            sim_requests=sim_requests,
-            timings=timings,
-            replay_worker=replayer,
-        )
-        q = robust if robust is not None else sc.search.robust
-        if q is not None and not 0 < q < 1:
-            raise InputError(None, "--robust", f"must be a share in (0, 1) (got {q:g})", "e.g. 0.9")
-        if confirm < 0:
-            raise InputError(None, "--confirm", f"must be >= 0 (got {confirm})", "e.g. 4")
-        limits.check("DRAWS", confirm, None, "--confirm")
-        # on by default for a plan at one rate (a day's plan has no single fleet to draw on)
-        wanted = draws != 0 and (draws is not None or plan.day is None)
-        if wanted or q is not None or confirm or replan:
-            from pdd_plan.uncertainty import Options, plan_under_uncertainty
-
-            opt = Options(
-                draws=draws or None,
-                robust=q,
-                confirm=confirm,
+        with Stages("optimize", wanted(fmt)) as bar:
+            bar.stage("planning" if no_verify else "planning and replaying each plan")
+            plan = run(
+                ctx,
+                verify=not no_verify,
                 sim_requests=sim_requests,
-                replan=replan,
+                timings=timings,
+                replay_worker=replayer,
             )
-            plan = plan_under_uncertainty(ctx, plan, opt)
+            plan = _uncertain(ctx, plan, sc, draws, robust, confirm, replan, sim_requests, bar)
         if out is not None:
             write_atomic(out, plan.to_text("yaml"))
         if fmt == "table":
@@ -144,6 +129,33 @@ def optimize(
             render_plan(plan, console())
         else:
             echo(plan.to_text(fmt))
+
+
+def _uncertain(ctx, plan, sc, draws, robust, confirm, replan, sim_requests, bar):
+    """The plan with its uncertainty block (draws, robust fleets, replays, re-plans) where
+    asked or on by default; the bar names the stage."""
+    q = robust if robust is not None else sc.search.robust
+    if q is not None and not 0 < q < 1:
+        raise InputError(None, "--robust", f"must be a share in (0, 1) (got {q:g})", "e.g. 0.9")
+    if confirm < 0:
+        raise InputError(None, "--confirm", f"must be >= 0 (got {confirm})", "e.g. 4")
+    limits.check("DRAWS", confirm, None, "--confirm")
+    # on by default for a plan at one rate (a day's plan has no single fleet to draw on)
+    asked = draws != 0 and (draws is not None or plan.day is None)
+    if asked or q is not None or confirm or replan:
+        from pdd_plan.uncertainty import Options, plan_under_uncertainty
+
+        opt = Options(
+            draws=draws or None,
+            robust=q,
+            confirm=confirm,
+            sim_requests=sim_requests,
+            replan=replan,
+        )
+        what = "robust fleets and draws" if q is not None else "draws of the uncertain inputs"
+        bar.stage(what)
+        plan = plan_under_uncertainty(ctx, plan, opt)
+    return plan
 
 
 def _replayer(verify: bool) -> contextlib.AbstractContextManager:

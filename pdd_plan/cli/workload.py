@@ -15,6 +15,7 @@ from pdd_plan.cli.common import (
     guarded,
     write_atomic,
 )
+from pdd_plan.cli.progress import Stages, wanted
 from pdd_plan.common import limits
 from pdd_plan.common.errors import InputError
 from pdd_plan.common.files import require_file
@@ -53,8 +54,11 @@ def stats(
         )
     require_file(file, "check the path", what="trace file")
     spec = CacheSpec.from_tokens(cache_tokens, cache_tokens) if cache_tokens else None
-    req, info = read_trace(file, skip_bad_rows=skip_bad_rows, cache=spec)
-    s = trace_stats(req)
+    with Stages("trace stats", wanted(fmt)) as bar:
+        bar.stage("reading the trace and its prefix cache")
+        req, info = read_trace(file, skip_bad_rows=skip_bad_rows, cache=spec)
+        bar.stage("statistics")
+        s = trace_stats(req)
     s["file"] = file
     s["bad_rows_skipped"] = int(getattr(info, "bad_rows", 0))
     if fmt != "table":
@@ -63,8 +67,11 @@ def stats(
     from rich.table import Table  # rich loads when a table is printed
 
     c = console()
+    # the file on a line of its own, never wrapped (a path cut mid-name reads as two), and the
+    # table's title short enough not to wrap at 80 columns
+    c.print(f"trace: {file}", markup=False, highlight=False, soft_wrap=True)
     t = Table(
-        title=f"{file}: {s['requests']:,} requests over {s['duration_s']:,.0f} s ({s['rate_rps']} req/s)"
+        title=f"{s['requests']:,} requests over {s['duration_s']:,.0f} s ({s['rate_rps']} req/s)"
     )
     for col in ("tokens", "p50", "p90", "p99", "mean"):
         t.add_column(col)

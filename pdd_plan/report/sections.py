@@ -1,8 +1,9 @@
 """The report of a plan as plain sections (title, columns, rows of strings), rendered by
 ``render`` (terminal table, markdown), ``html`` (one self-contained page) or dumped as JSON.
 
-Sections: inputs recap, fleet per architecture, cost breakdown, analytic vs simulated
-percentiles, routing, binding constraints and SLA checks, comparison.
+The verdict first (one sentence per baseline), then the sections: fleet per architecture, cost
+breakdown, analytic vs simulated percentiles, routing, binding constraints and SLA checks,
+comparison, how sure, and the inputs recap last.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pdd_plan.architectures import PATHS, ROLE_ORDER, ROLES
 from pdd_plan.inputs.schema.owned import Owned
 from pdd_plan.inputs.schema.plan import ArchitecturePlan, Infeasible, Plan, RouteShare
 from pdd_plan.inputs.schema.scenario import SLA, Distribution, Link
-from pdd_plan.report import uncertainty
+from pdd_plan.report import uncertainty, verdict
 from pdd_plan.report.day_sections import day_sections
 
 
@@ -34,6 +35,7 @@ class Report:
     subtitle: str
     sections: list[Section] = field(default_factory=list)
     summary: list[str] = field(default_factory=list)
+    verdict: list[str] = field(default_factory=list)  # the answer, first (report/verdict.py)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -346,9 +348,15 @@ def _constraint_row(a: str, p: ArchitecturePlan) -> list[str]:
         ", ".join(f"{k} {v:+,.3g}" for k, v in p.shadow_prices.items()) or "-",
         {True: "yes", False: "NO"}.get(sim.sla_met, "-") if sim else "-",
         ck,
-        f"{sv.status} ({_f(sv.seconds, 2)} s, {sv.milps} MILPs)",
+        f"{sv.status} ({_solver_effort(sv.seconds, sv.milps)})",
         str(len(sim.rounds)) if sim else "-",
     ]
+
+
+def _solver_effort(seconds: float | None, milps: int) -> str:
+    """'3 MILPs', with the seconds where the plan kept them (optimize --timings)."""
+    n = f"{milps} MILP" + ("" if milps == 1 else "s")
+    return n if seconds is None else f"{seconds:,.2f} s, {n}"
 
 
 def _constraints(plans: dict[str, ArchitecturePlan], infeasible: dict[str, Infeasible]) -> Section:
@@ -404,8 +412,8 @@ def build_report(plan: Plan) -> Report:
         + (f"{rate:g} req/s" if rate else "highest SLA goodput")
         + f", architectures {', '.join(plans)}",
     )
+    rep.verdict = verdict.sentences(plan)
     rep.sections = [
-        _inputs(plan),
         _fleet(plans),
         _costs(plans),
         _latency(plans, plan.sla),
@@ -416,6 +424,7 @@ def build_report(plan: Plan) -> Report:
     ]
     if plan.uncertainty is not None:  # how sure: computed by pdd_plan/uncertainty/, shown here
         rep.sections += [Section(*x) for x in uncertainty.section_parts(plan.uncertainty)]
+    rep.sections.append(_inputs(plan))  # what the plans answer, after them
     for a, why in plan.infeasible.items():
         rep.summary.append(f"{a}: {not_met_label(why)}: {why.message}")
     if plans:
