@@ -20,6 +20,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pdd_plan.cli.main import app
+from pdd_plan.common import limits
 from pdd_plan.inputs import profiles
 
 VIEW = (1280, 800)
@@ -131,7 +132,11 @@ def _ink(png: Path, box: dict) -> float:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("example", profiles.bundled_examples())
-def test_report_renders_in_chromium(example, browser, tmp_path, serial_regime_map):
+def test_report_renders_in_chromium(example, browser, tmp_path, serial_regime_map, monkeypatch):
+    # the page is under test, not the planner's time limit: on a loaded box an example's
+    # search may run past search.time_limit_s (30 s), so here it has twenty times that
+    limit = limits.deadline
+    monkeypatch.setattr(limits, "deadline", lambda s, *a, **k: limit(20 * s, *a, **k))
     page = _report(example, tmp_path, serial_regime_map)
     got, log = _probe(browser, page, tmp_path)
     console = [ln for ln in log.splitlines() if "CONSOLE" in ln]
