@@ -173,18 +173,29 @@ def bathtub_cmd(
     )
     for col in ("hit rate", "miss tok/s", "hit tok/s", "revenue/s (uncached-token units)"):
         t.add_column(col)
-    for p in res["points"][::5]:
+    v = res["valley"]
+    for i in table_rows(res):
+        p = res["points"][i]
+        mark = "  valley" if p["hit_rate"] == v["hit_rate"] else ""
         t.add_row(
             f"{p['hit_rate'] * 100:.0f}%",
             f"{p['miss_tokens_per_s']:,.0f}",
             f"{p['hit_tokens_per_s']:,.0f}",
-            f"{p['revenue_per_s']:,.0f}",
+            f"{p['revenue_per_s']:,.0f}{mark}",
         )
     c.print(t)
-    v = res["valley"]
     c.print(
         f"valley at {v['hit_rate'] * 100:.0f}% hit: revenue {v['revenue_drop'] * 100:.1f}% below hit rate 0"
     )
+
+
+def table_rows(res: dict, every: int = 5) -> list[int]:
+    """The bathtub points the table shows: every `every`-th, the last (the curve's end) and
+    the valley the line below it names, in order."""
+    pts = res["points"]
+    keep = set(range(0, len(pts), every)) | {len(pts) - 1}
+    keep |= {i for i, p in enumerate(pts) if p["hit_rate"] == res["valley"]["hit_rate"]}
+    return sorted(keep)
 
 
 def register(app: typer.Typer) -> None:

@@ -303,6 +303,12 @@ def _shares_text(r: RouteShare | None) -> str:
     return " / ".join(_pct(getattr(r, k)) for k in PATHS)
 
 
+def _relay_cell(below: float | None) -> str:
+    """The hit rate at or below which requests relay; '-' where nothing relays (one word for
+    one meaning, as the singular cap beside it: not 'none' next to 'None')."""
+    return "-" if below is None else _pct(below, 0)
+
+
 def _routing(plans: dict[str, ArchitecturePlan]) -> Section:
     rows = []
     for a, p in plans.items():
@@ -314,8 +320,10 @@ def _routing(plans: dict[str, ArchitecturePlan]) -> Section:
                 _shares_text(p.route_share),
                 _shares_text(p.simulated.route_share if p.simulated else None),
                 _pct(p.rld_token_share),
-                _pct(below, 0) if below is not None else "none",
-                str(ro.singular_max_output_tokens),
+                _relay_cell(below),
+                "-"
+                if ro.singular_max_output_tokens is None
+                else f"{ro.singular_max_output_tokens:,}",
                 _pct(p.prefill_utilization),
             ]
         )

@@ -79,8 +79,9 @@ def legend(plan: Plan) -> str:
         text = (
             f"{s.requests:,} requests"
             if e is None
-            else f"the first {s.requests:,} of {e.full_length:,} requests (stopped after "
-            f"{e.replayed:,}: verdicts settled at {e.confidence:.0%})"
+            else f"{e.replayed:,} of {e.full_length:,} requests replayed (stopped with every "
+            f"verdict settled at {e.confidence:.0%}), figures over the {s.requests:,} finished "
+            "by then"
         )
         by_text.setdefault(text, []).append(a)
     parts = [f"{', '.join(a)} {t}" for t, a in by_text.items()]
