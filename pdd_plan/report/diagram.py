@@ -83,9 +83,13 @@ def _pool(b: _Box, g) -> str:
     )
 
 
-def _arrow(a: _Box, b: _Box, label: str, share: float | None, mid: str, lift: float = 0) -> str:
+def _arrow(
+    a: _Box, b: _Box, label: str, share: float | None, mid: str, left: tuple[str, ...] = ()
+) -> str:
     """An arrow from box a to box b (side to side across datacenters, top to bottom within one),
-    its label at the middle; dashed grey where no request takes the path."""
+    its label at the middle (within a datacenter: right of it, and the `left` lines left of
+    it, clear of a hand-off arrow leaving to the right); dashed grey where no request takes
+    the path."""
     live = share is not None and share > 0
     color = "#c44e52" if live else "#999999"
     mid = f"{mid}-{'live' if live else 'idle'}"
@@ -96,13 +100,18 @@ def _arrow(a: _Box, b: _Box, label: str, share: float | None, mid: str, lift: fl
         lx, ly, anchor = a.cx + 14, (y1 + y2) / 2 + 4, "start"
     else:  # across: near the boxes' tops, clear of the line's label below
         x1, x2 = a.x + a.w, b.x - 2
-        y1, y2 = a.y + 16 + lift, b.y + 16 + lift
+        y1, y2 = a.y + 16, b.y + 16
         lx, ly, anchor = (x1 + x2) / 2, (y1 + y2) / 2 - 6, "middle"
     width = 1.5 + 3.0 * (share or 0.0)
+    top = ly - 7 * (len(left) - 1)
     return (
         f'<line x1="{x1:.0f}" y1="{y1:.0f}" x2="{x2:.0f}" y2="{y2:.0f}" stroke="{color}" '
         f'stroke-width="{width:.1f}"{dash} marker-end="url(#{mid})"/>'
         + _t(lx, ly, label, 12, fill=color, text_anchor=anchor, font_weight="bold")
+        + "".join(
+            _t(x1 - 12, top + 14 * i, t, 12, fill=color, text_anchor="end", font_weight="bold")
+            for i, t in enumerate(left)
+        )
     )
 
 
@@ -130,8 +139,8 @@ def _paths(p: ArchitecturePlan, pools: dict[str, _Box], mid: str) -> list[str]:
     if relay is not None:
         s_rld, s_rm = _share(p, P_RLD), _share(p, P_RLD_MD)
         both = None if s_rld is None else s_rld + (s_rm or 0.0)
-        label = f"{P_RLD} {_pct(s_rld)} + {P_RLD_MD} {_pct(s_rm)}{rdma}"
-        out.append(_arrow(pre, relay, label, both, mid))
+        left = (f"{P_RLD} {_pct(s_rld)}", f"{P_RLD_MD} {_pct(s_rm)}")
+        out.append(_arrow(pre, relay, "RDMA", both, mid, left))
         if dec is not None:
             out.append(_arrow(relay, dec, f"{P_RLD_MD} {_pct(s_rm)} (hand-off)", s_rm, mid))
     return out

@@ -42,7 +42,7 @@ def sentence(plan: Plan, base: str) -> str:
         why = "has no plan" if relay_key not in plan.infeasible else "has no plan meeting the SLA"
         return f"{relay} {why}: {t} is the answer." if base in plans else f"{relay} {why}."
     if base not in plans:
-        return f"{relay} wins by default: {t} has no plan meeting the SLA."
+        return f"{relay} beats {t} by default: {t} has no plan meeting the SLA."
     gain = getattr(plan.comparison, f"bcr_gain_vs_{base}", None)
     a, b = plans[relay_key], plans[base]
     if gain is None:
