@@ -1,8 +1,8 @@
 """`pdd-plan regimes`: where PDD pays, over two axes; a grid on stdout, JSON/CSV and a heatmap.
 
 An axis is `NAME=START:STOP:STEP` (as `sweep --vary` spells a range) or `NAME=V1,V2,...` (any
-values, e.g. model names). NAME is a named axis (line_gbps, rate_rps, low_hit_share,
-line_price, rtt_ms, model; regimes/axes.py says how each is read) or a dotted scenario key.
+values, e.g. model names). NAME is a named axis (transfer_gbps, line_gbps, rate_rps,
+low_hit_share, line_price, rtt_ms, model; regimes/axes.py says how each is read) or a dotted scenario key.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pdd_plan.common.atomic import check_output
 from pdd_plan.common.errors import InputError
 
 REGIME_FORMATS = ("table", "json", "csv")
-DEFAULT_X = "line_gbps=1:10:1"
+DEFAULT_X = "transfer_gbps=0.05,0.1,0.15,0.2,0.25,0.3,0.5,1,2,5"
 DEFAULT_Y = "rate_rps=2:20:2"
 _NUM_RE = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 _INT_RE = re.compile(r"^[+-]?\d+$")
@@ -119,7 +119,8 @@ def regimes_cmd(
     x: str = typer.Option(
         DEFAULT_X,
         "--x",
-        help="Across: NAME=START:STOP:STEP or NAME=V1,V2,... NAME: line_gbps (one line of that "
+        help="Across: NAME=START:STOP:STEP or NAME=V1,V2,... NAME: transfer_gbps (the rate one "
+        "transfer gets, the default), line_gbps (one line of that "
         "many Gb/s, priced as the bundled line profiles interpolate), rate_rps, low_hit_share "
         "(requests below 95% hit), line_price ($/Gb/s/month), rtt_ms, model, or a dotted "
         "scenario key.",

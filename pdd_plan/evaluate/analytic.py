@@ -229,7 +229,7 @@ def rate_bound(fm: FleetModel, caps: Caps | None = None) -> float:
         per_req = float(np.dot(w, fm.shared.line_bytes))
         if per_req > 0:
             # singular requests finishing on relay decode do not cross: bound by those that may
-            bounds.append(c.line * fm.line.capacity_bytes_s / per_req / _crossing_floor(fm))
+            bounds.append(c.line * fm.line.usable_bytes_s / per_req / _crossing_floor(fm))
     cap = sum(fm.counts[o.cand.key] * c.decode * o.cand.tokens_per_s for o in fm.md + fm.rld)
     bounds.append(cap / max(float(np.dot(w, fm.classes.output_tokens)), 1e-9))
     return max(min(bounds), 0.0)
@@ -277,10 +277,11 @@ def _line_level(fm: FleetModel, rate: float) -> tuple[tables.LineOption, float]:
     if fm.line is None:
         return tables.rdma_option(), 0.0
     load = rate * float(np.dot(fm.classes.weight, fm.shared.line_bytes))
-    rho = load / fm.line.capacity_bytes_s
+    # of what the line and its pool carry, as the planner's line options and the law take it
+    rho = load / fm.line.usable_bytes_s
     level = min(max(rho, 1e-6) * (1 + 1e-6) + 1e-9, fm.caps.line)
     key = f"{fm.line.count}x{fm.line.sku.name}"
-    opt = tables.LineOption(key, fm.line, level, fm.line.cost_per_hour, fm.line.capacity_bytes_s)
+    opt = tables.LineOption(key, fm.line, level, fm.line.cost_per_hour, fm.line.usable_bytes_s)
     return opt, rho
 
 
@@ -381,6 +382,9 @@ def _plan(fm: FleetModel, rate, pool, line_opt, rho_l, sol, pt) -> ArchitectureP
         options=fm.md + fm.rld,
         solution=sol,
         times=pt.times,
+        # per stratum: the percentiles of the real mixture, not of the classes' means (with a
+        # flow-capped line a transfer's time follows its size, so eight classes misplace the P90)
+        operating=pt.fine,
         cost_per_hour=fm.fleet.cost_per_hour,
         milps=1,
         singular_max_output_tokens=pol.singular_max_output_tokens

@@ -5,14 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from pdd_plan.common.errors import InputError
 from pdd_plan.inputs import profiles
 from pdd_plan.inputs.pieces import ClassSpec, Profiles, ReplaySetup, Sites, singular_split
 from pdd_plan.inputs.schema.gpu import GPUProfile
-from pdd_plan.inputs.schema.io import load
+from pdd_plan.inputs.schema.io import load, validation_to_input_error
 from pdd_plan.inputs.schema.line import LineSKU
 from pdd_plan.inputs.schema.model import ModelProfile
-from pdd_plan.inputs.schema.scenario import Scenario, line_from_custom
+from pdd_plan.inputs.schema.scenario import CustomLine, Link, Scenario, line_from_custom, line_name
 
 
 @dataclass(frozen=True)
@@ -90,17 +92,35 @@ def build_context(sc: Scenario, file: str) -> Context:
     lines: list[LineSKU] = []
     if sc.link is not None:
         for i, c in enumerate(sc.link.candidates):
-            sku = (
-                profiles.line(c, f"link.candidates[{i}]", file)
-                if isinstance(c, str)
-                else line_from_custom(c, i)
-            )
-            if sc.link.rtt_ms is not None:
-                sku = sku.model_copy(update={"rtt_ms": sc.link.rtt_ms})
-            lines.append(sku)
+            lines.append(_candidate(sc.link, c, i, file))
     names = [d.name for d in sc.datacenters]
     p = sc.placement
     prefill_dc = p.prefill or names[0]
     relay_dc = p.relay_decode or prefill_dc
     main_dc = p.main_decode or (names[1] if len(names) > 1 else names[0])
     return Context(sc, file, model, gpus, lines, prefill_dc, relay_dc, main_dc, base)
+
+
+def _candidate(link: Link, c: str | CustomLine, i: int, file: str) -> LineSKU:
+    """A `link.candidates` entry as a line SKU: a bundled profile, an inline line (on its
+    `base` profile when given), with the link's RTT and per-transfer rate overrides."""
+    where = f"link.candidates[{i}]"
+    if isinstance(c, str):
+        sku = profiles.line(c, where, file)
+    elif c.base is not None:
+        base = profiles.line(c.base, f"{where}.base", file)
+        given = {k: getattr(c, k) for k in c.model_fields_set if k != "base"}
+        given.setdefault("name", line_name(c, i))
+        data = {**base.model_dump(), **given, "source": f"scenario {where} on {base.source}"}
+        try:
+            sku = LineSKU.model_validate(data)
+        except ValidationError as e:
+            raise validation_to_input_error(LineSKU, e, file, f"check {where}") from None
+    else:
+        sku = line_from_custom(c, i)
+    if link.rtt_ms is not None:
+        sku = sku.model_copy(update={"rtt_ms": link.rtt_ms})
+    if link.transfer_gbps is not None:
+        per = link.transfer_gbps / sku.streams_per_transfer / sku.tcp_efficiency
+        sku = sku.model_copy(update={"per_connection_gbps": per})
+    return sku

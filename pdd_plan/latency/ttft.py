@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from pdd_plan.latency.line import delay_shape
+from pdd_plan.latency.line.delay_shape import spread_points
 from pdd_plan.latency.prefill.pool import PrefillPool
 from pdd_plan.latency.prefill.wait import WaitLaw, wait_plus_exponential_survival
 
@@ -136,9 +137,18 @@ def ttft_quantiles(
     line_wait: np.ndarray | None = None,
     line_wait_var: np.ndarray | None = None,
     line_wait_atom: np.ndarray | None = None,
+    fixed_sd: np.ndarray | None = None,
 ) -> list[float]:
     """Quantiles of TTFT = fixed part (per class-path, weighted) + prefill wait + line queueing
-    (mean `line_wait`, variance `line_wait_var`, P(no delay) `line_wait_atom`; None: exponential)."""
+    (mean `line_wait`, variance `line_wait_var`, P(no delay) `line_wait_atom`; None: exponential).
+    `fixed_sd`: each entry's spread of fixed parts (a stratum of requests of different sizes),
+    spread uniformly (:func:`pdd_plan.latency.line.delay_shape.spread_points`)."""
+    if fixed_sd is not None and np.any(np.asarray(fixed_sd) > 0):
+        rep = spread_points(fixed, share, np.asarray(fixed_sd, dtype=float))
+        fixed, share, k = rep
+        line_wait = None if line_wait is None else np.repeat(line_wait, k)
+        line_wait_var = None if line_wait_var is None else np.repeat(line_wait_var, k)
+        line_wait_atom = None if line_wait_atom is None else np.repeat(line_wait_atom, k)
     keep = share > 1e-12
     if not np.any(keep):
         return [0.0 for _ in qs]

@@ -32,10 +32,11 @@ from pdd_plan.inputs.schema.plan import (
     TransferSeconds,
 )
 from pdd_plan.latency import paths as latency_paths
+from pdd_plan.latency import spread
 from pdd_plan.latency import ttft as ttft_law
 from pdd_plan.latency.line import delay_shape
 from pdd_plan.optimize.solved import QS, SolverResult
-from pdd_plan.perf import roofline
+from pdd_plan.perf import layers, roofline
 from pdd_plan.perf.instance import Instance, instance_key
 from pdd_plan.workload.requests import RequestClasses
 from pdd_plan.workload.stats import HIT_BIN_EDGES, hit_bin_index
@@ -115,17 +116,22 @@ def _mixture(
     return fine, {k: v[nc] * scale for k, v in shares.items()}
 
 
-def _kv_transfer(ft: latency_paths.PathTimes, shares: dict[str, np.ndarray]) -> dict[str, float]:
+def _kv_transfer(
+    ft: latency_paths.PathTimes, shares: dict[str, np.ndarray], sd_bytes: np.ndarray | None
+) -> dict[str, float]:
     """KV ready at prefill -> usable at main decode for the requests that send it there (all
     but p_rld): the bare transfer plus the line's delay law per stratum (delay_shape.two_moment;
     a transfer's delay depends on its size, not on its path), as the simulator's kv_transfer_s
-    measures it. A plan with no such request: the mean over all."""
+    measures it, each stratum's bare time spread as its sizes are (``sd_bytes``, at the bare
+    time's seconds per byte over the strata). A plan with no such request: the
+    mean over all."""
     w = sum(v for k, v in shares.items() if k != P_RLD)
     j = ft.line_wait(P_MD)
     bare = ft.line_s - j
     qs = delay_shape.transfer_quantiles(
-        bare, j, ft.line_wait_var(P_MD), ft.line_wait_atom(P_MD), w, QS
-    )
+        bare, j, ft.line_wait_var(P_MD), ft.line_wait_atom(P_MD), w, QS,
+        spread.bare_spread(bare, ft.line_bytes, w, sd_bytes),
+    )  # fmt: skip
     if qs is None:
         every = sum(shares.values())
         return {"mean": float(np.dot(every, ft.line_s) / max(float(np.sum(every)), 1e-300))}
@@ -219,6 +225,14 @@ def _first_step_shift(
     return out
 
 
+def _sd_bytes(p: SolverResult, classes: RequestClasses, mix: Mixture) -> np.ndarray | None:
+    """Per stratum, the spread of the bytes its requests send (None: unknown, or per class)."""
+    sd = classes.fine.lacked_sd
+    if sd is None or len(sd) != len(mix.times.line_s):
+        return None
+    return sd * layers.kv_bytes_per_token(p.prefill.model)
+
+
 def summarize(
     p: SolverResult, classes: RequestClasses, rate: float, prefill_dc: str
 ) -> ArchitecturePlan:
@@ -226,7 +240,7 @@ def summarize(
     shares = _shares(p, rate)
     mix = Mixture(shares, *_mixture(p, classes, shares))
     ttft = _ttft_quantiles(p, classes, rate, mix)
-    kv = _kv_transfer(mix.times, mix.fine_shares)
+    kv = _kv_transfer(mix.times, mix.fine_shares, _sd_bytes(p, classes, mix))
     _finite_or_refuse(p, [*ttft, kv["mean"]])
     owned, new = p.owned_split if p.owned_split is not None else (None, None)
     return ArchitecturePlan(
@@ -273,7 +287,8 @@ def _ttft_quantiles(
     line_wait = np.concatenate([ft.line_wait(k) for k in fshares])
     line_wait_var = np.concatenate([ft.line_wait_var(k) for k in fshares])
     atom = np.concatenate([ft.line_wait_atom(k) for k in fshares])
-    return ttft_law.ttft_quantiles(fixed, share, p.pool, QS, line_wait, line_wait_var, atom)
+    sd = spread.fixed_spread(classes, ft, fshares)
+    return ttft_law.ttft_quantiles(fixed, share, p.pool, QS, line_wait, line_wait_var, atom, sd)
 
 
 def tpot_ms(p: SolverResult, classes: RequestClasses, rate: float, mix: Mixture) -> TPOT:

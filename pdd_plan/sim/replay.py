@@ -211,11 +211,15 @@ def _move_kv(
         sizes = transfer.line_bytes(model, inp, np.nan_to_num(hit_d), pol.drc)
         if planned is not None:  # p_rld sends nothing (run_line skips a negative size)
             sizes = np.where(planned == P_RLD, -1.0, sizes)
+    ln = _loaded(ln, pf, sizes, hook)
     pool = ln.pool
-    order = np.argsort(pf.ready, kind="stable")
+    # the setup and the sender's copy out of GPU memory come before the line
+    pre = ln.pre_line_s(sizes if sizes is not None else pf.full_kv)
+    entry = pf.ready + pre
+    order = np.argsort(entry, kind="stable")
     rtt = ln.sku.rtt_ms / 1e3
     li = LineInputs(
-        pf.ready[order],
+        entry[order],
         order,
         sizes,
         ln.capacity_bytes_s,
@@ -235,16 +239,78 @@ def _move_kv(
     hit_d[p_rld] = np.nan
     line_bytes = np.where(p_rld, 0.0, line_bytes)
     # slow start on delivery (the connection is not held for it: a latency, not line time)
-    if ln.sku.slow_start == "every_transfer":
-        ramp = ln.slow_start_s(line_bytes)
-    else:  # persistent connections: only each connection's first transfer ramps up
-        ramp = np.zeros(n)
-        f = np.asarray(stats.fresh, dtype=np.int64)
-        ramp[f] = ln.slow_start_s(line_bytes[f])
+    ramp = _ramp(ln, line_bytes, conn_start, end, pf.server, stats)
     mv = Moved(route, end + rtt + ramp, hit_d, line_bytes, conn_start, stats)
     mv.cap_bps, mv.pool, mv.usable_bps = ln.capacity_bytes_s, pool, ln.usable_bytes_s
     mv.connections, mv.streams = ln.connections, ln.streams
     return mv
+
+
+def _loaded(
+    ln: transfer.LineConfig,
+    pf: Prefilled,
+    sizes: np.ndarray | None,
+    hook: DRCHook | None,
+) -> transfer.LineConfig:
+    """The line at the replay's offered load (:meth:`LineConfig.loaded`, as the law takes it
+    at the plan's): the bytes offered over the span of KV readiness, of its usable capacity.
+    Sized by the DRC as the replay goes, the full KV stands in (an upper bound on the load)."""
+    if ln.sku.congestive_loss_rate <= 0 or len(pf.ready) < 2:
+        return ln
+    x = np.asarray(sizes if sizes is not None else pf.full_kv, dtype=float)
+    if hook is not None:
+        x = np.asarray(hook.full_bytes, dtype=float)
+    span = float(np.max(pf.ready) - np.min(pf.ready))
+    if span <= 0:
+        return ln
+    rho = float(np.sum(x[x > 0])) / span / ln.usable_bytes_s
+    return ln.loaded(rho)[0]
+
+
+def _ramp(
+    ln: transfer.LineConfig,
+    line_bytes: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    server: np.ndarray,
+    stats: LineStats,
+) -> np.ndarray:
+    """Each transfer's slow-start penalty: every transfer's (``every_transfer``); the first
+    transfer of each connection the pool opens (``first_use``); or (``after_idle``) the
+    restart after its connections' idle gap, each prefill instance (the sender) keeping its
+    own: the time since that sender's previous transfer left the line (never used: cold)."""
+    n = len(line_bytes)
+    mode = ln.sku.slow_start
+    if mode == "every_transfer":
+        return ln.slow_start_s(line_bytes)
+    ramp = np.zeros(n)
+    if mode == "first_use":  # persistent connections: only each connection's first transfer
+        f = np.asarray(stats.fresh, dtype=np.int64)
+        ramp[f] = ln.slow_start_s(line_bytes[f])
+        return ramp
+    moved = np.flatnonzero(~np.isnan(start) & (line_bytes > 0))
+    if moved.size == 0:
+        return ramp
+    srv = np.asarray(server)[moved]
+    o = np.lexsort((moved, start[moved], srv))  # by sender, then by start
+    k, s_k = moved[o], srv[o]
+    prev_end = np.concatenate([[np.nan], end[k][:-1]])
+    first = np.concatenate([[True], s_k[1:] != s_k[:-1]])
+    # the sender's latest end so far (a later-started transfer may end first)
+    idle = np.where(first, np.inf, start[k] - _running_max(prev_end, first))
+    ramp[k] = ln.idle_slow_start_s(line_bytes[k], np.maximum(idle, 0.0))
+    return ramp
+
+
+def _running_max(x: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """``x``'s running maximum, restarting where ``first`` (NaN at a group's start)."""
+    grp = np.cumsum(first)
+    out = np.empty_like(x)
+    y = np.where(np.isnan(x), -np.inf, x)
+    for g in np.unique(grp):  # one pass per sender: a few dozen prefill instances
+        m = grp == g
+        out[m] = np.maximum.accumulate(y[m])
+    return out
 
 
 def _decode(

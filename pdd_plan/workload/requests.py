@@ -44,6 +44,9 @@ class RequestClasses:
     # squared CV of the inter-arrival gaps the prefill queue sees (1: Poisson; cv^2 for the
     # scenario's gamma-gap arrivals, workload.arrival_cv)
     arrival_ca2: float = 1.0
+    # per stratum: the standard deviation of its members' tokens MD lacks (input x (1 -
+    # hit_d), what crosses the line), where the strata were built from requests; None: unknown
+    lacked_sd: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.weight.shape[0])

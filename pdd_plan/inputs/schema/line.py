@@ -30,6 +30,11 @@ DEFAULT_STREAMS_PER_TRANSFER = 4
 # 16 transfers in flight on a line (assumption, see the bundled profiles' source), each holding
 # its streams: the pool's connections
 DEFAULT_CONNECTIONS = 16 * DEFAULT_STREAMS_PER_TRANSFER
+# Linux's floor on the retransmission timeout, TCP_RTO_MIN = HZ / 5 (include/net/tcp.h): a
+# steady connection's RTO is its smoothed RTT plus at least this (tcp_set_rto, __tcp_set_rto)
+DEFAULT_RTO_MIN_MS = 200.0
+# other tenants' traffic at most this share of the line (a line they fill is no line to plan on)
+MAX_BACKGROUND_LOAD = 0.95
 
 
 class LineSKU(Strict):
@@ -49,8 +54,22 @@ class LineSKU(Strict):
     mss_bytes: PositiveInt = DEFAULT_MSS_BYTES
     initial_window_segments: PositiveInt = DEFAULT_INITIAL_WINDOW
     # 'first_use': persistent connections, slow start once per connection (then kept warm);
-    # 'every_transfer': a fresh (or idle-reset) connection per transfer pays it every time
-    slow_start: Literal["first_use", "every_transfer"] = "first_use"
+    # 'every_transfer': a fresh (or idle-reset) connection per transfer pays it every time;
+    # 'after_idle': as Linux with net.ipv4.tcp_slow_start_after_idle=1 (its default): a
+    # connection idle longer than its RTO restarts, its window halved per RTO idle, never
+    # below the initial window (tcp_cwnd_restart, RFC 2861 / RFC 5681 section 4.1)
+    slow_start: Literal["first_use", "every_transfer", "after_idle"] = "first_use"
+    rto_min_ms: float = Field(default=DEFAULT_RTO_MIN_MS, ge=0)  # RTO = RTT + this (Linux)
+    # other tenants' mean share of the line's capacity; our transfers share the rest
+    background_load: float = Field(default=0.0, ge=0, le=MAX_BACKGROUND_LOAD)
+    # loss added at a full line: loss at the line's total utilization u (other tenants' and
+    # ours) is loss_rate + congestive_loss_rate x u
+    congestive_loss_rate: float = Field(default=0.0, ge=0, lt=1)
+    # before the line: a fixed per-transfer setup and the sender's copy of the KV out of GPU
+    # memory (a fixed part, and a per-byte part at sender_copy_gbps when given)
+    setup_ms: float = Field(default=0.0, ge=0)
+    sender_copy_ms: float = Field(default=0.0, ge=0)
+    sender_copy_gbps: PositiveFloat | None = None
     message_bytes: PositiveFloat = 1024 * 1024  # one page/layer message (slice) of a transfer
     message_header_bytes: float = Field(default=DEFAULT_HEADER_BYTES, ge=0)
     message_round_trip: bool = False  # each message waits for an application ack
@@ -67,6 +86,11 @@ class LineSKU(Strict):
     @model_validator(mode="after")
     def _streams_fit_pool(self) -> "LineSKU":
         check_streams(self.streams_per_transfer, self.connections)
+        if self.loss_rate + self.congestive_loss_rate >= 1:
+            raise ValueError(
+                f"loss_rate {self.loss_rate} + congestive_loss_rate {self.congestive_loss_rate}"
+                " reaches 1 at a full line: a packet loss probability is below 1; lower either"
+            )
         return self
 
     @property
@@ -75,8 +99,18 @@ class LineSKU(Strict):
 
     @property
     def bytes_per_s(self) -> float:
-        """Usable bytes/s of one line."""
-        return self.gbps * 1e9 / 8.0 * self.tcp_efficiency
+        """Usable bytes/s of one line for our transfers: its goodput less other tenants' share."""
+        return self.gbps * 1e9 / 8.0 * self.tcp_efficiency * (1.0 - self.background_load)
+
+    @property
+    def rto_s(self) -> float:
+        """A steady connection's retransmission timeout: RTT plus the RTO floor (Linux)."""
+        return (self.rtt_ms + self.rto_min_ms) / 1e3
+
+    def loss_at(self, utilization: float) -> float:
+        """Packet loss at the line's total utilization (other tenants' and ours, 0-1)."""
+        u = min(max(float(utilization), 0.0), 1.0)
+        return self.loss_rate + self.congestive_loss_rate * u
 
 
 def check_streams(streams: int, connections: int) -> None:

@@ -184,6 +184,9 @@ class CustomLine(Strict):
     per_connection_gbps: PositiveFloat | None = None
     """One connection's measured goodput (from `line calibrate`); default: from window / RTT and
     loss."""
+    base: Name | None = None
+    """A bundled line profile whose other fields (loss, slow start, other tenants' load, the
+    sender's copy) this line keeps; the fields given here replace the base's."""
 
     @model_validator(mode="after")
     def _streams_fit_pool(self) -> "CustomLine":
@@ -198,6 +201,9 @@ class Link(Strict):
     max_lines: PositiveInt = 4
     """Most lines of one SKU the optimizer may lease."""
     rtt_ms: float | None = Field(default=None, ge=0)  # overrides every candidate's RTT
+    # overrides the rate one transfer gets on every candidate (Gb/s of goodput): its
+    # per_connection_gbps becomes this over streams_per_transfer x tcp_efficiency
+    transfer_gbps: PositiveFloat | None = Field(default=None, le=MAX_LINE_GBPS)
     """Overrides every candidate's RTT (ms)."""
 
     @field_validator("max_lines")

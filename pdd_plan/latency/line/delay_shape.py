@@ -101,20 +101,36 @@ def transfer_quantiles(
     atom: np.ndarray,
     weight: np.ndarray,
     qs: tuple[float, ...],
+    bare_sd_s: np.ndarray | None = None,
 ) -> list[float] | None:
     """Quantiles of a KV transfer's time over a weighted mixture: ``bare + E`` per entry, ``E``
     the two-moment delay of :func:`two_moment`; by bisection on the mixture's survival (60
-    halvings: far below a microsecond). None when the weights are all zero."""
+    halvings: far below a microsecond). None when the weights are all zero.
+
+    ``bare_sd_s``: each entry's spread of bare times (a stratum of requests whose sizes
+    differ): its bare time then spreads uniformly with that standard deviation over
+    :data:`SPREAD_POINTS` points, so a quantile inside a wide stratum is not its mean's (where
+    a transfer's time follows its size, the mean of the top half of requests is not their
+    median)."""
     w = np.asarray(weight, dtype=float)
     if not np.isfinite(w).all() or w.sum() <= 0:
         return None
     w = w / w.sum()
     bare = np.asarray(bare_s, dtype=float)
     law = two_moment(mean_s, var_s2, atom)
+    if bare_sd_s is not None and np.any(np.asarray(bare_sd_s) > 0):
+        bare, w, law = _spread(bare, w, law, np.asarray(bare_sd_s, dtype=float))
     if not (np.isfinite(law.shift).all() and np.isfinite(law.scale).all()):
         return [float("inf")] * len(qs)
     lo0 = float(bare.min()) if bare.size else 0.0
-    hi0 = float(np.max(bare + law.shift + 60.0 * law.scale)) + 1e-9
+    # no entry's own survival at its top quantile is above the mixture's there (a mixture's
+    # survival is at most its entries' largest), so every quantile asked lies below the
+    # largest of the entries' own: a bracket 60 halvings resolve (a rare, long delay's
+    # 60 x scale may be ~1e20 s, which they do not)
+    tail = 1.0 - max(qs)
+    with np.errstate(divide="ignore"):
+        own = bare + law.shift + law.scale * np.log(np.maximum(law.q / max(tail, 1e-300), 1.0))
+    hi0 = float(np.max(own)) * (1 + 1e-9) + 1e-9
     seen: dict[float, float] = {}  # the mixture's survival at each t asked
 
     def ahead(lo: float, hi: float) -> None:
@@ -133,6 +149,32 @@ def transfer_quantiles(
         return lambda t: seen[t] > 1.0 - q
 
     return [bisect(above(q), lo0 - 1e-12, hi0, 60, ahead) for q in qs]
+
+
+SPREAD_POINTS = 8  # points a spread entry's uniform bare time is split into
+
+
+def spread_points(
+    values: np.ndarray, weight: np.ndarray, sd: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Each entry as :data:`SPREAD_POINTS` equal-weight points of a uniform of its value and
+    standard deviation ``sd`` (half-width ``sqrt(3) sd``, never below zero): the points, their
+    weights and how many points each entry became."""
+    k = SPREAD_POINTS
+    v = np.asarray(values, dtype=float)
+    off = (2.0 * np.arange(k) + 1.0 - k) / k * np.sqrt(3.0)  # sd 1 up to the grid's
+    width = np.minimum(np.maximum(sd, 0.0), np.maximum(v, 0.0) / np.sqrt(3.0))
+    pts = (v[:, None] + width[:, None] * off[None, :]).ravel()
+    return pts, np.repeat(np.asarray(weight, dtype=float) / k, k), k
+
+
+def _spread(
+    bare: np.ndarray, w: np.ndarray, law: TwoMoment, sd: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, TwoMoment]:
+    """:func:`spread_points` of the bare times, the delay law repeated."""
+    pts, pw, k = spread_points(bare, w, sd)
+    rep = TwoMoment(*(np.repeat(getattr(law, f), k) for f in ("shift", "q", "scale")))
+    return pts, pw, rep
 
 
 def midpoints_ahead(lo: float, hi: float, depth: int) -> list[float]:

@@ -100,10 +100,13 @@ def _transfer_law(
     prefill_s: np.ndarray | None,
 ) -> TransferLaw:
     """:func:`transfer_law`, computed."""
+    line, rho = line.loaded(rho)  # congestive loss at the line's load slows each connection
     queue, cv2, atom = _line_shape(xb, line, rho, weight)
-    lt = poisson_mean_s(xb, line, queue) * stretch
+    ramp = slow_start_mean_s(xb, line, rho, weight, queue, pool)
+    pre = line.pre_line_s(xb)
+    lt = pre + (poisson_mean_s(xb, line, queue, ramp) - pre) * stretch
     # the bare transfer (no other flow in the way) is fixed; queueing beyond it is random
-    bare = np.minimum(transfer.bare_transfer_s(xb, line), lt)
+    bare = np.minimum(transfer.bare_transfer_s(xb, line, ramp), lt)
     sz = xb / line.usable_bytes_s
     base, burst = lt - bare, np.zeros_like(xb)
     if 0 < rho < 1 and (ca2 != 1.0 or pool is not None):
@@ -148,11 +151,40 @@ def _line_shape(
     return hit[1], hit[2].copy(), hit[3].copy()
 
 
+def slow_start_mean_s(
+    x: np.ndarray,
+    line: transfer.LineConfig,
+    rho: float,
+    weight: np.ndarray,
+    queue: limited_ps.LimitedPS,
+    pool: input_stream.FeedingPool | None,
+) -> np.ndarray:
+    """The mean slow-start penalty per size: every transfer's (``every_transfer``), none in
+    steady state (``first_use``), or (``after_idle``) the restart after the idle gap of the
+    sender's lanes: the line's ``rho x usable / E[x]`` transfers a second come in turn from
+    the prefill instances of ``pool`` (one sender without it), each keeping its lanes busy
+    its hold, ``x x per_byte`` (:meth:`LineConfig.expected_idle_slow_start_s`)."""
+    if line.sku.slow_start != "after_idle":
+        return line.every_transfer_slow_start_s(x)
+    w = np.asarray(weight, dtype=float)
+    mean_x = float(np.dot(w, x) / np.sum(w))
+    if rho <= 0 or mean_x <= 0:
+        return line.slow_start_s(x)
+    senders = max(int(pool.count), 1) if pool is not None else 1
+    rate = rho * line.usable_bytes_s / mean_x / senders
+    return line.expected_idle_slow_start_s(x, rate, mean_x * queue.per_byte)
+
+
 def poisson_mean_s(
-    x: np.ndarray, line: transfer.LineConfig, queue: limited_ps.LimitedPS
+    x: np.ndarray,
+    line: transfer.LineConfig,
+    queue: limited_ps.LimitedPS,
+    ramp_s: np.ndarray | None = None,
 ) -> np.ndarray:
     """Mean time from KV ready to KV delivered for ``x``-byte transfers with Poisson arrivals:
-    the hold (``x`` times the queue's seconds per byte) plus slow start where every transfer
-    pays it, the pool wait, and one RTT on delivery."""
-    hold = x * queue.per_byte + line.every_transfer_slow_start_s(x)
-    return hold + queue.wait + line.sku.rtt_ms / 1e3
+    the setup and sender's copy, the hold (``x`` times the queue's seconds per byte), slow
+    start (``ramp_s``; default: where every transfer pays it), the pool wait, and one RTT on
+    delivery."""
+    ramp = line.every_transfer_slow_start_s(x) if ramp_s is None else ramp_s
+    hold = x * queue.per_byte + ramp
+    return line.pre_line_s(x) + hold + queue.wait + line.sku.rtt_ms / 1e3

@@ -73,23 +73,52 @@ def flow_rate_bytes_s(sku: LineSKU) -> float:
     return m / t
 
 
-def slow_start_s(size_bytes: np.ndarray | float, rate_bytes_s: float, sku: LineSKU) -> np.ndarray:
-    """Extra seconds a fresh connection takes to send ``size`` bytes, over ``size / rate``.
+def slow_start_s(
+    size_bytes: np.ndarray | float,
+    rate_bytes_s: float,
+    sku: LineSKU,
+    start_window_bytes: np.ndarray | float | None = None,
+) -> np.ndarray:
+    """Extra seconds a connection starting at ``start_window_bytes`` (default: the initial
+    window) takes to send ``size`` bytes, over ``size / rate``.
 
-    Round ``i`` sends ``IW x 2^i`` bytes (IW = initial window in bytes) and takes one RTT, until
-    the window reaches ``W* = rate x RTT`` after ``k = ceil(log2(W* / IW))`` rounds that carried
-    ``B = IW (2^k - 1)`` bytes. So ``T(x) = ceil(log2(x / IW + 1)) RTT`` for ``x <= B``, else
+    Round ``i`` sends ``w0 x 2^i`` bytes and takes one RTT, until the window reaches
+    ``W* = rate x RTT`` after ``k = ceil(log2(W* / w0))`` rounds that carried
+    ``B = w0 (2^k - 1)`` bytes. So ``T(x) = ceil(log2(x / w0 + 1)) RTT`` for ``x <= B``, else
     ``k RTT + (x - B) / rate``; the penalty is ``T(x) - x / rate`` (never negative).
     """
     x = np.asarray(size_bytes, dtype=float)
     rtt = sku.rtt_ms / 1e3
     iw = float(sku.initial_window_segments * sku.mss_bytes)
+    w0 = np.full_like(x, iw) if start_window_bytes is None else np.asarray(start_window_bytes)
+    w0 = np.maximum(np.broadcast_to(w0, x.shape).astype(float), iw)
     target = rate_bytes_s * rtt
-    if rtt <= 0 or not math.isfinite(rate_bytes_s) or target <= iw:
+    if rtt <= 0 or not math.isfinite(rate_bytes_s):
         return np.zeros_like(x)
-    k = math.ceil(math.log2(target / iw))
-    ramp = iw * (2.0**k - 1.0)
-    small = np.ceil(np.log2(np.maximum(x, 0.0) / iw + 1.0)) * rtt
+    with np.errstate(divide="ignore", invalid="ignore"):
+        k = np.ceil(np.log2(np.maximum(target / w0, 1.0)))
+        ramp = w0 * (2.0**k - 1.0)
+        small = np.ceil(np.log2(np.maximum(x, 0.0) / w0 + 1.0)) * rtt
     big = k * rtt + (x - ramp) / rate_bytes_s
     t = np.where(x <= ramp, small, big)
-    return np.maximum(t - x / rate_bytes_s, 0.0)
+    return np.where(target > w0, np.maximum(t - x / rate_bytes_s, 0.0), 0.0)
+
+
+def restart_halvings(idle_s: np.ndarray, sku: LineSKU) -> np.ndarray:
+    """Window halvings after ``idle_s`` of silence, as Linux's tcp_cwnd_restart counts them
+    (net/ipv4/tcp_output.c): none unless idle longer than the RTO, then one per RTO elapsed
+    beyond the first (``delta -= rto`` while positive). Never-used connections: ``inf``."""
+    g = np.asarray(idle_s, dtype=float)
+    rto = sku.rto_s
+    if rto <= 0:
+        return np.where(g > 0, np.inf, 0.0)
+    with np.errstate(invalid="ignore"):
+        return np.where(g > rto, np.ceil(g / rto) - 1.0, 0.0)
+
+
+def restart_window_bytes(halvings: np.ndarray, rate_bytes_s: float, sku: LineSKU) -> np.ndarray:
+    """The window a connection restarts at: its steady window ``rate x RTT`` halved
+    ``halvings`` times, never below the initial window (Linux's restart_cwnd)."""
+    w = rate_bytes_s * sku.rtt_ms / 1e3
+    iw = float(sku.initial_window_segments * sku.mss_bytes)
+    return np.maximum(w / np.power(2.0, np.asarray(halvings, dtype=float)), iw)

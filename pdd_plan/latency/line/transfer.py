@@ -8,6 +8,7 @@ Each transfer holds ``k = streams_per_transfer`` connections of a finite pool an
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -81,28 +82,110 @@ class LineConfig:
     def gbps(self) -> float:
         return self.sku.gbps * self.count
 
-    def slow_start_s(self, size_bytes: np.ndarray) -> np.ndarray:
-        """Slow-start penalty of a transfer on fresh connections: its ``k`` connections ramp up
-        side by side, each carrying ``size / k`` toward one connection's rate."""
+    def slow_start_s(
+        self, size_bytes: np.ndarray, start_window_bytes: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Slow-start penalty of a transfer whose ``k`` connections start at
+        ``start_window_bytes`` (default: the initial window): they ramp up side by side, each
+        carrying ``size / k`` toward one connection's rate."""
         x = np.asarray(size_bytes, dtype=float) / self.streams
-        return tcp.slow_start_s(x, self.connection_bytes_s, self.sku)
+        return tcp.slow_start_s(x, self.connection_bytes_s, self.sku, start_window_bytes)
+
+    def idle_slow_start_s(self, size_bytes: np.ndarray, idle_s: np.ndarray) -> np.ndarray:
+        """``slow_start: after_idle``: the penalty of transfers whose connections sat idle
+        ``idle_s`` (``inf``: never used), restarted as Linux restarts them
+        (:func:`tcp.restart_halvings`, :func:`tcp.restart_window_bytes`)."""
+        m = tcp.restart_halvings(idle_s, self.sku)
+        w0 = tcp.restart_window_bytes(m, self.connection_bytes_s, self.sku)
+        return self.slow_start_s(size_bytes, w0)
+
+    def expected_idle_slow_start_s(
+        self, size_bytes: np.ndarray, sender_rate: float, busy_s: float
+    ) -> np.ndarray:
+        """The mean ``after_idle`` penalty when a sender's transfers come as a Poisson stream
+        of ``sender_rate`` a second, each keeping the sender's lanes busy ``busy_s`` on average:
+        its lanes are idle at an arrival with chance ``exp(-rate busy)`` (M/G/inf, whatever
+        the holding times' law) and then idle for an exponential time, so idle past ``j``
+        RTOs with chance ``exp(-rate (busy + j RTO))``; ``j`` halvings restart the window at
+        :func:`tcp.restart_window_bytes`. The replay's senders see their lanes busy more often
+        than Poisson arrivals would (an instance takes no request while it prefills the long,
+        low-hit request whose long transfer follows), so this errs toward more restarts."""
+        x = np.asarray(size_bytes, dtype=float)
+        sku, rto = self.sku, self.sku.rto_s
+        if sender_rate <= 0:  # a sender that never sends again: every transfer starts cold
+            return self.slow_start_s(x)
+        iw = float(sku.initial_window_segments * sku.mss_bytes)
+        w = self.connection_bytes_s * sku.rtt_ms / 1e3
+        top = max(int(math.ceil(math.log2(w / iw))), 1) if w > iw else 1
+        out = np.zeros_like(x)
+        for j in range(1, top + 1):  # P(exactly j halvings); the last, j or more (at IW)
+            p_ge = math.exp(-sender_rate * (j * rto + busy_s))
+            p = p_ge if j == top else p_ge - math.exp(-sender_rate * ((j + 1) * rto + busy_s))
+            if p > 0:
+                w0 = tcp.restart_window_bytes(np.full_like(x, j), self.connection_bytes_s, sku)
+                out += p * self.slow_start_s(x, w0)
+        return out
 
     def every_transfer_slow_start_s(self, size_bytes: np.ndarray) -> np.ndarray:
         """The penalty every transfer pays (``slow_start: every_transfer``), else zeros: with
         persistent connections only each connection's first transfer ramps up, which steady
-        state never sees."""
+        state never sees (``after_idle``: :meth:`expected_idle_slow_start_s`)."""
         x = np.asarray(size_bytes, dtype=float)
         if self.sku.slow_start == "every_transfer":
             return self.slow_start_s(x)
         return np.zeros_like(x)
 
+    def pre_line_s(self, size_bytes: np.ndarray) -> np.ndarray:
+        """Before a transfer reaches the line: its setup and the sender's copy out of GPU
+        memory (fixed, plus ``size / sender_copy_gbps`` when given)."""
+        x = np.asarray(size_bytes, dtype=float)
+        sku = self.sku
+        t = np.full_like(x, (sku.setup_ms + sku.sender_copy_ms) / 1e3)
+        if sku.sender_copy_gbps is not None:
+            t = t + x / (sku.sender_copy_gbps * 1e9 / 8.0)
+        return t
 
-def bare_transfer_s(size_bytes: np.ndarray, line: LineConfig) -> np.ndarray:
-    """A transfer alone on the line: at ``k`` connections' rate (or the line's), plus slow start
-    where every transfer pays it, plus one RTT for delivery."""
+    def utilization(self, rho: float) -> float:
+        """The line's total utilization (other tenants' and ours) when our transfers use
+        ``rho`` of :attr:`usable_bytes_s`."""
+        bg = self.sku.background_load
+        raw = self.capacity_bytes_s / (1.0 - bg)
+        return bg + rho * self.usable_bytes_s / raw if math.isfinite(raw) else bg
+
+    def loaded(self, rho: float) -> tuple[LineConfig, float]:
+        """This line at our utilization ``rho`` of :attr:`usable_bytes_s`: its loss at the
+        line's total utilization (``congestive_loss_rate``), so one connection's rate, and
+        ``rho`` of the loaded line's usable capacity (more when the pool binds). Itself
+        without congestive loss (at ``rho`` 0: other tenants' load alone). Memoized, the SKU kept alive (the law's memos key on it)."""
+        sku = self.sku
+        if sku.congestive_loss_rate <= 0:
+            return self, rho
+        u = self.utilization(max(rho, 0.0))
+        key = (id(sku), self.count, float(u))
+        hit = _LOADED.get(key)
+        if hit is None or hit[0] is not sku:
+            if len(_LOADED) > 4096:
+                _LOADED.clear()
+            upd = {"loss_rate": sku.loss_at(u), "congestive_loss_rate": 0.0}
+            hit = (sku, LineConfig(sku.model_copy(update=upd), self.count))
+            _LOADED[key] = hit
+        cfg = hit[1]
+        return cfg, rho * self.usable_bytes_s / cfg.usable_bytes_s if rho > 0 else rho
+
+
+_LOADED: dict[tuple, tuple[LineSKU, LineConfig]] = {}
+
+
+def bare_transfer_s(
+    size_bytes: np.ndarray, line: LineConfig, ramp_s: np.ndarray | None = None
+) -> np.ndarray:
+    """A transfer alone on the line: its setup and the sender's copy, at ``k`` connections'
+    rate (or the line's), plus slow start (``ramp_s``; default: where every transfer pays it),
+    plus one RTT for delivery."""
     x = np.asarray(size_bytes, dtype=float)
     rate = min(line.capacity_bytes_s, line.flow_cap_bytes_s)
-    return x / rate + line.every_transfer_slow_start_s(x) + line.sku.rtt_ms / 1e3
+    ramp = line.every_transfer_slow_start_s(x) if ramp_s is None else ramp_s
+    return line.pre_line_s(x) + x / rate + ramp + line.sku.rtt_ms / 1e3
 
 
 def rdma_transfer_s(

@@ -4,9 +4,13 @@ A regime map varies two things a user weighs when asking whether relay decode pa
 are plain scenario keys (`rate_rps` is `workload.rate_rps`, `rtt_ms` is `link.rtt_ms`,
 `model` is `model`, and any dotted key works as in `pdd-plan sweep`); three need a reading:
 
+* ``transfer_gbps``: the rate one transfer gets, Gb/s (`link.transfer_gbps`: every
+  candidate's `per_connection_gbps` becomes it over `streams_per_transfer` x
+  `tcp_efficiency`), the line's capacity kept: what decides whether relay decode pays.
 * ``line_gbps``: the datacenters are joined by **one** line of that many Gb/s
   (`link.candidates` becomes that one SKU, `link.max_lines` 1), so the axis is the line
-  capacity itself. Its price follows the rule the bundled eth-20g/25g/40g profiles' sources
+  capacity itself; on the scenario's first candidate profile (its per-transfer behaviour
+  kept) when it names one, else a pristine line as below. Its price follows the rule the bundled eth-20g/25g/40g profiles' sources
   state: linear in $/Gbps between the 10 G metro lit midpoint ($275/Gbps) and the 100 G one
   ($100/Gbps), rounded to the dollar; below 10 G the 10 G figure ($275/Gbps, no metro lit
   price below 10 G in the source), above 100 G the 100 G figure (as eth-400g extrapolates).
@@ -52,8 +56,13 @@ def line_price_per_month(gbps: float) -> float:
     return float(round(per * gbps))
 
 
-def line_of(gbps: float) -> dict:
-    """The custom `link.candidates` entry of a `gbps` line priced by `line_price_per_month`."""
+def line_of(gbps: float, base: str | None = None) -> dict:
+    """The custom `link.candidates` entry of a `gbps` line priced by `line_price_per_month`:
+    on the bundled profile `base` (what one transfer gets kept), else a pristine line."""
+    if base is not None:
+        name = f"{base.rsplit('-', 1)[0]}-{gbps:g}g"
+        return {"name": name, "gbps": gbps, "cost_per_month": line_price_per_month(gbps),
+                "base": base}  # fmt: skip
     return {
         "name": f"eth-{gbps:g}g",
         "gbps": gbps,
@@ -67,25 +76,21 @@ def _field(name: str) -> str:
 
 
 def _set_line_gbps(data: dict, value: Any, file: str | None = None) -> dict:
-    out = set_key(data, "link.candidates", [line_of(float(value))])
+    cands = (data.get("link") or {}).get("candidates") or []
+    first = cands[0] if cands else None
+    base = first if isinstance(first, str) else (first or {}).get("base")
+    out = set_key(data, "link.candidates", [line_of(float(value), base)])
     return set_key(out, "link.max_lines", 1)
 
 
 def _candidate_dict(c: Any, i: int, file: str | None) -> dict:
-    """A `link.candidates` entry as an inline line (a bundled name is read from its profile)."""
+    """A `link.candidates` entry as an inline line (a bundled name: on that profile)."""
     if isinstance(c, dict):
         return dict(c)
 
     sku = profiles.line(str(c), f"link.candidates[{i}]", file)
-    return {
-        "name": sku.name,
-        "gbps": sku.gbps,
-        "cost_per_month": sku.cost_per_month,
-        "rtt_ms": sku.rtt_ms,
-        "tcp_efficiency": sku.tcp_efficiency,
-        "connections": sku.connections,
-        "per_connection_gbps": sku.per_connection_gbps,
-    }
+    return {"name": sku.name, "gbps": sku.gbps, "cost_per_month": sku.cost_per_month,
+            "base": str(c)}  # fmt: skip
 
 
 def _set_line_price(data: dict, value: Any, file: str | None) -> dict:
@@ -177,12 +182,17 @@ NAMED: dict[str, AxisKind] = {
         ),
         AxisKind("line_price", "line price ($/Gb/s/month)", _set_line_price),
         AxisKind("rtt_ms", "line RTT (ms)", _key_axis("link.rtt_ms", "rtt_ms")),
+        AxisKind(
+            "transfer_gbps",
+            "rate one transfer gets (Gb/s)",
+            _key_axis("link.transfer_gbps", "transfer_gbps"),
+        ),
         AxisKind("model", "model", _key_axis("model")),
     )
 }
 
 
-_POSITIVE = ("line_gbps", "line_price", "rate_rps")
+_POSITIVE = ("line_gbps", "line_price", "rate_rps", "transfer_gbps")
 
 
 @dataclass(frozen=True)

@@ -162,5 +162,7 @@ def _strata(
     def mean(x: np.ndarray) -> np.ndarray:
         return np.bincount(inv, weights=x, minlength=keys.shape[0]) / cnt
 
-    nodes = RequestClasses(mean(inp), mean(out), mean(hp), mean(hd), cnt / float(n))
+    lacked = inp * (1.0 - hd)  # a transfer's time follows these within a stratum too
+    sd = np.sqrt(np.maximum(mean(lacked * lacked) - mean(lacked) ** 2, 0.0))
+    nodes = RequestClasses(mean(inp), mean(out), mean(hp), mean(hd), cnt / float(n), lacked_sd=sd)
     return nodes, (keys // k).astype(np.int64)

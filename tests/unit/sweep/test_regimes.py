@@ -20,6 +20,7 @@ from pdd_plan.inputs import profiles
 from pdd_plan.inputs.context import build_context
 from pdd_plan.inputs.schema.io import parse, read_yaml
 from pdd_plan.inputs.schema.scenario import Scenario
+from pdd_plan.latency.line import transfer
 from pdd_plan.optimize import optimize
 from pdd_plan.sweep.regimes.around import axes_around
 from pdd_plan.sweep.regimes.axes import (
@@ -34,9 +35,9 @@ from pdd_plan.sweep.regimes.grid import GAIN_LINE, GAIN_LOCAL, regime_map
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = str(ROOT / "examples" / "pdd-paper.yaml")
 PNG = b"\x89PNG\r\n\x1a\n"
-# a narrow line (1 Gb/s: relay decode is what makes 2 req/s feasible there, as in
-# examples/narrow-line.yaml), a middling one and a wide one; a small rate and a larger one
-X = RegimeAxis("line_gbps", (1, 4, 10))
+# the rate one transfer gets: slow (0.1 Gb/s: relay decode is what makes the SLA feasible), about
+# the default's shared line (0.2) and fast (0.5); a small rate and a larger one
+X = RegimeAxis("transfer_gbps", (0.1, 0.2, 0.5))
 Y = RegimeAxis("rate_rps", (2, 10))
 
 
@@ -105,8 +106,26 @@ def test_line_axis_is_one_line_and_price_axis_prices_every_candidate() -> None:
     assert [(c["gbps"], c["cost_per_month"]) for c in d["link"]["candidates"]] == [(20.0, 1000.0)]
     d = apply_axes(base, [RegimeAxis("line_price", (50,))], [50], EXAMPLE)
     costs = {c["name"]: c["cost_per_month"] for c in d["link"]["candidates"]}
-    assert costs == {"eth-10g": 500, "eth-25g": 1250, "eth-40g": 2000, "eth-100g": 5000}
-    assert base["link"]["candidates"][0] == "eth-10g"  # the input is not modified
+    assert costs == {"shared-10g": 500, "shared-25g": 1250, "shared-40g": 2000, "shared-100g": 5000}
+    assert base["link"]["candidates"][0] == "shared-10g"  # the input is not modified
+    # each priced line keeps its profile's per-transfer behaviour (loss, slow start, ...)
+    sku = build_context(parse(Scenario, d, EXAMPLE), EXAMPLE).lines[0]
+    shared = profiles.line("shared-10g")
+    assert (sku.loss_rate, sku.slow_start) == (shared.loss_rate, shared.slow_start)
+    assert sku.cost_per_month == 500
+
+
+@pytest.mark.unit
+def test_transfer_axis_sets_the_rate_one_transfer_gets() -> None:
+    """transfer_gbps 0.4: every candidate's one transfer moves 0.4 Gb/s of goodput (k = 4
+    connections at 0.4 / 4 / 0.9 Gb/s of line rate each, times 0.9 efficiency, less the 24 B
+    header per 1 MiB slice), the lines' capacity kept."""
+    d = apply_axes(read_yaml(EXAMPLE), [RegimeAxis("transfer_gbps", (0.4,))], [0.4], EXAMPLE)
+    ctx = build_context(parse(Scenario, d, EXAMPLE), EXAMPLE)
+    for sku in ctx.lines:
+        line = transfer.LineConfig(sku, 1)
+        assert line.flow_cap_bytes_s * 8 / 1e9 == pytest.approx(0.4 * 1048576 / (1048576 + 24))
+        assert sku.gbps == profiles.line(sku.name).gbps
 
 
 @pytest.mark.unit
@@ -117,21 +136,11 @@ def test_axes_around_the_default_point() -> None:
 
 # ------------------------------------------------------------------------------ the map
 def _by_hand(gbps: float, rate: float) -> dict:
-    """The scenario at one cell, written without the regimes code: one line of `gbps` at the
-    interpolated price (hand arithmetic), the rate set."""
+    """The scenario at one cell, written without the regimes code: every candidate's one
+    transfer at `gbps`, the rate set."""
     d = copy.deepcopy(read_yaml(EXAMPLE))
     d["workload"]["rate_rps"] = rate
-    per_gbps = 275 if gbps <= 10 else 275 - (gbps - 10) * 175 / 90
-    d["link"] = {
-        "candidates": [
-            {
-                "gbps": gbps,
-                "cost_per_month": round(per_gbps * gbps),
-                "per_connection_gbps": 10 if gbps > 10 else None,
-            }
-        ],
-        "max_lines": 1,
-    }
+    d["link"]["transfer_gbps"] = gbps
     return d
 
 
@@ -170,7 +179,7 @@ def test_pdd_bcr_is_never_below_cdc_pd(small_map) -> None:
             assert pdd["bcr"] >= cdc["bcr"], (c["x"], c["y"])
             assert c["regime"] in ("same", "relay_pays")
     assert small_map["counts"]["pdd_worse"] == 0
-    # the narrow line at 2 req/s: CDC-PD cannot meet the P99, PDD relays its low-hit requests
+    # 0.1 Gb/s a transfer: CDC-PD cannot meet the P99, PDD relays its low-hit requests
     first = small_map["cells"][0]
     assert first["regime"] == "pdd_only" and first["relay_request_share"] > 0
 
@@ -179,20 +188,20 @@ def test_pdd_bcr_is_never_below_cdc_pd(small_map) -> None:
 @pytest.mark.integration
 def test_cli_writes_json_csv_png(small_map, tmp_path) -> None:
     j, c, p = tmp_path / "m.json", tmp_path / "m.csv", tmp_path / "m.png"
-    args = ["--x", "line_gbps=1,4,10", "--y", "rate_rps=2:10:8", "--executor", "serial"]
+    args = ["--x", "transfer_gbps=0.1,0.2,0.5", "--y", "rate_rps=2:10:8", "--executor", "serial"]
     r = invoke(*args, "--json", j, "--csv", c, "--png", p, "-f", "json")
     assert r.exit_code == 0, r.output
     data = json.loads(j.read_text())
     assert data == json.loads(r.stdout)
     assert data["cells"] == small_map["cells"]  # the CLI's map is the library's
     rows = list(csv.DictReader(io.StringIO(c.read_text())))
-    assert len(rows) == 6 and rows[0]["line_gbps"] == "1" and rows[0]["rate_rps"] == "2"
+    assert len(rows) == 6 and rows[0]["transfer_gbps"] == "0.1" and rows[0]["rate_rps"] == "2"
     assert rows[0]["regime"] == data["cells"][0]["regime"]
     assert float(rows[5]["pdd_bcr"]) == data["cells"][5]["architectures"][RELAY_ARCH]["bcr"]
     assert p.read_bytes().startswith(PNG)
     assert not [n for n in tmp_path.iterdir() if n.name.startswith(".")]  # atomic writes
     table = invoke(*args).stdout
-    assert "line capacity (Gb/s, one line)" in table and "only" in table
+    assert "rate one transfer gets (Gb/s)" in table and "only" in table
 
 
 @pytest.mark.unit
@@ -235,5 +244,5 @@ def test_report_html_has_the_small_map(unverified_html) -> None:
     # test_report.py)
     html, pngs = unverified_html.html, unverified_html.plots
     assert 'id="fig-regimes"' in html and "5x5 map around this scenario" in html
-    assert "without verification" in html and "(20 Gb/s of line, 40 req/s)" in html
+    assert "without verification" in html and "(25 Gb/s of line, 40 req/s)" in html
     assert (pngs / "regimes.png").read_bytes().startswith(PNG)
