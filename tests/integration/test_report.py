@@ -20,8 +20,9 @@ from pdd_plan.cli.common import dumps
 from pdd_plan.cli.main import app
 from pdd_plan.inputs.schema.plan import parse_plan
 from pdd_plan.report import plots
+from pdd_plan.report.inputs_section import dist_text
 from pdd_plan.report.render import markdown
-from pdd_plan.report.sections import build_report, cost_breakdown, dist_text
+from pdd_plan.report.sections import build_report, cost_breakdown
 from pdd_plan.report.table import render_plan
 
 pytestmark = pytest.mark.integration
