@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pdd_plan.calibration import serving_exports
 from pdd_plan.calibration.json_fields import count, number, string
 from pdd_plan.common.errors import InputError
 from pdd_plan.common.files import read_text
@@ -44,6 +45,8 @@ KEPT_UP_SHARE = 0.9
 QUANT_DTYPES = {"FP8": "fp8", "FP8_BLOCK_SCALES": "fp8", "NVFP4": "fp4", "FP4": "fp4"}
 TORCH_DTYPES = {"bfloat16": "bf16", "float16": "bf16", "fp8": "fp8"}
 TRUE, FALSE = {"1", "true", "yes"}, {"0", "false", "no"}
+SERVING_KEYS = ("backend", "dataset_name", "request_rate", "max_concurrency", "completed",
+                "random_range_ratio", "version", "engine_version")  # fmt: skip
 MAX_SIZE = 1_000_000  # GPUs of one instance or requests in flight: far above any real run
 
 
@@ -67,6 +70,9 @@ class EngineRun:
     dtype: str | None
     kv_dtype: str | None
     note: str | None = None  # why the run does not measure capacity (then it is left out)
+    # a serving client's record (bench_serving, vllm bench serve): read through the serve
+    # phase (calibration/serving_runs.py)
+    serving: dict | None = None
 
 
 # ------------------------------------------------------------------ file formats
@@ -179,6 +185,7 @@ def _serving_run(rec: dict, file: str, i: int, fmt: str) -> EngineRun:
         dtype=None,
         kv_dtype=None,
         note=_offered_load_note(rec, file, where),
+        serving={k: rec.get(k) for k in SERVING_KEYS if k in rec},
     )
 
 
@@ -345,6 +352,9 @@ def read_runs(path: str | Path) -> list[EngineRun]:
     for i, rec in enumerate(_records(text, f), start=1):
         kind = _kind(rec)
         if kind is None:
+            if serving_exports.is_export(rec):  # GenAI-Perf / AIPerf
+                runs.append(EngineRun(**serving_exports.run_fields(rec, f, i)))
+                continue
             raise InputError(
                 f, f"line {i}" if i > 1 else None, FOREIGN, "give an engine result file"
             )

@@ -191,6 +191,11 @@ def to_measurement(run: EngineRun, d: Defaults, row: int) -> Measurement:
     extra = {"ep": _ep(run, d, model, n), "dp": tp if dp_att else 1}
     names = {f.name for f in fields(Measurement)}
     kw.update({k: v for k, v in extra.items() if k in names})
+    if run.serving is not None:  # a serving client's run: predicted through the serve phase
+        from pdd_plan.calibration.serving_runs import ServingMeasurement, serving_fields
+
+        kw.update(serving_fields(run.serving, run.fmt, run.file), phase="serve")
+        return ServingMeasurement(**kw)
     return Measurement(**kw)
 
 

@@ -18,7 +18,10 @@ Layout read (family keys either under `families:` or at the top level):
       moe:   {median_abs_error: 0.11, p90_abs_error: 0.25, max_abs_error: 0.31, rows: 14,
               mean_signed_error: 0.04}
 
-`mean_signed_error` (the bias, + meaning the model over-predicts throughput) is optional.
+`mean_signed_error` (+ meaning the model over-predicts throughput) and `bias` (the median
+signed error, what plans are centred on: robust to one row) are optional. A `regimes:` section
+gives the same fields per family and regime (calibration/measurements.py REGIMES);
+:func:`band_for_model` picks the regime's band when it has at least MIN_REGIME_ROWS rows.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from pdd_plan.inputs.calibrated import calibration_dir
 from pdd_plan.inputs.schema.model import ModelProfile
 
 FAMILIES = ("dense", "moe")
+MIN_REGIME_ROWS = 3  # fewer held-out rows in a regime: the family's band speaks for it
 BASIS = "leave-one-source-out"
 # field in the band -> names the file may use for it
 KEYS = {
@@ -64,15 +68,13 @@ def _fraction(entry: dict, field: str, file: str, fam: str) -> float | None:
     return None
 
 
-def _bias(entry: dict, file: str, fam: str) -> float | None:
-    """The mean signed error (+: the model over-predicts throughput), when the file has it."""
-    v = entry.get("mean_signed_error")
+def _bias(entry: dict, file: str, fam: str, key: str = "mean_signed_error") -> float | None:
+    """A signed error (+: the model over-predicts throughput), when the file has it."""
+    v = entry.get(key)
     if v is None:
         return None
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not -10 < v < 10:
-        raise InputError(
-            file, f"{fam}.mean_signed_error", f"not an error fraction: {v!r}", "e.g. -0.03"
-        )
+        raise InputError(file, f"{fam}.{key}", f"not an error fraction: {v!r}", "e.g. -0.03")
     return float(v)
 
 
@@ -85,32 +87,47 @@ def _rows(entry: dict, file: str, fam: str) -> int:
     return v
 
 
+def _band(entry: Any, file: str, where: str, fam: str, data: dict) -> dict:
+    if not isinstance(entry, dict):
+        raise InputError(file, where, "not a mapping", "median_abs_error, max_abs_error, rows")
+    band: dict[str, Any] = {"family": fam}
+    for field in KEYS:
+        band[field] = _fraction(entry, field, file, where)
+    for need in ("median_abs_error", "max_abs_error"):
+        if band[need] is None:
+            raise InputError(file, f"{where}.{need}", "missing", "write it with the benchmark")
+    band["mean_signed_error"] = _bias(entry, file, where)
+    band["bias"] = _bias(entry, file, where, "bias")
+    band["rows"] = _rows(entry, file, where)
+    band["basis"] = str(data.get("basis", BASIS))
+    if "date" in data:
+        band["date"] = str(data["date"])
+    return band
+
+
 def parse_bands(data: Any, file: str) -> dict[str, dict]:
-    """family -> band, from the YAML document of an error-band file."""
+    """family -> band (and, under the key `regimes`, family -> regime -> band), from the YAML
+    document of an error-band file."""
     if not isinstance(data, dict):
         raise InputError(file, None, "not a mapping", "see pdd_plan/calibration/error_band.py")
     fams = data.get("families", data)
     if not isinstance(fams, dict):
         raise InputError(file, "families", "not a mapping", "family -> band")
-    out: dict[str, dict] = {}
+    out: dict[str, Any] = {}
     for fam in FAMILIES:
-        entry = fams.get(fam)
-        if entry is None:
-            continue
-        if not isinstance(entry, dict):
-            raise InputError(file, fam, "not a mapping", "median_abs_error, max_abs_error, rows")
-        band: dict[str, Any] = {"family": fam}
-        for field in KEYS:
-            band[field] = _fraction(entry, field, file, fam)
-        for need in ("median_abs_error", "max_abs_error"):
-            if band[need] is None:
-                raise InputError(file, f"{fam}.{need}", "missing", "write it with the benchmark")
-        band["mean_signed_error"] = _bias(entry, file, fam)
-        band["rows"] = _rows(entry, file, fam)
-        band["basis"] = str(data.get("basis", BASIS))
-        if "date" in data:
-            band["date"] = str(data["date"])
-        out[fam] = band
+        if fams.get(fam) is not None:
+            out[fam] = _band(fams[fam], file, fam, fam, data)
+    regs = data.get("regimes") or {}
+    if not isinstance(regs, dict):
+        raise InputError(file, "regimes", "not a mapping", "family -> regime -> band")
+    out["regimes"] = {}
+    for fam, by in regs.items():
+        if fam not in FAMILIES or not isinstance(by, dict):
+            raise InputError(file, f"regimes.{fam}", "not a family's mapping", "dense | moe")
+        out["regimes"][fam] = {
+            g: {**_band(e, file, f"regimes.{fam}.{g}", fam, data), "regime": g}
+            for g, e in by.items()
+        }
     return out
 
 
@@ -131,8 +148,11 @@ def load_bands(path: Path | None = None) -> dict[str, dict] | None:
     return _load(str(p), p.stat().st_mtime_ns)
 
 
-def band_for_model(model: ModelProfile, path: Path | None = None) -> tuple[dict | None, str]:
-    """(band of the model's family or None, a note saying where it comes from or why none)."""
+def band_for_model(
+    model: ModelProfile, path: Path | None = None, regime: str | None = None
+) -> tuple[dict | None, str]:
+    """(band of the model's family, or of its `regime` where that has MIN_REGIME_ROWS held-out
+    rows, or None; a note saying where it comes from or why none)."""
     fam = family(model)
     bands = load_bands(path)
     if bands is None:
@@ -143,10 +163,16 @@ def band_for_model(model: ModelProfile, path: Path | None = None) -> tuple[dict 
     band = bands.get(fam)
     if band is None:
         return None, f"no error band for {fam} models in the error-band file"
-    bias = band.get("mean_signed_error")
-    lean = "" if bias is None else f", mean signed error {bias:+.0%} (+: optimistic)"
+    reg = bands.get("regimes", {}).get(fam, {}).get(regime) if regime else None
+    if reg is not None and reg["rows"] >= MIN_REGIME_ROWS:
+        band = reg
+    what = f"{fam} models" + (f", {band['regime']}" if "regime" in band else "")
+    mean, mid = band.get("mean_signed_error"), band.get("bias")
+    lean = "" if mean is None else f", mean signed error {mean:+.0%}"
+    lean += "" if mid is None else f", median signed {mid:+.0%}"
+    lean += " (+: optimistic)" if lean else ""
     note = (
-        f"{fam} models: predictions missed measurements they were not fitted to by a median "
+        f"{what}: predictions missed measurements they were not fitted to by a median "
         f"{band['median_abs_error']:.0%}, at most {band['max_abs_error']:.0%}{lean} "
         f"({band['rows']} rows, {band['basis']})"
     )

@@ -43,6 +43,24 @@ BOUNDS = {
 }
 
 
+def factors_at_bound(eff) -> list[str]:
+    """The fitted factors (dense and MoE) of an efficiency that sit at a bound of the fit, in
+    words: the rows push them to where the fit stops them, so they measure the model's misfit
+    rather than the GPU. Empty for analytic profiles."""
+    if getattr(eff, "mode", "analytic") != "calibrated":
+        return []
+    out = []
+    fams = [("dense", eff)] + ([("moe", eff.moe)] if eff.moe is not None else [])
+    for fam, f in fams:
+        for k in FACTORS:
+            v, (lo, hi) = getattr(f, k), BOUNDS[k]
+            tol = 1e-3 * (hi - lo)
+            for edge in (lo, hi):
+                if abs(v - edge) <= tol:
+                    out.append(f"{fam} {k} {v:g} at the fit's bound {edge:g}")
+    return out
+
+
 def instance_of(meas: Measurement, gpu: GPUProfile, model=None) -> Instance:
     """The instance a measurement ran on."""
     if model is None:
@@ -70,29 +88,67 @@ def predict(meas: Measurement, gpu: GPUProfile, model=None) -> float:
     """Predicted figure for one measurement on `gpu` (with its efficiency factors): the
     instance's tokens/s (offline: output, or input + output for a total_throughput figure;
     prefill: prompt tokens; decode: output) scaled to the GPUs the published figure covers, or
-    a request's latency in ms for a request_latency_ms figure."""
+    a latency in ms (request_latency_ms, tpot_ms, ttft_ms), or one request's tokens/s
+    (user_tokens_per_s)."""
     inst = instance_of(meas, gpu, model)
-    if meas.phase == "prefill":
-        b = meas.batch or 1
-        p = roofline.batch_prefill_time(inst, b, meas.isl, meas.cached, meas.chunk)
-        tps = b * meas.isl / (p.total_s - p.overhead_s * meas.kernels_only)
-    elif meas.phase == "decode":
-        ctx = meas.isl + meas.osl / 2.0
-        b = meas.batch or inst.max_batch(ctx)
-        if b < 1:
-            inst.require_fit()
-            raise InputError(None, f"row {meas.row}", "no request fits the KV pool", "")
-        p = roofline.decode_step(inst, b, ctx)
-        tps = b / (p.total_s - p.overhead_s * meas.kernels_only)
-    else:
+    if meas.phase == "serve":  # a benchmark client's run (calibration/serving_runs.py)
+        from pdd_plan.calibration.serving_runs import predict_serving
+
         inst.require_fit()
-        res = offline_throughput(inst, meas.isl, meas.osl, meas.engine)
-        if meas.is_latency:
-            return res.request_latency_s * 1e3
-        tps = res.output_tokens_per_s
-        if meas.figure == "total_throughput":
-            tps *= (meas.isl + meas.osl) / meas.osl
+        v = predict_serving(meas, inst)
+        return v if meas.is_latency else v * (meas.value_gpus or meas.n_gpus) / meas.n_gpus
+    if meas.phase == "prefill":
+        return _prefill(meas, inst)
+    if meas.phase == "decode":
+        return _decode(meas, inst)
+    return _offline(meas, inst)
+
+
+def _per_request(meas: Measurement, tpot_s: float) -> float | None:
+    """tpot_ms or user_tokens_per_s from one request's time per output token; None otherwise."""
+    if meas.figure == "tpot_ms":
+        return tpot_s * 1e3
+    if meas.figure == "user_tokens_per_s":
+        return 1.0 / tpot_s
+    return None
+
+
+def _scaled(meas: Measurement, tps: float) -> float:
     return tps * (meas.value_gpus or meas.n_gpus) / meas.n_gpus
+
+
+def _prefill(meas: Measurement, inst: Instance) -> float:
+    if meas.figure == "ttft_ms":  # one request alone: its prefill passes
+        return roofline.prefill_time(inst, meas.isl, meas.cached, meas.chunk).total_s * 1e3
+    b = meas.batch or 1
+    p = roofline.batch_prefill_time(inst, b, meas.isl, meas.cached, meas.chunk)
+    return _scaled(meas, b * meas.isl / (p.total_s - p.overhead_s * meas.kernels_only))
+
+
+def _decode(meas: Measurement, inst: Instance) -> float:
+    ctx = meas.isl + meas.osl / 2.0
+    b = meas.batch or inst.max_batch(ctx)
+    if b < 1:
+        inst.require_fit()
+        raise InputError(None, f"row {meas.row}", "no request fits the KV pool", "")
+    p = roofline.decode_step(inst, b, ctx)
+    step = p.total_s - p.overhead_s * meas.kernels_only
+    per = _per_request(meas, step)
+    return per if per is not None else _scaled(meas, b / step)
+
+
+def _offline(meas: Measurement, inst: Instance) -> float:
+    inst.require_fit()
+    res = offline_throughput(inst, meas.isl, meas.osl, meas.engine)
+    if meas.figure == "request_latency_ms":
+        return res.request_latency_s * 1e3
+    per = _per_request(meas, res.tpot_s)
+    if per is not None:
+        return per
+    tps = res.output_tokens_per_s
+    if meas.figure == "total_throughput":
+        tps *= (meas.isl + meas.osl) / meas.osl
+    return _scaled(meas, tps)
 
 
 # ------------------------------------------------------------------ calibration files

@@ -22,6 +22,12 @@ Student-t with NU_GPU degrees of freedom for a GPU's factors about the GPUs' mea
     balance       beta / SIGMA_SLOPE
     deviation     d_g,k / tau_k                             every GPU with both families
 
+A GPU's step overhead is its overhead under the reference engine (SGLang, what the planner
+deploys); each other engine's scheduling overhead is one offset (ms a step) shared by every GPU,
+fitted with the rest under a N(0, SIGMA_ENGINE^2) prior: the CPU side of a step is the engine's,
+not the GPU's. A GPU with at most FEW_ROWS rows is pooled under a normal prior narrowed by its
+row count, not the Student-t: too few rows to pin its factors, they stay near the population.
+
 The shift is partially pooled: a GPU with rows of both families (the same GPU, the same engines,
 dense against MoE) has its own shift, shrunk toward the shared mean by the normal prior
 N(0, tau^2) on its deviation, so that one GPU generation's MoE rows (Blackwell's FP4 experts)
@@ -89,6 +95,17 @@ NF = len(FACTORS)  # factors per GPU
 # robust choice (Gelman et al., Bayesian Data Analysis, 3rd ed., ch. 17), not tuned
 NU_GPU = 4.0
 TAU_FLOOR = 0.01  # a between-GPU spread below 1 %: every GPU takes the shared mean
+# A GPU with at most FEW_ROWS rows is pooled under a normal prior (no heavy tail) whose spread
+# shrinks with its rows, SIGMA_GPU x n / (n + FEW_ROWS): one or two rows, each mixing
+# all three factors, cannot pin one down, so they must not drag it to a bound (H20's mfu went
+# to 1.0 on one MoE row, MI300X's step overhead to 19.6 ms on one batch-1 row of three)
+FEW_ROWS = 3
+# the serving engine's own scheduling overhead: an offset (ms a step) of each engine's against
+# REFERENCE_ENGINE's, which the GPUs' step overheads are (the planner deploys SGLang), under a
+# N(0, SIGMA_ENGINE^2) prior
+REFERENCE_ENGINE = "sglang"
+SIGMA_ENGINE = 2.0
+ENGINE_BOUNDS = (-10.0, 20.0)
 # the GPUs' mean log mfu moves with the GPU's machine balance, z = log(BF16 peak / HBM
 # bandwidth / BALANCE_CENTER): a group-level predictor of the pooling (slope `balance_slope`,
 # prior N(0, SIGMA_SLOPE^2)); a GPU with few FLOPs per byte (H20, A100) spends less of its
@@ -142,6 +159,11 @@ class JointFit:
     deviation: dict[str, dict[str, float]] = field(default_factory=dict)  # GPU -> log deviation
     tau: dict[str, float] = field(default_factory=dict)  # between-GPU spread of the shift (log)
     balance_slope: float = 0.0  # log mfu of the population per unit of z (`balance`)
+    engine_overhead: dict[str, float] = field(default_factory=dict)  # ms against the reference
+    # the balances the slope is learned from (GPUs with more than FEW_ROWS rows): a GPU outside
+    # them takes the mean at the nearest end, not an extrapolation (H20's 37 FLOP/B would
+    # otherwise lift its mean mfu to the bound)
+    z_range: tuple[float, float] = (-math.inf, math.inf)
 
     def gpu_shift(self, gpu: str) -> dict[str, float]:
         """The log MoE-vs-dense shift of `gpu`: the shared mean plus its deviation, if any."""
@@ -155,6 +177,7 @@ class JointFit:
         return shifted(dense, self.gpu_shift(gpu)) if family == "moe" else dict(dense)
 
     def population_at(self, z: float) -> dict[str, float]:
+        z = min(max(z, self.z_range[0]), self.z_range[1])
         out = dict(self.population)
         out["mfu"] = min(out["mfu"] * math.exp(self.balance_slope * z), BOUNDS["mfu"][1])
         return out
@@ -192,12 +215,16 @@ class JointFit:
             f"{mean})"
         )
 
-    def profile(self, gpu: GPUProfile) -> GPUProfile:
-        """`gpu` with its fitted dense factors and its MoE ones (marked calibrated)."""
+    def profile(self, gpu: GPUProfile, engine: str | None = None) -> GPUProfile:
+        """`gpu` with its fitted dense factors and its MoE ones (marked calibrated), its step
+        overhead under `engine` (default: the reference engine's)."""
         z = balance(gpu)
-        moe = FamilyFactors(**self.factors(gpu.name, "moe", z), basis=self.basis(gpu.name, "moe"))
-        dense = self.factors(gpu.name, "dense", z)
-        return with_efficiency(gpu, **dense, mode="calibrated", moe=moe)
+        off = self.engine_overhead.get(engine, 0.0) if engine else 0.0
+        fm, fd = self.factors(gpu.name, "moe", z), self.factors(gpu.name, "dense", z)
+        for f in (fm, fd):
+            f["step_overhead_ms"] = max(0.0, f["step_overhead_ms"] + off)
+        moe = FamilyFactors(**fm, basis=self.basis(gpu.name, "moe"))
+        return with_efficiency(gpu, **fd, mode="calibrated", moe=moe)
 
 
 class _Problem:
@@ -220,13 +247,23 @@ class _Problem:
         self.tau = np.array([tau[k] for k in SHIFTED]) if tau is not None else None
         e0 = analytic[self.gpus[0]].efficiency  # the analytic defaults (the same on every GPU)
         self.x_prior = np.array(_to_x({k: getattr(e0, k) for k in FACTORS}))
-        self.z = np.array([balance(analytic[g]) for g in self.gpus])
+        n_rows = Counter(r.gpu for r in rows)
+        z = {g: balance(analytic[g]) for g in self.gpus}
+        informed = [z[g] for g in self.gpus if n_rows[g] > FEW_ROWS] or list(z.values())
+        self.z_range = (min(informed), max(informed))
+        self.z = np.clip([z[g] for g in self.gpus], *self.z_range)
+        self.few = np.array([n_rows[g] <= FEW_ROWS for g in self.gpus])
+        self.shrink = np.array([n_rows[g] / (n_rows[g] + FEW_ROWS) for g in self.gpus])
+        self.engines = sorted({r.engine_name for r in rows} - {REFERENCE_ENGINE})
+        self.row_engine = [r.engine_name for r in rows]
+        self._seen: dict[tuple, float] = {}  # (row, its factors) -> predicted figure
         g4, nf, ns = NF * len(self.gpus), len(FACTORS), len(SHIFTED)
         self.mu = slice(g4, g4 + nf)
         self.sh = slice(g4 + nf, g4 + nf + ns)
         self.beta = g4 + nf + ns  # the population's log mfu per unit of balance z
         self.dev0 = self.beta + 1
-        self.n = self.dev0 + ns * len(self.both)
+        self.eng0 = self.dev0 + ns * len(self.both)
+        self.n = self.eng0 + len(self.engines)
 
     def dev(self, g: str) -> slice | None:
         if g not in self.both:
@@ -240,12 +277,18 @@ class _Problem:
         shift = dict(zip(SHIFTED, map(float, x[self.sh])))
         return gpus, _from_x(x[self.mu]), shift, devs, float(x[self.beta])
 
+    def engine_offsets(self, x: np.ndarray) -> dict[str, float]:
+        return {e: float(x[self.eng0 + j]) for j, e in enumerate(self.engines)}
+
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
         lo = [math.log(BOUNDS[k][0]) if lg else BOUNDS[k][0] for k, lg in zip(FACTORS, LOG)]
         hi = [math.log(BOUNDS[k][1]) if lg else BOUNDS[k][1] for k, lg in zip(FACTORS, LOG)]
         reps, ns, nd = len(self.gpus) + 1, len(SHIFTED), len(SHIFTED) * len(self.both)
+        ne = len(self.engines)
         lo_all = lo * reps + [SHIFT_BOUNDS[0]] * ns + [-3.0] + [DEV_BOUNDS[0]] * nd
         hi_all = hi * reps + [SHIFT_BOUNDS[1]] * ns + [3.0] + [DEV_BOUNDS[1]] * nd
+        lo_all += [ENGINE_BOUNDS[0]] * ne
+        hi_all += [ENGINE_BOUNDS[1]] * ne
         return np.array(lo_all), np.array(hi_all)
 
     def x0(self) -> np.ndarray:
@@ -257,9 +300,22 @@ class _Problem:
 
     def predictions(self, x: np.ndarray) -> np.ndarray:
         gpus, _, shift, devs, _ = self.unpack(x)
-        fit = JointFit(gpus, {}, shift, {}, [], [], True, "", devs)
-        profs = {g: fit.profile(self.analytic[g]) for g in self.gpus}
-        return np.array([predict(r, profs[r.gpu], self.models[r.model]) for r in self.rows])
+        offs = self.engine_offsets(x)
+        fit = JointFit(gpus, {}, shift, {}, [], [], True, "", devs, engine_overhead=offs)
+        profs: dict[tuple[str, str], GPUProfile] = {}
+        out = np.empty(len(self.rows))
+        for i, (r, e) in enumerate(zip(self.rows, self.row_engine)):
+            # a row's figure depends on its own factors only: a Jacobian column that moves
+            # another GPU's or engine's leaves it as it was (the cache saves the recompute)
+            f = fit.factors(r.gpu, "moe" if self.moe[i] else "dense")
+            key = (i, f["mfu"], f["mbu"], max(0.0, f["step_overhead_ms"] + offs.get(e, 0.0)))
+            v = self._seen.get(key)
+            if v is None:
+                if (r.gpu, e) not in profs:
+                    profs[r.gpu, e] = fit.profile(self.analytic[r.gpu], e)
+                v = self._seen[key] = predict(r, profs[r.gpu, e], self.models[r.model])
+            out[i] = v
+        return out
 
     def residuals(self, x: np.ndarray) -> np.ndarray:
         err = np.log(self.predictions(x) / self.meas) / SIGMA_ROW
@@ -268,18 +324,26 @@ class _Problem:
         pool = []
         for i in range(len(self.gpus)):
             lift[0] = x[self.beta] * self.z[i]  # log mfu's mean at this GPU's balance
-            pool.append(student_t_residual((x[NF * i : NF * i + NF] - mu - lift) / SIGMA_GPU))
+            r = x[NF * i : NF * i + NF] - mu - lift
+            if self.few[i]:  # few rows: a normal prior, narrower with fewer rows
+                pool.append(r / (np.array(SIGMA_GPU) * self.shrink[i]))
+            else:
+                pool.append(student_t_residual(r / SIGMA_GPU))
         prior = (mu - self.x_prior) / SIGMA_PRIOR
         devs = [x[self.dev(g)] / self.tau for g in self.both]
         slope = [x[self.beta] / SIGMA_SLOPE]
-        return np.concatenate([err, *pool, prior, x[self.sh] / SIGMA_SHIFT, slope, *devs])
+        eng = x[self.eng0 :] / SIGMA_ENGINE
+        return np.concatenate([err, *pool, prior, x[self.sh] / SIGMA_SHIFT, slope, *devs, eng])
 
     def sparsity(self) -> np.ndarray:
         n_rows, n_g, ns = len(self.rows), len(self.gpus), len(SHIFTED)
-        s = np.zeros((n_rows + NF * n_g + NF + ns + 1 + ns * len(self.both), self.n), dtype=bool)
+        ne = len(self.engines)
+        s = np.zeros((n_rows + NF * n_g + NF + ns + 1 + ns * len(self.both) + ne, self.n), bool)
         for i, r in enumerate(self.rows):
             j = self.gpus.index(r.gpu)
             s[i, NF * j : NF * j + NF] = True
+            if self.row_engine[i] in self.engines:
+                s[i, self.eng0 + self.engines.index(self.row_engine[i])] = True
             s[i, self.sh] = bool(self.moe[i])
             if self.moe[i] and r.gpu in self.both:
                 s[i, self.dev(r.gpu)] = True
@@ -295,6 +359,8 @@ class _Problem:
         s[n_rows + NF * n_g + NF + ns, self.beta] = True
         for k in range(ns * len(self.both)):
             s[n_rows + NF * n_g + NF + ns + 1 + k, self.dev0 + k] = True
+        for k in range(ne):
+            s[n_rows + NF * n_g + NF + ns + 1 + ns * len(self.both) + k, self.eng0 + k] = True
         return s
 
     def solve(self):
@@ -308,6 +374,11 @@ class _Problem:
             method="trf",
             diff_step=1e-3,
             x_scale=1.0,
+            # the factors are written to 4 digits: a relative change of 1e-6 in the cost or the
+            # parameters is converged (scipy's 1e-8 default spent half the fit's evaluations
+            # polishing digits nobody reads)
+            ftol=1e-6,
+            xtol=1e-6,
         )
 
 
@@ -356,6 +427,7 @@ def fit_joint(rows: list[Measurement], analytic: dict[str, GPUProfile]) -> Joint
     )
     sol = pb.solve()
     gpus, mu, shift, devs, slope = pb.unpack(sol.x)
+    offsets = pb.engine_offsets(sol.x)
     counts: dict[str, Counter] = {}
     for r in rows:
         counts.setdefault(r.gpu, Counter())[r.family] += 1
@@ -372,4 +444,6 @@ def fit_joint(rows: list[Measurement], analytic: dict[str, GPUProfile]) -> Joint
         devs,
         tau,
         slope,
+        offsets,
+        pb.z_range,
     )

@@ -60,6 +60,8 @@ def calibration_yaml(
             },
             "moe_shift_tau_log": {k: round(v, 4) for k, v in jf.tau.items()},
             "balance_slope_log": round(jf.balance_slope, 4),
+            # each engine's step overhead against SGLang's (the factors above), ms a step
+            "engine_overhead_ms": {k: round(v, 3) for k, v in sorted(jf.engine_overhead.items())},
             "errors_calibrated": [round(e, 4) for e in errs],
             "median_abs_error_calibrated": round(float(np.median(np.abs(errs))), 4)
             if errs

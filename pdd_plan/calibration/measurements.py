@@ -7,9 +7,16 @@ import csv
 import math
 import re
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 
-from pdd_plan.calibration.readings import Reading, Readings, document_of, load_readings
+from pdd_plan.calibration.readings import (
+    LATENCY_FIGURES,
+    Reading,
+    Readings,
+    document_of,
+    load_readings,
+)
 from pdd_plan.common.errors import InputError
 from pdd_plan.common.files import require_file
 from pdd_plan.inputs import profiles
@@ -45,6 +52,26 @@ FRAMEWORK_OF_SOURCE = {
 }
 
 
+# The regimes the accuracy and the error band are reported for (Measurement.regime): the
+# bounds are where serving practice splits them (batch 1-4: interactive / relay decode, whose
+# step is mostly fixed cost; up to 128: the concurrency sweeps of serving benchmarks; beyond:
+# KV- or engine-bound max-throughput runs); a prompt of 16K tokens or more is long context.
+REGIMES = ("small_batch_decode", "moderate_concurrency", "max_throughput", "long_context_prefill")
+SMALL_BATCH, MODERATE_BATCH, LONG_CONTEXT = 4, 128, 16384
+
+
+def regime_of(phase: str, concurrency: int | None, isl: float, prefill_led: bool) -> str:
+    """The regime of a run (REGIMES): a prefill-led run of a LONG_CONTEXT prompt, a decode of
+    at most SMALL_BATCH requests, one of at most MODERATE_BATCH, else max throughput."""
+    if isl >= LONG_CONTEXT and prefill_led:
+        return "long_context_prefill"
+    if phase != "prefill" and concurrency is not None and concurrency <= SMALL_BATCH:
+        return "small_batch_decode"
+    if phase != "prefill" and concurrency is not None and concurrency <= MODERATE_BATCH:
+        return "moderate_concurrency"
+    return "max_throughput"
+
+
 def framework_of(source: str) -> str:
     """The engine named by a source cell ('unknown' when none is)."""
     return next((f for k, f in FRAMEWORK_OF_SOURCE.items() if k in source), "unknown")
@@ -77,7 +104,7 @@ class Measurement:
     expert_load: float | None = None
     kernels_only: bool = False  # a kernel timing: predicted without the step overhead
     cached: int = 0  # prefill on top of this many cached tokens (an extend)
-    figure: str = "throughput"  # throughput | total_throughput | request_latency_ms
+    figure: str = "throughput"  # readings.Figure
     framework: str = ""  # the serving engine (tensorrt-llm, sglang, vllm, atom); "" = the source's
     document: str = ""  # leave-one-source-out group
     reading: str = ""
@@ -95,7 +122,7 @@ class Measurement:
     @property
     def is_latency(self) -> bool:
         """A latency figure: lower is better, its error is measured / predicted - 1."""
-        return self.figure == "request_latency_ms"
+        return self.figure in LATENCY_FIGURES
 
     def error(self, predicted: float) -> float:
         """Signed relative error, + meaning optimistic: predicted / measured - 1 for a
@@ -105,6 +132,24 @@ class Measurement:
         return predicted / self.value - 1.0
 
     @property
+    def concurrency(self) -> int | None:
+        """Requests on the instance when the row states them (a batch, or a closed loop's
+        running-request cap); None: as many as the engine and the KV pool admit."""
+        if self.batch is not None:
+            return self.batch
+        if self.engine.limits == "fixed" and self.engine.max_batch is not None:
+            return self.engine.max_batch
+        return None
+
+    @property
+    def regime(self) -> str:
+        """Where the row's figure sits (REGIMES): a prefill of at least LONG_CONTEXT tokens (or a
+        run they dominate), a decode of at most SMALL_BATCH requests, one of at most
+        MODERATE_BATCH, else a max-throughput run (KV- or engine-bound batches)."""
+        prefill_led = self.phase == "prefill" or self.figure in ("throughput", "total_throughput")
+        return regime_of(self.phase, self.concurrency, self.isl, prefill_led)
+
+    @cached_property
     def family(self) -> str:
         """dense | moe: the model family the error band is reported for."""
         return "moe" if profiles.model(self.model).ffn.moe is not None else "dense"
@@ -191,10 +236,11 @@ def read_measurements(path: str | Path) -> list[Measurement]:
     return read_rows(path)[0]
 
 
-def _engine(r: Reading, base: Engine) -> Engine:
+def _engine(r: Reading, base: Engine, source: str) -> Engine:
     if r.engine is None:
         return base
     e = r.engine
+    trt = (r.framework or framework_of(source)) == "tensorrt-llm"
     return Engine(
         name=f"{base.name} (row limits)",
         limits="fixed",
@@ -202,6 +248,7 @@ def _engine(r: Reading, base: Engine) -> Engine:
         max_num_tokens=e.max_num_tokens,
         kv_free_fraction=e.kv_free_fraction,
         source="data/calibration/readings.yaml (the measurement's stated engine limits)",
+        kv_admission="reserve" if trt else "live",
     )
 
 
@@ -219,7 +266,7 @@ def _from_reading(i: int, r: dict, rd: Reading, base: Engine, doc: str, f: str) 
         isl=rd.isl or 0,
         osl=rd.osl,
         value=_number(r["value"], f, "value", i),
-        engine=_engine(rd, base),
+        engine=_engine(rd, base, r["source"]),
         phase=rd.phase,
         ep=rd.ep,
         dp=rd.dp,

@@ -21,8 +21,15 @@ from pdd_plan.inputs.schema.io import load
 
 Use = Literal["predict", "simulate", "out"]
 # throughput: output tokens/s (prefill: prompt tokens/s); total_throughput: input + output
-# tokens/s; request_latency_ms: one request's time in the engine (offline phase)
-Figure = Literal["throughput", "total_throughput", "request_latency_ms"]
+# tokens/s; request_latency_ms: one request's time in the engine (offline phase); tpot_ms: the
+# mean time between one request's output tokens (offline: a closed loop at the engine's
+# max_batch, other requests' prefills included; decode: one step); ttft_ms: one request's
+# prefill alone (concurrency 1: no queue); user_tokens_per_s: 1000 / tpot_ms
+Figure = Literal[
+    "throughput", "total_throughput", "request_latency_ms", "tpot_ms", "ttft_ms",
+    "user_tokens_per_s",
+]  # fmt: skip
+LATENCY_FIGURES = ("request_latency_ms", "tpot_ms", "ttft_ms")
 
 
 class EngineLimits(Strict):
@@ -70,6 +77,11 @@ class Reading(Strict):
             raise ValueError("cached (tokens already in the cache) is for phase prefill")
         if self.figure == "request_latency_ms" and self.phase != "offline":
             raise ValueError("request_latency_ms is an offline run's request latency")
+        if self.figure == "ttft_ms" and self.phase != "prefill":
+            raise ValueError("ttft_ms is one request's prefill: give phase prefill")
+        per_request = ("tpot_ms", "user_tokens_per_s")
+        if self.figure in per_request and self.phase == "prefill":
+            raise ValueError(f"{self.figure} is a decode figure: give phase offline or decode")
         return self
 
     @property

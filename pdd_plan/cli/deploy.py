@@ -29,7 +29,12 @@ def _writable_parent(path: Path, option: str) -> None:
 @guarded
 def emit_cmd(
     plan: str = typer.Argument(..., help="Plan YAML from `pdd-plan optimize --out`."),
-    target: str = typer.Option(..., "--target", "-t", help="sglang | lws | rbg | disaggregatedset"),
+    target: str = typer.Option(
+        ...,
+        "--target",
+        "-t",
+        help="sglang | lws | rbg | disaggregatedset | dynamo | llm-d | kserve",
+    ),
     out: Path = typer.Option(..., "--out", "-o", help="Folder to write into (created if missing)."),
     architecture: str = typer.Option("pdd", "--architecture", "-a", help="pdd | cdc_pd | idc_pd"),
     model_path: str = typer.Option(
@@ -42,10 +47,16 @@ def emit_cmd(
         "(strict), SGLang command lines against the flag table.",
     ),
     image: str = typer.Option(
-        "lmsysorg/sglang:latest", "--image", help="Container image (server and router)."
+        None,
+        "--image",
+        help="Container image (default: lmsysorg/sglang:latest; dynamo: its runtime image for "
+        "the engine; kserve: the preset's).",
     ),
     transfer_backend: str = typer.Option(
-        "mooncake", "--transfer-backend", help="mooncake | nixl | mooncake_tcp"
+        "nixl",
+        "--transfer-backend",
+        help="nixl (per peer: RDMA in a datacenter, TCP across) | mooncake (TCP where KV "
+        "crosses the line) | mooncake_tcp",
     ),
     ib_device: str = typer.Option(
         "mlx5_0", "--ib-device", help="--disaggregation-ib-device where KV moves over RDMA."
@@ -53,9 +64,24 @@ def emit_cmd(
     trust_remote_code: bool = typer.Option(
         False, "--trust-remote-code", help="Pass --trust-remote-code (DeepSeek/Kimi need it)."
     ),
+    engine: str = typer.Option("sglang", "--engine", help="dynamo: sglang | vllm | trtllm"),
+    engine_version: str = typer.Option(
+        None, "--engine-version", help="The engine version whose flag table checks the flags."
+    ),
+    api_version: str = typer.Option(
+        "v1beta1", "--api-version", help="dynamo: v1beta1 | v1alpha1 (nvidia.com)"
+    ),
+    dynamo_topology: str = typer.Option(
+        "one-cluster",
+        "--dynamo-topology",
+        help="dynamo across datacenters: one-cluster (one DGD) | per-datacenter (a control DGD "
+        "and one DGD per pool).",
+    ),
 ) -> None:
-    """Deployment files for one architecture of a plan: SGLang launch scripts and router, or
-    Kubernetes LeaderWorkerSet / RoleBasedGroup / DisaggregatedSet manifests per datacenter."""
+    """Deployment files for one architecture of a plan: SGLang launch scripts and router,
+    Kubernetes LeaderWorkerSet / RoleBasedGroup / DisaggregatedSet manifests per datacenter,
+    NVIDIA Dynamo DynamoGraphDeployments, llm-d InferencePools and router config, or a KServe
+    LLMInferenceService."""
     from pdd_plan import emit as em
     from pdd_plan.emit.plan import EmitOptions, context
     from pdd_plan.inputs.plan_fit import check_sites
@@ -67,6 +93,10 @@ def emit_cmd(
         transfer_backend=transfer_backend,
         ib_device=ib_device,
         trust_remote_code=trust_remote_code,
+        engine="vllm" if target == "kserve" else engine,
+        engine_version=engine_version,
+        api_version=api_version,
+        topology=dynamo_topology,
     )
     data = em.load_plan(plan)
     from pdd_plan.emit.plan import arch_plan
@@ -79,14 +109,16 @@ def emit_cmd(
         from pdd_plan.emit.schedule import peak_plan
 
         data = peak_plan(data, architecture)
-    dep = em.build(data, architecture, opts, model=ctx.model, gpus=ctx.gpus, file=plan)
+    dep = em.build(
+        data, architecture, opts, model=ctx.model, gpus=ctx.gpus, file=plan, lines=ctx.lines
+    )
     # everything in memory before anything is written
     files = em.render_day(dep, target, data) if day else em.render(dep, target)
     folder = em.prepare_dir(out)
     em.write(folder, files)
     echo(f"wrote {len(files)} files to {folder}: {', '.join(sorted(files))}\n")
     if check:
-        res = em.check_dir(folder, sorted(files))
+        res = em.check_dir(folder, sorted(files), em.selection(dep, target))
         if res["problems"]:
             for p in res["problems"][:20]:
                 typer.echo(f"  {p}", err=True)
@@ -94,9 +126,8 @@ def emit_cmd(
                 f"check failed: {len(res['problems'])} problem(s) in the files written to {folder}"
             )
         echo(
-            f"check ok: {res['documents']} Kubernetes documents valid against the vendored "
-            f"schemas (strict), {res['command_lines']} SGLang command lines valid against the "
-            "flag table\n"
+            f"check ok: {res['documents']} documents valid against their schemas (strict), "
+            f"{res['command_lines']} engine command lines valid against the flag tables\n"
         )
 
 

@@ -249,6 +249,10 @@ def profiles_show(
                     "kv_fixed_bytes_per_request": round(layers.kv_fixed_bytes_per_request(obj), 1),
                     "weight_flops_per_token": round(layers.weight_flops_per_token(obj)),
                 }
+            if kind == "gpus":
+                from pdd_plan.calibration.fit import factors_at_bound
+
+                data["factors_at_bound"] = factors_at_bound(obj.efficiency)
             echo(dumps(data, fmt))
             return
     every = [n for k in profiles.KINDS for n in profiles.bundled_names(k)]

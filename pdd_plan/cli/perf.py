@@ -14,7 +14,7 @@ from pdd_plan.common.atomic import check_output
 from pdd_plan.common.errors import InputError
 from pdd_plan.common.files import read_text
 
-PHASES = ("prefill", "decode", "extend", "offline")
+PHASES = ("prefill", "decode", "extend", "offline", "serve")
 
 
 def _instance(model: str, gpu: str, gpus, tp, ep, dp, dp_attention, dtype, kv_dtype, moe_opts=None):
@@ -196,6 +196,7 @@ def perf_result(
             # each term that slows a pass down from its roofline, at the run's first pass
             "terms": _terms(inst, phase, b, L - C, chunk, float(extend_tokens or 0), off),
             "efficiency_basis": inst.gpu.efficiency.basis(inst.family),
+            "factors_at_bound": _at_bound(inst),
         }
     )
     return out
@@ -228,12 +229,17 @@ def _context(phase: str, L: float, out_n: int | None, extend_tokens: int) -> flo
     return L
 
 
+def _at_bound(inst) -> list[str]:
+    from pdd_plan.calibration.fit import factors_at_bound
+
+    return factors_at_bound(inst.gpu.efficiency)
+
+
 def _check_sizes(
     inst, phase: str, L: float, C: float, out_n, batch, chunk: int, extend_tokens: int
 ) -> None:
     """Every size bounded before any work: the work (and memory) grows with the batch (one
     context per request in a decode step) and with the prefill passes (one per chunk)."""
-    from pdd_plan.perf import layers
 
     limits.check("TOKENS", L, None, "--input-tokens")
     limits.check("TOKENS", out_n or 0, None, "--output-tokens")
@@ -246,16 +252,12 @@ def _check_sizes(
         return  # --batch is a cap there, not a demand
     batch = int(batch or 1)
     ctx = _context(phase, L, out_n, extend_tokens)
-    cap = inst.max_batch(ctx)
+    # an explicit --batch is the engine's configured limit: only the KV pool can refuse it
+    cap = inst.kv_max_batch(ctx)
     if batch > cap:
-        per = float(layers.kv_bytes(inst.model, ctx)) * inst.kv_replication / 1e9
-        raise InputError(
-            None,
-            "--batch",
-            f"{batch} requests at {ctx:,.0f} tokens need {batch * per:,.1f} GB of KV, the pool "
-            f"holds {inst.kv_pool_bytes / 1e9:,.1f} GB ({cap} requests)",
-            f"use --batch <= {cap} or more GPUs",
-        )
+        from pdd_plan.perf.kv_fit import kv_refusal
+
+        raise InputError(None, "--batch", *kv_refusal(inst, batch, ctx))
 
 
 def _describe(inst) -> dict:
@@ -316,6 +318,8 @@ def _render_table(res: dict) -> None:
     e = res["efficiency"]
     t.add_row("efficiency", ", ".join(f"{k} {v:g}" for k, v in e.items()))
     t.add_row(f"{res['efficiency_family']} factors", res["efficiency_basis"])
+    if res.get("factors_at_bound"):
+        t.add_row("FACTORS AT A FIT BOUND", "; ".join(res["factors_at_bound"]))
     terms = {k: v for k, v in res["terms"].items() if v is not None}
     t.add_row("slow-down terms", ", ".join(f"{k} {v:.4g}" for k, v in terms.items()))
     if "error_band_note" in res:
@@ -360,11 +364,16 @@ def perf(
     ),
     extend_tokens: int = typer.Option(64, "--extend-tokens", help="extend: k tokens recomputed."),
     chunk: int = typer.Option(8192, "--chunk", help="Prefill chunk (tokens per pass)."),
-    engine: str = typer.Option("sglang", "--engine", help="offline: sglang | trtllm-bench"),
+    engine: str = typer.Option("sglang", "--engine", help="sglang|trtllm-bench; serve: +vllm"),
+    concurrency: int = typer.Option(None, "--concurrency", help="serve: closed loop, C in flight."),
+    rate: float = typer.Option(None, "--rate", help="serve: open loop, Poisson requests/s."),
+    num_prompts: int = typer.Option(None, "--num-prompts", help="serve: a finite run's requests."),
+    range_ratio: float = typer.Option(None, "--range-ratio", help="serve: random lengths' ratio."),
+    lengths: str = typer.Option("sglang", "--lengths", help="serve: sglang|vllm draws, or a CSV"),
     format: str = typer.Option("table", "--format", "-f", help="table | json | yaml"),
 ) -> None:
     """One instance, explained: latency, throughput and what bounds a prefill, decode step,
-    extend or offline (continuous-batching) run."""
+    extend, offline (continuous-batching) run or a benchmark client's serving run (serve)."""
     fmt = check_format(format)
     for v, flag in ((gpus, "--gpus"), (tp, "--tp"), (ep, "--ep"), (dp, "--dp")):
         if v is not None and v < 1:
@@ -376,6 +385,11 @@ def perf(
     _need_positive(redundant_experts, "--redundant-experts")
     moe_opts = {"redundant_experts": redundant_experts, "two_batch_overlap": two_batch_overlap}
     inst = _instance(model, gpu, gpus, tp, ep, dp, dp_attention, dtype, kv_dtype, moe_opts)
+    if phase == "serve":
+        from pdd_plan.cli import perf_serve
+
+        args = (concurrency, rate, num_prompts, range_ratio, lengths, batch)
+        return perf_serve.show(inst, fmt, engine, input_tokens, output_tokens, *args)
     res = perf_result(
         inst,
         phase,
@@ -390,7 +404,11 @@ def perf(
     from pdd_plan.calibration.error_band import band_for_model
 
     # how far off such predictions were on held-out measurements of the model's family
-    res["error_band"], res["error_band_note"] = band_for_model(inst.model)
+    from pdd_plan.calibration.measurements import regime_of
+
+    batch_n = res.get("batch") if phase in ("decode", "extend") else None
+    regime = regime_of(phase, batch_n, float(input_tokens), phase in ("prefill", "offline"))
+    res["error_band"], res["error_band_note"] = band_for_model(inst.model, regime=regime)
     if fmt == "table":
         _render_table(res)
     else:

@@ -1,4 +1,5 @@
-"""Check SGLang command lines against the flag table (data/sglang-flags.yaml, from runtime.md).
+"""Check engine command lines against flag tables (data/*-flags.yaml: SGLang from runtime.md,
+vLLM and Dynamo's TensorRT-LLM worker from their argument definitions).
 
 ``check_argv(argv)`` takes a full command line (``python -m sglang.launch_server ...``,
 ``python3 -m sglang_router.launch_router ...``; Kubernetes ``command + args`` alike) and returns
@@ -10,6 +11,7 @@ one-shot flags and missing required flags are problems.
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from functools import lru_cache
 from urllib.parse import urlsplit
@@ -22,25 +24,68 @@ _VAR = re.compile(r"^(\$\([A-Za-z_][A-Za-z0-9_]*\)|\$\{[A-Za-z_][A-Za-z0-9_]*\}|
 _HOST = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$")
 
 
+TABLE_FILES = {  # engine: its flag tables, newest (the default) first
+    "sglang": ("sglang-flags.yaml",),
+    "vllm": ("vllm-flags.yaml", "vllm-0.7-flags.yaml"),
+    "trtllm": ("trtllm-flags.yaml",),
+}
+Selection = tuple[tuple[str, str], ...]  # ((engine, version), ...): tables other than the default
+
+
 @lru_cache(maxsize=1)
-def table() -> dict:
-    """{program: {"required": [...], "flags": {canonical: spec}, "alias": {name: canonical}}}"""
-    raw = yaml.safe_load(data_file("sglang-flags.yaml").read_text(encoding="utf-8"))
-    out = {"source": raw["source"]}
-    for prog, spec in raw["programs"].items():
-        alias = {}
-        for name, f in spec["flags"].items():
-            alias[name] = name
-            for a in f.get("aliases", []):
-                alias[a] = name
-        out[prog] = {"required": spec.get("required", []), "flags": spec["flags"], "alias": alias}
+def _raw() -> dict[str, dict[str, dict]]:
+    """{engine: {version: raw table}} in TABLE_FILES order."""
+    out: dict[str, dict[str, dict]] = {}
+    for engine, files in TABLE_FILES.items():
+        for f in files:
+            raw = yaml.safe_load(data_file(f).read_text(encoding="utf-8"))
+            out.setdefault(engine, {})[str(raw["version"])] = raw
     return out
 
 
-def program_of(argv: list[str]) -> str | None:
+def versions() -> dict[str, str]:
+    """{engine: the default version (the newest table)}."""
+    return {e: next(iter(v)) for e, v in _raw().items()}
+
+
+def available(engine: str) -> list[str]:
+    return list(_raw()[engine])
+
+
+def engine_source(engine: str, version: str | None = None) -> str:
+    return str(_raw()[engine][version or versions()[engine]]["source"]).strip()
+
+
+@lru_cache(maxsize=8)
+def table(selection: Selection = ()) -> dict:
+    """{program: {"required": [...], "flags": {canonical: spec}, "alias": {name: canonical},
+    "world_size": [flags whose product is the GPUs], "engine", "version"}} for each engine's
+    default table, or the version ``selection`` names; "source": SGLang's."""
+    chosen = {**versions(), **dict(selection)}
+    out: dict = {"source": _raw()["sglang"][chosen["sglang"]]["source"]}
+    for engine, by_version in _raw().items():
+        raw = by_version[chosen[engine]]
+        for prog, spec in raw["programs"].items():
+            alias = {}
+            for name, f in spec["flags"].items():
+                alias[name] = name
+                for a in f.get("aliases", []):
+                    alias[a] = name
+            out[prog] = {
+                "required": spec.get("required", []),
+                "flags": spec["flags"],
+                "alias": alias,
+                "world_size": raw.get("world_size", []),
+                "engine": engine,
+                "version": chosen[engine],
+            }
+    return out
+
+
+def program_of(argv: list[str], selection: Selection = ()) -> str | None:
     """`python[3] -m MODULE ...` -> MODULE if the table knows it."""
     if len(argv) >= 3 and argv[0].split("/")[-1].startswith("python") and argv[1] == "-m":
-        return argv[2] if argv[2] in table() and argv[2] != "source" else None
+        return argv[2] if argv[2] in table(selection) and argv[2] != "source" else None
     return None
 
 
@@ -72,6 +117,14 @@ def _float(v: str, spec: dict) -> str | None:
     if "max" in spec and x > spec["max"]:
         return f"must be <= {spec['max']}, got {x}"
     return None
+
+
+def _json_object(v: str) -> str | None:
+    try:
+        ok = isinstance(json.loads(v), dict)
+    except ValueError:
+        ok = False
+    return None if ok else f"expects a JSON object, got '{v[:40]}'"
 
 
 def _host(h: str) -> bool:
@@ -114,6 +167,8 @@ def _value(kind: str, vals: list[str], spec: dict) -> str | None:
         if err or len(vals) == 1 or vals[1] == "none":
             return err
         return _int(vals[1], {"min": 1, "max": 65535})
+    if kind == "json":
+        return _json_object(v)
     if kind == "selector":
         bad = [x for x in vals if "=" not in x or x.startswith("=")]
         return f"expects key=value, got '{bad[0]}'" if bad else None
@@ -124,12 +179,12 @@ def _value(kind: str, vals: list[str], spec: dict) -> str | None:
 _NARGS = {"bool": (0, 0), "prefill": (1, 2), "selector": (1, 64)}
 
 
-def check_argv(argv: list[str]) -> list[str]:
+def check_argv(argv: list[str], selection: Selection = ()) -> list[str]:
     """The problems of one SGLang command line (empty when it parses)."""
-    prog = program_of(argv)
+    prog = program_of(argv, selection)
     if prog is None:
-        return [f"not a known SGLang program: {' '.join(argv[:3])}"]
-    t = table()[prog]
+        return [f"not a known engine program: {' '.join(argv[:3])}"]
+    t = table(selection)[prog]
     problems: list[str] = []
     seen: dict[str, int] = {}
     i, toks = 0, argv[3:]
@@ -215,22 +270,28 @@ def _int_flag(argv: list[str], canon: str, alias: dict[str, str]) -> int | None:
         return None
 
 
-def check_gpus(argv: list[str], gpus: int, pods: int, per_instance: bool = False) -> list[str]:
-    """A server's tensor x pipeline parallel size must use exactly the instance's GPUs: ``gpus``
+def check_gpus(
+    argv: list[str], gpus: int, pods: int, per_instance: bool = False, selection: Selection = ()
+) -> list[str]:
+    """A server's world size (the product of its table's ``world_size`` flags: tp x pp for
+    SGLang and TensorRT-LLM, tp x pp x dp for vLLM) must use exactly the instance's GPUs: ``gpus``
     per pod times its nodes (``--nnodes``, else ``pods``), or ``gpus`` for the whole instance
-    when ``per_instance``. SGLang's world size is tp x pp over all nodes (runtime.md §1)."""
-    prog = program_of(argv)
-    if prog != "sglang.launch_server":
+    when ``per_instance`` (runtime.md §1; deploy-targets.md §1)."""
+    prog = program_of(argv, selection)
+    if prog is None or prog == "sglang_router.launch_router":
         return []
-    alias = table()[prog]["alias"]
-    tp = _int_flag(argv, "--tp-size", alias) or 1
-    pp = _int_flag(argv, "--pp-size", alias) or 1
+    t = table(selection)[prog]
+    alias = t["alias"]
+    sizes = [(f, _int_flag(argv, f, alias) or 1) for f in t["world_size"]]
+    world = 1
+    for _, n in sizes:
+        world *= n
     if per_instance:
         total, how = gpus, ""
     else:
         nodes = _int_flag(argv, "--nnodes", alias) or pods
         total, how = gpus * nodes, f"{nodes} node(s) x {gpus} = "
-    if tp * pp == total:
+    if world == total:
         return []
-    what = f"--tp-size {tp}" + (f" x --pp-size {pp}" if pp != 1 else "")
+    what = " x ".join(f"{f} {n}" for f, n in sizes if n != 1 or f == sizes[0][0])
     return [f"{prog}: {what} does not match the instance's GPUs ({how}{total} GPUs)"]

@@ -12,6 +12,7 @@ placeholder suffix ``.<dc>.pdd.local``, to be mapped by the user's multi-cluster
 
 from __future__ import annotations
 
+from pdd_plan.emit import transfer
 from pdd_plan.emit.plan import DOMAIN, Deployment, Group, dns, label_value
 from pdd_plan.emit.sglang import (
     STAGING_ENV,
@@ -50,6 +51,7 @@ def labels(
     if g is not None:
         out["pdd.group"] = g.name
         out["pdd.gpu"] = label_value(g.gpu)
+        out["llm-d.ai/role"] = g.mode  # what llm-d's prefill-filter / decode-filter read
     return out
 
 
@@ -107,10 +109,11 @@ def _container(dep: Deployment, g: Group, target: str, leader: bool) -> dict:
             )
     if dep.staging_buffer:
         env.append({"name": STAGING_ENV, "value": "1"})
+    env += transfer.env(dep, g)
     n = str(g.gpus_per_node)
     c: dict = {
         "name": "sglang",
-        "image": o.image,
+        "image": o.sglang_image,
         "command": list(SERVER_CMD),
         "args": tokens(f, eq=True),
     }
@@ -127,7 +130,7 @@ def _container(dep: Deployment, g: Group, target: str, leader: bool) -> dict:
             "periodSeconds": 10,
         }
     c["resources"] = {"limits": {g.resource: n}, "requests": {g.resource: n}}
-    if g.rdma and o.transfer_backend == "mooncake":
+    if transfer.sglang_backend(dep, g) != "mooncake_tcp":  # may register memory for RDMA
         c["securityContext"] = {"capabilities": {"add": ["IPC_LOCK"]}}
     c["volumeMounts"] = [{"name": "dshm", "mountPath": "/dev/shm"}]
     return c
@@ -257,7 +260,7 @@ def router(dep: Deployment, target: str) -> list[dict]:
                     "containers": [
                         {
                             "name": "router",
-                            "image": o.image,
+                            "image": o.sglang_image,
                             "command": list(ROUTER_CMD),
                             "args": router_args(dep, target),
                             "ports": [{"containerPort": o.router_port, "name": "http"}],

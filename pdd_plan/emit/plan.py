@@ -28,7 +28,11 @@ from pdd_plan.perf.instance import Instance
 ARCHITECTURES = architectures.names()  # the built-in ones, for --architecture help
 DECODE_ROLES = ("main_decode", "decode")
 DOMAIN = "pdd.local"  # placeholder DNS domain of the sglang target's hosts
-TRANSFER_BACKENDS = ("mooncake", "nixl", "mooncake_tcp")
+TRANSFER_BACKENDS = ("nixl", "mooncake", "mooncake_tcp")
+ENGINES = ("sglang", "vllm", "trtllm")
+DYNAMO_APIS = ("v1beta1", "v1alpha1")
+DYNAMO_TOPOLOGIES = ("one-cluster", "per-datacenter")
+SGLANG_IMAGE = "lmsysorg/sglang:latest"  # runs both launch_server and sglang_router
 
 
 def data_file(name: str) -> Path:
@@ -57,8 +61,8 @@ class EmitOptions:
     """Deployment choices the plan does not make (all have documented defaults)."""
 
     model_path: str | None = None  # default: the model profile's hf_id (else its name)
-    image: str = "lmsysorg/sglang:latest"  # runs both launch_server and sglang_router
-    transfer_backend: str = "mooncake"
+    image: str | None = None  # default: SGLANG_IMAGE, or the target's runtime image (Dynamo)
+    transfer_backend: str = "nixl"  # per peer: RDMA in a datacenter, TCP across (transfer.py)
     ib_device: str = "mlx5_0"  # --disaggregation-ib-device where KV moves over RDMA (mooncake)
     trust_remote_code: bool = False
     port: int = 30000
@@ -67,15 +71,27 @@ class EmitOptions:
     dist_port: int = 20102  # --dist-init-addr port of multi-node instances
     prefill_policy: str = "cache_aware"
     decode_policy: str = "power_of_two"
+    engine: str = "sglang"  # dynamo: the worker engine (kserve: vllm only)
+    engine_version: str | None = None  # the flag table's version (default: the one there is)
+    api_version: str = "v1beta1"  # dynamo: nvidia.com/v1beta1 | v1alpha1
+    topology: str = "one-cluster"  # dynamo across datacenters: one-cluster | per-datacenter
 
     def __post_init__(self) -> None:
-        if self.transfer_backend not in TRANSFER_BACKENDS:
-            raise InputError(
-                None,
-                "--transfer-backend",
-                f"unknown transfer backend '{self.transfer_backend}'",
-                f"use one of {', '.join(TRANSFER_BACKENDS)}",
-            )
+        for flag, value, ok in (
+            ("--transfer-backend", self.transfer_backend, TRANSFER_BACKENDS),
+            ("--engine", self.engine, ENGINES),
+            ("--api-version", self.api_version, DYNAMO_APIS),
+            ("--dynamo-topology", self.topology, DYNAMO_TOPOLOGIES),
+        ):
+            if value not in ok:
+                what = flag.lstrip("-").replace("-", " ")
+                raise InputError(
+                    None, flag, f"unknown {what} '{value}'", f"use one of {', '.join(ok)}"
+                )
+
+    @property
+    def sglang_image(self) -> str:
+        return self.image or SGLANG_IMAGE
 
 
 def _moe_options(model: ModelProfile, gpu: GPUProfile, r: InstanceGroup) -> dict:
@@ -90,6 +106,62 @@ def _moe_options(model: ModelProfile, gpu: GPUProfile, r: InstanceGroup) -> dict
         model, gpu, r.gpus_per_instance, tp=r.tp, ep=r.ep, dp=r.dp, redundant_experts=red
     )
     return {"moe_a2a": True, "two_batch_overlap": inst.tbo, "redundant_experts": red}
+
+
+def _router_facts(model: ModelProfile, gpu: GPUProfile, r: InstanceGroup, chunk: int) -> dict:
+    """What a router can be told from the perf model: one instance's peak prefill rate (one
+    full chunk at no cached context, perf/grid.py prefill_times) and its KV capacity."""
+    from pdd_plan.perf.grid import prefill_times  # the grid's kernels only when emitting
+
+    inst = Instance(
+        model,
+        gpu,
+        r.gpus_per_instance,
+        tp=r.tp,
+        ep=r.ep,
+        dp=r.dp,
+        redundant_experts=r.redundant_experts or 0,
+    )
+    t = float(prefill_times(inst, [chunk], [0], chunk)[0])
+    return {
+        "peak_prefill_tps": chunk / t if t > 0 else 0.0,
+        "kv_tokens": float(inst.kv_capacity_tokens),
+    }
+
+
+@dataclass(frozen=True)
+class LineSettings:
+    """What the line model assumed about connections (read from the line profile)."""
+
+    lanes_per_peer: int | None  # connections one transfer stripes over
+    window_bytes: int | None  # socket buffer / window cap
+    slow_start: str | None  # first_use | every_transfer
+    source: str
+
+
+def _field(obj: object, *names: str):
+    """The first of ``names`` present on a profile object or mapping (the line profile's field
+    names change as the line model grows; read defensively)."""
+    for n in names:
+        v = obj.get(n) if isinstance(obj, dict) else getattr(obj, n, None)
+        if v is not None:
+            return v
+    return None
+
+
+def line_settings(line_profile: object | None) -> LineSettings | None:
+    if line_profile is None:
+        return None
+    lanes = _field(line_profile, "lanes_per_peer", "streams_per_transfer")
+    window = _field(line_profile, "max_window_bytes", "window_bytes", "socket_buffer_bytes")
+    slow = _field(line_profile, "slow_start", "slow_start_after_idle")
+    name = _field(line_profile, "name") or "line"
+    return LineSettings(
+        lanes_per_peer=int(lanes) if lanes is not None else None,
+        window_bytes=int(window) if window is not None else None,
+        slow_start=str(slow) if slow is not None else None,
+        source=f"line profile {name}",
+    )
 
 
 @dataclass(frozen=True)
@@ -108,7 +180,6 @@ class Group:
     gpus_per_node: int
     name: str  # DNS-safe, unique within the datacenter (e.g. "prefill", "main-decode-h200")
     mem_fraction: float
-    rdma: bool  # its KV peers are all reachable over RDMA: emit --disaggregation-ib-device
     resource: str  # nvidia.com/gpu | amd.com/gpu
     node_label: str
     node_label_value: str
@@ -116,6 +187,8 @@ class Group:
     moe_a2a: bool = False  # expert all-to-all over DeepEP (an MoE model with ep > 1)
     two_batch_overlap: bool = False  # the perf model's engine default for this shape
     redundant_experts: int = 0
+    peak_prefill_tps: float = 0.0  # prompt tokens/s of one instance on full chunks, no cache
+    kv_tokens: float = 0.0  # KV capacity of one instance, tokens
 
     @property
     def mode(self) -> str:
@@ -144,6 +217,7 @@ class Deployment:
     options: EmitOptions
     staging_buffer: bool  # SGLANG_DISAGG_STAGING_BUFFER=1 (non-MLA model, prefill TP != decode TP)
     notes: list[str] = field(default_factory=list)
+    line_settings: LineSettings | None = None  # what the line model assumed (transfer.py)
 
     @property
     def arch_dns(self) -> str:
@@ -233,17 +307,16 @@ def build(
     model: ModelProfile | None = None,
     gpus: dict[str, GPUProfile] | None = None,
     file: str | None = None,
+    lines: list | None = None,
 ) -> Deployment:
     """The deployment of one architecture of ``plan``. ``model``/``gpus``: resolved profiles
     (default: bundled profiles named by the plan)."""
     o = options or EmitOptions()
-    spec = architectures.get(architecture)
     p = arch_plan(plan, architecture, file)
     inputs = plan.inputs
     if model is None:
         model = profiles.model(inputs.model, "inputs.model", file)
     rows = _rows(p, architecture, file)
-    has_relay = any(r.role == "relay_decode" for r in rows)
     labels = node_labels()
     groups: list[Group] = []
     notes: list[str] = []
@@ -286,12 +359,12 @@ def build(
                 gpus_per_node=r.gpus_per_instance // nodes,
                 name=nm,
                 mem_fraction=float(g.efficiency.mem_fraction),
-                rdma=spec.rdma_peers(r.role, has_relay),
                 resource=lab["resource"],
                 node_label=lab["label"],
                 node_label_value=lab["value"],
                 label_known=known,
                 **_moe_options(model, g, r),
+                **_router_facts(model, g, r, inputs.search.prefill_chunk_tokens),
             )
         )
     prefill_dc = next(g.datacenter for g in groups if g.role == "prefill")
@@ -316,4 +389,19 @@ def build(
         options=o,
         staging_buffer=model.attention.kind == "gqa" and len(tps) > 1,
         notes=notes,
+        line_settings=line_settings(_line_profile(p, lines)),
     )
+
+
+def _line_profile(p: ArchitecturePlan, lines: list | None):
+    """The line profile the plan's line was priced and modelled with: from the scenario's
+    resolved lines, else the bundled profile of that name; None if neither has it."""
+    if p.line is None:
+        return None
+    sku = p.line.sku
+    for x in lines or []:
+        if getattr(x, "name", None) == sku:
+            return x
+    if sku in profiles.bundled_names("lines"):
+        return profiles.line(sku)
+    return None

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import yaml
-
-from pdd_plan.emit import k8s
+from pdd_plan.emit import k8s, routing, transfer
 from pdd_plan.emit.plan import DOMAIN, Deployment, dns
 from pdd_plan.emit.sglang import host, router_host
 
@@ -16,54 +14,6 @@ RELAY_CAVEAT = (
     "PDD-aware router applies `pdd-routing.yaml` (routing thresholds, relay cap, hand-off mode) "
     "- and the relay-to-main hand-off itself needs code that does not exist upstream."
 )
-
-
-def routing_yaml(dep: Deployment, target: str) -> str:
-    def urls(role: str) -> list[str]:
-        out = []
-        for g in dep.groups:
-            if g.role == role:
-                for i in range(g.count):
-                    if target == "sglang":
-                        h = host(g, i)
-                    else:
-                        h = k8s.instance_host(dep, target, g, i)
-                    out.append(f"http://{h}:{dep.options.port}")
-        return out
-
-    pol = dep.policy
-    doc = {
-        "architecture": dep.architecture,
-        "scenario": dep.scenario,
-        "upstream_support": (
-            "none: SGLang has no relay-decode role; relay instances are plain decode instances "
-            "labelled pdd.role=relay_decode, and applying this file needs a PDD-aware router"
-        ),
-        "routing": dep.routing,
-        "relay_max_tokens": pol.get("relay_max_tokens"),
-        "handoff": pol.get("handoff"),
-        "drc": pol.get("drc"),
-        "md_hit_ratio": pol.get("md_hit_ratio"),
-        "route_share": dep.route_share,
-        "sla": dep.sla,
-        "line": dep.line,
-        "bootstrap_port": dep.options.bootstrap_port,
-        "pools": {
-            "prefill": urls("prefill"),
-            "relay_decode": urls("relay_decode"),
-            "main_decode": urls("main_decode"),
-            "decode": urls("decode"),
-        },
-    }
-    head = (
-        "# PDD routing for a PDD-aware router (not part of upstream SGLang; see README.md).\n"
-        "# routing.relay_at_or_below_hit_rate: relay requests whose prefill-side prefix hit rate\n"
-        "#   is at or below this (null: nothing relays); routing.singular_max_output_tokens:\n"
-        "#   requests with at most this many output tokens may finish on the relay (p_rld);\n"
-        "# relay_max_tokens: tokens the relay generates before handing off to main decode;\n"
-        "# handoff: catch_up | one_shot.\n"
-    )
-    return head + yaml.safe_dump(doc, sort_keys=False, width=1000)
 
 
 def _fleet_table(dep: Deployment, target: str) -> list[str]:
@@ -118,6 +68,7 @@ def readme(dep: Deployment, target: str, files: list[str]) -> str:
             "depends on it; `pdd-routing.yaml` still records the plan's routing and policy.",
             "",
         ]
+    L += [*routing.readme_section(dep, target, no_relay_note=False)[2:], ""]  # caveat's heading
     L += ["## Host names and addresses", ""]
     if target == "sglang":
         L += [
@@ -156,29 +107,7 @@ def readme(dep: Deployment, target: str, files: list[str]) -> str:
                     + ", ".join(single)
                     + " has a single role here, so its file holds a LeaderWorkerSet instead.",
                 ]
-    L += [
-        "",
-        "## KV transfer",
-        "",
-        f"Transfer backend: `{o.transfer_backend}`. "
-        + (
-            f"`--disaggregation-ib-device {o.ib_device}` (a placeholder: set `--ib-device` to "
-            "your HCAs, see `ibv_devices`) is set on instances whose KV moves over RDMA only: "
-            + ", ".join(sorted({g.role for g in dep.groups if g.rdma}) or ["none"])
-            + ". "
-            if o.transfer_backend == "mooncake"
-            else ""
-        )
-        + (
-            "KV between prefill and main decode crosses the leased line, which has no RDMA: "
-            "Mooncake must reach the other datacenter over TCP. Recent SGLang has "
-            "`--disaggregation-transfer-backend mooncake_tcp` (emit with `--transfer-backend "
-            "mooncake_tcp`), which forces TCP for every transfer of the instance, including "
-            "prefill to relay."
-            if dep.line
-            else "All KV moves within one datacenter over RDMA."
-        ),
-    ]
+    L += ["", *transfer.readme_section(dep)]
     if dep.drc:
         L += [
             "",

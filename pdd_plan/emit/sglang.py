@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import shlex
 
+from pdd_plan.emit import transfer
 from pdd_plan.emit.plan import DOMAIN, Deployment, Group, dns
 
 Flags = list[tuple[str, tuple[str, ...]]]
@@ -25,12 +26,13 @@ def server_flags(dep: Deployment, g: Group) -> Flags:
     f: Flags = [("--model-path", (dep.model_path,))]
     if o.trust_remote_code:
         f.append(("--trust-remote-code", ()))
+    backend = transfer.sglang_backend(dep, g)
     f += [
         ("--disaggregation-mode", (g.mode,)),
-        ("--disaggregation-transfer-backend", (o.transfer_backend,)),
+        ("--disaggregation-transfer-backend", (backend,)),
         ("--disaggregation-bootstrap-port", (str(o.bootstrap_port),)),
     ]
-    if g.rdma and o.transfer_backend == "mooncake":
+    if backend == "mooncake":  # RDMA only: the instance's peers are all in its datacenter
         f.append(("--disaggregation-ib-device", (o.ib_device,)))
     if g.role == "main_decode" and dep.drc:
         f.append(("--disaggregation-decode-enable-radix-cache", ()))
@@ -177,6 +179,13 @@ def script(dep: Deployment, dc: str) -> str:
         lines += [
             "# prefill and decode TP differ on a non-MLA model: SGLang needs the staging buffer",
             f"export {STAGING_ENV}=1",
+            "",
+        ]
+    lanes = {e["value"] for g in groups for e in transfer.env(dep, g)}
+    if lanes:
+        lines += [
+            "# Mooncake TCP lanes per peer, as the line model assumed (README.md, KV transfer)",
+            f"export {transfer.LANES_ENV}={min(lanes)}",
             "",
         ]
     lines += ['host="${1:-$(hostname -f)}"', 'case "$host" in']

@@ -23,6 +23,8 @@ from pathlib import Path
 import jsonschema
 
 from pdd_plan.emit import cron
+from pdd_plan.emit.dynamo import needs_version_override
+from pdd_plan.emit.kserve import webhook_problems
 
 SCHEMA_FILES = {
     (
@@ -42,6 +44,31 @@ SCHEMA_FILES = {
         "RoleBasedGroup",
     ): "rolebasedgroup-workloads.x-k8s.io-v1alpha2.json",
     ("keda.sh/v1alpha1", "ScaledObject"): "scaledobject-keda.sh-v1alpha1.json",
+    (
+        "nvidia.com/v1alpha1",
+        "DynamoGraphDeployment",
+    ): "dynamographdeployment-nvidia.com-v1alpha1.json",
+    (
+        "nvidia.com/v1beta1",
+        "DynamoGraphDeployment",
+    ): "dynamographdeployment-nvidia.com-v1beta1.json",
+    (
+        "serving.kserve.io/v1alpha1",
+        "LLMInferenceService",
+    ): "llminferenceservice-serving.kserve.io-v1alpha1.json",
+    (
+        "serving.kserve.io/v1alpha2",
+        "LLMInferenceService",
+    ): "llminferenceservice-serving.kserve.io-v1alpha2.json",
+    (
+        "inference.networking.k8s.io/v1",
+        "InferencePool",
+    ): "inferencepool-inference.networking.k8s.io-v1.json",
+    (
+        "inference.networking.x-k8s.io/v1alpha2",
+        "InferencePool",
+    ): "inferencepool-inference.networking.x-k8s.io-v1alpha2.json",
+    ("grove.io/v1alpha1", "PodCliqueSet"): "podcliqueset-grove.io-v1alpha1.json",
 }
 LWS_KEY = ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet")
 
@@ -78,7 +105,7 @@ def strict(schema: dict) -> dict:
     return s
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=32)
 def crd_schema(api_version: str, kind: str, strict_mode: bool = True) -> dict:
     f = SCHEMA_FILES[(api_version, kind)]
     raw = json.loads((schema_dir() / f).read_text(encoding="utf-8"))
@@ -113,10 +140,10 @@ def _int_or_str() -> dict:
     return {"anyOf": [{"type": "integer"}, {"type": "string"}]}
 
 
-@lru_cache(maxsize=2)
+@lru_cache(maxsize=8)
 def builtin_schema(kind: str, strict_mode: bool = True) -> dict:
-    """Partial schemas of apps/v1 Deployment and v1 Service (fields from the Kubernetes API
-    reference; only what a router needs)."""
+    """Partial schemas of apps/v1 Deployment, v1 Service and v1 ConfigMap (fields from the
+    Kubernetes API reference; only what the emitters use)."""
     if kind == "Deployment":
         s = {
             "type": "object",
@@ -176,15 +203,27 @@ def builtin_schema(kind: str, strict_mode: bool = True) -> dict:
                 },
             },
         }
+    elif kind == "ConfigMap":
+        s = {
+            "type": "object",
+            "required": ["apiVersion", "kind", "metadata"],
+            "properties": {
+                "apiVersion": {"const": "v1"},
+                "kind": {"const": "ConfigMap"},
+                "metadata": _meta(),
+                "data": _labels(),
+                "immutable": {"type": "boolean"},
+            },
+        }
     else:
         raise KeyError(kind)
     return strict(s) if strict_mode else s
 
 
-BUILTIN = {("apps/v1", "Deployment"), ("v1", "Service")}
+BUILTIN = {("apps/v1", "Deployment"), ("v1", "Service"), ("v1", "ConfigMap")}
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=32)
 def _validator(api_version: str, kind: str, strict_mode: bool):
     if (api_version, kind) in BUILTIN:
         s = builtin_schema(kind, strict_mode)
@@ -232,6 +271,10 @@ def _cel(doc: dict) -> list[str]:
             out.append(
                 "spec/roles: replicas must be zero for all non-External roles or non-zero for all"
             )
+    if doc.get("kind") == "DynamoGraphDeployment":
+        out += dgd_rules(doc)
+    if doc.get("kind") == "LLMInferenceService":
+        out += webhook_problems(doc)
     if doc.get("kind") == "RoleBasedGroup":
         for i, r in enumerate(spec.get("roles") or []):
             if isinstance(r, dict):
@@ -242,4 +285,27 @@ def _cel(doc: dict) -> list[str]:
                 ]
                 if len(pats) > 1:
                     out.append(f"spec/roles/{i}: {' and '.join(pats)} are mutually exclusive")
+    return out
+
+
+def dgd_rules(doc: dict) -> list[str]:
+    """Dynamo's rules outside its CRD schema (deploy-targets.md §1): each v1beta1 component's
+    pod has a container ``main`` with an image, and an image tag that is not a semver needs
+    ``runtimeVersionOverride`` (admission)."""
+    out = []
+    spec = doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
+    for i, c in enumerate(spec.get("components") or []):
+        if not isinstance(c, dict):
+            continue
+        pod = (c.get("podTemplate") or {}).get("spec") or {}
+        main = [x for x in pod.get("containers") or [] if x.get("name") == "main"]
+        where = f"spec/components/{i} ({c.get('name')})"
+        if not main or not main[0].get("image"):
+            out.append(f"{where}: needs a container named main with an image")
+        elif needs_version_override(main[0]["image"]) and not c.get("runtimeVersionOverride"):
+            out.append(f"{where}: image tag is not a semver: set runtimeVersionOverride")
+    for name, c in (spec.get("services") or {}).items():
+        img = ((c.get("extraPodSpec") or {}).get("mainContainer") or {}).get("image")
+        if not img:
+            out.append(f"spec/services/{name}: needs extraPodSpec.mainContainer.image")
     return out

@@ -149,7 +149,7 @@ def instance(profiles: Profiles, file: str, g: InstanceGroup | FleetGroup, field
     try:
         if g.tp is None and g.dp is None and g.ep is None and not (g.redundant_experts or 0):
             # the optimizer's recipe for this size (MoE: EP over all GPUs, best DP-attention)
-            inst = _default_parallelism(model, gpu, n)
+            inst = _default_parallelism(model, gpu, n) or _any_size(model, gpu, n)
             if inst is None:
                 inst = Instance(model, gpu, n, tp=n, ep=1)  # raises why it is not a size
         else:
@@ -168,6 +168,27 @@ def instance(profiles: Profiles, file: str, g: InstanceGroup | FleetGroup, field
         sub = e.field if e.field in ("tp", "ep", "dp", "redundant_experts") else "gpus_per_instance"
         raise InputError(file, f"{field}.{sub}", e.problem, e.fix) from None
     return inst
+
+
+def _any_size(model, gpu, n: int) -> Instance | None:
+    """The recipe for a GPU count the optimizer's power-of-two search does not try (an
+    existing fleet's 12 or 24 GPUs): MoE EP over the largest divisor of n that divides the
+    experts, and of the DP-attention splits dividing n whose attention TP divides the heads,
+    the one that fits with the most KV room. None when no split fits."""
+    if model.ffn.moe is None:
+        return None
+    ep = max(d for d in range(1, n + 1) if n % d == 0 and model.ffn.moe.num_experts % d == 0)
+    best = None
+    for dp in (d for d in range(1, n + 1) if n % d == 0):
+        if model.attention.num_heads % (n // dp):
+            continue
+        try:
+            inst = Instance(model, gpu, n, tp=n, ep=ep, dp=dp)
+        except InputError:
+            continue
+        if inst.fits and (best is None or inst.kv_pool_bytes > best.kv_pool_bytes):
+            best = inst
+    return best
 
 
 def _group(profiles: Profiles, file: str, g: FleetGroup, field: str) -> InstanceGroup:

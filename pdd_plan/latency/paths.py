@@ -14,6 +14,7 @@ import numpy as np
 
 from pdd_plan.architectures import P_MD, P_RLD, P_RLD_MD
 from pdd_plan.inputs.schema.scenario import Policy
+from pdd_plan.latency import handoff as handoff_payload
 from pdd_plan.latency.line import law as line_law
 from pdd_plan.latency.line import transfer
 from pdd_plan.latency.prefill.pool import PrefillPool
@@ -70,6 +71,7 @@ class PathTimes:
     ttft_line_wait_s: dict[str, np.ndarray] | None = None  # path -> mean line queueing
     ttft_line_wait_var_s2: dict[str, np.ndarray] | None = None  # path -> its variance
     ttft_line_wait_atom: dict[str, np.ndarray] | None = None  # path -> P(no line delay)
+    handoff: handoff_payload.Choice | None = None  # the relay handoff's payload, and why
 
     def line_wait_atom(self, path: str) -> np.ndarray:
         a = (self.ttft_line_wait_atom or {}).get(path)
@@ -115,6 +117,7 @@ class PathTimes:
             per(j) if j is not None else None,
             {k: var(k) for k in j} if j is not None else None,
             {k: classes.class_mean(self.line_wait_atom(k)) for k in j} if j is not None else None,
+            self.handoff,
         )
 
 
@@ -132,6 +135,8 @@ def path_times(
     line_delay: float = 1.0,
     line_ca2: float = 1.0,
     pool: PrefillPool | None = None,
+    md_batch: float | None = None,
+    chunk: int = 8192,
 ) -> PathTimes:
     """Compose TTFT parts and decode splits per class and path.
 
@@ -139,6 +144,9 @@ def path_times(
     `line` None means the transfer goes over RDMA inside one datacenter (IDC-PD).
     `line_ca2`: squared CV of the gaps between transfers (the prefill pool's departures);
     `pool`: the prefill pool feeding the line (its smoothing: :mod:`line_found`).
+    `md_batch`: main decode's running batch, which a recompute handoff joins
+    (:mod:`pdd_plan.latency.handoff`: the payload is chosen per plan); None: the extend priced
+    as a lone pass, the payload not chosen.
     """
     m = prefill.model
     full_kv = np.asarray(layers.kv_bytes(m, classes.input_tokens))
@@ -172,12 +180,22 @@ def path_times(
     hold = {P_MD: np.zeros(len(classes))}
     tpot = {P_MD: np.full(len(classes), md_step_s)}
     stall = np.zeros(len(classes))
+    choice = None
     if rld is not None:
         first = prefill_s + rdma_full + rld_step_s
         ctx = classes.input_tokens
         # tokens RLD makes while the KV crawls to MD; catch_up also covers MD's extend
         k = np.minimum(np.minimum(lt / rld_step_s, policy.relay_max_tokens), out)
-        ext = _extend_times(md, k, ctx) if md else np.zeros(len(classes))
+        if md is None:
+            ext = np.zeros(len(classes))
+        elif md_batch is None:
+            ext = _extend_times(md, k, ctx)
+        else:
+            mean_ctx = float(np.dot(classes.weight, ctx) / max(classes.weight.sum(), 1e-12))
+            choice = handoff_payload.choose(policy, md, mean_ctx, md_batch, chunk, line, line_rho)
+            ext = handoff_payload.times(
+                choice, md, k, ctx, md_batch, chunk, line, line_rho, policy.relay_max_tokens
+            )
         if policy.handoff == "catch_up":
             k = np.minimum(np.minimum((lt + ext) / rld_step_s, policy.relay_max_tokens), out)
             stall = np.where(k >= policy.relay_max_tokens, ext, 0.0)  # cap hit: MD still stalls
@@ -194,7 +212,18 @@ def path_times(
         hold[P_RLD] = out * rld_step_s
         tpot[P_RLD] = np.full(len(classes), rld_step_s)
     return PathTimes(
-        ttft, md_tok, rld_tok, hold, xb, lt, tpot, stall, line_wait, line_wait_var, {P_MD: atom}
+        ttft,
+        md_tok,
+        rld_tok,
+        hold,
+        xb,
+        lt,
+        tpot,
+        stall,
+        line_wait,
+        line_wait_var,
+        {P_MD: atom},
+        choice,
     )
 
 

@@ -340,9 +340,12 @@ def routing(p: SolverResult, classes: RequestClasses, shares: dict[str, np.ndarr
     nothing relays), singular ones finishing on relay decode."""
     relayed = (shares.get(P_RLD_MD, 0) + shares.get(P_RLD, 0)) > 1e-9
     relay_below = _relay_threshold(classes.hit_p[relayed])
+    h = p.times.handoff if relay_below is not None else None
     return Routing(
         relay_at_or_below_hit_rate=_r(relay_below) if relay_below is not None else None,
         singular_max_output_tokens=p.singular_max_output_tokens,
+        handoff_payload=h.payload if h is not None else None,
+        handoff_payload_why=h.why if h is not None else None,
     )
 
 

@@ -10,7 +10,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pdd_plan.architectures import P_MD, P_RLD, PATH_CROSSES_LINE, RELAY_PATHS, Architecture
+from pdd_plan.architectures import (
+    P_MD,
+    P_RLD,
+    P_RLD_MD,
+    PATH_CROSSES_LINE,
+    RELAY_PATHS,
+    Architecture,
+)
 from pdd_plan.inputs.pieces import Sites
 from pdd_plan.inputs.schema.line import LineSKU
 from pdd_plan.inputs.schema.model import ModelProfile
@@ -209,6 +216,20 @@ def _relay_paths(spec: Architecture, rld: list[DecodeOption]) -> tuple[str, ...]
     return tuple(p for p in RELAY_PATHS if p in spec.paths) if rld else ()
 
 
+def _hit_threshold_paths(
+    policy: Policy, hit_p: np.ndarray, singular: np.ndarray, relay: tuple[str, ...]
+) -> dict[str, np.ndarray]:
+    """`policy.router: hit_threshold` (the PDD report's rule): one path per class, no choice
+    left to the solver. A class at or below the threshold relays (finishing near when it is
+    singular and the architecture lets it), every other class goes P -> MD."""
+    low = np.asarray(hit_p, dtype=float) <= policy.relay_hit_threshold.at_or_below
+    near = singular & low if P_RLD in relay else np.zeros_like(low)
+    out = {P_MD: ~low, P_RLD_MD: low & ~near}
+    if P_RLD in relay:
+        out[P_RLD] = near
+    return out
+
+
 def fine_times(
     policy: Policy,
     prefill_chunk_tokens: int,
@@ -241,7 +262,15 @@ def fine_times(
         caps.line_delay,
         pool.departure_ca2,
         pool,
+        md_batch=_batch(md, md_inst),
+        chunk=prefill_chunk_tokens,
     )
+
+
+def _batch(md: list[DecodeOption], inst) -> float:
+    """The running batch of main decode's chosen instance (its TPOT-target batch)."""
+    c = next(o.cand for o in md if o.inst is inst)
+    return c.tokens_per_s * c.step_s
 
 
 def path_table(
@@ -270,11 +299,14 @@ def path_table(
     # no line (every role in one datacenter): nothing to relay around
     relay = _relay_paths(spec, rld) if line.config is not None else ()
     if relay:
-        wants = latency_paths.relay_wanted(times.ttft_mean_s(P_MD), pool, sla.ttft_p90_s)
         lim = policy.singular_max_output_tokens
         singular = classes.output_tokens <= (lim if lim is not None else -1)
-        for p in relay:
-            allowed[p] = wants & singular if p == P_RLD else wants
+        if policy.router == "hit_threshold":
+            allowed = _hit_threshold_paths(policy, classes.hit_p, singular, relay)
+        else:
+            wants = latency_paths.relay_wanted(times.ttft_mean_s(P_MD), pool, sla.ttft_p90_s)
+            for p in relay:
+                allowed[p] = wants & singular if p == P_RLD else wants
     slas = (sla.ttft_p90_s, sla.ttft_p99_s)
     fixed = {p: ft.ttft_fixed_s[p] for p in allowed}
     waits = [

@@ -109,7 +109,7 @@ class EngineStep(Strict):
 
 
 class AttentionKernels(Strict):
-    """Achieved fractions of peak of the latent-attention kernels (MLA, DSA, compressed)."""
+    """Achieved fractions of peak of the attention kernels of the listed kinds."""
 
     kinds: list[Literal["mla", "dsa", "compressed", "gqa"]]
     compute_fraction: float = Field(gt=0, le=1)
@@ -117,12 +117,26 @@ class AttentionKernels(Strict):
     source: str
 
 
+class QuantKernels(Strict):
+    """Activation-quantization kernels per layer where the GEMMs' weights are FP8 or FP4 (one
+    before each quantized GEMM input an engine does not fuse into the kernel before it)."""
+
+    attention_gqa: int = Field(ge=0)
+    attention_latent: int = Field(ge=0)
+    ffn_dense: int = Field(ge=0)
+    ffn_moe: int = Field(ge=0)
+    shared_experts: int = Field(ge=0)
+
+
 class KernelFloor(Strict):
     """The fixed GPU time of a pass's kernels that no FLOP or byte count sees: each kernel
-    takes at least `per_kernel_us`, each TP all-reduce call `allreduce_us` on top of its bytes."""
+    takes `per_kernel_us` on top of its work, each collective call `allreduce_us` inside one
+    NVLink domain (`allreduce_internode_us` across nodes) on top of its bytes."""
 
     per_kernel_us: float = Field(ge=0)
     allreduce_us: float = Field(ge=0)
+    allreduce_internode_us: float = Field(ge=0)
+    quant: QuantKernels
     attention_gqa: int = Field(ge=0)  # kernels per layer of GQA attention
     attention_latent: int = Field(ge=0)  # of latent attention (MLA, DSA, compressed)
     ffn_dense: int = Field(ge=0)  # of a dense FFN
@@ -170,9 +184,12 @@ def a2a_copies(ep: int, domain: int, k: int, phase: str) -> tuple[float, float]:
 
 
 def a2a_bytes(inst, tokens: float, phase: str) -> tuple[float, float]:
-    """(NVLink, RDMA) bytes of one pass's dispatch + combine, per GPU, all MoE layers."""
+    """(NVLink, RDMA) bytes of one pass's dispatch + combine, per GPU, all MoE layers. None
+    without DP attention: every rank then holds every token (TP attention), runs its own
+    experts on them and the MoE's TP all-reduce combines the ranks' outputs (SGLang's and
+    TensorRT-LLM's EP MoE without attention DP), so there is no all-to-all."""
     m = inst.model
-    if m.ffn.moe is None or inst.ep <= 1:
+    if m.ffn.moe is None or inst.ep <= 1 or inst.dp <= 1:
         return 0.0, 0.0
     per_gpu = tokens / inst.n_gpus
     # FP8 dispatch needs FP8 GEMMs; combine in BF16

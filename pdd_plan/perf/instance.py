@@ -11,7 +11,7 @@ import numpy as np
 from pdd_plan.common.errors import InputError
 from pdd_plan.inputs.schema.gpu import GPUProfile
 from pdd_plan.inputs.schema.model import ModelProfile
-from pdd_plan.perf import layers
+from pdd_plan.perf import engine_limits, layers
 from pdd_plan.perf.comm import serving
 
 
@@ -33,6 +33,9 @@ class Instance:
     single_batch_overlap: bool = False
     # busiest EP rank's MoE load over the mean; None: moe-serving.yaml's figure (EPLB or not)
     expert_load: float | None = None
+    # the engine's configured running-request limit (a scenario's, `perf --batch`); None: the
+    # deployed engine's defaults (engine_limits.py: running requests, CUDA-graph batch)
+    max_running: int | None = None
 
     def __post_init__(self) -> None:
         m, n = self.model, self.n_gpus
@@ -256,10 +259,17 @@ class Instance:
     def kv_capacity_tokens(self) -> float:
         return self.kv_pool_bytes / layers.kv_bytes_per_token(self.model)
 
-    def max_batch(self, context_tokens: float) -> int:
-        """Requests of this context the KV pool holds at once."""
-        per = float(layers.kv_bytes(self.model, context_tokens))
+    def kv_max_batch(self, context_tokens: float) -> int:
+        """Requests of this (live) context the KV pool holds at once, in whole pages."""
+        page = engine_limits.defaults().page_tokens
+        per = float(layers.kv_bytes(self.model, engine_limits.pages(context_tokens, page)))
         return int(np.floor(self.kv_pool_bytes / per)) if per > 0 else 0
+
+    def max_batch(self, context_tokens: float) -> int:
+        """Requests of this live context the instance runs at once: the KV pool's capacity and
+        the engine's caps (engine_limits.py), the smallest."""
+        caps = engine_limits.engine_caps(self)
+        return int(min([self.kv_max_batch(context_tokens), *caps.values()]))
 
     @property
     def cost_per_hour(self) -> float:

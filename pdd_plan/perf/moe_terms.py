@@ -10,9 +10,10 @@
   its FLOP nor its byte rate; the grouped GEMM's efficiency by tokens per expert follows;
 * DeepEP's fixed latency per dispatch and combine call, inside a node or across nodes;
 * the engine's per-step CPU cost that grows with the requests in a pass, per DP rank;
-* latent-attention kernel efficiency (MLA, DSA, compressed): measured fractions of peak;
-* the kernel-latency floor of any pass, dense or MoE: kernels x a minimum kernel time, and a
-  fixed latency per TP all-reduce call (most of a batch-1 decode step, nothing at large batch).
+* attention kernel efficiency (MLA, DSA, compressed, GQA): measured fractions of peak;
+* a pass's fixed cost from its structure (fixed_cost.py): each kernel's floor and each
+  collective call's latency on top of their work (most of a batch-1 decode step, a few per cent
+  at large batch).
 
 Pure functions of an instance and a pass's size; `breakdown` gathers them for `perf`.
 """
@@ -23,6 +24,7 @@ import math
 
 import numpy as np
 
+from pdd_plan.perf import fixed_cost
 from pdd_plan.perf.comm import serving
 
 
@@ -82,8 +84,8 @@ def deepep_fixed_seconds(inst, phase: str) -> float:
     """Fixed seconds of one pass's dispatch and combine calls (two per MoE layer): the
     low-latency kernels in decode, the normal ones in prefill; internode when the EP group
     spans more than one NVLink domain."""
-    if inst.model.ffn.moe is None or inst.ep <= 1:
-        return 0.0
+    if inst.model.ffn.moe is None or inst.ep <= 1 or inst.dp <= 1:
+        return 0.0  # no all-to-all without DP attention (comm.a2a_bytes)
     lat = serving().deepep_latency
     across = inst.ep > inst.gpu.interconnect.domain_gpus
     if phase == "prefill":
@@ -102,29 +104,21 @@ def step_cpu_seconds(inst, requests: float) -> float:
     return serving().engine_step.per_request_us * 1e-6 * requests / inst.dp * scale
 
 
-def kernels_per_pass(model) -> int:
-    """Kernels one forward pass launches: each layer's attention and FFN, plus the pass's own."""
-    k, moe = serving().kernel_floor, model.ffn.moe
-    attn = k.attention_gqa if model.attention.kind == "gqa" else k.attention_latent
-    n_moe = 0 if moe is None else model.num_layers - model.ffn.first_dense_layers
-    per_moe = k.ffn_moe + (k.shared_experts if moe is not None and moe.num_shared_experts else 0)
-    dense = model.num_layers - n_moe
-    return model.num_layers * attn + dense * k.ffn_dense + n_moe * per_moe + k.per_pass
+def kernels_per_pass(inst) -> float:
+    """Kernels one forward pass of `inst` launches (perf/fixed_cost.py counts them)."""
+    return fixed_cost.kernels_per_pass(inst)
 
 
 def kernel_floor_seconds(inst) -> float:
-    """Least GPU time of one pass's kernels, whatever their work (moe-serving.yaml
-    kernel_floor): roofline.py runs the kernels for max(their roofline, this)."""
-    us = serving().kernel_floor.per_kernel_us * kernels_per_pass(inst.model)
-    return us * 1e-6 * inst.gpu.efficiency.fixed_time_scale
+    """The kernels' fixed time of one pass (moe-serving.yaml kernel_floor): roofline.py adds it
+    to the kernels' roofline time (an alpha-beta model, fixed_cost.py)."""
+    return fixed_cost.fixed_cost(inst).kernels_s
 
 
 def allreduce_fixed_seconds(inst) -> float:
-    """Fixed latency of one pass's TP all-reduce calls (two per layer), on top of their bytes."""
-    if inst.attn_tp <= 1:
-        return 0.0
-    us = serving().kernel_floor.allreduce_us * 2 * inst.model.num_layers
-    return us * 1e-6 * inst.gpu.efficiency.fixed_time_scale
+    """Latency floors of one pass's TP all-reduce and DP-attention gather calls, on top of
+    their bytes (fixed_cost.py)."""
+    return fixed_cost.fixed_cost(inst).collectives_s
 
 
 def attention_fractions(model) -> tuple[float, float] | None:
@@ -139,10 +133,12 @@ def attention_fractions(model) -> tuple[float, float] | None:
 def breakdown(inst, tokens: float, requests: float, phase: str) -> dict[str, float | None]:
     """The value of each term for one pass of `tokens` tokens and `requests` requests."""
     moe = inst.model.ffn.moe
+    fixed = fixed_cost.fixed_cost(inst)
     out: dict[str, float | None] = {
         "step_cpu_s": step_cpu_seconds(inst, requests),
-        "kernel_floor_s": kernel_floor_seconds(inst),
-        "allreduce_fixed_s": allreduce_fixed_seconds(inst),
+        "kernel_floor_s": fixed.kernels_s,
+        "allreduce_fixed_s": fixed.collectives_s,
+        **{f"fixed_{k}": v for k, v in fixed.as_dict().items()},
         "attention_compute_fraction": None,
         "attention_memory_fraction": None,
     }

@@ -8,7 +8,8 @@ same forward passes as the running decodes.
 Steady state (ISL input tokens, OSL output tokens per request):
 
     B     = min(B_kv, max_batch, floor(max_num_tokens / (1 + ISL/OSL)))
-            B_kv = floor(KV pool / kv_bytes(ISL + OSL))      (admission reserves the whole request)
+            B_kv = floor(KV pool / kv_bytes(held))   held = ISL + OSL where admission reserves the
+                   whole request (TensorRT-LLM), ISL + OSL/2 where paged KV holds the live context
     d     = B * ISL / OSL        prefill tokens needed per iteration to refill the batch
     c     = max_num_tokens - B   prefill tokens one iteration can carry
     q     = min(c, max(d, ISL))  prefill tokens of an iteration that carries prefill: prompts
@@ -50,6 +51,9 @@ class Engine:
         float | None
     )  # KV pool = fraction of HBM left after weights; None: GPU mem_fraction
     source: str
+    # live: paged KV holds each request's live context (mean ISL + OSL/2 in the steady state);
+    # reserve: admission reserves ISL + OSL (TensorRT-LLM's GUARANTEED_NO_EVICT; engines.yaml)
+    kv_admission: str = "live"
 
     def batch_limits(self, kv_requests: float, isl: float, osl: float) -> tuple[int, int]:
         """(max running requests, max tokens per pass) the engine runs this dataset with."""
@@ -79,6 +83,7 @@ TRTLLM_BENCH = Engine(
     max_batch=4096,
     max_num_tokens=32768,
     kv_free_fraction=0.95,
+    kv_admission="reserve",
     source=(
         "NVIDIA/TensorRT-LLM tensorrt_llm/bench/build/tuning.py (calc_engine_setting, "
         "finetune_setting): max batch = KV-fit requests rounded up (min 64, cap 4096), max num "
@@ -130,6 +135,15 @@ class OfflineResult:
     def bound(self) -> str:
         return self.breakdown.bound
 
+    @property
+    def tpot_s(self) -> float:
+        """Mean time between one request's output tokens: an iteration, counting the passes
+        that carry the other requests' prefill chunks but not its own (which come before its
+        first token): t_dec + f (B - 1) / B (t_mix - t_dec)."""
+        b = max(self.batch, 1)
+        extra = self.mixed_pass.total_s - self.decode_pass.total_s
+        return self.decode_pass.total_s + self.prefill_share * (b - 1) / b * extra
+
 
 def offline_throughput(
     inst: Instance, isl: float, osl: float, engine: Engine = SGLANG
@@ -141,7 +155,8 @@ def offline_throughput(
         pool = inst.kv_pool_bytes_with(free_fraction=engine.kv_free_fraction)
     else:
         pool = inst.kv_pool_bytes
-    per_request = float(layers.kv_bytes(inst.model, isl + osl))
+    held = isl + osl if engine.kv_admission == "reserve" else isl + osl / 2.0
+    per_request = float(layers.kv_bytes(inst.model, held))
     kv_requests = pool / per_request if per_request > 0 else 0.0
     max_bs, max_tok = engine.batch_limits(kv_requests, isl, osl)
     token_cap = max_tok / (1.0 + isl / osl)

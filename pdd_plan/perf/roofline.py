@@ -188,7 +188,7 @@ def _kernels(inst: Instance, w: Work) -> tuple[float, float, float, float, tuple
     g, e, n = inst.gpu, inst.efficiency, inst.n_gpus
     rate = n * g.peak_flops(inst.compute_dtype) * e.mfu
     rate_routed = rate * g.peak_flops(inst.expert_dtype) / g.peak_flops(inst.compute_dtype)
-    # latent-attention kernels at their measured fractions of peak, GQA at the fitted ones
+    # attention kernels at their measured fractions of peak (kinds not listed: the fitted ones)
     a_mfu, a_mbu = moe_terms.attention_fractions(inst.model) or (e.mfu, e.mbu)
     attn_rate = n * g.peak_flops(inst.model.kv_cache.dtype) * a_mfu
     bw = n * g.memory.hbm_tbps * 1e12 * e.mbu
@@ -232,9 +232,10 @@ def _pass(inst: Instance, w: Work, phase: str) -> PassTime:
     if a2a > 0:  # each dispatch and combine call also pays a fixed latency
         a2a += moe_terms.deepep_fixed_seconds(inst, phase)
     ar = comm.allreduce_seconds(inst, w.tokens) + moe_terms.allreduce_fixed_seconds(inst)
-    floor = moe_terms.kernel_floor_seconds(inst)  # kernels at their latency floor: latency-bound
+    # each kernel's fixed time on top of its roofline time (alpha-beta): latency-bound
+    floor = moe_terms.kernel_floor_seconds(inst)
     c, mem, cb, mb, rates = _kernels(inst, w)
-    mb += max(0.0, floor - cb - mb)
+    mb += floor
     over = e.step_overhead_ms / 1e3 + moe_terms.step_cpu_seconds(inst, w.requests)
     plain = PassTime(c, mem, a2a + ar, over, e.mode, cb, mb, 0.0)
     if a2a <= 0 or not (inst.tbo or inst.single_batch_overlap):
@@ -246,7 +247,7 @@ def _pass(inst: Instance, w: Work, phase: str) -> PassTime:
         return PassTime(c, mem, a2a + ar, over, e.mode, cb, mb, a2a - shown)
     h = w.half()
     c, mem, cb, mb, rates = _kernels(inst, h)
-    mb += max(0.0, floor - cb - mb)  # each micro-batch runs every kernel
+    mb += floor  # each micro-batch runs every kernel
     c, mem, cb, mb = 2.0 * c, 2.0 * mem, 2.0 * cb, 2.0 * mb
     covers = overlap.cover_seconds(inst, h.tokens, h.gemm_other, h.gemm_routed, rates)
     covers = {k: 2.0 * v for k, v in covers.items()}

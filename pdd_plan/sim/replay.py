@@ -10,7 +10,8 @@ Stages, each exact for its model unless noted (see the module docs of ``queues``
    ``streams_per_transfer`` of them, so the pool serves ``connections // k`` transfers), then
    processor sharing over the line, each transfer capped at ``k`` x one TCP connection's rate
    (``tcp``), RTT (and slow start on fresh connections) on delivery. Routing is the plan's
-   (``planned_route``: each request's path fixed up front), or with ``policy.router: backlog``
+   (``planned_route``: each request's path fixed up front; with ``policy.router:
+   hit_threshold`` the report's rule fixes it the same way), or with ``policy.router: backlog``
    a rule applied when each request's KV is ready; the DRC (hashed traces) acts then too.
 4. **Decode** - continuous batching on RLD and MD in fluid steps, the relay and the handoff.
 
@@ -32,7 +33,7 @@ from pdd_plan.inputs.schema.scenario import SLA, Policy
 from pdd_plan.latency.line import transfer
 from pdd_plan.perf import layers
 from pdd_plan.perf.instance import Instance
-from pdd_plan.sim import setup
+from pdd_plan.sim import handoff_table, setup
 from pdd_plan.sim.decode.decoder import DecodeInputs, DecodeResult, Engine, run_decode
 from pdd_plan.sim.queues import (
     P_RLD,
@@ -203,6 +204,14 @@ def _move_kv(
     router, planned = None, None
     if fl.relay and pol.router == "backlog":
         router = _backlog_router(fl, r, pol, sla)
+    elif fl.relay and pol.router == "hit_threshold":  # the report's rule, whatever the plan
+        lim = (
+            pol.singular_max_output_tokens
+            if setup.spec(fl.architecture).singular_on_relay
+            else None
+        )
+        at = pol.relay_hit_threshold.at_or_below
+        planned = planned_route(r.hit_p, r.output_tokens, at, lim)
     elif fl.relay:
         planned = planned_route(r.hit_p, r.output_tokens, fl.relay_below, fl.singular_max)
     hook = _drc_hook(model, fl, reqs) if reqs.hashes and pol.drc else None
@@ -323,6 +332,7 @@ def _decode(
     mv: Moved,
     progress,
     basis: setup.SimRequests,
+    chunk: int = 8192,
 ) -> tuple[DecodeResult, list[int]]:
     """Stage 4 for ``reqs``; the step and extend tables (and the batch caps) are those of
     ``basis``, the requests ``reqs`` is the head of."""
@@ -339,9 +349,12 @@ def _decode(
     rld_eng, rld_b = _engines(relay, ctx_pts, ref, tpot) if relay else ([], [])
     cap = int(pol.relay_max_tokens)
     ext = None
+    payload = handoff_table.payload(pol, fl)
     if relay:
         b_inp = basis.req.input_tokens.astype(float)
-        ext = ExtendTable(fl.decode[0], cap, np.unique(np.quantile(b_inp, [0, 0.5, 1]).round()))
+        ctxs = np.unique(np.quantile(b_inp, [0, 0.5, 1]).round())
+        price, tag = handoff_table.price(payload, fl, md_b[0], chunk, mv.stats)
+        ext = ExtendTable(fl.decode[0], cap, ctxs, price, tag)
     di = DecodeInputs(
         route=mv.route,
         t_md=mv.t_md,
@@ -356,7 +369,8 @@ def _decode(
         extend=ext,
         relay_cap=cap,
         one_shot=pol.handoff == "one_shot",
-        ids_latency_s=fl.line.sku.rtt_ms / 2e3 if fl.line is not None else 0.0,
+        # the token IDs' one-way trip (a KV payload's own transfer time includes its delivery)
+        ids_latency_s=fl.line.sku.rtt_ms / 2e3 if fl.line is not None and payload != "kv" else 0.0,
     )
     return run_decode(di, progress), md_b + rld_b
 
@@ -387,7 +401,8 @@ def simulate(
     model = profiles.model
     pf = _prefill(model, replay_setup.prefill_chunk_tokens, fl, basis.req, progress, len(r))
     mv = _move_kv(model, pol, sla, fl, reqs, pf, progress)
-    dec, bmax = _decode(model, pol, sla, fl, reqs, pf, mv, progress, basis)
+    chunk = replay_setup.prefill_chunk_tokens
+    dec, bmax = _decode(model, pol, sla, fl, reqs, pf, mv, progress, basis, chunk)
     return SimResult(
         architecture=architecture,
         source=reqs.source,

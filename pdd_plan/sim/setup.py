@@ -37,6 +37,7 @@ class Fleet:
     # none), finishing on relay decode those with at most singular_max output tokens
     relay_below: float | None = None
     singular_max: int | None = None
+    handoff_payload: str | None = None  # the plan's choice (recompute | kv); None: not said
 
 
 def spec(architecture: str) -> Architecture:
@@ -137,6 +138,7 @@ def fleet(profiles: Profiles, file: str, arch_plan: ArchitecturePlan, architectu
         float(rate) if rate else None,
         ro.relay_at_or_below_hit_rate,
         ro.singular_max_output_tokens,
+        ro.handoff_payload,
     )
 
 

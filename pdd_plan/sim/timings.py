@@ -197,20 +197,32 @@ class StepTable:
 
 
 class ExtendTable:
-    """Seconds main decode needs to recompute the KV of k relay tokens on a context."""
+    """Seconds main decode needs to hold the KV of k relay tokens on a context: by default a
+    lone extend pass recomputing them; `price(k grid, contexts) -> seconds [k, context]` (keyed
+    in the memo by `tag`) prices another handoff payload (:mod:`pdd_plan.latency.handoff`)."""
 
-    def __init__(self, inst: Instance, kmax: int, contexts: np.ndarray):
+    def __init__(
+        self,
+        inst: Instance,
+        kmax: int,
+        contexts: np.ndarray,
+        price: Callable[[np.ndarray, list[float]], np.ndarray] | None = None,
+        tag: tuple = (),
+    ):
         self.kmax = max(int(kmax), 1)
         cg = np.unique(np.round(np.asarray(contexts, dtype=float)))
         self.ctx = cg.tolist()
-        key = ("extend", _instance_key(inst), tuple(self.ctx), self.kmax)
-        self.cols = _memo(key, lambda: self._columns(inst))
+        key = ("extend", _instance_key(inst), tuple(self.ctx), self.kmax, tag)
+        self.cols = _memo(key, lambda: self._columns(inst, price))
 
-    def _columns(self, inst: Instance) -> tuple[tuple[float, ...], ...]:
+    def _columns(self, inst: Instance, price) -> tuple[tuple[float, ...], ...]:
         kg = np.unique(np.round(np.geomspace(1, self.kmax, 24)).astype(int))
         every = np.arange(self.kmax + 1)
         cols = []
-        table = grid.chunk_times(inst, kg, self.ctx).total_s  # = roofline.extend_time per k, c
+        if price is None:  # = roofline.extend_time per k, c
+            table = grid.chunk_times(inst, kg, self.ctx).total_s
+        else:
+            table = np.asarray(price(kg, self.ctx), dtype=float)
         for j in range(len(self.ctx)):
             col = np.interp(every, kg, table[:, j])
             col[0] = 0.0

@@ -371,8 +371,9 @@ def test_server_flags_follow_plan_and_profiles(relay_plan) -> None:
             assert val(a, "--chunked-prefill-size") == "8192"
         md = h.startswith("main-decode")
         assert ("--disaggregation-decode-enable-radix-cache" in a) == md, role
-        # KV over RDMA: prefill (to the relay) and relay; main decode is across the line
-        assert ("--disaggregation-ib-device" in a) == (not md)
+        # the default backend, NIXL over UCX, picks RDMA or TCP per peer: no ib device
+        assert val(a, "--disaggregation-transfer-backend") == "nixl"
+        assert "--disaggregation-ib-device" not in a
     # multi-node: 16-GPU prefill on 8-GPU nodes, node 1 joins node 0
     a0, a1 = cmds["prefill-0.dc-a.pdd.local"], cmds["prefill-0-node1.dc-a.pdd.local"]
     assert (val(a0, "--node-rank"), val(a1, "--node-rank")) == ("0", "1")

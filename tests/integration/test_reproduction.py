@@ -8,9 +8,11 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import inspect
+import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from pdd_plan.common.errors import InputError
 from pdd_plan.evaluate import Options, analytic, evaluate
@@ -145,3 +147,80 @@ def test_write_speed_keeps_comments(tmp_path):
     text = p.read_text()
     assert text.count("speed_factor: 0.500") == 2
     assert text.splitlines()[0] == SCENARIO.read_text().splitlines()[0]
+
+
+# ------------------------------------------------------------- the reproduction's own figures
+
+DOC = ROOT / "docs" / "reproduction.md"
+FIGURES = STUDY / "reproduction.json"
+PDD_PLAN_KEYS = {
+    "ttft_p90_change_pct",
+    "ttft_p99_change_pct",
+    "rld_token_share_pct",
+    "bcr_gain_pct",
+    "goodput_gain_pct",
+    "cost_change_pct",
+    "kv_transfer_p50_s",
+    "kv_transfer_p99_s",
+    "cdc_ttft_p50_s",
+    "extend_ms",
+}
+
+
+def test_docs_reproduction_is_what_the_script_writes():
+    """docs/reproduction.md is `reproduce.py --doc`'s rendering of reproduction.json: a hand
+    edit of either fails here (the slow test below reruns the study against the JSON)."""
+    rep = _script("reproduce")
+    figs = json.loads(FIGURES.read_text())
+    assert DOC.read_text() == rep.doc.document(figs), (
+        "docs/reproduction.md drifted: python examples/pdd-report/reproduce.py --doc "
+        "docs/reproduction.md"
+    )
+    assert PDD_PLAN_KEYS <= set(figs["pdd_plan"])
+    assert all("infeasible" in r for r in figs["architectures"].values())
+
+
+@pytest.mark.slow
+def test_reproduction_figures_do_not_drift():
+    """The study, rerun as the document was written (its requests, seed and calibrations),
+    gives the stored figures exactly: the simulator and the planner are deterministic."""
+    rep = _script("reproduce")
+    stored = json.loads(FIGURES.read_text())
+    got = json.loads(json.dumps(rep.slim(rep.study(SCENARIO, stored["evaluate"]["sim_requests"]))))
+    got["scenario"] = stored["scenario"] = ""
+    assert got == stored, (
+        "rerun: python examples/pdd-report/reproduce.py --doc docs/reproduction.md"
+    )
+
+
+def test_an_architecture_with_no_sla_goodput_is_a_result(tmp_path):
+    """One transfer at 0.2 Gb/s (0.05 Gb/s x 4 lanes): CDC-PD meets the SLA at no rate. The
+    study says so, gives its percentiles at the compared load, and keeps every JSON key."""
+    rep = _script("reproduce")
+    data = read_yaml(str(SCENARIO))
+    data["link"]["candidates"][0]["per_connection_gbps"] = 0.05
+    p = tmp_path / "slow-line.yaml"
+    p.write_text(yaml.safe_dump(data, sort_keys=False))
+    s = rep.study(p, 300, fit_line=False)
+    cdc = s["architectures"]["cdc_pd"]
+    assert cdc["infeasible"] and cdc["goodput_rps"] is None and cdc["reasons"]
+    t = cdc["ttft_s_at_compared_load"]
+    sla = data["sla"]  # it misses the SLA at PDD's load, as the analytic search said
+    assert t["p90"] > sla["ttft_p90_s"] or t["p99"] > sla["ttft_p99_s"], t
+    assert not s["architectures"]["pdd"]["infeasible"]
+    assert PDD_PLAN_KEYS <= set(s["pdd_plan"])
+    text = rep.printout(s)
+    assert "cdc_pd: no SLA goodput" in text
+    assert "Architectures with no SLA goodput" in rep.doc.document(rep.slim(s))
+
+
+def test_line_step_says_when_the_line_is_not_calibrated(tmp_path):
+    ls = _script("repro_line_step")
+    got = ls.calibrate(tmp_path)
+    if ls.available():
+        assert got.profile is not None and got.profile.exists(), got.message
+        assert got.fitted["gbps"] == 10.0
+        beside = yaml.safe_load(got.beside.read_text())
+        assert beside["gbps"] == 100.0 and {**beside, "gbps": 10.0} == got.fitted
+    else:
+        assert got.profile is None and got.message.startswith("NOT CALIBRATED")

@@ -80,9 +80,14 @@ class RouteShare(_Out):
 
 
 class Routing(_Out):
+    _omit_if_none = ("handoff_payload", "handoff_payload_why")
     # relay requests whose prefill-side hit rate is at or below this; None: nothing relays
     relay_at_or_below_hit_rate: float | None = Field(default=None, ge=0, le=1)
     singular_max_output_tokens: NonNegativeInt | None = None
+    # what relay decode hands main decode (recompute: token IDs, MD extends; kv: their KV over
+    # the line) and why; None where nothing relays
+    handoff_payload: Literal["recompute", "kv"] | None = None
+    handoff_payload_why: str | None = Field(default=None, max_length=400)
 
 
 class TransferSeconds(_Out):

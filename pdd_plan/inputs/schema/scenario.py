@@ -30,6 +30,7 @@ from pdd_plan.inputs.schema.line import (
     check_streams,
 )
 from pdd_plan.inputs.schema.owned import Owned, check_against
+from pdd_plan.inputs.schema.routing import HitThreshold
 from pdd_plan.inputs.schema.uncertainty import Uncertainty
 
 ARCHITECTURES: tuple[str, ...] = architectures.names()  # the built-in ones (the spec has all)
@@ -261,9 +262,23 @@ class Policy(Strict):
     md_hit_ratio: float = Field(default=1.0, ge=0, le=1)  # MD's hit / prefill-side hit (DRC)
     """Main decode's hit rate / the prefill side's, for distribution workloads (traces simulate
     both caches)."""
-    router: Literal["plan", "backlog"] = "plan"
-    """How the simulator relays: `plan` applies the plan's routing (so the replay verifies the
-    plan made), `backlog` relays a request when the line's backlog predicts a TTFT miss."""
+    router: Literal["plan", "backlog", "hit_threshold"] = "plan"
+    """How requests are relayed. `plan`: the planner relays only as much as its SLA needs at
+    the least cost, and the simulator applies that plan. `backlog` (simulator only): relay a
+    request when the line's backlog predicts a TTFT miss. `hit_threshold` (optimize, evaluate
+    and simulate): the PDD report's rule, relay every request whose prefill-side hit is at or
+    below `relay_hit_threshold`, the short (singular) ones finishing near; every other request
+    goes P -> MD."""
+    relay_hit_threshold: HitThreshold = Field(
+        default=HitThreshold(), exclude_if=lambda v: v == HitThreshold()
+    )
+    """The hit threshold `router: hit_threshold` relays at or below, with its source."""
+    handoff_payload: Literal["auto", "recompute", "kv"] = Field(
+        default="auto", exclude_if=lambda v: v == "auto"
+    )
+    """What relay decode hands main decode: `recompute` (the generated tokens' IDs; MD extends
+    them in a pass joined to its running decode batch), `kv` (their KV over the line), or
+    `auto`: the planner takes the one with the shorter worst case and says why."""
 
 
 class Search(Strict):

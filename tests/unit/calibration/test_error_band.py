@@ -68,6 +68,7 @@ def test_band_picked_by_family(tmp_path):
         "p90_abs_error": 0.14,
         "max_abs_error": 0.22,
         "mean_signed_error": None,
+        "bias": None,
         "rows": 14,
         "basis": "leave-one-source-out",
         "date": "2026-11-30",
@@ -79,6 +80,28 @@ def test_band_picked_by_family(tmp_path):
     assert band["rows"] == 5
     # the bias travels with the band and its sign is said: - is pessimistic
     assert band["mean_signed_error"] == -0.04 and "mean signed error -4%" in note
+
+
+@pytest.mark.unit
+def test_regime_band_where_it_has_rows_else_the_familys(tmp_path):
+    fam = {"median_abs_error": 0.1, "max_abs_error": 0.5, "rows": 40, "bias": 0.02}
+    small = {"median_abs_error": 0.2, "max_abs_error": 0.6, "rows": 9, "bias": -0.08}
+    thin = {"median_abs_error": 0.01, "max_abs_error": 0.01, "rows": 2, "bias": 0.0}
+    data = {
+        "families": {"moe": fam},
+        "regimes": {"moe": {"small_batch_decode": small, "long_context_prefill": thin}},
+    }
+    p = _write(tmp_path, data)
+    v3 = profiles.model("deepseek-v3")
+    band, note = error_band.band_for_model(v3, p, regime="small_batch_decode")
+    assert band["median_abs_error"] == 0.2 and band["bias"] == -0.08
+    assert "small_batch_decode" in note and "median signed -8%" in note
+    # two rows do not speak for a regime: the family's band does
+    band, _ = error_band.band_for_model(v3, p, regime="long_context_prefill")
+    assert band["median_abs_error"] == 0.1 and "regime" not in band
+    assert error_band.band_for_model(v3, p)[0]["rows"] == 40
+    with pytest.raises(InputError, match="regimes.gpu"):
+        error_band.parse_bands({"families": {"moe": fam}, "regimes": {"gpu": {}}}, "f.yaml")
 
 
 @pytest.mark.unit
@@ -163,3 +186,19 @@ def test_perf_with_a_broken_band_file_is_one_line(tmp_path, monkeypatch):
     assert r.exit_code == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "error_band.yaml" in lines[0] and "moe.max" in lines[0]
+
+
+@pytest.mark.unit
+def test_plans_are_centred_on_the_median_signed_error(tmp_path, monkeypatch):
+    from pdd_plan.uncertainty import draws
+
+    # one row at +526 % drags the mean to +12 %; the median signed error stays at -2 %
+    fam = {"median_abs_error": 0.13, "max_abs_error": 5.26, "rows": 37}
+    p = _write(tmp_path, {"families": {"moe": {**fam, "mean_signed_error": 0.12, "bias": -0.02}}})
+    monkeypatch.setattr(error_band, "band_path", lambda: p)
+    m, _ = draws.perf_marginal(profiles.model("deepseek-v3"), "decode_speed")
+    assert m.params["median"] == pytest.approx(1 / 0.98)  # speed = 1 / (1 + error)
+    p2 = _write(tmp_path, {"families": {"moe": {**fam, "mean_signed_error": 0.12}}})
+    monkeypatch.setattr(error_band, "band_path", lambda: p2)
+    m, _ = draws.perf_marginal(profiles.model("deepseek-v3"), "decode_speed")
+    assert m.params["median"] == pytest.approx(1 / 1.12)  # no median in the file: the mean

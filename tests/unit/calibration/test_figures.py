@@ -42,3 +42,41 @@ def test_request_latency_alone_is_a_prefill_then_one_decode_step_per_token():
     by_hand = roofline.chunk_time(inst, 512, 0).total_s
     by_hand += sum(roofline.decode_step(inst, 1, 512 + k).total_s for k in range(0, 512, 64)) * 64
     assert cal.predict(r, g) / 1e3 == pytest.approx(by_hand, rel=0.05)
+
+
+@pytest.mark.unit
+def test_tpot_alone_is_one_decode_step_and_grows_with_the_others_prefills():
+    r = _row(130)  # InferenceX, max-concurrency 1: no other request's prefill in its TPOT
+    assert r.figure == "tpot_ms" and r.engine.max_batch == 1
+    g = cal.analytic_gpu(r.gpu)
+    inst = cal.instance_of(r, g)
+    step = roofline.decode_step(inst, 1, r.isl + r.osl / 2).total_s * 1e3
+    assert cal.predict(r, g) == pytest.approx(step, rel=1e-9)
+    per_user = cal.predict(replace(r, figure="user_tokens_per_s"), g)
+    assert per_user == pytest.approx(1e3 / step, rel=1e-9)
+    # at concurrency 16 the iteration carries 15 others' prefill chunks now and then: slower
+    # than the decode step of 16 alone
+    busy = replace(r, engine=replace(r.engine, max_batch=16))
+    alone16 = roofline.decode_step(inst, 16, r.isl + r.osl / 2).total_s * 1e3
+    assert cal.predict(busy, g) > alone16 > step
+
+
+@pytest.mark.unit
+def test_ttft_at_concurrency_one_is_the_prompt_prefill():
+    r = _row(158)  # 7,373 tokens in one 16,384-token chunk
+    g = cal.analytic_gpu(r.gpu)
+    inst = cal.instance_of(r, g)
+    assert r.is_latency
+    assert cal.predict(r, g) == pytest.approx(roofline.chunk_time(inst, 7373, 0).total_s * 1e3)
+
+
+@pytest.mark.unit
+def test_a_latency_figure_on_the_wrong_phase_is_refused():
+    from pydantic import ValidationError
+
+    from pdd_plan.calibration.readings import Reading
+
+    with pytest.raises(ValidationError, match="ttft_ms"):
+        Reading(use="predict", reading="x", gpu="h200", phase="decode", figure="ttft_ms")
+    with pytest.raises(ValidationError, match="tpot_ms"):
+        Reading(use="predict", reading="x", gpu="h200", phase="prefill", figure="tpot_ms")

@@ -76,9 +76,12 @@ def test_sparsity_a_dense_row_does_not_depend_on_the_shift():
     rows = [r for r in cal.read_measurements(CSV) if r.row in (1, 60, 90)]
     pb = joint._Problem(rows, {r.gpu: cal.analytic_gpu(r.gpu) for r in rows})
     s = pb.sparsity()
-    # rows: 3 measurements, 3 pooling terms a GPU, 3 for mu, 2 for the shift, 1 for the slope;
-    # columns: h100, h200, mu, the shift, the slope
-    assert s.shape == (3 + 3 * 2 + 3 + 2 + 1, 3 * 2 + 3 + 2 + 1)
+    # rows: 3 measurements, 3 pooling terms a GPU, 3 for mu, 2 for the shift, 1 for the slope,
+    # 1 for TensorRT-LLM's overhead offset (rows 1 and 60; row 90 is SGLang, the reference);
+    # columns: h100, h200, mu, the shift, the slope, the offset
+    assert s.shape == (3 + 3 * 2 + 3 + 2 + 1 + 1, 3 * 2 + 3 + 2 + 1 + 1)
+    assert pb.engines == ["tensorrt-llm"]
+    assert s[0, pb.eng0] and s[1, pb.eng0] and not s[2, pb.eng0] and s[-1, pb.eng0]
     assert not s[0, pb.sh].any() and s[1, pb.sh].all()  # row 1 dense, row 60 Mixtral
     assert not s[:3, pb.beta].any() and s[3, pb.beta] and not s[4, pb.beta]  # mfu's pooling
     assert s[0, :3].all() and not s[0, 3:6].any()  # row 1 on h100 (the first GPU)
@@ -203,3 +206,37 @@ def test_joint_fit_finds_the_balance_slope_of_rows_made_with_one():
     z = joint.balance(analytic["h20"])
     want = truth.population_at(z)["mfu"]
     assert abs(jf.population_at(z)["mfu"] - want) < abs(jf.population["mfu"] - want)
+
+
+@pytest.mark.unit
+def test_population_mean_is_not_extrapolated_beyond_the_informed_balances():
+    jf = joint.JointFit({}, {**DENSE, "mfu": 0.4}, {"mfu": 0.0, "mbu": 0.0}, {}, [], [], True, "")
+    jf = joint.JointFit(**{**jf.__dict__, "balance_slope": -1.0, "z_range": (-0.5, 0.0)})
+    # inside the range the mean moves with the balance; beyond it, the nearest end's
+    assert jf.population_at(-0.25)["mfu"] == pytest.approx(0.4 * math.exp(0.25))
+    assert jf.population_at(-2.4)["mfu"] == pytest.approx(0.4 * math.exp(0.5))  # H20's z
+    assert jf.population_at(1.0)["mfu"] == pytest.approx(0.4)
+
+
+@pytest.mark.slow
+def test_one_row_cannot_drag_a_factor_to_a_bound():
+    # H100 dense rows as made by the model with known factors, plus one A100 row whose
+    # figure is 4x what its factors give: a GPU with one row stays near the population
+    rows = [r for r in cal.read_measurements(CSV) if r.row in (1, 2, 3, 5, 9, 10, 21, 25)]
+    truth = _fit({})
+    analytic = {r.gpu: cal.analytic_gpu(r.gpu) for r in rows}
+    made = []
+    for r in rows:
+        v = cal.predict(r, truth.profile(analytic[r.gpu]))
+        made.append(r.__class__(**{**r.__dict__, "value": v * (4.0 if r.gpu == "a100-80g" else 1)}))
+    assert sum(r.gpu == "a100-80g" for r in made) == 1
+    jf = joint.fit_joint(made, analytic)
+    a100 = jf.factors("a100-80g", "dense")
+    mean = jf.population_at(joint.balance(analytic["a100-80g"]))
+    # one row: a normal prior a quarter as wide as the population's (SIGMA_GPU x 1 / (1 + 3))
+    for k, lg in zip(cal.FACTORS, joint.LOG):
+        sd = joint.SIGMA_GPU[cal.FACTORS.index(k)] / 4
+        gap = math.log(a100[k] / mean[k]) if lg else a100[k] - mean[k]
+        assert abs(gap) < 3 * sd, (k, a100[k], mean[k])
+    # the row is left mostly unexplained (-59 % here) rather than absorbed by its factors
+    assert jf.errors[[r.gpu for r in made].index("a100-80g")] < -0.3

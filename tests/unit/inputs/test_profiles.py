@@ -63,7 +63,7 @@ def test_gpu_fp8_is_twice_bf16(name):
 def test_a100_has_no_fp8_and_only_blackwell_and_cdna4_have_fp4():
     assert load_profile("gpus", "a100-80g").compute.fp8_tflops is None
     with_fp4 = {n for n in bundled_names("gpus") if load_profile("gpus", n).compute.fp4_tflops}
-    assert with_fp4 <= {"b200", "gb200", "gb300", "mi355x"}  # Blackwell, CDNA4
+    assert with_fp4 <= {"b200", "b300", "gb200", "gb300", "mi355x"}  # Blackwell, CDNA4
 
 
 @pytest.mark.parametrize("name", bundled_names("lines"))

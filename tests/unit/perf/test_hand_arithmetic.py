@@ -8,6 +8,7 @@ cache.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -192,7 +193,10 @@ def test_decode_step_memory_time_is_weight_bytes_over_bandwidth(tied):
     assert t.bound == "memory"
     # batch 8 at context 1000: plus every request's KV, read once
     t = roofline.decode_step(inst, 8, 1000.0)
-    assert t.memory_s == pytest.approx((weight_bytes + 8 * 1000 * KV_TOKEN) / BW, rel=1e-12)
+    # the KV is read by the attention kernel at its measured fraction of the bandwidth
+    kv_bw = BW * comm.serving().attention_kernels.memory_fraction
+    want = weight_bytes / BW + 8 * 1000 * KV_TOKEN / kv_bw
+    assert t.memory_s == pytest.approx(want, rel=1e-12)
 
 
 def test_chunk_time_compute_is_flops_over_peak():
@@ -204,14 +208,17 @@ def test_chunk_time_compute_is_flops_over_peak():
     weight_flops = 2.0 * (ATTN + FFN) * s + 2.0 * EMB
     attn_flops = 4.0 * NH * HD * L * s * s / 2.0
     t = roofline.chunk_time(inst, s, 0.0)
-    assert t.compute_s == pytest.approx((weight_flops + attn_flops) / PEAK, rel=1e-9)
+    # the attention kernel runs at its measured fraction of peak (moe-serving.yaml)
+    af = comm.serving().attention_kernels.compute_fraction
+    am = comm.serving().attention_kernels.memory_fraction
+    assert t.compute_s == pytest.approx(weight_flops / PEAK + attn_flops / (PEAK * af), rel=1e-9)
     # on top of a 3000-token cached prefix every query also sees those 3000 tokens
     t2 = roofline.chunk_time(inst, s, 3000.0)
     attn2 = attn_flops + 4.0 * NH * HD * L * 3000.0 * s
-    assert t2.compute_s == pytest.approx((weight_flops + attn2) / PEAK, rel=1e-9)
+    assert t2.compute_s == pytest.approx(weight_flops / PEAK + attn2 / (PEAK * af), rel=1e-9)
     # and memory: streamed weights + the cached KV read + the new KV written
-    mem = 2.0 * (ATTN + FFN + EMB) + KV_TOKEN * (3000 + s)
-    assert t2.memory_s == pytest.approx(mem / BW, rel=1e-12)
+    mem = 2.0 * (ATTN + FFN + EMB) / BW + KV_TOKEN * (3000 + s) / (BW * am)
+    assert t2.memory_s == pytest.approx(mem, rel=1e-12)
 
 
 def test_gemms_at_their_ridge_pay_the_rounded_corner():
@@ -224,8 +231,10 @@ def test_gemms_at_their_ridge_pay_the_rounded_corner():
     s = PEAK / BW
     # the kernels alone (on this toy the kernel-latency floor is above them)
     _, _, cb, mb, _ = roofline._kernels(inst, roofline._prefill_work(inst, 1.0, s, 0.0))
+    ak = comm.serving().attention_kernels
     attn_s = layers.prefill_attention_flops(m, s, 0.0)[0] / g.peak_flops(m.kv_cache.dtype)
-    kv_s = KV_TOKEN * s / BW
+    attn_s /= ak.compute_fraction
+    kv_s = KV_TOKEN * s / (BW * ak.memory_fraction)
     gemm_s = (2.0 * (ATTN + FFN) * s + 2.0 * EMB) / PEAK  # the LM head for the last token only
     bytes_s = 2.0 * (ATTN + FFN + EMB) / BW
     want = float(moe_terms.kernel_seconds(gemm_s, bytes_s)) + max(attn_s, kv_s)
@@ -241,7 +250,8 @@ def test_tied_model_still_pays_the_lm_head_flops():
     # last token: its logits are the only ones an engine computes)
     inst = _inst(tied=True)
     s = 2000.0
-    flops = 2.0 * (ATTN + FFN) * s + 2.0 * EMB + 4.0 * NH * HD * L * s * s / 2.0
+    af = comm.serving().attention_kernels.compute_fraction
+    flops = 2.0 * (ATTN + FFN) * s + 2.0 * EMB + 4.0 * NH * HD * L * s * s / 2.0 / af
     assert roofline.chunk_time(inst, s, 0.0).compute_s == pytest.approx(flops / PEAK, rel=1e-9)
 
 
@@ -300,7 +310,12 @@ def test_kv_pool_by_hand():
     inst = _inst(hbm_gb=1.0)
     weights = 2.0 * (ATTN + FFN + 2 * EMB)
     assert inst.kv_pool_bytes == pytest.approx(1e9 * 0.9 - weights)
-    assert inst.max_batch(1000) == math.floor((1e9 * 0.9 - weights) / (1000 * KV_TOKEN))
+    assert inst.kv_max_batch(1000) == math.floor((1e9 * 0.9 - weights) / (1000 * KV_TOKEN))
+    # the engine's caps apply on top (SGLang's CUDA-graph batch: 256 at TP 1 on this GPU)
+    assert inst.max_batch(1000) == min(inst.kv_max_batch(1000), 256)
+    # a configured running-request limit replaces the engine's caps
+    mine = dataclasses.replace(inst, max_running=400)
+    assert mine.max_batch(1000) == min(inst.kv_max_batch(1000), 400)
 
 
 # ================================================================== (c) queueing

@@ -279,7 +279,7 @@ def test_every_row_predicted_or_set_aside():
     rows, aside = cal.read_rows(path)
     with path.open(newline="", encoding="utf-8") as fh:
         n_csv = sum(1 for _ in csv.DictReader(fh))
-    assert n_csv == 129 and len(rows) + len(aside) == n_csv
+    assert n_csv == 229 and len(rows) + len(aside) == n_csv
     # every row has its own reading (none falls back to parsing the CSV text silently)
     readings = load_readings(path)
     assert sorted(readings.rows) == list(range(1, n_csv + 1))

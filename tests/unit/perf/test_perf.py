@@ -18,7 +18,7 @@ from pdd_plan.cli.main import app
 from pdd_plan.common.errors import InputError
 from pdd_plan.inputs import calibrated, profiles
 from pdd_plan.inputs.schema import ModelProfile
-from pdd_plan.perf import layers, offline, roofline
+from pdd_plan.perf import comm, layers, offline, roofline
 from pdd_plan.perf.instance import Instance
 
 HERE = Path(__file__).resolve().parents[2]  # tests/
@@ -258,8 +258,9 @@ def test_cached_prefix_costs_attention_reads_not_weight_flops():
     attn = float(layers.attention_flops_per_token(inst.model, 31_000.0, "prefill"))
     g = inst.gpu
     flops_s = g.peak_flops(inst.compute_dtype) * g.efficiency.mfu * inst.n_gpus
-    # attention runs at its KV dtype's peak (BF16 here) x mfu
-    attn_s = g.peak_flops(inst.model.kv_cache.dtype) * g.efficiency.mfu * inst.n_gpus
+    # attention runs at its KV dtype's peak (BF16 here) x the kernels' measured fraction
+    frac = comm.serving().attention_kernels.compute_fraction
+    attn_s = g.peak_flops(inst.model.kv_cache.dtype) * frac * inst.n_gpus
     expect = (w * 2000 - head * 1999) / flops_s + attn * 2000 / attn_s
     assert warm.compute_s == pytest.approx(expect, rel=1e-9)
 
@@ -343,7 +344,7 @@ def test_offline_batch_cap_and_more_memory():
 @pytest.mark.unit
 def test_measurements_csv_parses():
     rows = fit.read_measurements(CSV)[:10]  # the TensorRT-LLM overview rows
-    assert len(fit.read_measurements(CSV)) == 53  # of 129: readings.yaml sets 76 aside
+    assert len(fit.read_measurements(CSV)) == 104  # of 229: readings.yaml sets 125 aside
     assert {r.gpu for r in rows} == {"h100", "h200"}
     assert {r.model for r in rows} == {"llama-3.1-8b", "llama-3.1-70b"}
     assert all(r.dtype == "fp8" and r.kv_dtype == "fp8" for r in rows)

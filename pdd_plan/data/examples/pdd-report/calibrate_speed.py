@@ -1,5 +1,6 @@
-"""Calibrate the PDD report's one free number: the engine speed factor that makes
-`pdd-plan evaluate` give IDC-PD the report's 9.0 req/s on its fleet.
+"""Calibrate the engine speed factor that makes `pdd-plan evaluate` give IDC-PD the report's
+9.0 req/s on its fleet: the first of the reproduction's two calibrations (the line, fitted on
+the report's handoff microbenchmark, is the other: reproduce.py).
 
     python examples/pdd-report/calibrate_speed.py [--write] [--requests N]
 

@@ -1,144 +1,161 @@
 """The PDD report's experiment, reproduced: every prediction beside the report's figure.
 
-    python examples/pdd-report/reproduce.py [--requests N] [--json FILE]
+    python examples/pdd-report/reproduce.py [--requests N] [--json FILE] [--doc FILE]
 
-Runs `pdd-plan evaluate` on pdd-report.yaml (the same call, requests and seed as the CLI),
-then replays CDC-PD on PDD's fleet at PDD's goodput, because the report compares the TTFT
-percentiles of the two at one load. Only IDC-PD's goodput was calibrated (the file's
-speed_factor); every other row is a prediction. docs/reproduction.md explains each row.
+Two numbers are fitted, nothing else: the engine's speed factor on IDC-PD's goodput (the file's
+`speed_factor`, by calibrate_speed.py) and the line, by `pdd-plan line calibrate --transfers`
+on the report's handoff microbenchmark (line_step.py). Then `pdd-plan evaluate` runs on
+pdd-report.yaml (the same call, requests and seed as the CLI), and the report's fleets are
+replayed at one load (PDD's SLA goodput: the report compares TTFT at one load): PDD under the
+report's routing and the planner's, CDC-PD, and CDC-PD with main decode in the prefill
+datacenter. `--doc` writes docs/reproduction.md from the same figures.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
+import tempfile
 from pathlib import Path
 
-from pdd_plan.common.atomic import write_atomic
-from pdd_plan.evaluate import Options, analytic, evaluate
-from pdd_plan.evaluate.fleet import deployed_inputs, from_scenario
-from pdd_plan.inputs.context import build_context, load_scenario
-from pdd_plan.optimize import problem_of
-from pdd_plan.optimize.search.caps import Caps
-from pdd_plan.sim.run import verify
-from pdd_plan.workload.classes import build_classes
-
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))  # the study's sibling modules, run as a script or loaded by path
+
+import repro_doc as doc  # noqa: E402
+import repro_line_step as line_step  # noqa: E402
+import repro_render as render  # noqa: E402
+import repro_study as study_mod  # noqa: E402
+from repro_figures import REPORT  # noqa: E402
+
+from pdd_plan.common.atomic import write_atomic  # noqa: E402
+
 SCENARIO = HERE / "pdd-report.yaml"
-
-# The report's figures (pdd-facts.md). Ranges are (low, high).
-REPORT = {
-    "idc_goodput": 9.0,
-    "pdd_goodput": 11.5,
-    "goodput_gain_pct": 27.8,
-    "cost_change_pct": (-7.1, -3.5),
-    "bcr_gain_pct": (32.4, 37.5),
-    "cdc_ttft_p90_s": 18.3,
-    "pdd_ttft_p90_s": 9.8,
-    "cdc_ttft_p99_s": 29.7,
-    "pdd_ttft_p99_s": 14.4,
-    "ttft_p90_change_pct": -46.0,
-    "ttft_p99_change_pct": -51.5,
-    "rld_token_share_pct": 6.0,
-}
-# The report's cost table in GPU-A hours: 88 A against 43 A + 32 B + the line (~0.3 A).
-REPORT_GPUS = {"idc_pd": {"h100": 88}, "pdd": {"h100": 43, "h200": 32}}
+DOC = HERE.parents[3] / "docs" / "reproduction.md"
+FIGURES = HERE / "reproduction.json"  # the figures docs/reproduction.md is written from
+# the pdd_plan keys `--json` has always had, and what it adds
+KEYS = (
+    "ttft_p90_change_pct",
+    "ttft_p99_change_pct",
+    "rld_token_share_pct",
+    "bcr_gain_pct",
+    "goodput_gain_pct",
+    "cost_change_pct",
+    "kv_transfer_p50_s",
+    "kv_transfer_p99_s",
+    "cdc_ttft_p50_s",
+)
 
 
-def _pct(new: float, old: float) -> float:
-    return 100.0 * (new / old - 1.0)
+def _round(x):
+    if isinstance(x, float):
+        return round(x, 4)
+    if isinstance(x, dict):
+        return {k: _round(v) for k, v in x.items()}
+    return x
 
 
-def cdc_at(ctx, fs, rate: float, n: int) -> dict | None:
-    """CDC-PD's simulated TTFT percentiles on its fleet at `rate` (None: its analytic model
-    finds no routing there, so there is no plan to replay)."""
-    pb, rs = deployed_inputs(problem_of(ctx), ctx.replay_setup, fs.speed_factor)
-    fm = analytic.fleet_model(
-        pb, fs, build_classes(ctx.class_spec), Caps(ctx.scenario.search.decode_utilization)
+def study(path: Path = SCENARIO, requests: int = 5000, fit_line: bool = True) -> dict:
+    """Both calibrations, then every figure; the 100 Gb/s line's headline beside.
+    `fit_line` False: the file's own line as it is (a study of another line)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        ln = line_step.calibrate(Path(tmp)) if fit_line else line_step.as_is()
+        s = study_mod.run(path, requests, ln.profile)
+        exact = study_mod.exact_counts(path, requests, ln.profile)
+        beside = None
+        if ln.beside is not None:
+            b = study_mod.run(path, requests, ln.beside)
+            beside = b.get("headline")
+    h = s.get("headline") or {}
+    ours = {k: h.get(k) for k in REPORT if k in h}
+    e = s.get("extend") or {}
+    ours.update(
+        {
+            "extend_mean_ms": e.get("mean_ms"),
+            "extend_max_ms": e.get("max_ms"),
+            "extend_sd_ms": e.get("sd_ms"),
+            "kv_handoff_mean_ms": None if ln.fit_mean_s is None else 1e3 * ln.fit_mean_s,
+            "kv_handoff_max_ms": None if ln.fit_worst_s is None else 1e3 * ln.fit_worst_s,
+        }
     )
-    at = analytic.at_rate(fm, rate)
-    if at.plan is None:
-        return None
-    p = at.plan.model_copy(update={"goodput_rps": float(rate)})
-    v = verify(rs, p, "cdc_pd", n, rs.seed)
-    return {
-        "rate_rps": rate,
-        "ttft_s": {k: v["checks"][f"ttft_{k}"]["simulated"] for k in ("p90", "p99")},
-    }
-
-
-def _report_cost(ctx, gpus: dict[str, int], line_per_hour: float = 0.0) -> float:
-    """$/hour of the report's GPU counts at the scenario's prices (and a line)."""
-    return sum(n * ctx.gpus[g].price.usd_per_gpu_hour for g, n in gpus.items()) + line_per_hour
-
-
-def study(path: Path = SCENARIO, requests: int = 5000) -> dict:
-    """Evaluate the file and set each prediction beside the report's figure."""
-    ctx, fleets = from_scenario(build_context(load_scenario(path), str(path)))
-    ev = evaluate(ctx, fleets, Options(sim_requests=requests))
-    a = ev["architectures"]
-    pdd, idc, cdc = a["pdd"], a["idc_pd"], a["cdc_pd"]
-    cdc_same = cdc_at(ctx, fleets["cdc_pd"], pdd["goodput_rps"], requests)
-    cdc_ttft = (cdc_same or cdc)["ttft_s"]
-    line = pdd["fleet"]["line"]["cost_per_hour"]
-    bcr_report_counts = _pct(
-        pdd["goodput_rps"] / _report_cost(ctx, REPORT_GPUS["pdd"], line),
-        idc["goodput_rps"] / _report_cost(ctx, REPORT_GPUS["idc_pd"]),
+    pdd_plan = {k: h.get(k) for k in KEYS}
+    pdd_plan["extend_ms"] = e.get("mean_ms")
+    ev = s["evaluate"]
+    archs = {}
+    for a in study_mod.ARCHS:
+        r = ev["architectures"].get(a)
+        at = s["at_load"].get(a)  # PDD and CDC-PD are replayed at the compared load
+        archs[a] = {
+            "infeasible": r is None,
+            "goodput_rps": r["goodput_rps"] if r else None,
+            "reasons": ev["infeasible"].get(a, {}).get("reasons"),
+            "ttft_s_at_compared_load": at["ttft_s"] if at else None,
+        }
+    out = _round(
+        {
+            "scenario": str(path),
+            "speed_factor": s.get("speed_factor"),
+            "report": {k: v["value"] for k, v in REPORT.items()},
+            "ours": ours,
+            "pdd_plan": pdd_plan,
+            "architectures": archs,
+            "compared_load_rps": s.get("load_rps"),
+            "at_load": s.get("at_load"),
+            "extend": e,
+            "line_100g_beside": beside,
+            "exact_counts": exact,
+            "bcr_gain_pct_at_report_gpu_counts": h.get("bcr_gain_pct_at_report_gpu_counts"),
+            "evaluate": ev,
+        }
     )
-    ours = {
-        "idc_goodput": idc["goodput_rps"],
-        "pdd_goodput": pdd["goodput_rps"],
-        "goodput_gain_pct": _pct(pdd["goodput_rps"], idc["goodput_rps"]),
-        "cost_change_pct": _pct(pdd["cost_per_hour"], idc["cost_per_hour"]),
-        "bcr_gain_pct": _pct(pdd["bcr"], idc["bcr"]),
-        "cdc_ttft_p90_s": cdc_ttft["p90"],
-        "pdd_ttft_p90_s": pdd["ttft_s"]["p90"],
-        "cdc_ttft_p99_s": cdc_ttft["p99"],
-        "pdd_ttft_p99_s": pdd["ttft_s"]["p99"],
-        "ttft_p90_change_pct": _pct(pdd["ttft_s"]["p90"], cdc_ttft["p90"]),
-        "ttft_p99_change_pct": _pct(pdd["ttft_s"]["p99"], cdc_ttft["p99"]),
-        "rld_token_share_pct": 100.0 * (pdd["rld_token_share"] or 0.0),
+    out["line"] = {"message": ln.message, "profile": ln.fitted}  # the profile as written
+    return out
+
+
+def slim(s: dict) -> dict:
+    """The figures the document is written from (`evaluate`'s replays and fleets left out):
+    stored beside the document, so a test can tell a hand edit of either from the other."""
+    ev = s["evaluate"]
+    keep = {
+        "sim_requests": ev["sim_requests"],
+        "seed": ev["seed"],
+        "infeasible": ev["infeasible"],
+        "architectures": {
+            a: {"goodput_rps": r["goodput_rps"], "gives_out_first": r["gives_out_first"]}
+            for a, r in ev["architectures"].items()
+        },
     }
-    return {
-        "scenario": str(path),
-        "speed_factor": {k: fs.speed_factor for k, fs in fleets.items()},
-        "report": REPORT,
-        "pdd_plan": {k: round(v, 4) for k, v in ours.items()},
-        "bcr_gain_pct_at_report_gpu_counts": round(bcr_report_counts, 2),
-        "cdc_pd_at_pdd_goodput": cdc_same,
-        "cdc_pd_goodput": cdc["goodput_rps"],
-        "evaluate": ev,
-    }
+    return {**s, "evaluate": keep}
 
 
-def _fmt(x) -> str:
-    if isinstance(x, tuple):
-        return f"{x[0]:g} to {x[1]:g}"
-    return f"{x:.3g}"
-
-
-def _error(ours: float, ref) -> str:
-    if isinstance(ref, tuple):
-        lo, hi = ref
-        if lo <= ours <= hi:
-            return "inside"
-        near = lo if ours < lo else hi
-        return f"{ours - near:+.3g} from the range"
-    return f"{_pct(ours, ref):+.1f}%" if ref else "-"
-
-
-def table(s: dict) -> str:
-    rows = ["| figure | report | pdd-plan | error |", "|---|---:|---:|---:|"]
-    for k, ref in s["report"].items():
-        ours = s["pdd_plan"][k]
-        err = (
-            _error(ours, ref)
-            if not k.endswith("_pct") or isinstance(ref, tuple)
-            else f"{ours - ref:+.1f} pt"
+def printout(s: dict) -> str:
+    out = [
+        f"speed_factor (fitted on IDC-PD's goodput alone): {s['speed_factor']}",
+        f"line: {s['line']['message']}",
+    ]
+    for a, r in s["architectures"].items():
+        if r["infeasible"]:
+            why = "; ".join(x["message"] for x in r["reasons"] or [])
+            t = r["ttft_s_at_compared_load"]
+            at = f"; at the compared load P90 {fmt(t['p90'])} s, P99 {fmt(t['p99'])} s" if t else ""
+            out.append(f"{a}: no SLA goodput ({why}){at}")
+    out.append(render.table(s["ours"], bool(s["line"]["profile"])))
+    if s["at_load"]:
+        out.append(render.routing_table(s["at_load"], s["compared_load_rps"]))
+    if s["extend"]:
+        out += render.extend_lines(s["extend"])
+    out.append(render.exact_line(s["exact_counts"]))
+    if s["line_100g_beside"]:
+        b = s["line_100g_beside"]
+        out.append(
+            "beside, the same calibrated line at 100 Gb/s (not chosen by the result): "
+            f"P90 {fmt(b['ttft_p90_change_pct'])}%, P99 {fmt(b['ttft_p99_change_pct'])}%, "
+            f"RLD tokens {fmt(b['rld_token_share_pct'])}%, goodput {fmt(b['goodput_gain_pct'])}%"
         )
-        note = " (calibrated)" if k == "idc_goodput" else ""
-        rows.append(f"| {k}{note} | {_fmt(ref)} | {ours:.3g} | {err} |")
-    return "\n".join(rows)
+    return "\n".join(out)
+
+
+fmt = render.fmt
 
 
 def main() -> None:
@@ -146,17 +163,20 @@ def main() -> None:
     ap.add_argument("--scenario", type=Path, default=SCENARIO)
     ap.add_argument("--requests", type=int, default=5000, help="requests per replay")
     ap.add_argument("--json", type=Path, help="write every figure (and evaluate's output) here")
+    ap.add_argument(
+        "--doc",
+        type=Path,
+        help=f"write the reproduction document here ({DOC.name}), its figures to {FIGURES.name}",
+    )
     a = ap.parse_args()
     s = study(a.scenario, a.requests)
-    print(f"speed_factor (calibrated on IDC-PD only): {s['speed_factor']}")
-    print(table(s))
-    print(
-        f"BCR gain at the report's GPU counts (43 A + 32 B + line vs 88 A): "
-        f"{s['bcr_gain_pct_at_report_gpu_counts']:+.1f}%"
-    )
-    print(f"CDC-PD's own SLA goodput on PDD's fleet: {s['cdc_pd_goodput']:.3f} req/s")
+    print(printout(s))
     if a.json:
         write_atomic(a.json, json.dumps(s, indent=2, sort_keys=True) + "\n")
+    if a.doc:
+        text = json.dumps(slim(s), indent=2, sort_keys=True) + "\n"
+        write_atomic(FIGURES, text)
+        write_atomic(a.doc, doc.document(json.loads(text)))  # as the test reads it back
 
 
 if __name__ == "__main__":

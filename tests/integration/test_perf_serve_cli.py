@@ -1,0 +1,62 @@
+"""`pdd-plan perf --phase serve`: the JSON a script reads, and bad loads refused in one line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from pdd_plan.cli.main import app
+
+pytestmark = pytest.mark.integration
+BASE = ["perf", "-m", "llama-3.1-8b", "-g", "h100", "--phase", "serve", "-L", "1024", "-O", "256"]
+
+
+def test_serve_json_has_the_benchmark_figures():
+    r = CliRunner().invoke(
+        app, [*BASE, "--concurrency", "16", "--num-prompts", "96", "--range-ratio", "0.8",
+              "--engine", "vllm", "-f", "json"],
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    assert d["engine"] == "vllm" and d["schedule"] == "mixed"
+    for k in ("ttft_s", "tpot_ms"):
+        assert set(d[k]) == {"mean", "p50", "p90", "p99"}
+        assert d[k]["p50"] <= d[k]["p90"] <= d[k]["p99"]
+    # output tokens over the run's duration; total adds the prompts (mean 921.5 in, 230.5 out)
+    ratio = d["total_tokens_per_s"] / d["throughput_tokens_per_s"]
+    assert ratio == pytest.approx((921.5 + 230.5) / 230.5, rel=0.01)
+    assert 0 < d["in_flight_mean"] <= 16
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        ((), "--concurrency"),  # neither a concurrency nor a rate
+        (("--concurrency", "8", "--rate", "2"), "--concurrency"),
+        (("--concurrency", "0"), "--concurrency"),
+        (("--rate", "-1"), "--rate"),
+        (("--concurrency", "8", "--range-ratio", "1.5"), "--range-ratio"),
+        (("--concurrency", "8", "--engine", "tgi"), "--engine"),
+        (("--concurrency", "8", "--num-prompts", "0"), "--num-prompts"),
+    ],
+)
+def test_bad_serving_loads_are_one_line_errors(args, needle):
+    r = CliRunner().invoke(app, [*BASE, *args])
+    assert r.exit_code == 2, r.output
+    assert needle in r.output and "Traceback" not in r.output
+    assert len(r.output.strip().splitlines()) == 1, r.output
+
+
+def test_a_datasets_lengths_are_its_histogram(tmp_path):
+    f = tmp_path / "lengths.csv"
+    f.write_text("input_tokens,output_tokens\n1000,200\n3000,100\n500,400\n")
+    r = CliRunner().invoke(app, [*BASE, "--concurrency", "8", "--lengths", str(f), "-f", "json"])
+    assert r.exit_code == 0, r.output
+    load = json.loads(r.output)["load"]
+    assert load["input_tokens"] == {"mean": 1500.0, "low": 500.0, "high": 3000.0}
+    assert load["output_tokens"]["mean"] == pytest.approx(700 / 3)
+    f.write_text("1000,200\n3000,x\n")
+    r = CliRunner().invoke(app, [*BASE, "--concurrency", "8", "--lengths", str(f)])
+    assert r.exit_code == 2 and "line 2" in r.output, r.output

@@ -1,0 +1,54 @@
+"""The recompute handoff joined to a running decode batch (perf.handoff.joined_extend) against
+hand arithmetic: a uniform wait on the step in flight plus the joined passes."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from pdd_plan.inputs import profiles
+from pdd_plan.perf import layers, moe_terms, roofline
+from pdd_plan.perf.handoff import joined_extend
+from pdd_plan.perf.instance import Instance, parallelism_candidates
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.fixture(scope="module")
+def md() -> Instance:
+    m = profiles.model("deepseek-v4-pro")
+    g = profiles.gpu("h200")
+    return parallelism_candidates(m, g, 16, extra_sizes=1)[-1]
+
+
+def test_wait_and_pass_by_hand(md):
+    b, ctx = 64, 65_536.0
+    j = joined_extend(md, 100, ctx, b, ctx)
+    step = roofline.decode_step(md, b, ctx).total_s
+    mixed = roofline.mixed_pass(md, b, ctx, 1.0, 100, ctx).total_s
+    attn, _ = layers.prefill_attention_flops(md.model, 100, ctx)
+    rate = md.gpu.peak_flops(md.model.kv_cache.dtype) * moe_terms.attention_fractions(md.model)[0]
+    excess = attn / rate * (1 / md.attn_tp - 1 / md.n_gpus)
+    assert j.step_s == pytest.approx(step)
+    assert j.pass_s == pytest.approx(mixed + excess)
+    assert j.mean_s == pytest.approx(mixed + excess + step / 2)
+    assert j.max_s == pytest.approx(mixed + excess + step)
+    assert j.sd_s == pytest.approx(step / math.sqrt(12))
+    assert j.chunks == 1
+
+
+def test_more_than_a_lone_extend_and_grows_with_the_batch(md):
+    ctx = 65_536.0
+    lone = roofline.extend_time(md, 100, ctx).total_s
+    small = joined_extend(md, 100, ctx, 8, ctx)
+    big = joined_extend(md, 100, ctx, 256, ctx)
+    assert small.mean_s > lone  # a joined pass carries the batch and waits for the step
+    assert big.mean_s > small.mean_s and big.sd_s > small.sd_s
+
+
+def test_chunks_split_a_long_extend(md):
+    j = joined_extend(md, 3000, 65_536.0, 32, 65_536.0, chunk_tokens=1024)
+    assert j.chunks == 3
+    one = joined_extend(md, 3000, 65_536.0, 32, 65_536.0, chunk_tokens=8192)
+    assert one.chunks == 1 and j.pass_s > one.pass_s  # every chunk pays the batch's pass again
