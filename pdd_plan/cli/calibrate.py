@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from pdd_plan.cli.common import check_format, dumps, echo, flag_names, write_atomic
+from pdd_plan.cli.progress import Stages, wanted
 from pdd_plan.common.atomic import check_output, note_input
 from pdd_plan.common.errors import InputError
 
@@ -211,7 +212,10 @@ def calibrate(
             f"in the files: {', '.join(found)}",
         )
     fitted = [gpu] if gpu else found
-    results = _fit_all(rows, fitted, _targets(fitted, write, out_dir), name)
+    targets = _targets(fitted, write, out_dir)
+    with Stages("calibrate", wanted(fmt)) as bar:
+        bar.stage(f"joint fit of {len(rows):,} runs ({', '.join(fitted)})")
+        results = _fit_all(rows, fitted, targets, name)
     for n in notes:  # runs left out: on stderr, so that stdout stays the fit
         typer.echo(f"note: {n}", err=True)
     for e in results:

@@ -22,6 +22,11 @@ if TYPE_CHECKING:
 
 DEBUG = {"on": False}
 FORMATS = ("table", "json", "yaml")
+# Help pages in click's plain layout, not typer's rich panels: rich's panels show a boolean flag
+# as `<bool>` (it takes no value: `--no-verify true` fails), read `[parquet]` in a help text as
+# markup and drop it, and keep a docstring's hard line breaks; click's formatter rewraps each
+# paragraph to the terminal and shows a flag bare.
+PLAIN_HELP = None
 
 
 def console(stderr: bool = False) -> Console:

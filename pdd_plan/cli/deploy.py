@@ -140,7 +140,10 @@ def report_cmd(
         None, "--plots", help="Also write each plot as a PNG into this folder."
     ),
     sim_requests: int = typer.Option(
-        3000, "--sim-requests", help="Requests per architecture replayed for the plots."
+        3000,
+        "--sim-requests",
+        help="Requests per architecture replayed for the plots when the plan has no "
+        "verification replay to draw them from (a plan made with --no-verify, or a day's).",
     ),
     regimes: bool = typer.Option(
         True,
@@ -171,10 +174,14 @@ def report_cmd(
     if html is not None or plots is not None:
         # the replays, bathtub and regime map; they pull in the simulator and matplotlib
         from pdd_plan.cli.figure_data import figure_data
+        from pdd_plan.cli.progress import Stages, wanted
         from pdd_plan.report.figures import build_figures
 
-        ctx = context(data, plan)
-        figures = build_figures(data, figure_data(data, ctx, sim_requests, regimes=regimes))
+        with Stages("report", wanted(fmt)) as bar:
+            ctx = context(data, plan)
+            fd = figure_data(data, ctx, sim_requests, regimes=regimes, bar=bar)
+            bar.stage("plots")
+            figures = build_figures(data, fd)
     if plots is not None:
         folder = em.prepare_dir(plots)
         em.write(folder, {f"{f.key}.png": em.File(f.png) for f in figures})
@@ -183,7 +190,7 @@ def report_cmd(
 
         em.write(
             html.parent if str(html.parent) else Path("."),
-            {html.name: em.File(render_html(rep, figures))},
+            {html.name: em.File(render_html(rep, figures, data))},
         )
     if fmt == "table":
         from pdd_plan.report.render import render_rich

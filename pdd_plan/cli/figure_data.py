@@ -2,8 +2,12 @@
 plan replayed by the simulator, the bathtub of the prefill instance, and the small regime map
 around the plan's point. :func:`pdd_plan.report.figures.build_figures` only renders it.
 
-* Replays: ``sim.run.run`` on ``n_requests`` requests of the plan's workload at the plan's
-  rate, with the scenario's seed (or ``seed``).
+* Replays: the plan's own verification replay, run again (``sim.run.verify_replay`` with the
+  length and seed the plan states) and kept only where it gives the plan's figures back, so the
+  CDF, the percentile bars and the tables are one replay; else (a plan made with --no-verify,
+  a day's plan, or a plan from another version) ``sim.run.run`` on ``n_requests`` requests of
+  the plan's workload at the plan's rate, with the scenario's seed (or ``seed``), and the page
+  says so.
 * Bathtub: ``perf.bathtub`` on the PDD plan's prefill instance (else the first
   architecture's) at the median input length of the replay and the scenario's prefill chunk;
   cached tokens billed at :data:`HIT_PRICE_RATIO` of uncached ones.
@@ -16,12 +20,13 @@ from __future__ import annotations
 import numpy as np
 
 from pdd_plan.architectures import RELAY_ARCH
+from pdd_plan.cli.progress import Stages
 from pdd_plan.inputs.context import Context
-from pdd_plan.inputs.schema.plan import Plan
+from pdd_plan.inputs.schema.plan import Plan, Simulated
 from pdd_plan.perf.bathtub import bathtub
 from pdd_plan.report.figures import FigureData, RegimeData, Replayed
 from pdd_plan.sim.result import SimResult
-from pdd_plan.sim.run import run
+from pdd_plan.sim.run import run, verify_replay
 from pdd_plan.sim.setup import row_instance
 from pdd_plan.sweep.regimes.around import axes_around, centre
 from pdd_plan.sweep.regimes.grid import regime_map
@@ -29,12 +34,60 @@ from pdd_plan.sweep.regimes.grid import regime_map
 HIT_PRICE_RATIO = 0.1
 
 
-def replays(plan: Plan, ctx: Context, n_requests: int, seed: int | None = None) -> dict:
-    """{arch: SimResult} for every architecture of the plan."""
-    return {a: run(ctx, plan, a, n_requests, seed) for a in plan.plans}
+def replays(
+    plan: Plan, ctx: Context, n_requests: int, seed: int | None = None, tick=None
+) -> dict[str, SimResult]:
+    """{arch: SimResult} for every architecture of the plan: the report's own replays."""
+    out = {}
+    for a in plan.plans:
+        out[a] = run(ctx, plan, a, n_requests, seed)
+        if tick is not None:
+            tick()
+    return out
 
 
-def regime_data(plan: Plan, ctx: Context, executor: str = "process") -> RegimeData | None:
+def _same(v: dict, sim: Simulated) -> bool:
+    """Whether a replay's figures are the plan's (stored to 6 significant figures)."""
+    for k in ("ttft_s", "tpot_ms"):
+        for q in ("p50", "p90", "p99"):
+            a, b = v[k][q], getattr(getattr(sim, k), q)
+            if a is None or b is None or abs(a - b) > 1e-5 * max(abs(b), 1e-9):
+                return False
+    return True
+
+
+def verification_replays(plan: Plan, ctx: Context, tick=None) -> dict[str, Replayed] | None:
+    """Each architecture's verification replay run again, or None when the plan states none
+    for some architecture or one does not give the plan's figures back."""
+    if plan.day is not None or not plan.plans:
+        return None
+    out = {}
+    for a, p in plan.plans.items():
+        sim = p.simulated
+        if sim is None:
+            return None
+        n = sim.early_stop.full_length if sim.early_stop is not None else sim.requests
+        v, res = verify_replay(ctx.replay_setup, plan, a, n, ctx.scenario.seed)
+        if not _same(v, sim):
+            return None
+        k = res.kept()
+        out[a] = Replayed(res.ttft_s[k], v.get("line_utilization"), v["ttft_s"], res)
+        if tick is not None:
+            tick()
+    return out
+
+
+def _own_replays(plan: Plan, ctx: Context, n_requests: int, seed, tick) -> dict[str, Replayed]:
+    out = {}
+    for a, r in replays(plan, ctx, n_requests, seed, tick).items():
+        summ = r.summary()
+        out[a] = Replayed(r.ttft_s[r.kept()], summ.get("line_utilization"), summ.get("ttft_s"), r)
+    return out
+
+
+def regime_data(
+    plan: Plan, ctx: Context, executor: str = "process", progress=None
+) -> RegimeData | None:
     """The 5 x 5 map around the plan's point (None when the scenario has no line to vary, or
     plans a day: a cell is one rate, the day has many)."""
     sc = ctx.scenario
@@ -45,7 +98,8 @@ def regime_data(plan: Plan, ctx: Context, executor: str = "process") -> RegimeDa
         return None
     x, y = axes_around(*at)
     data = sc.model_dump(mode="json")
-    return RegimeData(at, regime_map(data, ctx.file, x, y, verify=False, executor=executor))
+    kw = {} if progress is None else {"progress": progress}  # (test doubles memoize on kw)
+    return RegimeData(at, regime_map(data, ctx.file, x, y, verify=False, executor=executor, **kw))
 
 
 def bathtub_data(plan: Plan, ctx: Context, first: SimResult) -> tuple[str, dict]:
@@ -68,23 +122,45 @@ def bathtub_data(plan: Plan, ctx: Context, first: SimResult) -> tuple[str, dict]
 
 
 def figure_data(
-    plan: Plan, ctx: Context, n_requests: int = 3000, seed: int | None = None, regimes: bool = True
+    plan: Plan,
+    ctx: Context,
+    n_requests: int = 3000,
+    seed: int | None = None,
+    regimes: bool = True,
+    bar: Stages | None = None,
 ) -> FigureData:
-    """Everything the report's figures show, for ``plan`` under its scenario ``ctx``."""
-    sims = replays(plan, ctx, n_requests, seed)
-    first = next(iter(sims.values()))
-    shown = {}
-    for a, r in sims.items():
-        summ = r.summary()
-        shown[a] = Replayed(r.ttft_s, summ.get("line_utilization"), summ.get("ttft_s"))
+    """Everything the report's figures show, for ``plan`` under its scenario ``ctx``; ``bar``
+    (a progress bar) is told each replay and cell as it is done."""
+    bar = bar or Stages("report", False)
+    bar.stage("replays", len(plan.plans))
+    shown = None if seed is not None else verification_replays(plan, ctx, bar.advance)
+    verified = shown is not None
+    if shown is None:
+        bar.stage("replays", len(plan.plans))
+        shown = _own_replays(plan, ctx, n_requests, seed, bar.advance)
+    first = next(iter(shown.values())).result
+    bar.stage("bathtub", 1)
     arch, tub = bathtub_data(plan, ctx, first)
+    bar.advance()
     return FigureData(
         n_requests=n_requests,
         seed=ctx.scenario.seed if seed is None else seed,
         source=first.source,
         replays=shown,
-        hit_p=first.hit_p,
+        hit_p=first.hit_p[first.kept()],
         bathtub_arch=arch,
         bathtub=tub,
-        regimes=regime_data(plan, ctx) if regimes else None,
+        regimes=regime_data(plan, ctx, progress=_cells(bar)) if regimes else None,
+        verification=verified,
     )
+
+
+def _cells(bar: Stages):
+    """The regime map's progress (cells done of all) on the bar; None without a bar."""
+    if not bar.enabled:
+        return None
+
+    def done(n: int, total: int) -> None:
+        bar.count("regime map cells", n, total)
+
+    return done

@@ -6,11 +6,15 @@ from pathlib import Path
 
 import typer
 
-from pdd_plan.cli.common import echo, flag_names, guarded, write_atomic
+from pdd_plan.cli.common import PLAIN_HELP, echo, flag_names, guarded, write_atomic
 from pdd_plan.common.atomic import check_output
 from pdd_plan.common.errors import InputError
 
-line_app = typer.Typer(no_args_is_help=True, help="Leased-line profiles from measurements.")
+line_app = typer.Typer(
+    no_args_is_help=True,
+    rich_markup_mode=PLAIN_HELP,
+    help="Leased-line profiles from measurements.",
+)
 
 # the profile fields the options set, for errors that name a field
 FLAGS = {

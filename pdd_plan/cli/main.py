@@ -9,6 +9,7 @@ import typer
 
 from pdd_plan.cli.common import (
     DEBUG,
+    PLAIN_HELP,
     _typer_group,
     check_format,
     console,
@@ -18,6 +19,7 @@ from pdd_plan.cli.common import (
     loading,
     write_atomic,
 )
+from pdd_plan.cli.progress import Stages, wanted
 from pdd_plan.common import limits
 from pdd_plan.common.atomic import check_output
 from pdd_plan.common.errors import InputError
@@ -25,10 +27,13 @@ from pdd_plan.common.errors import InputError
 app = typer.Typer(
     cls=_typer_group(),
     add_completion=False,
+    rich_markup_mode=PLAIN_HELP,
     no_args_is_help=True,
     help="Capacity planner and cost/BCR analyzer for PDD LLM serving.",
 )
-profiles_app = typer.Typer(no_args_is_help=True, help="Bundled GPU, model and line profiles.")
+profiles_app = typer.Typer(
+    no_args_is_help=True, rich_markup_mode=PLAIN_HELP, help="Bundled GPU, model and line profiles."
+)
 app.add_typer(profiles_app, name="profiles")
 
 
@@ -106,26 +111,16 @@ def optimize(
         q = robust if robust is not None else sc.search.robust
         _check_uncertainty_flags(sc, path, draws, robust, q, confirm, replan)
         ctx = build_context(sc, path)
-        plan = run(
-            ctx,
-            verify=not no_verify,
-            sim_requests=sim_requests,
-            timings=timings,
-            replay_worker=replayer,
-        )
-        # on by default for a plan at one rate (a day's plan has no single fleet to draw on)
-        wanted = draws != 0 and (draws is not None or plan.day is None)
-        if wanted or q is not None or confirm or replan:
-            from pdd_plan.uncertainty import Options, plan_under_uncertainty
-
-            opt = Options(
-                draws=draws or None,
-                robust=q,
-                confirm=confirm,
+        with Stages("optimize", wanted(fmt)) as bar:
+            bar.stage("planning" if no_verify else "planning and replaying each plan")
+            plan = run(
+                ctx,
+                verify=not no_verify,
                 sim_requests=sim_requests,
-                replan=replan,
+                timings=timings,
+                replay_worker=replayer,
             )
-            plan = plan_under_uncertainty(ctx, plan, opt)
+            plan = _uncertain(ctx, plan, draws, q, confirm, replan, sim_requests, bar)
         if out is not None:
             write_atomic(out, plan.to_text("yaml"))
         if fmt == "table":
@@ -134,6 +129,27 @@ def optimize(
             render_plan(plan, console())
         else:
             echo(plan.to_text(fmt))
+
+
+def _uncertain(ctx, plan, draws, q, confirm, replan, sim_requests, bar):
+    """The plan with its uncertainty block (draws, robust fleets, replays, re-plans) where
+    asked or on by default (the flags were checked before planning); the bar names the stage."""
+    # on by default for a plan at one rate (a day's plan has no single fleet to draw on)
+    asked = draws != 0 and (draws is not None or plan.day is None)
+    if asked or q is not None or confirm or replan:
+        from pdd_plan.uncertainty import Options, plan_under_uncertainty
+
+        opt = Options(
+            draws=draws or None,
+            robust=q,
+            confirm=confirm,
+            sim_requests=sim_requests,
+            replan=replan,
+        )
+        what = "robust fleets and draws" if q is not None else "draws of the uncertain inputs"
+        bar.stage(what)
+        plan = plan_under_uncertainty(ctx, plan, opt)
+    return plan
 
 
 def _check_uncertainty_flags(sc, path, draws, robust, q, confirm, replan) -> None:
@@ -211,15 +227,6 @@ def validate(file: str = typer.Argument(..., help="A scenario or profile YAML.")
 
     data = read_yaml(file)
     kind = Scenario
-    if isinstance(data, dict) and "plans" in data and "schema_version" in data:
-        from pdd_plan.inputs.schema.plan import parse_plan
-
-        parse_plan(data, file)  # its own one-line errors: a plan's fields, not a scenario's
-        echo(
-            f"ok: {file} is a valid plan, not a scenario (simulate, report, emit and evaluate "
-            "read it; validate the scenario it was planned from with `pdd-plan validate`)\n"
-        )
-        return
     if isinstance(data, dict):
         if "compute" in data:
             kind = GPUProfile

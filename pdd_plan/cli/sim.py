@@ -259,7 +259,7 @@ def simulate_cmd(
     if fmt != "table":
         echo(dumps(out, fmt))
         return
-    _render(out, console())
+    _render(out, console(), p.goodput_rps)
 
 
 def _f(x, scale: float = 1.0, nd: int = 3) -> str:
@@ -311,13 +311,23 @@ def _warmup_line(w: dict) -> str:
     return f"warm-up: none left out ({w['method']}: {w['note'] or 'no transient found'})"
 
 
-def _render(s: dict, c: Console) -> None:
+def rate_text(planned: float | None, offered: float | None) -> str:
+    """The rate a replay ran at: the plan's (what was asked), and the arrivals' own rate in
+    the replay to 3 figures (a sample of Poisson arrivals: 15.2 for a 15 req/s plan, not
+    '15.2006', which reads as the plan's)."""
+    if planned and offered:
+        return f" at {planned:g} req/s (arrivals in the replay: {offered:.3g} req/s)"
+    if offered:
+        return f" at {offered:.3g} req/s"
+    return f" at {planned:g} req/s" if planned else ""
+
+
+def _render(s: dict, c: Console, planned: float | None = None) -> None:
     from pdd_plan.report import fit  # rich's tables: loaded when one is printed
 
-    rate = s.get("offered_rps")
     title = (
         f"simulate {s['scenario']} / {s['architecture']}: {s['requests']:,} requests"
-        + (f" at {rate:g} req/s" if rate else "")
+        + rate_text(planned, s.get("offered_rps"))
         + f" ({Path(s['workload']).name if s['workload'] != 'distribution' else 'sampled workload'})"
     )
     rows = [

@@ -92,6 +92,13 @@ def sweep_cmd(
     sim_requests: int = typer.Option(
         20000, "--sim-requests", help="Requests per verification replay (with --verify)."
     ),
+    columns: str = typer.Option(
+        None,
+        "--columns",
+        help="Table columns to add to the grid keys, architecture, status, $/h, goodput, BCR "
+        "and Pareto star, comma-separated: ttft_p90, ttft_p99, gpus, line, routes, or all "
+        "(default: as many as fit the terminal). --format csv has every field.",
+    ),
 ) -> None:
     """Optimize the scenario at every point of a grid; rows per point and architecture, with
     the Pareto frontier over (goodput up, cost down, BCR up) per architecture marked.
@@ -107,6 +114,7 @@ def sweep_cmd(
     from pdd_plan.sweep.run import sweep
 
     fmt = check_format(format, SWEEP_FORMATS)
+    asked = _columns(columns)
     if not vary:
         raise InputError(
             None,
@@ -148,7 +156,27 @@ def sweep_cmd(
         echo(sweep_csv(result))
     else:
         # the table lays itself out to the console (a pipe: 80 columns); CSV is for machines
-        sweep_table(result, console())
+        sweep_table(result, console(), asked)
+
+
+def _columns(text: str | None) -> list[str] | None:
+    """--columns as names (checked before any point runs), None when not given."""
+    from pdd_plan.cli.sweep_table import OPTIONAL
+
+    if text is None:
+        return None
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if names == ["all"]:
+        return list(OPTIONAL)
+    bad = [n for n in names if n not in OPTIONAL]
+    if bad or not names:
+        raise InputError(
+            None,
+            "--columns",
+            f"unknown column '{bad[0] if bad else text}'",
+            f"use some of {', '.join(OPTIONAL)}, or all",
+        )
+    return names
 
 
 def register(app: typer.Typer) -> None:

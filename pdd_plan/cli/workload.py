@@ -6,13 +6,24 @@ from pathlib import Path
 
 import typer
 
-from pdd_plan.cli.common import check_format, console, dumps, echo, guarded, write_atomic
+from pdd_plan.cli.common import (
+    PLAIN_HELP,
+    check_format,
+    console,
+    dumps,
+    echo,
+    guarded,
+    write_atomic,
+)
+from pdd_plan.cli.progress import Stages, wanted
 from pdd_plan.common import limits
 from pdd_plan.common.errors import InputError
 from pdd_plan.common.files import require_file
 
 trace_app = typer.Typer(
-    no_args_is_help=True, help="Request traces: statistics and prefix-cache hit rates."
+    no_args_is_help=True,
+    rich_markup_mode=PLAIN_HELP,
+    help="Request traces: statistics and prefix-cache hit rates.",
 )
 
 
@@ -43,8 +54,11 @@ def stats(
         )
     require_file(file, "check the path", what="trace file")
     spec = CacheSpec.from_tokens(cache_tokens, cache_tokens) if cache_tokens else None
-    req, info = read_trace(file, skip_bad_rows=skip_bad_rows, cache=spec)
-    s = trace_stats(req)
+    with Stages("trace stats", wanted(fmt)) as bar:
+        bar.stage("reading the trace and its prefix cache")
+        req, info = read_trace(file, skip_bad_rows=skip_bad_rows, cache=spec)
+        bar.stage("statistics")
+        s = trace_stats(req)
     s["file"] = file
     s["bad_rows_skipped"] = int(getattr(info, "bad_rows", 0))
     if fmt != "table":
@@ -53,8 +67,11 @@ def stats(
     from rich.table import Table  # rich loads when a table is printed
 
     c = console()
+    # the file on a line of its own, never wrapped (a path cut mid-name reads as two), and the
+    # table's title short enough not to wrap at 80 columns
+    c.print(f"trace: {file}", markup=False, highlight=False, soft_wrap=True)
     t = Table(
-        title=f"{file}: {s['requests']:,} requests over {s['duration_s']:,.0f} s ({s['rate_rps']} req/s)"
+        title=f"{s['requests']:,} requests over {s['duration_s']:,.0f} s ({s['rate_rps']} req/s)"
     )
     for col in ("tokens", "p50", "p90", "p99", "mean"):
         t.add_column(col)
@@ -156,18 +173,29 @@ def bathtub_cmd(
     )
     for col in ("hit rate", "miss tok/s", "hit tok/s", "revenue/s (uncached-token units)"):
         t.add_column(col)
-    for p in res["points"][::5]:
+    v = res["valley"]
+    for i in table_rows(res):
+        p = res["points"][i]
+        mark = "  valley" if p["hit_rate"] == v["hit_rate"] else ""
         t.add_row(
             f"{p['hit_rate'] * 100:.0f}%",
             f"{p['miss_tokens_per_s']:,.0f}",
             f"{p['hit_tokens_per_s']:,.0f}",
-            f"{p['revenue_per_s']:,.0f}",
+            f"{p['revenue_per_s']:,.0f}{mark}",
         )
     c.print(t)
-    v = res["valley"]
     c.print(
         f"valley at {v['hit_rate'] * 100:.0f}% hit: revenue {v['revenue_drop'] * 100:.1f}% below hit rate 0"
     )
+
+
+def table_rows(res: dict, every: int = 5) -> list[int]:
+    """The bathtub points the table shows: every `every`-th, the last (the curve's end) and
+    the valley the line below it names, in order."""
+    pts = res["points"]
+    keep = set(range(0, len(pts), every)) | {len(pts) - 1}
+    keep |= {i for i, p in enumerate(pts) if p["hit_rate"] == res["valley"]["hit_rate"]}
+    return sorted(keep)
 
 
 def register(app: typer.Typer) -> None:

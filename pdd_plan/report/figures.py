@@ -9,9 +9,8 @@ runs the regime map). Rendering computes nothing.
 * Bathtub: on the PDD plan's prefill instance (else the first architecture's) at the median
   input length of the replay.
 * Cost breakdown: $/h per role and the line, per architecture (the typed plan).
-* Line utilization: analytic (plan) vs simulated (the plan's verification replay when it has
-  one, else the report's replay), per architecture.
-* TTFT percentiles: analytic vs simulated (same simulated source as line utilization).
+* Line utilization: analytic (plan) vs simulated (the CDF's replay), per architecture.
+* TTFT percentiles: analytic vs simulated (the CDF's replay).
 * Where PDD pays: a 5 x 5 regime map around the plan's own line capacity and rate.
 """
 
@@ -37,12 +36,13 @@ class Figure:
 
 @dataclass(frozen=True)
 class Replayed:
-    """One architecture's report replay as the figures read it: every request's TTFT (s),
-    and the replay's line utilization and TTFT percentiles (its summary)."""
+    """One architecture's replay as the figures read it: the TTFT (s) of each request past
+    its warm-up, and the replay's line utilization and TTFT percentiles (its summary)."""
 
     ttft_s: np.ndarray
     line_utilization: float | None
     ttft_pct: dict | None
+    result: object = None  # the replay itself (sim.result.SimResult), for the bathtub's input
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,27 @@ class FigureData:
     bathtub_arch: str  # whose prefill instance the bathtub is taken on
     bathtub: dict  # perf.bathtub's answer with its inputs (model, gpu, instance, length, ...)
     regimes: RegimeData | None  # None: not asked for, or no line to vary
+    verification: bool = False  # the replays are the plan's verification replays, run again
+
+    def replay_text(self) -> str:
+        """Which replay every simulated figure on the page is drawn from."""
+        src = (
+            "sampled from the scenario's distributions"
+            if self.source == "distribution"
+            else f"trace {self.source}"
+        )
+        kept = ", ".join(f"{a} {len(r.ttft_s):,}" for a, r in self.replays.items())
+        if self.verification:
+            return (
+                f"the plan's verification replay of each architecture, run again ({src}, seed "
+                f"{self.seed}; requests past the warm-up: {kept})"
+            )
+        return (
+            f"the report replay, {self.n_requests:,} requests per architecture ({src}, seed "
+            f"{self.seed}; past the warm-up: {kept}), not the plan's: the plan states no "
+            "verification replay that gives its figures back (made with --no-verify, a day's "
+            "plan, or by another version)"
+        )
 
 
 def regime_figure(data: RegimeData) -> Figure:
@@ -80,7 +101,7 @@ def regime_figure(data: RegimeData) -> Figure:
         "cell need not equal the plan above. Hatched: PDD has no plan. Cells: "
         f"{c['relay_pays']} relay pays, {c['pdd_only']} only PDD has a plan, {c['same']} same "
         f"BCR as CDC-PD, {c['no_pdd']} no PDD plan. `pdd-plan regimes` draws larger maps.",
-        regime_png(data.result, dpi=80),
+        regime_png(data.result, dpi=110),
     )
 
 
@@ -93,10 +114,7 @@ def build_figures(plan: Plan, data: FigureData) -> list[Figure]:
         if data.source == "distribution"
         else f"trace {data.source}"
     )
-    note = (
-        f"simulator replay: {data.n_requests:,} requests per architecture, {src}, seed "
-        f"{data.seed}; circles: analytic percentiles"
-    )
+    note = f"simulated: {data.replay_text()}; open markers: analytic P50/P90/P99"
     figs = [
         Figure(
             "ttft_cdf",
@@ -107,7 +125,9 @@ def build_figures(plan: Plan, data: FigureData) -> list[Figure]:
                 {a: r.ttft_s for a, r in data.replays.items()},
                 {a: plans[a].ttft_s.model_dump() for a in plans},
                 sla,
-                note,
+                "simulated: the plan's verification replay"
+                if data.verification
+                else f"simulated: the report replay, {data.n_requests:,} requests each",
             ),
         ),
         Figure(
@@ -173,34 +193,31 @@ def _bathtub_figure(data: FigureData) -> Figure:
 
 
 def _simulated_figures(plan: Plan, data: FigureData, sla: dict) -> list[Figure]:
-    """Line utilization and TTFT percentiles, analytic vs simulated: the plan's verification
-    replay when every architecture has one, else the report's replay."""
+    """Line utilization and TTFT percentiles, analytic vs simulated: the same replay as the
+    CDF's (the plan's verification replay where the page could run it again)."""
     plans = plan.plans
-    have_sim = all(p.simulated for p in plans.values())
     util = {}
     pct = {}
     for arch, p in plans.items():
         ln = p.line
-        if have_sim:
-            su = p.simulated.line_utilization
-            st = p.simulated.ttft_s.model_dump()
-        else:
-            su, st = data.replays[arch].line_utilization, data.replays[arch].ttft_pct
-        util[arch] = (ln.utilization, su) if ln else (None, None)
-        pct[arch] = (p.ttft_s.model_dump(), st)
-    sim_label = "simulated (plan's verification)" if have_sim else "simulated (report replay)"
+        r = data.replays[arch]
+        util[arch] = (ln.utilization, r.line_utilization) if ln else (None, None)
+        pct[arch] = (p.ttft_s.model_dump(), r.ttft_pct)
+    sim_label = (
+        "simulated (verification replay)" if data.verification else "simulated (report replay)"
+    )
     return [
         Figure(
             "line_utilization",
             "Line utilization",
-            "Share of the leased line's capacity in use: the optimizer's analytic figure vs the "
-            f"{sim_label}. IDC-PD has no line.",
+            "Share of the leased line's capacity in use: the optimizer's analytic figure vs "
+            f"{data.replay_text()}. IDC-PD has no line.",
             plots.line_util_png(util, sim_label),
         ),
         Figure(
             "ttft_percentiles",
             "TTFT percentiles",
-            f"Analytic vs {sim_label} TTFT P50/P90/P99 per architecture.",
+            f"Analytic vs simulated TTFT P50/P90/P99 per architecture; simulated: {data.replay_text()}.",
             plots.ttft_percentiles_png(pct, sla),
         ),
     ]

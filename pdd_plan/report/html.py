@@ -1,12 +1,20 @@
-"""One self-contained HTML page: inline CSS, plots embedded as base64 PNG (and a section's
-inline SVG, the tornado), no network
-references (no external CSS, scripts, fonts or links) and no timestamps."""
+"""One self-contained HTML page: inline CSS, plots embedded as base64 PNG (and inline SVG: the
+plans' diagrams, the tornado), no network references (no external CSS, scripts, fonts or links)
+and no timestamps.
+
+It opens on the answer: the verdict in one sentence per baseline, then the recommended plan
+drawn (``id="plan-diagram"``) with each other architecture's plan smaller beside it; the tables,
+the inputs and the plots follow."""
 
 from __future__ import annotations
 
 import base64
 from html import escape
 
+from pdd_plan.architectures import get
+from pdd_plan.inputs.schema.plan import Plan
+from pdd_plan.report import verdict
+from pdd_plan.report.diagram import plan_svg
 from pdd_plan.report.figures import Figure
 from pdd_plan.report.sections import Report
 
@@ -25,6 +33,13 @@ figure { margin: 1.2em 0; }
 figure img { max-width: 100%; border: 1px solid #eee; }
 figcaption { color: #444; font-size: 0.9em; }
 nav a { margin-right: 1em; }
+p.verdict { font-size: 1.15em; margin: 0.4em 0; }
+p.verdict.second { font-size: 1em; color: #333; }
+figure.plan { margin: 0.6em 0; }
+figure.plan svg { width: 100%; max-width: 760px; height: auto; display: block; }
+div.others { display: flex; flex-wrap: wrap; gap: 1em; }
+div.others figure { flex: 1 1 340px; max-width: 540px; margin: 0; }
+div.others svg { width: 100%; height: auto; display: block; }
 """
 
 
@@ -36,7 +51,36 @@ def _table(columns: list[str], rows: list[list[str]], classes: str) -> str:
     return f'<table class="{classes}">\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody>\n</table>'
 
 
-def render_html(rep: Report, figures: list[Figure]) -> str:
+def _answer(rep: Report, plan: Plan | None) -> list[str]:
+    """The verdict and the plans' pictures: the page's first screen."""
+    out = ['<section id="answer">']
+    for i, line in enumerate(rep.verdict):
+        cls = "verdict" if i == 0 else "verdict second"
+        out.append(f'<p class="{cls}"><strong>{escape(line)}</strong></p>')
+    best = None if plan is None else verdict.recommended(plan)
+    if best is not None:
+        p = plan.plans[best]
+        head = f"Recommended: {_heading(best, p)}"
+        out.append(f'<figure class="plan">{plan_svg(best, p, head, "plan-diagram")}</figure>')
+        others = [a for a in plan.plans if a != best]
+        if others:
+            out.append('<div class="others">')
+            for a in others:
+                svg = plan_svg(a, plan.plans[a], _heading(a, plan.plans[a]), f"plan-{a}")
+                out.append(f'<figure class="plan small">{svg}</figure>')
+            out.append("</div>")
+    out.append("</section>")
+    return out
+
+
+def _heading(a: str, p) -> str:
+    return (
+        f"{get(a).title}: ${p.cost_per_hour:,.2f}/h, {p.goodput_rps:,.2f} req/s within the SLA, "
+        f"BCR {p.bcr:,.1f} req/$"
+    )
+
+
+def render_html(rep: Report, figures: list[Figure], plan: Plan | None = None) -> str:
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en">',
@@ -50,6 +94,7 @@ def render_html(rep: Report, figures: list[Figure]) -> str:
         f"<h1>{escape(rep.title)}</h1>",
         f'<p class="sub">{escape(rep.subtitle)}</p>',
     ]
+    parts += _answer(rep, plan)
     links = [f'<a href="#{escape(s.key)}">{escape(s.title)}</a>' for s in rep.sections]
     if figures:
         links.append('<a href="#plots">Plots</a>')

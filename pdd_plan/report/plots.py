@@ -41,7 +41,7 @@ def bathtub_png(res: dict) -> bytes:
     ax.set_xlabel("prefix hit rate (%)")
     ax.set_ylabel("tokens/s per instance")
     ax.set_title(f"{res['model']} on {res['instance']}, {res['input_tokens']:,}-token inputs")
-    ax.legend()
+    _legend_outside(ax)
     ax.grid(alpha=0.3)
     return _png(fig)
 
@@ -62,17 +62,33 @@ def _color(a: str, i: int) -> str:
     return spec.color if spec is not None else f"C{i}"
 
 
+# one marker shape and size per architecture, largest first: where two plans are the same fleet
+# (PDD without relay traffic is CDC-PD) the later, smaller marker sits inside the earlier one
+MARKERS = (("o", 9), ("s", 6), ("^", 5), ("D", 4), ("v", 4))
+
+
+def _marker(i: int) -> tuple[str, int]:
+    return MARKERS[i % len(MARKERS)]
+
+
+def _legend_outside(ax, **kw) -> None:
+    """The legend right of the axes, clear of the data (the saved figure grows to hold it)."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, fontsize=8, **kw)
+
+
 def ttft_cdf_png(series: dict, analytic: dict, sla: dict, note: str) -> bytes:
     """Empirical CDF of simulated TTFT per architecture; analytic P50/P90/P99 as markers."""
 
     fig, ax = plt.subplots(figsize=(7, 4.2))
     styles = ("-", "--", ":", "-.")
+    widths = (3.2, 1.8, 1.8, 1.8)
     for i, (a, x) in enumerate(series.items()):
         x = np.sort(np.asarray(x, dtype=float))
         x = x[~np.isnan(x)]
         if x.size == 0:
             continue
         y = np.arange(1, x.size + 1) / x.size
+        mk, size = _marker(i)
         ax.step(
             x,
             y,
@@ -80,7 +96,8 @@ def ttft_cdf_png(series: dict, analytic: dict, sla: dict, note: str) -> bytes:
             color=_color(a, i),
             ls=styles[i % len(styles)],
             label=f"{a} (simulated)",
-            lw=1.8,
+            lw=widths[i % len(widths)],
+            alpha=0.75 if i == 0 else 1.0,
         )
         q = analytic.get(a) or {}
         pts = [(q.get(k), p) for k, p in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))]
@@ -89,23 +106,25 @@ def ttft_cdf_png(series: dict, analytic: dict, sla: dict, note: str) -> bytes:
             ax.plot(
                 [v for v, _ in pts],
                 [p for _, p in pts],
-                "o",
+                mk,
+                ms=size,
                 mfc="none",
+                mew=1.5,
                 color=_color(a, i),
                 label=f"{a} analytic P50/P90/P99",
             )
     for key, lab in (("ttft_p90_s", "SLA P90"), ("ttft_p99_s", "SLA P99")):
         if sla.get(key):
             ax.axvline(sla[key], color="grey", ls=":" if key.endswith("p90_s") else "--", lw=1)
-            ax.text(sla[key], 0.5, f" {lab}", color="grey", fontsize=8, rotation=90, va="center")
+            ax.text(sla[key], 0.5, f" {lab}", color="grey", fontsize=9, rotation=90, va="center")
     ax.set_xscale("log")
     ax.set_ylim(0, 1.0)
     ax.set_xlabel("time to first token (s, log scale)")
     ax.set_ylabel("share of requests")
     ax.set_title("TTFT CDF per architecture")
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8, loc="upper left")
-    fig.text(0.01, -0.02, note, fontsize=7, color="dimgray")
+    _legend_outside(ax)
+    fig.text(0.01, -0.02, note, fontsize=8, color="dimgray")
     return _png(fig)
 
 
@@ -143,7 +162,7 @@ def cost_png(breakdown: dict) -> bytes:
     ax.set_title("Cost breakdown per architecture")
     ax.set_ylim(0, max(bottom.max() * 1.15, 1.0) if len(bottom) else 1.0)
     ax.grid(alpha=0.3, axis="y")
-    ax.legend(fontsize=8)
+    _legend_outside(ax)
     return _png(fig)
 
 
@@ -168,7 +187,7 @@ def line_util_png(util: dict, sim_label: str) -> bytes:
     ax.set_ylabel("line utilization (%)")
     ax.set_title("Line utilization per architecture")
     ax.grid(alpha=0.3, axis="y")
-    ax.legend(fontsize=8)
+    _legend_outside(ax)
     return _png(fig)
 
 
@@ -191,7 +210,7 @@ def ttft_percentiles_png(rows: dict, sla: dict) -> bytes:
         ax.set_title(f"TTFT {q.upper()}")
         ax.grid(alpha=0.3, axis="y")
     np.atleast_1d(axes)[0].set_ylabel("seconds")
-    np.atleast_1d(axes)[0].legend(fontsize=7)
+    _legend_outside(np.atleast_1d(axes)[-1])
     fig.suptitle("TTFT percentiles: analytic vs simulated (dashed: SLA)")
     fig.tight_layout()
     return _png(fig)
@@ -211,7 +230,7 @@ def day_png(series: dict, title: str) -> bytes:
         ax.set_ylabel("instances")
         ax.set_title(architectures.get(a).title, fontsize=10)
         ax.grid(alpha=0.3)
-        ax.legend(loc="upper left", fontsize=8)
+        _legend_outside(ax)
     axes[-1, 0].set_xlabel(title)
     axes[-1, 0].set_xticks(range(0, 25, 3))
     return _png(fig)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 
 from pdd_plan.report import fit
 from pdd_plan.report.sections import Report
@@ -11,13 +12,15 @@ from pdd_plan.report.sections import Report
 def render_rich(rep: Report, console: Console) -> None:
     """Each section as a table sized to the console: wide when it fits, else one table per
     architecture (its first column), else one key/value table per row."""
-    console.print(f"[bold]{rep.title}[/bold]: {rep.subtitle}")
+    console.print(f"[bold]{escape(rep.title)}[/bold]: {escape(rep.subtitle)}")
+    for line in rep.verdict:
+        console.print(f"[bold]{escape(line)}[/bold]")
     for s in rep.sections:
         fit.show(console, s.title, s.columns, s.rows)
         if s.note:
-            console.print(f"[dim]{s.note}[/dim]")
+            console.print(f"[dim]{escape(s.note)}[/dim]")
     for line in rep.summary:
-        console.print(line)
+        console.print(escape(line))
 
 
 def _md_cell(x: str) -> str:
@@ -26,6 +29,7 @@ def _md_cell(x: str) -> str:
 
 def markdown(rep: Report) -> str:
     out = [f"# {rep.title}", "", rep.subtitle, ""]
+    out += [f"**{line}**\n" for line in rep.verdict]
     for s in rep.sections:
         out += [f"## {s.title}", ""]
         out.append("| " + " | ".join(_md_cell(c) for c in s.columns) + " |")

@@ -1,8 +1,9 @@
 """The report of a plan as plain sections (title, columns, rows of strings), rendered by
 ``render`` (terminal table, markdown), ``html`` (one self-contained page) or dumped as JSON.
 
-Sections: inputs recap, fleet per architecture, cost breakdown, analytic vs simulated
-percentiles, routing, binding constraints and SLA checks, comparison.
+The verdict first (one sentence per baseline), then the sections: fleet per architecture, cost
+breakdown, analytic vs simulated percentiles, routing, binding constraints and SLA checks,
+comparison, how sure, and the inputs recap last.
 """
 
 from __future__ import annotations
@@ -11,11 +12,11 @@ from dataclasses import asdict, dataclass, field
 
 from pdd_plan import architectures
 from pdd_plan.architectures import PATHS, ROLE_ORDER, ROLES
-from pdd_plan.inputs.schema.owned import Owned
 from pdd_plan.inputs.schema.plan import ArchitecturePlan, Infeasible, Plan, RouteShare
-from pdd_plan.inputs.schema.scenario import SLA, Distribution, Link
-from pdd_plan.report import uncertainty
+from pdd_plan.inputs.schema.scenario import SLA
+from pdd_plan.report import uncertainty, verdict
 from pdd_plan.report.day_sections import day_sections
+from pdd_plan.report.inputs_section import inputs_section
 
 
 @dataclass
@@ -34,6 +35,7 @@ class Report:
     subtitle: str
     sections: list[Section] = field(default_factory=list)
     summary: list[str] = field(default_factory=list)
+    verdict: list[str] = field(default_factory=list)  # the answer, first (report/verdict.py)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -69,90 +71,6 @@ def _pct(x, nd: int = 1) -> str:
 
 def _signed_pct(x) -> str:
     return "-" if x is None else f"{float(x) * 100:+.1f}%"
-
-
-def dist_text(d: Distribution | dict | None, scale: float = 1.0, pct: bool = False) -> str:
-    """One line for a workload distribution {fixed | lognormal | histogram}."""
-    if d is None:
-        return "-"
-    if isinstance(d, dict):
-        d = Distribution.model_validate(d)
-
-    def num(v: float) -> str:
-        return f"{v * 100:g}%" if pct else f"{v * scale:,.0f}"
-
-    if d.fixed is not None:
-        return f"fixed {num(d.fixed)}"
-    if d.lognormal is not None:
-        ln = d.lognormal
-        return (
-            f"lognormal mu={ln.mu:g} sigma={ln.sigma:g}, clipped to [{num(ln.min)}, {num(ln.max)}]"
-        )
-    if d.histogram:
-        parts = [f"{num(lo)}-{num(hi)}: {share * 100:g}%" for lo, hi, share in d.histogram]
-        return "histogram " + ", ".join(parts)
-    return "-"
-
-
-def _sla_text(sla: SLA) -> str:
-    return f"TTFT P90 <= {sla.ttft_p90_s} s, P99 <= {sla.ttft_p99_s} s; TPOT <= {sla.tpot_ms} ms"
-
-
-def _link_text(link: Link) -> str:
-    cands = [c if isinstance(c, str) else c.name or f"{c.gbps}G" for c in link.candidates]
-    extra = f", RTT {link.rtt_ms:g} ms" if link.rtt_ms is not None else ""
-    return f"{', '.join(cands)} (up to {link.max_lines} lines{extra})"
-
-
-def _owned_text(o: Owned) -> str:
-    parts = [
-        f"{g.count} x {g.gpu} in {g.datacenter} at ${g.cost_per_gpu_hour:g}/GPU-h" for g in o.gpus
-    ]
-    parts += [f"{ln.count} x {ln.sku} at ${ln.cost_per_month:g}/month" for ln in o.lines]
-    return ", ".join(parts) or "nothing"
-
-
-def _inputs(plan: Plan) -> Section:
-    inp = plan.inputs
-    w = inp.workload
-    rows: list[list[str]] = [
-        ["scenario", plan.scenario],
-        ["model", plan.model],
-        [
-            "load",
-            f"{plan.rate_rps:g} req/s" if plan.rate_rps else "highest SLA goodput per architecture",
-        ],
-    ]
-    if w.trace:
-        rows.append(["trace", str(w.trace)])
-    else:
-        rows += [
-            ["input tokens", dist_text(w.input_tokens)],
-            ["output tokens", dist_text(w.output_tokens)],
-        ]
-    rows.append(["prefix hit (prefill side)", dist_text(w.prefix_hit, pct=True)])
-    for dc in inp.datacenters:
-        gpus = ", ".join(f"{n} x {g}" for g, n in dc.gpus.items()) or "none"
-        rows.append([f"datacenter {dc.name}", gpus])
-    if inp.link is not None:
-        rows.append(["line candidates", _link_text(inp.link)])
-    if inp.owned is not None:
-        rows.append(["owned", _owned_text(inp.owned)])
-    pl = inp.placement.model_dump()
-    if any(pl.values()):
-        rows.append(["placement", ", ".join(f"{k}: {v}" for k, v in pl.items() if v)])
-    rows.append(["SLA", _sla_text(plan.sla)])
-    if inp.prices:
-        rows.append(["prices", ", ".join(f"{g} ${p:g}/GPU-h" for g, p in inp.prices.items())])
-    pol = inp.policy.model_dump(mode="json")
-    rows.append(["policy", ", ".join(f"{k}={v}" for k, v in pol.items())])
-    rows.append(["architectures", ", ".join(inp.architectures or plan.plans)])
-    rows.append(["objective", plan.objective])
-    if inp.budget_per_hour:
-        rows.append(["budget", f"${inp.budget_per_hour:,.2f}/h"])
-    rows.append(["prefill chunk", f"{inp.search.prefill_chunk_tokens} tokens"])
-    rows.append(["seed", str(inp.seed)])
-    return Section("inputs", "Inputs", ["item", "value"], rows)
 
 
 def _fleet(plans: dict[str, ArchitecturePlan]) -> Section:
@@ -301,6 +219,12 @@ def _shares_text(r: RouteShare | None) -> str:
     return " / ".join(_pct(getattr(r, k)) for k in PATHS)
 
 
+def _relay_cell(below: float | None) -> str:
+    """The hit rate at or below which requests relay; '-' where nothing relays (one word for
+    one meaning, as the singular cap beside it: not 'none' next to 'None')."""
+    return "-" if below is None else _pct(below, 0)
+
+
 def _routing(plans: dict[str, ArchitecturePlan]) -> Section:
     rows = []
     for a, p in plans.items():
@@ -312,8 +236,10 @@ def _routing(plans: dict[str, ArchitecturePlan]) -> Section:
                 _shares_text(p.route_share),
                 _shares_text(p.simulated.route_share if p.simulated else None),
                 _pct(p.rld_token_share),
-                _pct(below, 0) if below is not None else "none",
-                str(ro.singular_max_output_tokens),
+                _relay_cell(below),
+                "-"
+                if ro.singular_max_output_tokens is None
+                else f"{ro.singular_max_output_tokens:,}",
                 _pct(p.prefill_utilization),
             ]
         )
@@ -346,9 +272,15 @@ def _constraint_row(a: str, p: ArchitecturePlan) -> list[str]:
         ", ".join(f"{k} {v:+,.3g}" for k, v in p.shadow_prices.items()) or "-",
         {True: "yes", False: "NO"}.get(sim.sla_met, "-") if sim else "-",
         ck,
-        f"{sv.status} ({_f(sv.seconds, 2)} s, {sv.milps} MILPs)",
+        f"{sv.status} ({_solver_effort(sv.seconds, sv.milps)})",
         str(len(sim.rounds)) if sim else "-",
     ]
+
+
+def _solver_effort(seconds: float | None, milps: int) -> str:
+    """'3 MILPs', with the seconds where the plan kept them (optimize --timings)."""
+    n = f"{milps} MILP" + ("" if milps == 1 else "s")
+    return n if seconds is None else f"{seconds:,.2f} s, {n}"
 
 
 def _constraints(plans: dict[str, ArchitecturePlan], infeasible: dict[str, Infeasible]) -> Section:
@@ -404,8 +336,8 @@ def build_report(plan: Plan) -> Report:
         + (f"{rate:g} req/s" if rate else "highest SLA goodput")
         + f", architectures {', '.join(plans)}",
     )
+    rep.verdict = verdict.sentences(plan)
     rep.sections = [
-        _inputs(plan),
         _fleet(plans),
         _costs(plans),
         _latency(plans, plan.sla),
@@ -416,6 +348,7 @@ def build_report(plan: Plan) -> Report:
     ]
     if plan.uncertainty is not None:  # how sure: computed by pdd_plan/uncertainty/, shown here
         rep.sections += [Section(*x) for x in uncertainty.section_parts(plan.uncertainty)]
+    rep.sections.append(Section(*inputs_section(plan)))  # what the plans answer, after them
     for a, why in plan.infeasible.items():
         rep.summary.append(f"{a}: {not_met_label(why)}: {why.message}")
     if plans:

@@ -79,8 +79,9 @@ def legend(plan: Plan) -> str:
         text = (
             f"{s.requests:,} requests"
             if e is None
-            else f"the first {s.requests:,} of {e.full_length:,} requests (stopped after "
-            f"{e.replayed:,}: verdicts settled at {e.confidence:.0%})"
+            else f"{e.replayed:,} of {e.full_length:,} requests replayed (stopped with every "
+            f"verdict settled at {e.confidence:.0%}), figures over the {s.requests:,} finished "
+            "by then"
         )
         shown = [u.split(".")[1].upper() for u in s.unsettled or [] if u.startswith("ttft_s.")]
         shown = [u for u in shown if u != "P50"]

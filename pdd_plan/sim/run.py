@@ -115,15 +115,29 @@ def verify(
       (prefill utilization), ``"line"`` (line utilization), or ``"decode"`` (decode batch /
       utilization; also when only TPOT fails).
     """
+    return verify_replay(rs, plan, architecture, n_requests, seed, stop_early)[0]
+
+
+def verify_replay(
+    rs: ReplaySetup,
+    plan: PlanLike,
+    architecture: str,
+    n_requests: int = 20_000,
+    seed: int | None = None,
+    stop_early: bool = True,
+) -> tuple[dict, SimResult]:
+    """:func:`verify`'s figures and the replay they are over (the requests it saw, its warm-up
+    marked): the report draws its CDF from the very replay whose percentiles the plan states."""
     p = setup.arch_plan(plan, architecture)
     s = rs.seed if seed is None else int(seed)
     reqs = setup.requests(rs, n_requests, s, p.goodput_rps)
     if stop_early:
         for share in sequential.LOOKS:
-            v = _look(rs, p, architecture, reqs, s, int(len(reqs) * share))
-            if v is not None:
-                return v
-    return checked(rs, _replayed(rs, p, architecture, reqs, s, None, WINDOW))
+            got = _look(rs, p, architecture, reqs, s, int(len(reqs) * share))
+            if got is not None:
+                return got
+    res = _replayed(rs, p, architecture, reqs, s, None, WINDOW)
+    return checked(rs, res), res
 
 
 def _checks(rs: ReplaySetup, res: SimResult) -> list[sequential.Check]:
@@ -137,7 +151,9 @@ def _checks(rs: ReplaySetup, res: SimResult) -> list[sequential.Check]:
     ]
 
 
-def _look(rs: ReplaySetup, p, architecture: str, reqs, s: int, upto: int) -> dict | None:
+def _look(
+    rs: ReplaySetup, p, architecture: str, reqs, s: int, upto: int
+) -> tuple[dict, SimResult] | None:
     """The verdict at one look (see :mod:`pdd_plan.sim.sequential`), or None when it is not
     settled there (or the look cannot be taken: too few requests, an unstable line, no
     steady state in what it saw)."""
@@ -166,7 +182,7 @@ def _look(rs: ReplaySetup, p, architecture: str, reqs, s: int, upto: int) -> dic
         "full_length": int(len(reqs)),
         "confidence": 1.0 - sequential.ALPHA,
     }
-    return v
+    return v, seen
 
 
 def checked(rs: ReplaySetup, res: SimResult) -> dict:

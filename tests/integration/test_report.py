@@ -20,8 +20,9 @@ from pdd_plan.cli.common import dumps
 from pdd_plan.cli.main import app
 from pdd_plan.inputs.schema.plan import parse_plan
 from pdd_plan.report import plots
+from pdd_plan.report.inputs_section import dist_text
 from pdd_plan.report.render import markdown
-from pdd_plan.report.sections import build_report, cost_breakdown, dist_text
+from pdd_plan.report.sections import build_report, cost_breakdown
 from pdd_plan.report.table import render_plan
 
 pytestmark = pytest.mark.integration
@@ -216,7 +217,8 @@ def test_report_sections_and_formats(plan_file, verified) -> None:
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
     keys = [s["key"] for s in d["sections"]]
-    assert keys[:6] == ["inputs", "fleet", "costs", "latency", "routing", "constraints"]
+    assert keys[:5] == ["fleet", "costs", "latency", "routing", "constraints"]
+    assert keys[-1] == "inputs"  # what the plans answer, after them
     for s in d["sections"]:
         assert all(len(row) == len(s["columns"]) for row in s["rows"])
     r = invoke("report", plan_file, "-f", "markdown")
