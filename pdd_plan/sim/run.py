@@ -13,6 +13,7 @@ from pdd_plan.inputs.schema.gpu import GPUProfile
 from pdd_plan.inputs.schema.model import ModelProfile
 from pdd_plan.inputs.schema.scenario import SLA
 from pdd_plan.perf.comm import serving
+from pdd_plan.perf.engine_limits import engines
 from pdd_plan.sim import sequential, setup
 from pdd_plan.sim.queues import Progress
 from pdd_plan.sim.replay import simulate
@@ -80,8 +81,10 @@ def prepare() -> None:
     """What a process's first replay pays whatever the plan, paid ahead (`sim.worker`'s child
     does it while the parent plans): the engine constants' YAML read and validated, and the
     validators and serializers pydantic builds on first use for the profiles a replay dumps
-    (instance keys) and copies (~40 ms of a first replay's ~75 ms on the development box)."""
+    (instance keys) and copies (~40 ms of a first replay's ~75 ms on the development box), and
+    the engines' limits file that bounds a replayed decode batch."""
     serving()
+    engines()
     for cls in (GPUProfile, ModelProfile, SLA):
         cls.model_rebuild()
 
