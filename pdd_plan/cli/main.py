@@ -227,6 +227,15 @@ def validate(file: str = typer.Argument(..., help="A scenario or profile YAML.")
 
     data = read_yaml(file)
     kind = Scenario
+    if isinstance(data, dict) and "plans" in data and "schema_version" in data:
+        from pdd_plan.inputs.schema.plan import parse_plan
+
+        parse_plan(data, file)  # its own one-line errors: a plan's fields, not a scenario's
+        echo(
+            f"ok: {file} is a valid plan, not a scenario (simulate, report, emit and evaluate "
+            "read it; validate the scenario it was planned from with `pdd-plan validate`)\n"
+        )
+        return
     if isinstance(data, dict):
         if "compute" in data:
             kind = GPUProfile
