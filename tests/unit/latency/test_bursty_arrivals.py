@@ -88,9 +88,11 @@ def test_bad_arrival_cv_is_a_one_line_error(tmp_path):
         load_scenario(str(p))
 
 
-def _scenario(tmp_path, name: str, cv: float) -> str:
+def _scenario(tmp_path, name: str, cv: float, decode_utilization: float | None = None) -> str:
     data = yaml.safe_load(example_path(name).read_text())
     data["workload"]["arrival_cv"] = cv
+    if decode_utilization is not None:
+        data.setdefault("search", {})["decode_utilization"] = decode_utilization
     p = tmp_path / f"{name}-{cv}.yaml"
     p.write_text(yaml.safe_dump(data))
     return str(p)
@@ -122,9 +124,14 @@ LONG = 1_000_000
 # rounded GEMM roofline the default plans a 6-instance pool and it is within 15 % again
 @pytest.mark.parametrize("cv", [1.0, 2.0])
 def test_default_prefill_law_within_15_percent_of_the_replay(tmp_path, cv):
-    # IDC-PD on the default scenario: the prefill pool (6 instances, rho 0.84, service cs2 2.5)
-    # is the only queue, so this checks the G/G/c wait law (pdd_plan.latency.prefill.gigc) end to end
-    an, sim = _analytic_and_replay(_scenario(tmp_path, "pdd-paper", cv), "idc_pd", LONG)
+    # IDC-PD on the default scenario with its decode held off its cap (decode_utilization 0.9),
+    # so the prefill pool is the only queue and this checks the G/G/c wait law
+    # (pdd_plan.latency.prefill.gigc) end to end. At the default's cap of 1 the one decode
+    # instance runs at its batch limit and the 1M replay's TTFT P50/P90/P99 read 0.21/1.12/2.57 s
+    # against the law's 0.17/0.84/1.46 s: decode admission waits the analytic TTFT does not carry
+    # (at 0.9 the two agree within 3 %). That gap is a finding, not this test's subject.
+    path = _scenario(tmp_path, "pdd-paper", cv, decode_utilization=0.9)
+    an, sim = _analytic_and_replay(path, "idc_pd", LONG)
     for a, s in zip(an, sim):
         assert abs(a / s - 1) <= 0.15, (cv, an, sim)
 
