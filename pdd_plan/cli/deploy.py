@@ -184,13 +184,14 @@ def report_cmd(
             figures = build_figures(data, fd)
     if plots is not None:
         folder = em.prepare_dir(plots)
-        em.write(folder, {f"{f.key}.png": em.File(f.png) for f in figures})
+        em.write(folder, {f"{f.key}.png": em.File(f.png) for f in figures}, manifest=False)
     if html is not None:
         from pdd_plan.report.html import render_html
 
         em.write(
             html.parent if str(html.parent) else Path("."),
             {html.name: em.File(render_html(rep, figures, data))},
+            manifest=False,
         )
     if fmt == "table":
         from pdd_plan.report.render import render_rich

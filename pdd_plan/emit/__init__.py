@@ -329,18 +329,22 @@ def prepare_dir(out: str | Path) -> Path:
 MANIFEST = ".pdd-plan-emit"  # the names the last emit wrote into the folder, one a line
 
 
-def write(out: Path, files: dict[str, File]) -> list[Path]:
+def write(out: Path, files: dict[str, File], manifest: bool = True) -> list[Path]:
     """Write each file atomically (temporary file + rename) into an existing folder. Every
     target is checked first (not an input, not a folder or device), so a refused one leaves
-    no half-emitted folder behind. Files an earlier emit wrote there (its manifest) that this
-    one does not are removed (`stale`), so the folder holds one deployment, not two."""
+    no half-emitted folder behind. With `manifest` (an emit), files an earlier emit wrote there
+    (its manifest) that this one does not are removed (`stale`), so the folder holds one
+    deployment, not two; without it (a report's page or plots, in a folder of the user's)
+    nothing else in the folder is touched and no manifest is left."""
     names = sorted(files)
-    check_outputs([*(out / n for n in names), out / MANIFEST])
+    check_outputs([*(out / n for n in names), *([out / MANIFEST] if manifest else [])])
     written = []
     for name in names:
         f = files[name]
         write_atomic(out / name, f.text, executable=f.executable)
         written.append(out / name)
+    if not manifest:
+        return written
     for name in stale(out, names):
         with contextlib.suppress(OSError):
             (out / name).unlink()
