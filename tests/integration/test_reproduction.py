@@ -9,6 +9,7 @@ import dataclasses
 import importlib.util
 import inspect
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,10 @@ REPORT_IDC_RPS = 9.0
 # Tolerance on the calibrated goodput: the simulator confirms rates on a grid of 2% steps
 # (evaluate's --step) and the bisection stops within 0.5% of the target, so 3% holds it.
 TOL = 0.03
-SMALL = Options(sim_requests=1000)  # the calibrated figure is the same at 1000 and 5000
+# the calibration's own replay length (evaluate's default, 5,000): at 1,000 requests the
+# calibrated IDC-PD fleet reads 9.54 req/s under perf v4 (the short replay's early window is
+# lighter than the steady state), so the figure is checked where it was fitted
+SMALL = Options()
 
 
 def _load(path: Path = SCENARIO, archs: list[str] | None = None):
@@ -44,6 +48,7 @@ def _load(path: Path = SCENARIO, archs: list[str] | None = None):
 def _script(name: str):
     spec = importlib.util.spec_from_file_location(name, STUDY / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod  # a dataclass in the script looks its module up there
     spec.loader.exec_module(mod)
     return mod
 
