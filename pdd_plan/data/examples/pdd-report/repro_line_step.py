@@ -89,6 +89,9 @@ def calibrate(out_dir: Path, csv: Path = MICROBENCHMARK) -> Line:
     if r.exit_code != 0 or not out.exists():
         return Line(None, None, f"NOT CALIBRATED: line calibrate failed: {r.output.strip()}")
     data = yaml.safe_load(out.read_text())
+    # the profile's source names the file as given; keep it the same in every checkout
+    data["source"] = str(data.get("source", "")).replace(str(csv), csv.name)
+    out.write_text(yaml.safe_dump(data, sort_keys=False))
     beside = out_dir / f"{NAME}-{int(BESIDE_GBPS)}g.yaml"
     beside.write_text(yaml.safe_dump({**data, "gbps": BESIDE_GBPS}, sort_keys=False))
     msg = f"calibrated with `pdd-plan line calibrate --transfers {csv.name} --base {BASE}`"

@@ -93,7 +93,7 @@ def study(path: Path = SCENARIO, requests: int = 5000, fit_line: bool = True) ->
         }
     out = _round(
         {
-            "scenario": str(path),
+            "scenario": Path(path).name,  # not the checkout's absolute path: the same everywhere
             "speed_factor": s.get("speed_factor"),
             "report": {k: v["value"] for k, v in REPORT.items()},
             "ours": ours,
