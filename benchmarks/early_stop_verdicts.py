@@ -48,10 +48,8 @@ def compare(path: str, n_requests: int = 20_000) -> list[tuple[str, str, bool, b
         except InputError:  # not planned (infeasible): nothing to replay
             continue
         full = verify(ctx.replay_setup, plan, a, n_requests, None, stop_early=False)
-        stop = early.get("early_stop")
-        out.append(
-            (a, str(stop["replayed"]) if stop else "full", early["sla_met"], full["sla_met"])
-        )
+        stop = early.early_stop
+        out.append((a, str(stop.replayed) if stop else "full", early.sla_met, full.sla_met))
     return out
 
 

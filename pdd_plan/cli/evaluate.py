@@ -70,9 +70,8 @@ def evaluate_cmd(
     from pdd_plan.inputs import profiles
 
     ctx, fleets, note = _load(profiles.scenario_path(file))
-    out = evaluate(ctx, fleets, Options(not no_simulate, requests, step))
-    if note:
-        out["note"] = note
+    ev = evaluate(ctx, fleets, Options(not no_simulate, requests, step))
+    out = ev.with_note(note or None).as_dict()  # the JSON form: what is printed
     if fmt == "table":
         render(out, console())
     else:

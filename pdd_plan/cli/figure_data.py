@@ -28,6 +28,7 @@ from pdd_plan.report.figures import FigureData, RegimeData, Replayed
 from pdd_plan.sim.result import SimResult
 from pdd_plan.sim.run import run, verify_replay
 from pdd_plan.sim.setup import row_instance
+from pdd_plan.sim.verdict import Verdict
 from pdd_plan.sweep.regimes.around import axes_around, centre
 from pdd_plan.sweep.regimes.grid import regime_map
 
@@ -46,11 +47,11 @@ def replays(
     return out
 
 
-def _same(v: dict, sim: Simulated) -> bool:
+def _same(v: Verdict, sim: Simulated) -> bool:
     """Whether a replay's figures are the plan's (stored to 6 significant figures)."""
     for k in ("ttft_s", "tpot_ms"):
         for q in ("p50", "p90", "p99"):
-            a, b = v[k][q], getattr(getattr(sim, k), q)
+            a, b = v.figures[k][q], getattr(getattr(sim, k), q)
             if a is None or b is None or abs(a - b) > 1e-5 * max(abs(b), 1e-9):
                 return False
     return True
@@ -71,7 +72,8 @@ def verification_replays(plan: Plan, ctx: Context, tick=None) -> dict[str, Repla
         if not _same(v, sim):
             return None
         k = res.kept()
-        out[a] = Replayed(res.ttft_s[k], v.get("line_utilization"), v["ttft_s"], res)
+        figs = v.figures
+        out[a] = Replayed(res.ttft_s[k], figs.get("line_utilization"), figs["ttft_s"], res)
         if tick is not None:
             tick()
     return out

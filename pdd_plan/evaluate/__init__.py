@@ -4,9 +4,7 @@ simulator). `fleet` reads the fleet, `analytic` searches, `confirm` replays, `ru
 
 from __future__ import annotations
 
-from pdd_plan.common.entry import make_callable
+from pdd_plan.evaluate.result import ArchitectureEvaluation, Evaluation
 from pdd_plan.evaluate.run import Options, evaluate
 
-__all__ = ["Options", "evaluate"]
-
-make_callable(__name__, evaluate)  # pdd_plan.evaluate(ctx, fleets) is the public entry point
+__all__ = ["Options", "evaluate", "Evaluation", "ArchitectureEvaluation"]

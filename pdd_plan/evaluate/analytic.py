@@ -13,6 +13,7 @@ quantities (`limits`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -248,7 +249,7 @@ def _crossing_floor(fm: FleetModel) -> float:
     return max(float(np.dot(fm.classes.weight, fm.classes.output_tokens > lim)), 1e-3)
 
 
-@dataclass
+@dataclass(frozen=True)
 class AtRate:
     """The fleet at one rate: feasible or not, each resource's use / cap, and (feasible) the
     plan the MILP's routing describes."""
@@ -259,13 +260,10 @@ class AtRate:
     # the plan is built on first use: the bisection visits ~10 feasible rates and keeps one,
     # and summarizing a plan (its TTFT percentiles) cost more than the MILP that decides it
     build: Callable[[], ArchitecturePlan] | None = field(default=None, repr=False)
-    _plan: ArchitecturePlan | None = field(default=None, init=False, repr=False)
 
-    @property
+    @functools.cached_property  # kept in the instance's __dict__: the fields stay frozen
     def plan(self) -> ArchitecturePlan | None:
-        if self._plan is None and self.build is not None:
-            self._plan = self.build()
-        return self._plan
+        return self.build() if self.build is not None else None
 
     @property
     def first_limit(self) -> str:
@@ -369,7 +367,8 @@ def _solved(fm: FleetModel, t: tables.FleetTables):
 
 def _plan(fm: FleetModel, rate, pool, line_opt, rho_l, sol, pt) -> ArchitecturePlan:
     """The fleet at `rate` as a typed plan: the MILP's routing, the fleet's real counts."""
-    sol.counts = dict(fm.counts)  # every instance runs (the MILP needed only some)
+    sol = dataclasses.replace(sol, counts=dict(fm.counts))  # every instance runs (the MILP
+    # needed only some)
     pol = fm.pb.policy
     ap = SolverResult(
         architecture=fm.spec.name,

@@ -9,47 +9,55 @@ measure how long it ran. Such a rate fails, its bottleneck the saturated resourc
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from pdd_plan.inputs.pieces import ReplaySetup
 from pdd_plan.inputs.schema.plan import ArchitecturePlan
+from pdd_plan.sim.verdict import Verdict
 
 
 @dataclass(frozen=True)
 class Replay:
-    """One simulator run of the fleet at `rate` (summary None: not run, past stability)."""
+    """One simulator run of the fleet at `rate`, and its verdict (not replayed past the
+    stability limit: `Verdict.unreplayed`)."""
 
     rate: float
-    sla_met: bool
-    bottleneck: str | None
-    summary: dict | None = None
+    verdict: Verdict
+
+    @property
+    def sla_met(self) -> bool:
+        return self.verdict.sla_met
+
+    @property
+    def bottleneck(self) -> str | None:
+        return self.verdict.bottleneck
 
     @property
     def failed_checks(self) -> list[str]:
-        if self.summary is None:
-            return []
-        return [k for k, v in self.summary["checks"].items() if not v["ok"]]
+        return self.verdict.failed_checks
 
     def row(self) -> dict:
-        c = self.summary["checks"] if self.summary else None
+        """The replay's row in evaluate's output."""
+        v = self.verdict
         return {
             "rate_rps": round(self.rate, 4),
-            "sla_met": self.sla_met,
-            "ttft_p90_s": c["ttft_p90"]["simulated"] if c else None,
-            "ttft_p99_s": c["ttft_p99"]["simulated"] if c else None,
-            "tpot_p90_ms": c["tpot_p90"]["simulated"] if c else None,
-            "bottleneck": self.bottleneck,
-            **({} if c else {"note": "past the stability limit: not replayed"}),
+            "sla_met": v.sla_met,
+            "ttft_p90_s": v.simulated("ttft_p90"),
+            "ttft_p99_s": v.simulated("ttft_p99"),
+            "tpot_p90_ms": v.simulated("tpot_p90"),
+            "bottleneck": v.bottleneck,
+            **({} if v.replayed else {"note": "past the stability limit: not replayed"}),
         }
 
 
-@dataclass
+@dataclass(frozen=True)
 class Confirmed:
-    """The highest replayed rate that met the SLA (None: none did) and the lowest that did not."""
+    """The highest replayed rate that met the SLA (None: none did), the lowest that did not,
+    and every replay in the order run."""
 
     passed: Replay | None
     failed: Replay | None
-    runs: list[Replay] = field(default_factory=list)
+    runs: tuple[Replay, ...] = ()
 
 
 def replayer(
@@ -65,14 +73,13 @@ def replayer(
 
     def run(rate: float) -> Replay:
         if rate >= stable_below:
-            return Replay(rate, False, saturates)
+            return Replay(rate, Verdict.unreplayed(saturates))
         # the simulator (~0.02 s of imports) when a replay runs: a plan's uncertainty block
         # and `evaluate` without --confirm reach this module and replay nothing
         from pdd_plan.sim.run import verify
 
         p = plan.model_copy(update={"goodput_rps": float(rate)})
-        v = verify(rs, p, architecture, n_requests, rs.seed)
-        return Replay(rate, bool(v["sla_met"]), v["bottleneck"], v)
+        return Replay(rate, verify(rs, p, architecture, n_requests, rs.seed))
 
     return run
 
@@ -83,23 +90,25 @@ def confirm(
     """Replay at `rate` and `rate * (1 + step)`. If `rate` fails, step down (1, 2, 4... steps)
     until a rate passes; if the step above passes, step up likewise; then bisect the bracket
     down to one step. At most `max_runs` replays."""
-    out = Confirmed(None, None)
+    runs: list[Replay] = []
+
+    def passed() -> Replay | None:
+        return max((r for r in runs if r.sla_met), key=lambda r: r.rate, default=None)
+
+    def failed() -> Replay | None:
+        return min((r for r in runs if not r.sla_met), key=lambda r: r.rate, default=None)
 
     def run(r: float) -> bool:
-        rep = replay(r)
-        out.runs.append(rep)
-        if rep.sla_met and (out.passed is None or r > out.passed.rate):
-            out.passed = rep
-        if not rep.sla_met and (out.failed is None or r < out.failed.rate):
-            out.failed = rep
-        return rep.sla_met
+        runs.append(replay(r))
+        return runs[-1].sla_met
 
     up = run(rate)
     k = 0
-    while len(out.runs) < max_runs:
-        lo = out.passed.rate if out.passed else 0.0
-        hi = out.failed.rate if out.failed else None
-        if hi is not None and out.passed is not None:
+    while len(runs) < max_runs:
+        lo_rep, hi_rep = passed(), failed()
+        lo = lo_rep.rate if lo_rep else 0.0
+        hi = hi_rep.rate if hi_rep else None
+        if hi is not None and lo_rep is not None:
             if hi <= lo * (1 + step) * (1 + 1e-9):
                 break  # bracketed to one step
             r = 0.5 * (lo + hi)
@@ -112,4 +121,4 @@ def confirm(
             if r <= 0:
                 break
         run(r)
-    return out
+    return Confirmed(passed(), failed(), tuple(runs))

@@ -1,6 +1,7 @@
 """SLA goodput of an existing fleet, per architecture: the analytic search, the simulator's
 confirmation, and the figures at the goodput (cost, BCR, percentiles, path shares, and what
-gives out first one step above). Returns plain dicts (the report); the CLI renders them."""
+gives out first one step above). Returns a typed `Evaluation` (evaluate/result.py); the CLI
+renders it."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 from pdd_plan import architectures
 from pdd_plan.evaluate import analytic, confirm
 from pdd_plan.evaluate.fleet import FleetSpec, deployed_inputs
+from pdd_plan.evaluate.result import ArchitectureEvaluation, Evaluation, GivesOut
 from pdd_plan.inputs.context import Context
 from pdd_plan.inputs.pieces import ReplaySetup
 from pdd_plan.optimize import problem_of
@@ -92,7 +94,7 @@ def _quantiles(q: dict, keys: tuple[str, ...]) -> dict:
 
 
 def _simulated(c: confirm.Confirmed, n: int) -> dict:
-    s = c.passed.summary
+    s = c.passed.verdict.figures
     above = c.failed
     return {
         "requests": n,
@@ -132,7 +134,7 @@ def _analytic(lo: analytic.AtRate, hi: analytic.AtRate) -> dict:
     }
 
 
-def _gives_out(a: dict, sim: dict | None) -> dict:
+def _gives_out(a: dict, sim: dict | None) -> GivesOut:
     above = a["one_step_above"]
     if sim is not None and sim["one_step_above"] and sim["one_step_above"]["bottleneck"]:
         b = sim["one_step_above"]
@@ -140,8 +142,8 @@ def _gives_out(a: dict, sim: dict | None) -> dict:
         lim = above["limits"]
         if res == "decode_tpot" and lim.get("kv_memory", 0) > lim.get("decode_tpot", 0):
             res = "kv_memory"
-        return {"resource": res, "at_rps": b["rate_rps"], "by": "simulator"}
-    return {"resource": above["first_limit"], "at_rps": above["rate_rps"], "by": "analytic"}
+        return GivesOut(res, b["rate_rps"], "simulator")
+    return GivesOut(above["first_limit"], above["rate_rps"], "analytic")
 
 
 def owned_cost(prices: owned.OwnedPrices, fs: FleetSpec) -> tuple[float, float | None]:
@@ -169,7 +171,9 @@ def owned_cost(prices: owned.OwnedPrices, fs: FleetSpec) -> tuple[float, float |
     return mine + new, mine
 
 
-def evaluate_one(pb: Problem, rs: ReplaySetup, fs: FleetSpec, classes, opt: Options) -> dict:
+def evaluate_one(
+    pb: Problem, rs: ReplaySetup, fs: FleetSpec, classes, opt: Options
+) -> ArchitectureEvaluation:
     """One architecture's SLA goodput on its fleet; Infeasible with reasons when none."""
     spec = architectures.get(fs.architecture)
     # the deployment's speed: the analytic search and every replay alike
@@ -205,19 +209,19 @@ def evaluate_one(pb: Problem, rs: ReplaySetup, fs: FleetSpec, classes, opt: Opti
         goodput = c.passed.rate
     cost, mine = owned_cost(pb.owned, fs)
     head = sim or an
-    return {
-        "title": spec.title,
-        "goodput_rps": round(goodput, 4),
-        "cost_per_hour": round(cost, 2),
-        **({} if mine is None else {"cost_owned_per_hour": round(mine, 2)}),
+    return ArchitectureEvaluation(
+        title=spec.title,
+        goodput_rps=round(goodput, 4),
+        cost_per_hour=round(cost, 2),
+        cost_owned_per_hour=None if mine is None else round(mine, 2),
         # the optimizer's BCR: requests served per dollar (goodput x 3600 / $ per hour)
-        "bcr": round(goodput * 3600.0 / cost, 4) if cost > 0 else None,
-        "ttft_s": head["ttft_s"],
-        "tpot_ms": head["tpot_ms"],
-        "route_share": head["route_share"],
-        "rld_token_share": head["rld_token_share"],
-        "gives_out_first": _gives_out(an, sim),
-        "fleet": {
+        bcr=round(goodput * 3600.0 / cost, 4) if cost > 0 else None,
+        ttft_s=head["ttft_s"],
+        tpot_ms=head["tpot_ms"],
+        route_share=head["route_share"],
+        rld_token_share=head["rld_token_share"],
+        gives_out_first=_gives_out(an, sim),
+        fleet={
             "from": fs.where,
             "speed_factor": fs.speed_factor,
             "instances": [g.model_dump() for g in fs.instances],
@@ -230,32 +234,32 @@ def evaluate_one(pb: Problem, rs: ReplaySetup, fs: FleetSpec, classes, opt: Opti
             },
             "unused": [g.model_dump() for g in fs.unused],
         },
-        "analytic": an,
-        "simulated": sim,
-    }
+        analytic=an,
+        simulated=sim,
+    )
 
 
-def evaluate(ctx: Context, fleets: dict[str, FleetSpec], opt: Options | None = None) -> dict:
+def evaluate(ctx: Context, fleets: dict[str, FleetSpec], opt: Options | None = None) -> Evaluation:
     """Every architecture's SLA goodput on its fleet (see the module doc). The top stage: the
     context is read here, once, into the planner's and the replay's typed inputs."""
     opt = opt or Options()
     cls = build_classes(ctx.class_spec)
     sc = ctx.scenario
     pb, rs = problem_of(ctx), ctx.replay_setup
-    done: dict[str, dict] = {}
+    done: dict[str, ArchitectureEvaluation] = {}
     infeasible: dict[str, dict] = {}
     for a, fs in fleets.items():
         try:
             done[a] = evaluate_one(pb, rs, fs, cls, opt)
         except Infeasible as e:
             infeasible[a] = {"reasons": e.reasons}
-    return {
-        "scenario": sc.name,
-        "model": ctx.model.name,
-        "sla": sc.sla.model_dump(),
-        "step": opt.step,
-        "sim_requests": opt.sim_requests if opt.simulate else None,
-        "seed": sc.seed,
-        "architectures": done,
-        "infeasible": infeasible,
-    }
+    return Evaluation(
+        scenario=sc.name,
+        model=ctx.model.name,
+        sla=sc.sla.model_dump(),
+        step=opt.step,
+        sim_requests=opt.sim_requests if opt.simulate else None,
+        seed=sc.seed,
+        architectures=done,
+        infeasible=infeasible,
+    )

@@ -21,7 +21,7 @@ from pdd_plan.perf.instance import Instance
 QS = (0.5, 0.9, 0.99)
 
 
-@dataclass
+@dataclass(frozen=True)
 class SolverResult:
     architecture: str
     rate: float
@@ -117,7 +117,13 @@ def one_datacenter(sites: Sites, cb: Combo) -> bool:
     return cb.md_dc == sites.prefill
 
 
-def add_duals(p: SolverResult, objective: str, lam: float, time_limit_s: float) -> None:
-    """Shadow prices of the winning MILP (its LP relaxation). The MILP itself is not solved
-    again: the plan is its answer, and the same model solves to the same optimum."""
-    p.solution.shadow_prices = milp.shadow_prices(p.tables, objective, lam, time_limit_s)
+def with_duals(p: SolverResult, objective: str, lam: float, time_limit_s: float) -> SolverResult:
+    """`p` with the shadow prices of its winning MILP (its LP relaxation). The MILP itself is
+    not solved again: the plan is its answer, and the same model solves to the same optimum."""
+    prices = milp.shadow_prices(p.tables, objective, lam, time_limit_s)
+    return dataclasses.replace(p, solution=dataclasses.replace(p.solution, shadow_prices=prices))
+
+
+def with_effort(p: SolverResult, seconds: float, milps: int) -> SolverResult:
+    """`p` with what its search cost: wall-clock seconds and MILPs solved."""
+    return dataclasses.replace(p, solve_seconds=seconds, milps=milps)

@@ -14,6 +14,7 @@ from pdd_plan.optimize.problem import Problem
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.objectives import solve_architecture
 from pdd_plan.optimize.solved import SolverResult
+from pdd_plan.sim.verdict import Verdict
 from pdd_plan.sim.worker import Forked, replays
 from pdd_plan.workload.requests import RequestClasses
 
@@ -40,7 +41,7 @@ def verification(
     rate: float | None,
     n_requests: int,
     rounds: int,
-) -> Generator[ArchitecturePlan, dict, tuple[SolverResult, ArchitecturePlan]]:
+) -> Generator[ArchitecturePlan, Verdict, tuple[SolverResult, ArchitecturePlan]]:
     """Solve, replay the plan in the simulator, and while the simulated SLA fails cap the
     bottleneck 10% below the utilization the plan ran it at and re-solve (at most `rounds`
     times). A plan whose replay still misses the SLA then, or whose re-solve under the tighter
@@ -48,7 +49,7 @@ def verification(
     carrying the replay's figures, so no comparison or ranking can pick it.
 
     A generator, so that the replays can run elsewhere while other plans are solved: it yields
-    each plan to replay and is sent the replay's `sim.run.verify` figures; it returns the
+    each plan to replay and is sent the replay's `sim.run.verify` verdict; it returns the
     solver's result and the plan with its simulated figures (`verified_all` drives it)."""
     caps = Caps(decode=pb.search.decode_utilization)
     history: list[dict] = []
@@ -69,23 +70,24 @@ def verification(
             {
                 "round": i,
                 "caps": dict(caps.__dict__),
-                "sla_met": v["sla_met"],
-                "bottleneck": v["bottleneck"],
+                "sla_met": v.sla_met,
+                "bottleneck": v.bottleneck,
             }
         )
-        if v["sla_met"] or v["bottleneck"] is None or i == rounds:
+        if v.sla_met or v.bottleneck is None or i == rounds:
             break
-        caps = caps.tightened(v["bottleneck"], optimize_summary.utilization(raw, v["bottleneck"]))
+        caps = caps.tightened(v.bottleneck, optimize_summary.utilization(raw, v.bottleneck))
     raw, summary, v = kept
-    if not v["sla_met"]:
+    if not v.sla_met:
         why = replay_miss(summary.cost_per_hour, v, n_requests, history)
         raise InfeasibleError(f"{a}: no plan meets the scenario: {why.message}", reasons=[why])
-    sim = {k: v[k] for k in SIM_KEYS if k in v}
+    d = v.as_dict()
+    sim = {k: d[k] for k in SIM_KEYS if k in d}
     sim.update(
         {
-            "requests": v["requests"],  # replayed: a trace shorter than n_requests is all of it
-            "sla_met": v["sla_met"],
-            "checks": v["checks"],
+            "requests": d["requests"],  # replayed: a trace shorter than n_requests is all of it
+            "sla_met": v.sla_met,
+            "checks": d["checks"],
             "rounds": history,
         }
     )
@@ -174,17 +176,17 @@ CHECK_TEXT = {
 }
 
 
-def replay_miss(cost: float, v: dict, n_requests: int, history: list[dict]) -> Reason:
+def replay_miss(cost: float, v: Verdict, n_requests: int, history: list[dict]) -> Reason:
     """Why a verified plan is not an answer: the replay's figures against the SLA."""
 
     def fig(k: str) -> str:
-        c = v["checks"][k]
+        c = v.checks[k]
         name, unit = CHECK_TEXT[k]
-        sim = "-" if c["simulated"] is None else f"{c['simulated']:.3g}"
-        return f"{name} {sim} {unit} {'<=' if c['ok'] else '>'} {c['target']:g} {unit}"
+        sim = "-" if c.simulated is None else f"{c.simulated:.3g}"
+        return f"{name} {sim} {unit} {'<=' if c.ok else '>'} {c.target:g} {unit}"
 
-    failed = [k for k, c in v["checks"].items() if not c["ok"]]
-    met = [k for k in v["checks"] if k not in failed]
+    failed = v.failed_checks
+    met = [k for k in v.checks if k not in failed]
     also = f" ({', '.join(fig(k) for k in met)})" if met else ""
     fields = ", ".join(CHECK_FIELDS[k] for k in failed)
     tries = f"{len(history) - 1} re-solve(s) with tighter caps"
@@ -195,6 +197,6 @@ def replay_miss(cost: float, v: dict, n_requests: int, history: list[dict]) -> R
         message=f"the simulator replay ({n_requests:,} requests) of its ${cost:,.1f}/h plan "
         f"misses the SLA after {tries}: "
         f"{', '.join(fig(k) for k in failed)}{also}; relax {fields}, or add capacity "
-        f"(bottleneck: {v['bottleneck'] or 'none found'})",
+        f"(bottleneck: {v.bottleneck or 'none found'})",
         field=CHECK_FIELDS[failed[0]] if failed else None,
     )

@@ -41,7 +41,7 @@ from pdd_plan.sim.warmup import Truncation
 QS = (50, 90, 99)
 
 
-@dataclass
+@dataclass(frozen=True)
 class SimResult:
     """Per-request arrays of one run plus the line and fleet figures; ``summary()`` for output."""
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -19,6 +20,7 @@ from pdd_plan.sim.queues import Progress
 from pdd_plan.sim.replay import simulate
 from pdd_plan.sim.result import SimResult, sig
 from pdd_plan.sim.setup import PlanLike
+from pdd_plan.sim.verdict import Check, EarlyStop, Verdict
 from pdd_plan.sim.warmup import NONE_UNSTABLE, truncate
 
 WINDOW = 20_000  # requests an unstable line's figures are stated over (250 s at 80 req/s)
@@ -73,8 +75,8 @@ def _replayed(rs, p, architecture, reqs, s, progress, window, trace=None) -> Sim
     if window and len(reqs) > window and res.unstable:
         reqs = setup.requests(rs, window, s, p.goodput_rps, trace)
         res = simulate(rs, p, architecture, reqs, s, progress)
-    res.warmup = NONE_UNSTABLE if res.unstable else truncate([res.ttft_s, res.tpot_s])
-    return res
+    warmup = NONE_UNSTABLE if res.unstable else truncate([res.ttft_s, res.tpot_s])
+    return dataclasses.replace(res, warmup=warmup)
 
 
 def prepare() -> None:
@@ -96,7 +98,7 @@ def verify(
     n_requests: int = 20_000,
     seed: int | None = None,
     stop_early: bool = True,
-) -> dict:
+) -> Verdict:
     """Simulate one architecture's plan and check it against the scenario's SLA.
 
     With ``stop_early`` the replay stops at a look (:mod:`pdd_plan.sim.sequential`) where
@@ -104,19 +106,16 @@ def verify(
     requests the look saw, and ``early_stop`` says where it stopped. Otherwise (or when no
     look settles) the whole ``n_requests`` are replayed, as without it.
 
-    ``plan`` is a :class:`Plan` or one :class:`ArchitecturePlan`. Returns
-    the :meth:`SimResult.summary` dict plus:
-
-    * ``checks``: ``ttft_p90`` / ``ttft_p99`` (simulated TTFT percentile vs ``sla.ttft_p90_s``
-      / ``sla.ttft_p99_s``) and ``tpot_p90`` (simulated per-request TPOT P90 vs
-      ``sla.tpot_ms``), each ``{"simulated", "target", "ok"}``;
-    * ``sla_met``: all checks ok;
-    * ``tail_breakdown_s``: mean prefill wait, prefill, KV transfer and decode wait of the
-      kept requests (past the warm-up) at or above the simulated TTFT P90 (where the time goes
-      in the tail);
-    * ``bottleneck``: None when the SLA is met, else which cap to tighten: ``"prefill"``
-      (prefill utilization), ``"line"`` (line utilization), or ``"decode"`` (decode batch /
-      utilization; also when only TPOT fails).
+    ``plan`` is a :class:`Plan` or one :class:`ArchitecturePlan`. Returns the
+    :class:`~pdd_plan.sim.verdict.Verdict`: its ``figures`` the :meth:`SimResult.summary`;
+    its ``checks`` ``ttft_p90`` / ``ttft_p99`` (simulated TTFT percentile vs
+    ``sla.ttft_p90_s`` / ``sla.ttft_p99_s``) and ``tpot_p90`` (simulated per-request TPOT P90
+    vs ``sla.tpot_ms``); ``sla_met`` when all are ok; ``tail_breakdown_s``, the mean prefill
+    wait, prefill, KV transfer and decode wait of the kept requests (past the warm-up) at or
+    above the simulated TTFT P90 (where the time goes in the tail); ``bottleneck`` None when
+    the SLA is met, else which cap to tighten: ``"prefill"`` (prefill utilization),
+    ``"line"`` (line utilization), or ``"decode"`` (decode batch / utilization; also when
+    only TPOT fails).
     """
     return verify_replay(rs, plan, architecture, n_requests, seed, stop_early)[0]
 
@@ -128,7 +127,7 @@ def verify_replay(
     n_requests: int = 20_000,
     seed: int | None = None,
     stop_early: bool = True,
-) -> tuple[dict, SimResult]:
+) -> tuple[Verdict, SimResult]:
     """:func:`verify`'s figures and the replay they are over (the requests it saw, its warm-up
     marked): the report draws its CDF from the very replay whose percentiles the plan states."""
     p = setup.arch_plan(plan, architecture)
@@ -156,7 +155,7 @@ def _checks(rs: ReplaySetup, res: SimResult) -> list[sequential.Check]:
 
 def _look(
     rs: ReplaySetup, p, architecture: str, reqs, s: int, upto: int
-) -> tuple[dict, SimResult] | None:
+) -> tuple[Verdict, SimResult] | None:
     """The verdict at one look (see :mod:`pdd_plan.sim.sequential`), or None when it is not
     settled there (or the look cannot be taken: too few requests, an unstable line, no
     steady state in what it saw)."""
@@ -166,8 +165,8 @@ def _look(
     if res.unstable:
         return None  # no steady state: the full replay states its window
     n = sequential.exact_prefix(res.dec.end_s, float(reqs.req.arrival_s[upto]))
-    seen = res.head(n)
-    seen.warmup = truncate([seen.ttft_s, seen.tpot_s])
+    head = res.head(n)
+    seen = dataclasses.replace(head, warmup=truncate([head.ttft_s, head.tpot_s]))
     if not seen.warmup.settled:
         return None
     k = seen.kept()
@@ -178,24 +177,21 @@ def _look(
     if any(x is None for x in verdicts.values()):
         return None
     v = checked(rs, seen)
-    if any(verdicts[c] != v["checks"][c]["ok"] for c in verdicts):
+    if any(verdicts[c] != v.checks[c].ok for c in verdicts):
         return None  # the point verdict on the other side (interpolation at the edge): go on
-    v["early_stop"] = {
-        "replayed": int(upto),
-        "full_length": int(len(reqs)),
-        "confidence": 1.0 - sequential.ALPHA,
-    }
-    return v, seen
+    stop = EarlyStop(int(upto), int(len(reqs)), 1.0 - sequential.ALPHA)
+    return dataclasses.replace(v, early_stop=stop), seen
 
 
-def checked(rs: ReplaySetup, res: SimResult) -> dict:
-    """A replay's summary with its SLA checks, tail breakdown and bottleneck (see verify)."""
+def checked(rs: ReplaySetup, res: SimResult) -> Verdict:
+    """A replay's verdict: its summary with its SLA checks, tail breakdown and bottleneck
+    (see verify)."""
     s = res.summary()
     sla = rs.sla
     checks = {
-        "ttft_p90": _check(s["ttft_s"]["p90"], sla.ttft_p90_s),
-        "ttft_p99": _check(s["ttft_s"]["p99"], sla.ttft_p99_s),
-        "tpot_p90": _check(s["tpot_ms"]["p90"], sla.tpot_ms),
+        "ttft_p90": Check.of(s["ttft_s"]["p90"], sla.ttft_p90_s),
+        "ttft_p99": Check.of(s["ttft_s"]["p99"], sla.ttft_p99_s),
+        "tpot_p90": Check.of(s["tpot_ms"]["p90"], sla.tpot_ms),
     }
     k = res.kept()
     ttft = res.ttft_s[k]
@@ -211,10 +207,10 @@ def checked(rs: ReplaySetup, res: SimResult) -> dict:
         k: sig(float(np.nanmean(v[tail])) if np.any(~np.isnan(v[tail])) else 0.0)
         for k, v in parts.items()
     }
-    met = all(c["ok"] for c in checks.values())
+    met = all(c.ok for c in checks.values())
     bottleneck = None
     if not met:
-        if not (checks["ttft_p90"]["ok"] and checks["ttft_p99"]["ok"]):
+        if not (checks["ttft_p90"].ok and checks["ttft_p99"].ok):
             q = {
                 "prefill": brk["prefill_wait"] or 0.0,
                 "line": brk["kv_transfer"] or 0.0,
@@ -223,10 +219,4 @@ def checked(rs: ReplaySetup, res: SimResult) -> dict:
             bottleneck = max(q, key=q.get)
         else:
             bottleneck = "decode"
-    s.update({"checks": checks, "sla_met": met, "tail_breakdown_s": brk, "bottleneck": bottleneck})
-    return s
-
-
-def _check(sim: float | None, target: float) -> dict:
-    ok = sim is not None and sim <= target
-    return {"simulated": sim, "target": target, "ok": bool(ok)}
+    return Verdict(met, bottleneck, checks, brk, s)

@@ -17,9 +17,10 @@ if TYPE_CHECKING:  # hints only: the CLI imports this module before anything hea
     from multiprocessing.connection import Connection
 
     from pdd_plan.inputs.pieces import ReplaySetup
+    from pdd_plan.sim.verdict import Verdict
 
 
-def _verify(rs: ReplaySetup, plan: Any, architecture: str, n: int, seed: int) -> dict:
+def _verify(rs: ReplaySetup, plan: Any, architecture: str, n: int, seed: int) -> Verdict:
     from pdd_plan.sim.run import verify  # the simulator loads only where a replay runs
 
     return verify(rs, plan, architecture, n, seed)
@@ -38,7 +39,7 @@ class Inline:
         self._jobs[ticket] = (plan, architecture)
         return ticket
 
-    def result(self, ticket: int) -> dict:
+    def result(self, ticket: int) -> Verdict:
         plan, architecture = self._jobs.pop(ticket)
         return _verify(self.rs, plan, architecture, self.n, self.seed)
 
@@ -112,7 +113,7 @@ class Forked:
                 self._lost()
         return ticket
 
-    def result(self, ticket: int) -> dict:
+    def result(self, ticket: int) -> Verdict:
         while ticket not in self._done and self.conn is not None:
             try:
                 got, ok, value = self.conn.recv()

@@ -18,16 +18,24 @@ from dataclasses import dataclass
 from pdd_plan.inputs.context import Context
 from pdd_plan.inputs.pieces import Profiles
 from pdd_plan.inputs.schema.plan import ArchitecturePlan
+from pdd_plan.sim.verdict import Verdict
 from pdd_plan.uncertainty import paired, perturb
 from pdd_plan.workload.requests import RequestClasses
 
 
 @dataclass(frozen=True)
 class Replayed:
-    sla_met: bool
-    bottleneck: str | None
+    verdict: Verdict
     rate: float
     partial: bool  # some of the draw's inputs could not reach the simulator
+
+    @property
+    def sla_met(self) -> bool:
+        return self.verdict.sla_met
+
+    @property
+    def bottleneck(self) -> str | None:
+        return self.verdict.bottleneck
 
 
 def replay(
@@ -55,5 +63,4 @@ def replay(
     # the simulator (~0.02 s of imports) only with --confirm: a plan's block replays nothing
     from pdd_plan.sim.run import verify
 
-    out = verify(rs, p, arch, n_requests, seed)
-    return Replayed(bool(out["sla_met"]), out["bottleneck"], rate, partial)
+    return Replayed(verify(rs, p, arch, n_requests, seed), rate, partial)

@@ -44,7 +44,7 @@ METHOD = (
 )
 
 
-@dataclass
+@dataclass(frozen=True)
 class Robust:
     """One architecture's robust plan (None: no fleet meets the share) and what it cost."""
 

@@ -73,7 +73,7 @@ def test_study_files_validate_and_share_one_speed_factor():
 
 def test_calibrated_idc_goodput_matches_the_report():
     ctx, fleets = _load(archs=["idc_pd"])
-    out = evaluate(ctx, fleets, SMALL)
+    out = evaluate(ctx, fleets, SMALL).as_dict()
     g = out["architectures"]["idc_pd"]["goodput_rps"]
     assert abs(g / REPORT_IDC_RPS - 1) <= TOL, g
     assert out["architectures"]["idc_pd"]["fleet"]["speed_factor"] == fleets["idc_pd"].speed_factor
@@ -81,7 +81,7 @@ def test_calibrated_idc_goodput_matches_the_report():
 
 def test_evaluate_runs_on_every_architecture():
     ctx, fleets = _load()
-    out = evaluate(ctx, fleets, Options(simulate=False))
+    out = evaluate(ctx, fleets, Options(simulate=False)).as_dict()
     assert set(out["architectures"]) == {"pdd", "cdc_pd", "idc_pd"}, out["infeasible"]
     a = out["architectures"]
     # PDD may always send every request P -> MD: never below CDC-PD on the same fleet, up to
@@ -115,7 +115,9 @@ def test_speed_factor_moves_goodput_the_right_way():
     fs = fleets["idc_pd"]
     got = []
     for k in (0.4, 0.8, 1.6):
-        out = evaluate(ctx, {"idc_pd": dataclasses.replace(fs, speed_factor=k)}, Options(False))
+        out = evaluate(
+            ctx, {"idc_pd": dataclasses.replace(fs, speed_factor=k)}, Options(False)
+        ).as_dict()
         got.append(out["architectures"]["idc_pd"]["goodput_rps"])
     assert got[0] < got[1] < got[2]
 

@@ -46,11 +46,9 @@ def test_settled_look_keeps_the_verdict(narrow) -> None:
     rs, p = narrow
     whole = verify(rs, p, "idc_pd", 8000, stop_early=False)
     early = verify(rs, p, "idc_pd", 8000)
-    assert "early_stop" not in whole and whole["requests"] == 8000
-    assert early["early_stop"]["replayed"] == 4000
-    assert early["early_stop"]["full_length"] == 8000
-    assert early["requests"] < 4000
-    assert early["sla_met"] == whole["sla_met"]
-    assert {k: c["ok"] for k, c in early["checks"].items()} == {
-        k: c["ok"] for k, c in whole["checks"].items()
-    }
+    assert whole.early_stop is None and whole.figures["requests"] == 8000
+    assert early.early_stop.replayed == 4000
+    assert early.early_stop.full_length == 8000
+    assert early.figures["requests"] < 4000
+    assert early.sla_met == whole.sla_met
+    assert {k: c.ok for k, c in early.checks.items()} == {k: c.ok for k, c in whole.checks.items()}

@@ -6,6 +6,7 @@ decode cannot beat the incumbent is skipped (fixed_rate.py's search, over a day)
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 
@@ -44,7 +45,7 @@ class Tightened:
         return cls(np.ones(n), np.ones(n))
 
 
-@dataclass
+@dataclass(frozen=True)
 class DaySolved:
     architecture: str
     combo: Combo
@@ -142,9 +143,7 @@ def plan_day(
     if best is None:
         best, n = search_all(dp, spec, day, caps, tight, lag)
         milps += n
-    best.seconds = time.perf_counter() - t0
-    best.milps = milps
-    return best
+    return dataclasses.replace(best, seconds=time.perf_counter() - t0, milps=milps)
 
 
 def _solve(

@@ -55,7 +55,7 @@ def _quantile(x: np.ndarray, w: np.ndarray, q: float) -> float | None:
 def replay_day(
     dp: DayProblem, ds: search.DaySolved, day: Day, n_requests: int
 ) -> tuple[list, list]:
-    """Per period: (PeriodReplay, the checked summary); equal periods (rate, mix, fleet) share
+    """Per period: (PeriodReplay, the replay's verdict); equal periods (rate, mix, fleet) share
     one replay."""
     a = ds.architecture
     template = period_plan(ds, day, search.busiest(day))
@@ -75,14 +75,13 @@ def replay_day(
             kept = res.kept()
             seen[key] = (v, res.ttft_s[kept], res.tpot_s[kept])
         v, ttft, tpot = seen[key]
-        c = v["checks"]
         out.append(
             PeriodReplay(
-                requests=int(v["requests"]),
-                ttft_p90_s=c["ttft_p90"]["simulated"],
-                ttft_p99_s=c["ttft_p99"]["simulated"],
-                tpot_p90_ms=c["tpot_p90"]["simulated"],
-                sla_met=bool(v["sla_met"]),
+                requests=int(v.figures["requests"]),
+                ttft_p90_s=v.simulated("ttft_p90"),
+                ttft_p99_s=v.simulated("ttft_p99"),
+                tpot_p90_ms=v.simulated("tpot_p90"),
+                sla_met=v.sla_met,
             )
         )
         raw.append((v, ttft, tpot))
@@ -137,8 +136,8 @@ def verified_day(
             return ds, replays, i, peak_cost, met
         shared = {}  # the caps every period shares: the worst miss of each
         for k, (v, _t, _p) in enumerate(raw):
-            b = v["bottleneck"]
-            if v["sla_met"] or b is None:
+            b = v.bottleneck
+            if v.sla_met or b is None:
                 continue
             if b == "decode":
                 tight.decode[k] *= 0.9

@@ -89,10 +89,9 @@ def solve(
     sol = solve_points(single(t), objective, lam, time_limit_s)
     if sol is None:
         return None
-    out = sol.one(time.perf_counter() - t0)
-    if duals:
-        out.shadow_prices = lp_shadow_prices(single(t), objective, lam, time_limit_s)
-    return out
+    seconds = time.perf_counter() - t0  # the MILP's own time, its relaxation's apart
+    prices = lp_shadow_prices(single(t), objective, lam, time_limit_s) if duals else None
+    return sol.one(seconds, prices)
 
 
 def shadow_prices(

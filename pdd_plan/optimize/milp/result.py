@@ -13,7 +13,7 @@ from pdd_plan.optimize.milp.base import EPS, Model, size
 from pdd_plan.optimize.milp.objective import cost_expr
 
 
-@dataclass
+@dataclass(frozen=True)
 class FleetSolution:
     status: str
     objective: float
@@ -37,7 +37,7 @@ class PointSolution:
     violated: bool  # its SLA rows relaxed (the chance constraint's allowance)
 
 
-@dataclass
+@dataclass(frozen=True)
 class PointsSolution:
     status: str
     objective: float
@@ -51,8 +51,9 @@ class PointsSolution:
     binding: list[str]
     size: dict[str, int]  # rows, columns, integers
 
-    def one(self, seconds: float) -> FleetSolution:
-        """The one-point answer in the single-rate planner's shape."""
+    def one(self, seconds: float, shadow_prices: dict[str, float] | None = None) -> FleetSolution:
+        """The one-point answer in the single-rate planner's shape (with the shadow prices of
+        its LP relaxation, when asked for)."""
         p = self.points[0]
         return FleetSolution(
             self.status,
@@ -65,6 +66,7 @@ class PointsSolution:
             p.flows,
             seconds,
             self.binding,
+            shadow_prices or {},
         )
 
 

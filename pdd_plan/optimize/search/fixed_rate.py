@@ -115,7 +115,5 @@ def plan(
             reasons.append(diagnosis.pools_reason(True))
         raise diagnosis.infeasible(spec.name, reasons, sla)
     if duals:
-        solved.add_duals(best, "cost", 0.0, pb.search.time_limit_s)
-    best.solve_seconds = time.perf_counter() - t0
-    best.milps = milps
-    return best
+        best = solved.with_duals(best, "cost", 0.0, pb.search.time_limit_s)
+    return solved.with_effort(best, time.perf_counter() - t0, milps)

@@ -240,10 +240,8 @@ class FreeRateSearch:
         cb, t = self.combos[best_i], self._tables[best_i]
         best = solved.build(self.sh, cb, t, best_sol)
         if duals:
-            solved.add_duals(best, objective, lam, limit)
-        best.solve_seconds = time.perf_counter() - t0
-        best.milps = milps
-        return best
+            best = solved.with_duals(best, objective, lam, limit)
+        return solved.with_effort(best, time.perf_counter() - t0, milps)
 
 
 def _better(key: float, i: int, best_key: float, best_i: int) -> bool:

@@ -3,6 +3,7 @@ goodput per dollar with the rate free (Dinkelbach's iterations over MILPs)."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 from pdd_plan import architectures
@@ -60,10 +61,13 @@ def dinkelbach(
     if f > 0:
         p = search.solve("dinkelbach", bcr_of(p), duals=True)
     p, polish_milps = _at_its_rate(pb, search, p, caps, duals=f > 0)
-    p.solve_seconds = time.perf_counter() - t0
-    p.milps = milps + polish_milps
-    p.dinkelbach_iterations, p.optimality_gap = iters, gap
-    return p
+    return dataclasses.replace(
+        p,
+        solve_seconds=time.perf_counter() - t0,
+        milps=milps + polish_milps,
+        dinkelbach_iterations=iters,
+        optimality_gap=gap,
+    )
 
 
 def _at_its_rate(
@@ -106,7 +110,8 @@ def _solve_architecture(
                 "set budget_per_hour ($/hour)",
             )
         # the rate is the decision; a given rate_rps caps it (demand beyond it does not exist)
-        p = plan_architecture(
+        # optimality_gap 0 (the default): every combination solved or bounded
+        return plan_architecture(
             pb,
             a,
             classes,
@@ -117,8 +122,6 @@ def _solve_architecture(
             duals=True,
             rate_cap=rate,
         )
-        p.optimality_gap = 0.0
-        return p
     if rate is None:
         if pb.objective == "cost":
             raise InputError(
@@ -128,6 +131,5 @@ def _solve_architecture(
                 "set workload.rate_rps or use objective bcr",
             )
         return dinkelbach(pb, a, classes, caps)
-    p = plan_architecture(pb, a, classes, rate, caps, duals=True)
-    p.optimality_gap = 0.0  # min cost at a fixed rate: every combination solved or bounded
-    return p
+    # min cost at a fixed rate: every combination solved or bounded (optimality_gap 0)
+    return plan_architecture(pb, a, classes, rate, caps, duals=True)

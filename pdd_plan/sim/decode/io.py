@@ -42,7 +42,7 @@ class DecodeInputs:
     ids_latency_s: float = 0.0
 
 
-@dataclass
+@dataclass(frozen=True)
 class DecodeResult:
     first_s: np.ndarray  # first output token
     end_s: np.ndarray  # last output token

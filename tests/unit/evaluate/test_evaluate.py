@@ -46,7 +46,9 @@ def _fleet_data() -> dict:
 def plan_eval():
     p = load_plan(PLAN)
     ctx = build_context(p.inputs, str(PLAN))
-    return p, evaluate(ctx, fleet.from_plan(ctx, p, str(PLAN)), Options(sim_requests=2000))
+    return p, evaluate(
+        ctx, fleet.from_plan(ctx, p, str(PLAN)), Options(sim_requests=2000)
+    ).as_dict()
 
 
 @pytest.mark.integration
@@ -98,8 +100,8 @@ def _shrunk(data: dict, key: str, i: int) -> dict | None:
 
 def _goodputs(data: dict) -> dict[str, float]:
     ctx, fl = _scenario(data)
-    out = evaluate(ctx, fl, ANALYTIC)
-    return {a: out["architectures"].get(a, {}).get("goodput_rps", 0.0) for a in fl}
+    got = evaluate(ctx, fl, ANALYTIC).architectures
+    return {a: got[a].goodput_rps if a in got else 0.0 for a in fl}
 
 
 @pytest.mark.integration
@@ -125,14 +127,14 @@ def test_shrunk_plan_fleet_simulated_is_not_above():
     d = _fleet_data()
     d["architectures"] = ["idc_pd"]
     ctx, fl = _scenario(d)
-    full = evaluate(ctx, fl, Options(sim_requests=1000))["architectures"]["idc_pd"]
+    full = evaluate(ctx, fl, Options(sim_requests=1000)).architectures["idc_pd"]
     d["fleet"]["idc_pd"]["instances"][0]["count"] -= 1
     ctx, fl = _scenario(d)
-    less = evaluate(ctx, fl, Options(sim_requests=1000))["architectures"]["idc_pd"]
-    assert less["goodput_rps"] < full["goodput_rps"]
+    less = evaluate(ctx, fl, Options(sim_requests=1000)).architectures["idc_pd"]
+    assert less.goodput_rps < full.goodput_rps
     # prefill-bound: 5 of 6 prefill instances serve about 5/6 of the rate (hand arithmetic)
-    assert less["analytic"]["goodput_rps"] == pytest.approx(
-        full["analytic"]["goodput_rps"] * 5 / 6, rel=0.03
+    assert less.analytic["goodput_rps"] == pytest.approx(
+        full.analytic["goodput_rps"] * 5 / 6, rel=0.03
     )
 
 
@@ -141,7 +143,7 @@ def test_fleet_without_decode_is_infeasible_with_a_reason():
     d = _fleet_data()
     d["fleet"]["idc_pd"]["instances"][1]["count"] = 0
     ctx, fl = _scenario(d)
-    out = evaluate(ctx, fl, ANALYTIC)
+    out = evaluate(ctx, fl, ANALYTIC).as_dict()
     r = out["infeasible"]["idc_pd"]["reasons"][0]
     assert r["kind"] == "missing_role" and "decode" in r["message"]
     assert "pdd" in out["architectures"]
@@ -152,7 +154,7 @@ def test_fleet_that_meets_no_rate_says_why():
     d = _fleet_data()
     d["sla"]["ttft_p90_s"], d["sla"]["ttft_p99_s"] = 0.05, 0.05  # below any 64K prefill
     ctx, fl = _scenario(d)
-    out = evaluate(ctx, fl, ANALYTIC)
+    out = evaluate(ctx, fl, ANALYTIC).as_dict()
     assert not out["architectures"]
     for a, inf in out["infeasible"].items():
         r = inf["reasons"][0]
@@ -160,7 +162,7 @@ def test_fleet_that_meets_no_rate_says_why():
     d = _fleet_data()
     d["sla"]["tpot_ms"] = 0.5  # no decode step is that fast
     ctx, fl = _scenario(d)
-    out = evaluate(ctx, fl, ANALYTIC)
+    out = evaluate(ctx, fl, ANALYTIC).as_dict()
     assert {i["reasons"][0]["kind"] for i in out["infeasible"].values()} == {"tpot"}
 
 
@@ -261,5 +263,5 @@ def test_bursty_arrivals_lower_the_fleets_goodput():
         d["workload"]["arrival_cv"] = cv
         d["sla"].update(ttft_p90_s=1.0, ttft_p99_s=2.0)  # the TTFT law binds, not a cap
         ctx, specs = _scenario(d)
-        got[cv] = evaluate(ctx, specs, ANALYTIC)["architectures"]["idc_pd"]["goodput_rps"]
+        got[cv] = evaluate(ctx, specs, ANALYTIC).architectures["idc_pd"].goodput_rps
     assert 0 < got[2.0] < got[1.0]

@@ -10,6 +10,7 @@ import pytest
 
 from pdd_plan.inputs.schema.day_plan import PeriodReplay
 from pdd_plan.optimize.day import search, verify
+from pdd_plan.sim.verdict import Verdict
 
 
 def _ctx(over: str = "period"):
@@ -39,10 +40,7 @@ def test_a_miss_tightens_that_periods_cap_and_re_solves(monkeypatch, bottleneck)
     def replay_day(ctx, ds, d, n):
         miss = ds.round == 1  # the first day misses in period 1, the re-solved one meets
         rows = [_replay(not (miss and k == 1)) for k in range(3)]
-        raw = [
-            ({"sla_met": r.sla_met, "bottleneck": None if r.sla_met else bottleneck}, 0, 0)
-            for r in rows
-        ]
+        raw = [(Verdict(r.sla_met, None if r.sla_met else bottleneck), 0, 0) for r in rows]
         return rows, raw
 
     monkeypatch.setattr(search, "peak_plan", lambda *a: SimpleNamespace(cost_per_hour=9.0))
@@ -96,7 +94,7 @@ def test_a_re_solve_that_finds_no_day_reports_the_last_days_misses(monkeypatch):
         return SimpleNamespace(round=1)
 
     def replay_day(ctx, ds, d, n):
-        return [_replay(False)], [({"sla_met": False, "bottleneck": "decode"}, 0, 0)]
+        return [_replay(False)], [(Verdict(False, "decode"), 0, 0)]
 
     monkeypatch.setattr(search, "peak_plan", lambda *a: SimpleNamespace(cost_per_hour=1.0))
     monkeypatch.setattr(search, "plan_day", plan_day)

@@ -15,6 +15,7 @@ from pdd_plan.inputs.profiles import example_path
 from pdd_plan.inputs.schema.plan import load_plan
 from pdd_plan.optimize import optimize
 from pdd_plan.optimize.verify import replay_miss
+from pdd_plan.sim.verdict import Check, Verdict
 
 pytestmark = pytest.mark.integration
 
@@ -106,14 +107,12 @@ def test_only_replay_misses_exit_1(tmp_path):
 
 @pytest.mark.unit
 def test_replay_miss_reason_names_each_check():
-    v = {
-        "checks": {
-            "ttft_p90": {"simulated": 12.0, "target": 10.0, "ok": False},
-            "ttft_p99": {"simulated": 14.0, "target": 15.0, "ok": True},
-            "tpot_p90": {"simulated": 70.0, "target": 60.0, "ok": False},
-        },
-        "bottleneck": "prefill",
+    checks = {
+        "ttft_p90": Check(12.0, 10.0, False),
+        "ttft_p99": Check(14.0, 15.0, True),
+        "tpot_p90": Check(70.0, 60.0, False),
     }
+    v = Verdict(False, "prefill", checks)
     hist = [{"round": 0}, {"round": 1}]
     why = replay_miss(123.4, v, 5000, hist)
     assert why.kind == "replay_sla" and why.field == "sla.ttft_p90_s"

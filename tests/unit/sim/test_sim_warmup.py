@@ -204,7 +204,7 @@ def test_unstable_line_keeps_the_window_from_empty(default) -> None:
     assert w["method"] == "none" and w["requests"] == 0 and w["kept_requests"] == 3000
     assert "unstable" in w["note"]
     v = verify(ctx.replay_setup, slow, "cdc_pd", 3000, 0)
-    assert v["warmup"]["requests"] == 0 and not v["sla_met"]
+    assert v.figures["warmup"]["requests"] == 0 and not v.sla_met
 
 
 @pytest.mark.unit

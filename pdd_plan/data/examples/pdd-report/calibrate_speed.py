@@ -37,7 +37,7 @@ def idc_goodput(path: Path, speed: float, opt: Options) -> float:
     sc = load_scenario(path).model_copy(update={"architectures": ["idc_pd"]})
     ctx, fleets = from_scenario(build_context(sc, str(path)))
     fs = dataclasses.replace(fleets["idc_pd"], speed_factor=speed)
-    out = evaluate(ctx, {"idc_pd": fs}, opt)
+    out = evaluate(ctx, {"idc_pd": fs}, opt).as_dict()
     r = out["architectures"].get("idc_pd")
     return 0.0 if r is None else float(r["goodput_rps"])
 
@@ -82,7 +82,7 @@ def split_scan(path: Path, speed: float, total: int = 6) -> list[tuple[int, int,
         s2 = sc.model_copy(update={"fleet": fleet, "architectures": ["idc_pd"]})
         ctx, fleets = from_scenario(build_context(s2, str(path)))
         fs = dataclasses.replace(fleets["idc_pd"], speed_factor=speed)
-        out = evaluate(ctx, {"idc_pd": fs}, Options(simulate=False))
+        out = evaluate(ctx, {"idc_pd": fs}, Options(simulate=False)).as_dict()
         r = out["architectures"].get("idc_pd")
         rows.append((n_p, total - n_p, 0.0 if r is None else r["goodput_rps"]))
     return rows

@@ -195,7 +195,7 @@ def run(path: Path, requests: int, line: Path | None = None) -> dict:
     """Evaluate, then replay at the compared load: PDD under each routing, CDC-PD, and CDC-PD
     with main decode in the prefill datacenter (the report's P50 comparison)."""
     ctx, fleets = load(path, line)
-    ev = evaluate(ctx, fleets, Options(sim_requests=requests))
+    ev = evaluate(ctx, fleets, Options(sim_requests=requests)).as_dict()
     a = ev["architectures"]
     fl = {k: fleet(ctx, fs) for k, fs in fleets.items()}
     template = next((f.plan for f in fl.values() if f.plan is not None), None)
@@ -258,7 +258,7 @@ def exact_counts(path: Path, requests: int, line: Path | None = None) -> dict:
         fleet[key] = fleet[key].model_copy(update={"instances": groups})
     sc = sc.model_copy(update={"fleet": fleet, "architectures": ["pdd", "idc_pd"]})
     ctx, fleets = from_scenario(build_context(sc, str(path)))
-    ev = evaluate(ctx, fleets, Options(sim_requests=requests))
+    ev = evaluate(ctx, fleets, Options(sim_requests=requests)).as_dict()
     a = ev["architectures"]
     out = {
         a_: {
