@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pdd_plan.common import limits
-from pdd_plan.common.entry import make_callable
 from pdd_plan.common.errors import InfeasibleError
 from pdd_plan.inputs.context import Context
 from pdd_plan.inputs.schema.plan import ArchitecturePlan, Infeasible, Plan
@@ -138,5 +137,3 @@ def infeasible_of(e: InfeasibleError) -> Infeasible:
 
 
 __all__ = ["optimize", "problem_of", "solve_architecture", "dinkelbach", "InfeasibleError", "Plan"]
-
-make_callable(__name__, optimize)  # pdd_plan.optimize(ctx) is the public entry point

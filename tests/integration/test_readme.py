@@ -77,8 +77,8 @@ def test_every_console_block_prints_what_it_shows(command, shown, tmp_path):
 
 
 @pytest.mark.integration
-def test_the_python_example_runs(monkeypatch):
-    monkeypatch.chdir(ROOT)
+def test_the_python_example_runs(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)  # as a new user would: from an empty directory
     (block,) = _blocks("python")
     test = doctest.DocTestParser().get_doctest(block, {}, "README", str(README), 0)
     runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)

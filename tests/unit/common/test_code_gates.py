@@ -100,7 +100,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("optimize", "evaluate", "sim"),  # planning
     ("uncertainty",),  # every plan under draws of the uncertain inputs
     ("sweep",),  # many runs
-    ("report", "emit", "cli", "data"),  # edges (data: the example scripts shipped with it)
+    ("report", "emit", "cli", "data", "api"),  # edges (data: the example scripts shipped with
+    # it; api: the Python entry points)
 )
 LAYER_OF = {pkg: i for i, row in enumerate(LAYERS) for pkg in row}
 

@@ -21,11 +21,11 @@ GATED = ("optimize", "sim", "evaluate", "workload")
 
 # (module path under pdd_plan/, function): the top stages, each reading the Context once
 TOP_STAGES = {
-    ("optimize/__init__.py", "optimize"),  # pdd_plan.optimize(ctx, ...): the planner's entry
+    ("optimize/__init__.py", "optimize"),  # api.optimize(ctx, ...): the planner's entry
     ("optimize/__init__.py", "problem_of"),  # the planner's typed inputs, built from the Context
     ("optimize/lifted.py", "line_cap_lifted"),  # plans a changed scenario through optimize()
-    ("sim/run.py", "run"),  # pdd_plan.simulate(ctx, ...)
-    ("evaluate/run.py", "evaluate"),  # pdd_plan.evaluate(ctx, fleets, ...)
+    ("sim/run.py", "run"),  # api.simulate(ctx, ...)
+    ("evaluate/run.py", "evaluate"),  # api.evaluate(ctx, fleets, ...)
     ("evaluate/fleet.py", "from_scenario"),  # the CLI reads a scenario's fleet: section
     ("evaluate/fleet.py", "from_plan"),  # the CLI reads a plan's fleets against the scenario
 }
