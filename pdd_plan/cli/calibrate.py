@@ -123,7 +123,7 @@ def _fit_all(rows, gpus: list[str], targets: dict[str, Path], name: str) -> list
 def _render(results: list[dict], name: str) -> None:
     from rich.console import Console
 
-    from pdd_plan.report import fit
+    from pdd_plan.report import layout
 
     cols = ("gpu", "rows", "mfu", "mbu", "MoE mfu", "MoE mbu", "overhead ms")
     cols += ("median |err|", "max")
@@ -143,7 +143,7 @@ def _render(results: list[dict], name: str) -> None:
                 f"{e['max_abs_error_calibrated']:.1%}",
             ]
         )
-    fit.show(Console(), f"calibration fit to {name}", cols, rows)
+    layout.show(Console(), f"calibration fit to {name}", cols, rows)
 
 
 def calibrate(

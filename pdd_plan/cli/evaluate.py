@@ -101,7 +101,7 @@ ROWS = (
 
 
 def render(out: dict, console: Console) -> None:
-    from pdd_plan.report import fit
+    from pdd_plan.report import layout
 
     archs = out["architectures"]
     sla = out["sla"]
@@ -121,7 +121,7 @@ def render(out: dict, console: Console) -> None:
             )
             + f"; one step = {out['step'] * 100:g}% of the rate; BCR = goodput x 3600 / cost"
         )
-        fit.show(console, title, cols, rows, ["left"] + ["right"] * len(archs), legend, None)
+        layout.show(console, title, cols, rows, ["left"] + ["right"] * len(archs), legend, None)
     if out.get("note"):
         console.print(f"note: {out['note']}", highlight=False)
     for a, inf in out["infeasible"].items():

@@ -255,7 +255,7 @@ def _check_sizes(
     # an explicit --batch is the engine's configured limit: only the KV pool can refuse it
     cap = inst.kv_max_batch(ctx)
     if batch > cap:
-        from pdd_plan.perf.kv_fit import kv_refusal
+        from pdd_plan.perf.kv_refusal import kv_refusal
 
         raise InputError(None, "--batch", *kv_refusal(inst, batch, ctx))
 

@@ -212,7 +212,7 @@ def simulate_cmd(
                     "pip install 'pdd-plan[parquet]' (pyarrow), or use a .csv name",
                 ) from None
     from pdd_plan.inputs import profiles
-    from pdd_plan.inputs.plan_fit import check_sites
+    from pdd_plan.inputs.placement import check_sites
 
     path = profiles.scenario_path(file)
     ctx, plan = _load(path, trace)
@@ -323,7 +323,7 @@ def rate_text(planned: float | None, offered: float | None) -> str:
 
 
 def _render(s: dict, c: Console, planned: float | None = None) -> None:
-    from pdd_plan.report import fit  # rich's tables: loaded when one is printed
+    from pdd_plan.report import layout  # rich's tables: loaded when one is printed
 
     title = (
         f"simulate {s['scenario']} / {s['architecture']}: {s['requests']:,} requests"
@@ -333,7 +333,7 @@ def _render(s: dict, c: Console, planned: float | None = None) -> None:
     rows = [
         [name, *(_f(q[k]) for k in ("p50", "p90", "p99", "mean"))] for name, q in _quantile_rows(s)
     ]
-    fit.show(c, title, ("metric", "p50", "p90", "p99", "mean"), rows, stack_by=None)
+    layout.show(c, title, ("metric", "p50", "p90", "p99", "mean"), rows, stack_by=None)
     sla = s["sla"]
     r = s["route_share"]
     lines = [

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from pdd_plan.architectures import PATHS
-from pdd_plan.report import fit
+from pdd_plan.report import layout
 
 
 def sweep_csv(result: dict) -> str:
@@ -99,7 +99,7 @@ def _table(result: dict, keys: list[str], names: list[str]) -> tuple[list, list,
 
 def _unwrapped(cols: list, rows: list, width: int) -> bool:
     """Whether the table fits `width` with no cell wrapped."""
-    return fit.widths(cols, rows, width) == fit.widths(cols, rows, 10**6)
+    return layout.widths(cols, rows, width) == layout.widths(cols, rows, 10**6)
 
 
 def choose(result: dict, width: int, asked: list[str] | None = None) -> tuple[list, list]:
@@ -130,7 +130,7 @@ def sweep_table(result: dict, console: Console, columns: list[str] | None = None
     names, left = choose(result, console.width, columns)
     cols, justify, rows = _table(result, keys, names)
     title = f"sweep {result['scenario']}: {len(result['points'])} points"
-    fit.show(console, title, cols, rows, justify, stack_by=1 + len(keys), keys=2 + len(keys))
+    layout.show(console, title, cols, rows, justify, stack_by=1 + len(keys), keys=2 + len(keys))
     short = _key_headers(keys)
     legend = [
         "verified: status ok = planned and met the SLA in the replay, missed = did not"

@@ -17,7 +17,7 @@ from pdd_plan.common.errors import InputError
 from pdd_plan.inputs import profiles
 from pdd_plan.inputs.context import Context
 from pdd_plan.inputs.pieces import Profiles, ReplaySetup, Sites
-from pdd_plan.inputs.plan_fit import allowed_sites, check_sites
+from pdd_plan.inputs.placement import allowed_sites, check_sites
 from pdd_plan.inputs.schema.fleet import ArchitectureFleet, FleetGroup, fleet_of
 from pdd_plan.inputs.schema.gpu import GPUProfile
 from pdd_plan.inputs.schema.line import LineSKU

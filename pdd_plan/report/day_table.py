@@ -8,7 +8,7 @@ from rich.console import Console
 from pdd_plan.architectures import LINE_BASELINE, LOCAL_BASELINE, RELAY_ARCH, RELAY_PATHS, get
 from pdd_plan.inputs.schema.day_plan import DayArchitecture, DayPeriod
 from pdd_plan.inputs.schema.plan import Plan
-from pdd_plan.report import fit
+from pdd_plan.report import layout
 
 ROLE_SHORT = (("prefill", "P"), ("relay_decode", "R"), ("main_decode", "M"), ("decode", "D"))
 LEGEND = (
@@ -58,7 +58,7 @@ def render_day(plan: Plan, console: Console) -> None:
         cols = ("start", "req/s", f"base {who}", "+elastic", "$/h", "line", "relay", "sim p90")
         rows = [period_row(p, roles) for p in d.periods]
         title = f"{get(a).title}: the day ({day.timezone}, SLA per {day.sla_over})"
-        fit.show(console, title, cols, rows, justify=("left",) + ("right",) * 7, stack_by=None)
+        layout.show(console, title, cols, rows, justify=("left",) + ("right",) * 7, stack_by=None)
     console.print(LEGEND, highlight=False)
     rows = []
     for a, d in day.architectures.items():
@@ -76,7 +76,7 @@ def render_day(plan: Plan, console: Console) -> None:
             ]
         )
     cols = ("arch", "base $", "elastic $", "line $", "day $", "peak-sized $", "BCR", "SLA")
-    fit.show(
+    layout.show(
         console,
         f"the day's cost ({day.hours:.3g} h)",
         cols,

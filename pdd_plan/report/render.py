@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 
-from pdd_plan.report import fit
+from pdd_plan.report import layout
 from pdd_plan.report.sections import Report
 
 
@@ -16,7 +16,7 @@ def render_rich(rep: Report, console: Console) -> None:
     for line in rep.verdict:
         console.print(f"[bold]{escape(line)}[/bold]")
     for s in rep.sections:
-        fit.show(console, s.title, s.columns, s.rows)
+        layout.show(console, s.title, s.columns, s.rows)
         if s.note:
             console.print(f"[dim]{escape(s.note)}[/dim]")
     for line in rep.summary:

@@ -6,7 +6,7 @@ from rich.console import Console
 
 from pdd_plan.architectures import LINE_BASELINE, LOCAL_BASELINE, PATHS, RELAY_ARCH, ROLE_ORDER, get
 from pdd_plan.inputs.schema.plan import ArchitecturePlan, Plan
-from pdd_plan.report import fit, uncertainty
+from pdd_plan.report import layout, uncertainty
 from pdd_plan.report.day_table import render_day
 from pdd_plan.report.sections import not_met_label
 
@@ -37,7 +37,7 @@ def _fleet(plan: Plan, console: Console) -> None:
             )
     cols = ("arch", "role", "instances", "GPU", "DC", "$/h")
     title = f"{plan.scenario} ({plan.model}, {load}): fleet"
-    fit.show(console, title, cols, rows, justify=("left",) * 5 + ("right",))
+    layout.show(console, title, cols, rows, justify=("left",) * 5 + ("right",))
 
 
 # metric x architecture: one short row per figure, so three or four architectures fit in 60
@@ -142,13 +142,15 @@ def _plans(plan: Plan, console: Console) -> None:
     names = metrics(owned)
     rows = [[m, *(c[i] for c in cols.values())] for i, m in enumerate(names)]
     just = ("left",) + ("right",) * len(cols)
-    t = fit.make("plans", ["", *cols], rows, just, width=console.width)
+    t = layout.make("plans", ["", *cols], rows, just, width=console.width)
     if t is not None:
         console.print(t)
         console.print(legend(plan) + (OWNED_LEGEND if owned else ""), highlight=False)
     else:  # many architectures on a narrow console: one small table each
         per_arch = [[a, *c] for a, c in cols.items()]
-        fit.show(console, "plans", ["arch", *names], per_arch, legend=legend(plan), stack_by=None)
+        layout.show(
+            console, "plans", ["arch", *names], per_arch, legend=legend(plan), stack_by=None
+        )
 
 
 def render_plan(plan: Plan, console: Console) -> None:

@@ -10,7 +10,7 @@ from rich.console import Console
 
 from pdd_plan.architectures import RELAY_ARCH, get
 from pdd_plan.inputs.schema.plan_uncertainty import Band, PlanUncertainty
-from pdd_plan.report import fit
+from pdd_plan.report import layout
 
 
 def _pct(x: float | None) -> str:
@@ -97,7 +97,7 @@ def render(u: PlanUncertainty, console: Console) -> None:
         n1 = ", ".join(f"-{k}: {v:.3g}" for k, v in x.n_minus_1.items()) or "-"
         rows.append([a, f"{x.meets_sla_share:.0%}", _band(x.goodput_rps), _band(x.bcr), n1])
     cols = ("arch", "meets SLA", "goodput P10/50/90", "BCR P10/50/90", "N-1 goodput")
-    fit.show(
+    layout.show(
         console, "under the draws", cols, rows, justify=("left", "right", "right", "right", "left")
     )
     bases = list(u.comparisons)
@@ -113,7 +113,7 @@ def render(u: PlanUncertainty, console: Console) -> None:
     trows = [[k, *by_input[k]] for k in sorted(by_input, key=lambda k: (-width[k], k))]
     if trows:
         cols = ("input P10 .. P90", *(f"gain vs {get(b).title}" for b in bases))
-        fit.show(console, "tornado: PDD's BCR gain, one input moved", cols, trows)
+        layout.show(console, "tornado: PDD's BCR gain, one input moved", cols, trows)
     console.print(
         "meets SLA: share of draws whose SLA goodput covers the planned (drawn) rate; N-1: SLA "
         "goodput with one instance of a role, or one line, lost (nominal inputs).",

@@ -375,7 +375,7 @@ def _decode(
     return run_decode(di, progress), md_b + rld_b
 
 
-def simulate(
+def replay_requests(
     replay_setup: ReplaySetup,
     plan: PlanLike,
     architecture: str,

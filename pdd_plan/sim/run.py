@@ -17,7 +17,7 @@ from pdd_plan.perf.comm import serving
 from pdd_plan.perf.engine_limits import engines
 from pdd_plan.sim import sequential, setup
 from pdd_plan.sim.queues import Progress
-from pdd_plan.sim.replay import simulate
+from pdd_plan.sim.replay import replay_requests
 from pdd_plan.sim.result import SimResult, sig
 from pdd_plan.sim.setup import PlanLike
 from pdd_plan.sim.verdict import Check, EarlyStop, Verdict
@@ -71,10 +71,10 @@ def replay_plan(
 
 
 def _replayed(rs, p, architecture, reqs, s, progress, window, trace=None) -> SimResult:
-    res = simulate(rs, p, architecture, reqs, s, progress)
+    res = replay_requests(rs, p, architecture, reqs, s, progress)
     if window and len(reqs) > window and res.unstable:
         reqs = setup.requests(rs, window, s, p.goodput_rps, trace)
-        res = simulate(rs, p, architecture, reqs, s, progress)
+        res = replay_requests(rs, p, architecture, reqs, s, progress)
     warmup = NONE_UNSTABLE if res.unstable else truncate([res.ttft_s, res.tpot_s])
     return dataclasses.replace(res, warmup=warmup)
 
@@ -161,7 +161,7 @@ def _look(
     steady state in what it saw)."""
     if upto >= len(reqs) or not sequential.worth_a_look(p, reqs.req, upto):
         return None
-    res = simulate(rs, p, architecture, reqs, s, None, upto)
+    res = replay_requests(rs, p, architecture, reqs, s, None, upto)
     if res.unstable:
         return None  # no steady state: the full replay states its window
     n = sequential.exact_prefix(res.dec.end_s, float(reqs.req.arrival_s[upto]))

@@ -26,7 +26,7 @@ The rule (``settled``):
 * pass when the interval's lower end exceeds ``q``, fail when its upper end is below ``q``.
 
 ``look`` replays the first ``share`` of the requests (on the full sample's tables: see
-``sim.replay.simulate``'s ``upto``) and keeps the leading requests whose last token came
+``sim.replay.replay_requests``'s ``upto``) and keeps the leading requests whose last token came
 before the first request left out arrived: their figures are the full replay's, bit for bit,
 so a look is the full replay seen early, not a shorter replay with its own drain. Where the
 look settles every check the replay stops there; otherwise the full length is replayed.

@@ -123,7 +123,7 @@ def _check(data: dict, file: str, keys: Sequence[str], values: Sequence) -> None
         raise wrapped(inner) from None
 
 
-def build_points(data: dict, file: str, varies: Sequence[Vary]) -> list[dict]:
+def grid_scenarios(data: dict, file: str, varies: Sequence[Vary]) -> list[dict]:
     """The validated scenario dict of every grid point, in grid order.
 
     A point that fails validation is retried with each of its --vary alone, so the error names
@@ -147,4 +147,4 @@ def build_points(data: dict, file: str, varies: Sequence[Vary]) -> list[dict]:
     return out
 
 
-__all__ = ["Vary", "grid", "set_key", "build_points"]
+__all__ = ["Vary", "grid", "set_key", "grid_scenarios"]

@@ -20,7 +20,7 @@ from pdd_plan.inputs.schema.scenario import Scenario
 from pdd_plan.optimize import optimize
 from pdd_plan.sweep.executors import check_executor, run_all
 from pdd_plan.sweep.pareto import pareto_indices
-from pdd_plan.sweep.points import Vary, build_points, grid
+from pdd_plan.sweep.points import Vary, grid, grid_scenarios
 from pdd_plan.sweep.rows import columns, infeasible_rows, point_rows, rows
 
 _FRONT_KEYS = ("goodput_rps", "cost_per_hour", "bcr")
@@ -111,7 +111,7 @@ def sweep(
     _check_options(varies, workers, sim_requests)
     if isinstance(executor, str):
         check_executor(executor)
-    scenarios = build_points(data, file, varies)
+    scenarios = grid_scenarios(data, file, varies)
     base = Scenario.model_validate(data)
     archs = list(base.architectures)
     task = functools.partial(run_point, file=file, verify=verify, sim_requests=sim_requests)

@@ -367,7 +367,7 @@ def test_emit_and_simulate_refuse_a_plan_that_is_not_its_scenarios(tmp_path, edi
 
 def test_the_golden_plan_fits_its_scenario():
     from pdd_plan.emit.plan import context
-    from pdd_plan.inputs.plan_fit import allowed_sites, check_sites
+    from pdd_plan.inputs.placement import allowed_sites, check_sites
 
     plan = parse_plan(plan_dict())
     ctx = context(plan)

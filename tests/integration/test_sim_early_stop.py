@@ -14,7 +14,7 @@ from pdd_plan.inputs.context import build_context
 from pdd_plan.inputs.schema import Scenario
 from pdd_plan.optimize import optimize
 from pdd_plan.sim import sequential, setup
-from pdd_plan.sim.replay import simulate
+from pdd_plan.sim.replay import replay_requests
 from pdd_plan.sim.run import verify
 
 pytestmark = pytest.mark.integration
@@ -32,8 +32,8 @@ def narrow():
 def test_a_look_is_the_full_replay_seen_early(narrow) -> None:
     rs, p = narrow
     reqs = setup.requests(rs, 6000, rs.seed, p.goodput_rps)
-    full = simulate(rs, p, "idc_pd", reqs, rs.seed)
-    look = simulate(rs, p, "idc_pd", reqs, rs.seed, None, 3000)
+    full = replay_requests(rs, p, "idc_pd", reqs, rs.seed)
+    look = replay_requests(rs, p, "idc_pd", reqs, rs.seed, None, 3000)
     n = sequential.exact_prefix(look.dec.end_s, float(reqs.req.arrival_s[3000]))
     assert 2500 < n < 3000  # a few seconds of decode still running at the look
     for f in ("ttft_s", "tpot_s", "e2e_s", "prefill_start_s", "kv_ready_s"):

@@ -30,7 +30,7 @@ def period_result(ds: DaySolved, day: Day, k: int) -> SolverResult:
     pt = sol.points[k]
     counts = {key: n + pt.elastic.get(key, 0) for key, n in sol.counts.items()}
     fs = milp.FleetSolution(
-        "Optimal",
+        sol.status,
         sol.objective,
         period_cost(ds, k),
         pt.rate_rps,

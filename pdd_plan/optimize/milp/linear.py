@@ -29,6 +29,10 @@ LE, EQ, GE = -1, 0, 1
 # model status -> the verdict the search reads: an incumbent cut off by a limit still counts
 # as a plan (the search's own deadline check decides whether to keep it)
 OPTIMAL, INFEASIBLE, UNBOUNDED, NOT_SOLVED = "Optimal", "Infeasible", "Unbounded", "Not Solved"
+# stopped (time or iteration limit, interrupt, objective bound) with an incumbent: a feasible
+# answer the solver did not prove optimal, so the plan does not call it "Optimal"
+INCUMBENT = "Incumbent (not proven optimal)"
+SOLVED = (OPTIMAL, INCUMBENT)  # the statuses with a solution to read back
 
 
 class Var:
@@ -332,8 +336,10 @@ def _read_back(h, highspy, cols: list[Var], rows: list[Row]) -> str:
     limited = (st.kTimeLimit, st.kIterationLimit)
     if status in limited and h.getObjectiveValue() == math.inf:  # cut off before any incumbent
         return NOT_SOLVED
-    if status in (st.kOptimal, st.kObjectiveBound, st.kObjectiveTarget, st.kInterrupt, *limited):
+    if status == st.kOptimal:
         return OPTIMAL
+    if status in (st.kObjectiveBound, st.kObjectiveTarget, st.kInterrupt, *limited):
+        return INCUMBENT
     if status in (st.kInfeasible, st.kUnboundedOrInfeasible):
         return INFEASIBLE
     if status == st.kUnbounded:

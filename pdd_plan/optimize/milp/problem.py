@@ -15,7 +15,7 @@ import time
 from pdd_plan.common import limits
 from pdd_plan.optimize.milp import chance, elastic, fleet, flows, runs
 from pdd_plan.optimize.milp.base import Model
-from pdd_plan.optimize.milp.linear import MAXIMIZE, MINIMIZE, OPTIMAL
+from pdd_plan.optimize.milp.linear import MAXIMIZE, MINIMIZE, SOLVED
 from pdd_plan.optimize.milp.objective import define_budget, define_objective
 from pdd_plan.optimize.milp.result import FleetSolution, PointsSolution, extract
 from pdd_plan.optimize.points import OperatingPoints, single
@@ -72,7 +72,7 @@ def solve_points(
     m = build_points(pts, objective, lam)
     _run(m, time_limit_s)
     limits.check_deadline()  # a MILP cut off by the search's deadline is no answer (nor infeasible)
-    if m.prob.status != OPTIMAL:
+    if m.prob.status not in SOLVED:
         return None
     return extract(m, time.perf_counter() - t0, _PLUMBING)
 
@@ -113,7 +113,7 @@ def lp_shadow_prices(
     Without the instance tie-break: a dual is in $/hour of the plan's cost alone."""
     m = build_points(pts, objective, lam, tie_break=False)
     _run(m, time_limit_s, mip=False)
-    if m.prob.status != OPTIMAL:
+    if m.prob.status not in SOLVED:
         return {}
     out = {}
     for name, row in m.rows.items():

@@ -111,7 +111,7 @@ def extract(m: Model, seconds: float, plumbing: tuple[str, ...]) -> PointsSoluti
     base = max(float(lp.value(fleet.base_cost_expr(m))), 0.0) + 0.0
     npf = int(round(value(m.np_))) if m.np_ is not None else None
     return PointsSolution(
-        "Optimal",
+        m.prob.status,
         float(lp.value(m.prob.objective) or 0.0),
         cost,
         base,

@@ -19,8 +19,10 @@ from pdd_plan.optimize.summary import MIN_SPEND_PER_HOUR
 from pdd_plan.workload.requests import RequestClasses
 
 
-def bcr_of(p: SolverResult) -> float:
-    """Goodput per $/hour (lambda), the spend floored as the plan's BCR is (metrics.bcr)."""
+def rate_per_spend(p: SolverResult) -> float:
+    """Dinkelbach's ratio lambda: req/s per $/hour, the spend floored as the plan's BCR is.
+    Not the BCR itself (`summary.bcr`: requests per dollar, lambda x 3600): the same order,
+    in the units the MILP's objective (rate - lambda x cost) takes."""
     return p.rate / max(p.cost_per_hour, MIN_SPEND_PER_HOUR)
 
 
@@ -42,7 +44,7 @@ def dinkelbach(
     t0 = time.perf_counter()
     search = FreeRateSearch(pb, architectures.get(a), classes, caps)
     p = search.solve("goodput")
-    lam = bcr_of(p)
+    lam = rate_per_spend(p)
     iters, milps, f = 1, p.milps, 0.0
     for _ in range(max_iter):
         if p.cost_per_hour <= MIN_SPEND_PER_HOUR:
@@ -52,14 +54,14 @@ def dinkelbach(
         iters += 1
         milps += q.milps
         f = q.solution.objective
-        if bcr_of(q) > lam + 1e-12:
+        if rate_per_spend(q) > lam + 1e-12:
             p = q
         if f <= tol * max(q.rate, 1e-9):
             break
-        lam = bcr_of(q)
+        lam = rate_per_spend(q)
     gap = max(f, 0.0) / (lam * max(p.cost_per_hour, MIN_SPEND_PER_HOUR)) if lam > 0 else 0.0
     if f > 0:
-        p = search.solve("dinkelbach", bcr_of(p), duals=True)
+        p = search.solve("dinkelbach", rate_per_spend(p), duals=True)
     p, polish_milps = _at_its_rate(pb, search, p, caps, duals=f > 0)
     return dataclasses.replace(
         p,

@@ -153,9 +153,9 @@ def test_no_package_cycle():
 
 
 def test_layer_gate_sees_a_planted_upward_import():
-    g = {"pdd_plan.inputs.plan_fit": {"pdd_plan.optimize.search.enumeration"}}
+    g = {"pdd_plan.inputs.placement": {"pdd_plan.optimize.search.enumeration"}}
     assert upward_imports(g) == [
-        "pdd_plan.inputs.plan_fit (inputs row) -> pdd_plan.optimize.search.enumeration"
+        "pdd_plan.inputs.placement (inputs row) -> pdd_plan.optimize.search.enumeration"
     ]
     assert (
         find_cycle(

@@ -14,7 +14,7 @@ from pdd_plan.cli.main import app
 from pdd_plan.inputs import profiles
 from pdd_plan.inputs.calibrated import with_efficiency
 from pdd_plan.inputs.schema.gpu import FamilyFactors
-from pdd_plan.perf import engine_limits, kv_fit
+from pdd_plan.perf import engine_limits, kv_refusal
 from pdd_plan.perf.instance import Instance
 
 pytestmark = pytest.mark.unit
@@ -60,13 +60,13 @@ def test_explicit_batch_above_the_engine_cap_is_honoured():
 def test_kv_misfit_is_explained_per_gpu_and_suggests_dp_attention():
     # Qwen3-235B (4 KV heads) at TP 32 keeps 8 copies of every request's KV
     inst = Instance(profiles.model("qwen3-235b-a22b"), cal.analytic_gpu("h20"), 32, tp=32, ep=32)
-    what, fix = kv_fit.kv_refusal(inst, 256, 8192.0)
+    what, fix = kv_refusal.kv_refusal(inst, 256, 8192.0)
     assert "on each of the 32 GPUs" in what and "8 copies" in what
     assert "--dp-attention" in fix and "--dp 8" in fix
     # by hand: 94 layers x 4 heads x 128 x (K, V) x 2 B = 192,512 B a token; 256 x 8,192 tokens
     # x 8 copies / 32 GPUs = 100.9 GB a GPU
     assert "100.9 GB" in what
-    alt = kv_fit.dp_alternative(inst)
+    alt = kv_refusal.dp_alternative(inst)
     assert alt.kv_replication == 1 and alt.kv_max_batch(8192.0) > 256
     args = ["perf", "-m", "qwen3-235b-a22b", "-g", "h20", "--gpus", "32", "--phase", "decode"]
     r = CliRunner().invoke(app, [*args, "--batch", "256", "-L", "8192"])

@@ -11,7 +11,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from pdd_plan.cli.main import app
-from pdd_plan.report import fit
+from pdd_plan.report import layout
 
 ROOT = Path(__file__).resolve().parents[3]
 EX = ROOT / "examples"
@@ -101,16 +101,16 @@ ROWS = [
 
 def _render(width: int, **kw) -> str:
     c = Console(width=width, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
-    fit.show(c, "t", COLS, ROWS, **kw)
+    layout.show(c, "t", COLS, ROWS, **kw)
     return c.export_text()
 
 
 @pytest.mark.unit
 def test_widths_give_each_column_its_longest_word():
-    w = fit.widths(["a", "b"], [["one two three", "x"]], 3 * 2 + 1 + 6)
+    w = layout.widths(["a", "b"], [["one two three", "x"]], 3 * 2 + 1 + 6)
     assert w == [5, 1]  # "three" whole; the spare column gets nothing it does not need
-    assert fit.widths(["a"], [["abcdefgh"]], 3 + 1 + 7) is None  # a word wider than the room
-    assert fit.widths(["a", "b"], [["ab cd", "xy"]], 100) == [5, 2]  # natural widths
+    assert layout.widths(["a"], [["abcdefgh"]], 3 + 1 + 7) is None  # a word wider than the room
+    assert layout.widths(["a", "b"], [["ab cd", "xy"]], 100) == [5, 2]  # natural widths
 
 
 @pytest.mark.unit
@@ -130,6 +130,6 @@ def test_layout_falls_back_wide_then_per_architecture_then_records():
     assert stacked.count("┏") == 2 and "t: pdd" in stacked and "t: idc_pd" in stacked
     # records: one key/value table per row; a bare `p90` reads as `TTFT p90`
     assert "TTFT p90" in records and "t: idc_pd" in records and "┏" not in records
-    assert fit.record_labels(["x", "analytic p50", "p90", "simulated p50", "p90", "SLA"]) == [
+    assert layout.record_labels(["x", "analytic p50", "p90", "simulated p50", "p90", "SLA"]) == [
         "x", "analytic p50", "analytic p90", "simulated p50", "simulated p90", "SLA",
     ]  # fmt: skip
