@@ -34,7 +34,7 @@ from pdd_plan.optimize import (
     problem_of,
     summary,  # noqa: E402
 )
-from pdd_plan.optimize.search.caps import Caps  # noqa: E402
+from pdd_plan.optimize.caps import Caps  # noqa: E402
 from pdd_plan.optimize.search.objectives import solve_architecture  # noqa: E402
 from pdd_plan.sim import replay  # noqa: E402
 from pdd_plan.sim.run import run  # noqa: E402

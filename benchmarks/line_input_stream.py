@@ -45,7 +45,7 @@ from pdd_plan.latency.line import found_work, input_stream
 from pdd_plan.latency.prefill import gig1
 from pdd_plan.optimize import problem_of
 from pdd_plan.optimize import summary as optimize_summary
-from pdd_plan.optimize.search.caps import Caps
+from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.search.objectives import solve_architecture
 from pdd_plan.sim import queues, replay
 from pdd_plan.sim.run import run

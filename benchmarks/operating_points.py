@@ -32,8 +32,8 @@ from pdd_plan.architectures import get
 from pdd_plan.inputs.context import Context, build_context, load_scenario
 from pdd_plan.inputs.profiles import example_path
 from pdd_plan.optimize import milp, points, problem_of
+from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.search import at_rates, fixed_rate
-from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.enumeration import Shared
 from pdd_plan.optimize.tables import FleetTables
 from pdd_plan.workload.classes import build_classes

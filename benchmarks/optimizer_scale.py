@@ -32,8 +32,8 @@ from pdd_plan.inputs.context import Context, build_context
 from pdd_plan.inputs.profiles import example_path
 from pdd_plan.inputs.schema.scenario import Scenario
 from pdd_plan.optimize import milp, optimize, problem_of, solve_architecture, summary
+from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.search import fixed_rate
-from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.plan import plan_architecture
 from pdd_plan.workload.classes import build_classes
 

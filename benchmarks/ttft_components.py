@@ -33,7 +33,7 @@ from pdd_plan.latency import ttft as ttft_law
 from pdd_plan.latency.prefill.gigc import ggc_wait_law
 from pdd_plan.latency.prefill.wait import WaitLaw
 from pdd_plan.optimize import problem_of, summary
-from pdd_plan.optimize.search.caps import Caps
+from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.search.objectives import solve_architecture
 from pdd_plan.sim.queues import P_MD
 from pdd_plan.sim.run import run

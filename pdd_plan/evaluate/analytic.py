@@ -29,9 +29,9 @@ from pdd_plan.latency.line import transfer
 from pdd_plan.latency.prefill import pool as prefill_pool
 from pdd_plan.optimize import milp as milp
 from pdd_plan.optimize import summary, tables
+from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.milp import forced
 from pdd_plan.optimize.problem import Problem
-from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.enumeration import Shared, mean_context
 from pdd_plan.optimize.solved import SolverResult
 from pdd_plan.perf import roofline

@@ -13,10 +13,9 @@ from pdd_plan.evaluate.fleet import FleetSpec, deployed_inputs
 from pdd_plan.evaluate.result import ArchitectureEvaluation, Evaluation, GivesOut
 from pdd_plan.inputs.context import Context
 from pdd_plan.inputs.pieces import ReplaySetup
-from pdd_plan.optimize import problem_of
+from pdd_plan.optimize import owned, problem_of
+from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.problem import Problem
-from pdd_plan.optimize.search import owned
-from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.workload.classes import build_classes
 
 # the simulator's bottleneck names as resources (analytic.RESOURCES)

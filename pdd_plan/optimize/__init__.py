@@ -7,10 +7,10 @@ from pdd_plan.common.errors import InfeasibleError
 from pdd_plan.inputs.context import Context
 from pdd_plan.inputs.schema.plan import ArchitecturePlan, Infeasible, Plan
 from pdd_plan.optimize import summary as optimize_summary
+from pdd_plan.optimize.caps import Caps
+from pdd_plan.optimize.owned import OwnedPrices
 from pdd_plan.optimize.problem import Catalog, Problem
-from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.objectives import dinkelbach, solve_architecture
-from pdd_plan.optimize.search.owned import OwnedPrices
 from pdd_plan.optimize.solved import SolverResult
 from pdd_plan.optimize.verify import check_size, verified_all
 from pdd_plan.sim.worker import Forked
@@ -41,7 +41,7 @@ def optimize(
     ):  # a day of periods: one fleet for the day (optimize/day)
         # the day's planner (and the replay its verification imports) only for a day: a plain
         # run skips ~0.1 s of imports
-        from pdd_plan.optimize.day.problem import DayProblem
+        from pdd_plan.optimize.day.day_problem import DayProblem
         from pdd_plan.optimize.day.run import optimize_day  # (as above)
 
         dp = DayProblem.of(pb, replay, periods.build_day(ctx.class_spec), sc)

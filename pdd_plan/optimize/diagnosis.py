@@ -18,8 +18,8 @@ from pdd_plan.inputs.schema.plan import REASON_ORDER, Reason
 from pdd_plan.inputs.schema.scenario import SLA, Policy
 from pdd_plan.latency.line import transfer
 from pdd_plan.optimize import tables
+from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.problem import Catalog
-from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.perf import roofline
 from pdd_plan.perf.instance import Instance
 from pdd_plan.workload.requests import RequestClasses

@@ -15,7 +15,7 @@ from pdd_plan.inputs.schema.gpu import GPUProfile
 from pdd_plan.inputs.schema.line import LineSKU
 from pdd_plan.inputs.schema.model import ModelProfile
 from pdd_plan.inputs.schema.scenario import SLA, Policy, Search
-from pdd_plan.optimize.search.owned import OwnedPrices
+from pdd_plan.optimize.owned import OwnedPrices
 from pdd_plan.perf.instance import Instance, parallelism_candidates
 
 

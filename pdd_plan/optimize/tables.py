@@ -26,9 +26,9 @@ from pdd_plan.latency import paths as latency_paths
 from pdd_plan.latency import ttft
 from pdd_plan.latency.line import transfer
 from pdd_plan.latency.prefill import pool as prefill_pool
+from pdd_plan.optimize import owned as owned_prices
+from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.problem import Catalog
-from pdd_plan.optimize.search import owned as owned_prices
-from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.perf import layers as perf_arch
 from pdd_plan.perf import roofline
 from pdd_plan.perf.instance import Instance, instance_key

@@ -10,8 +10,8 @@ from pdd_plan.common.errors import InfeasibleError
 from pdd_plan.inputs.pieces import ReplaySetup
 from pdd_plan.inputs.schema.plan import ArchitecturePlan, Reason, Simulated
 from pdd_plan.optimize import summary as optimize_summary
+from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.problem import Problem
-from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.objectives import solve_architecture
 from pdd_plan.optimize.solved import SolverResult
 from pdd_plan.sim.verdict import Verdict

@@ -24,7 +24,7 @@ from pdd_plan.inputs.schema.plan_uncertainty import (
 )
 from pdd_plan.inputs.schema.plan_uncertainty import Robust as RobustBlock
 from pdd_plan.inputs.schema.uncertainty import Uncertainty
-from pdd_plan.optimize.search.caps import Caps
+from pdd_plan.optimize.caps import Caps
 from pdd_plan.uncertainty import draws as draws_mod
 from pdd_plan.uncertainty import paired, replan, replay, robust, sensitivity
 from pdd_plan.uncertainty.n_minus_1 import n_minus_1

@@ -8,7 +8,7 @@ import dataclasses
 from pdd_plan.architectures import ROLE_ORDER
 from pdd_plan.evaluate.fleet import FleetSpec
 from pdd_plan.inputs.context import Context
-from pdd_plan.optimize.search.caps import Caps
+from pdd_plan.optimize.caps import Caps
 from pdd_plan.uncertainty import paired, perturb
 from pdd_plan.workload.requests import RequestClasses
 

@@ -32,8 +32,8 @@ from pdd_plan.evaluate.fleet import FleetSpec, deployed
 from pdd_plan.inputs.pieces import Profiles
 from pdd_plan.inputs.schema.line import LineSKU
 from pdd_plan.latency.line import tcp, transfer
+from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.problem import Problem
-from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.workload.requests import RequestClasses
 
 REL_TOL = 0.01  # the bisection's stop: 1% of the goodput (the bands print 3-4 figures)

@@ -19,11 +19,11 @@ import yaml
 from pdd_plan.architectures import get
 from pdd_plan.inputs.context import build_context, load_scenario
 from pdd_plan.optimize import milp, optimize, points, problem_of
+from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.day import search
-from pdd_plan.optimize.day.problem import DayProblem
+from pdd_plan.optimize.day.day_problem import DayProblem
 from pdd_plan.optimize.day.search import Tightened
 from pdd_plan.optimize.search import fixed_rate
-from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.workload.periods import build_day
 from tests.cli_helpers import invoke
 

@@ -18,7 +18,7 @@ from pdd_plan.evaluate import analytic, fleet
 from pdd_plan.inputs.context import build_context, load_scenario
 from pdd_plan.inputs.profiles import data_dir, example_path
 from pdd_plan.optimize import problem_of
-from pdd_plan.optimize.search.caps import Caps
+from pdd_plan.optimize.caps import Caps
 from pdd_plan.sim.run import run
 from pdd_plan.workload.classes import build_classes
 

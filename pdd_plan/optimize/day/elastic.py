@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from pdd_plan.optimize import points
-from pdd_plan.optimize.day.problem import DayProblem
+from pdd_plan.optimize.day.day_problem import DayProblem
 from pdd_plan.optimize.tables import DecodeCandidate
 from pdd_plan.workload.periods import Day
 from pdd_plan.workload.requests import RequestClasses

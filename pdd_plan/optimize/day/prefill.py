@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pdd_plan.optimize.day import elastic
-from pdd_plan.optimize.day.problem import DayProblem
+from pdd_plan.optimize.day.day_problem import DayProblem
 from pdd_plan.optimize.search.enumeration import Combo
 from pdd_plan.workload.periods import Day
 

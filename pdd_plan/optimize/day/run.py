@@ -11,9 +11,9 @@ from pdd_plan.inputs.schema.day_plan import DayArchitecture, DayPlan, ScaleTry
 from pdd_plan.inputs.schema.plan import ArchitecturePlan, Infeasible, Plan
 from pdd_plan.inputs.schema.scenario import Scenario
 from pdd_plan.optimize import summary as optimize_summary
+from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.day import scale, search, summary, verify
-from pdd_plan.optimize.day.problem import DayProblem
-from pdd_plan.optimize.search.caps import Caps
+from pdd_plan.optimize.day.day_problem import DayProblem
 from pdd_plan.optimize.solved import SolverResult
 from pdd_plan.workload.periods import Day, reweighted
 

@@ -19,10 +19,10 @@ import dataclasses
 from pdd_plan.architectures import Architecture
 from pdd_plan.common.errors import InfeasibleError
 from pdd_plan.optimize import summary as optimize_summary
+from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.day import search
-from pdd_plan.optimize.day.problem import DayProblem
+from pdd_plan.optimize.day.day_problem import DayProblem
 from pdd_plan.optimize.search import objectives
-from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.workload.periods import Day, reweighted
 
 GRID = (0.5, 0.75, 1.0, 1.5, 2.0)  # multiples of the profile; 1 is the day as given

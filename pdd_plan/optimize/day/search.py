@@ -13,13 +13,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from pdd_plan.architectures import Architecture
-from pdd_plan.optimize import diagnosis, milp, points, solved, tables
+from pdd_plan.optimize import diagnosis, milp, owned, points, tables
+from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.day import day_points, prefill
+from pdd_plan.optimize.day.day_problem import DayProblem
 from pdd_plan.optimize.day.elastic import elastic_of
 from pdd_plan.optimize.day.prefill import PrefillDay
-from pdd_plan.optimize.day.problem import DayProblem
-from pdd_plan.optimize.search import fixed_rate, owned
-from pdd_plan.optimize.search.caps import Caps
+from pdd_plan.optimize.search import enumeration, fixed_rate
 from pdd_plan.optimize.search.enumeration import (
     Combo,
     Shared,
@@ -134,7 +134,7 @@ def plan_day(
     cb = seed.tables.meta["combo"]
     line_cost = seed.tables.lines[seed.solution.line_index].cost_per_hour
     sh = Shared.of(dp.pb, spec, day.classes, caps)
-    local = solved.one_datacenter(dp.pb.sites, cb)
+    local = enumeration.one_datacenter(dp.pb.sites, cb)
     lines = [tables.rdma_option()] if local else _lines(dp, sh, day)
     cheap = [ln for ln in lines if ln.cost_per_hour <= line_cost * (1 + 1e-9)]
     tight = tight or Tightened.none(len(day.periods))
@@ -183,7 +183,7 @@ def search_all(
         raise diagnosis.no_combinations(pb.sites, pb.sla, spec, findings.reasons())
     sh = Shared.of(pb, spec, day.classes, caps)
     lines = _lines(dp, sh, day)
-    if not lines and not any(solved.one_datacenter(pb.sites, cb) for cb in cands):
+    if not lines and not any(enumeration.one_datacenter(pb.sites, cb) for cb in cands):
         reason = diagnosis.line_reason(
             pb.model, pb.policy, pb.lines, pb.max_lines, day.classes, day.peak_rps, caps
         )
@@ -194,7 +194,7 @@ def search_all(
     best: DaySolved | None = None
     milps = 0
     for cb in cands:
-        local = solved.one_datacenter(pb.sites, cb)
+        local = enumeration.one_datacenter(pb.sites, cb)
         cb_lines = [tables.rdma_option()] if local else lines
         if not cb_lines:
             continue

@@ -12,9 +12,10 @@ import numpy as np
 from pdd_plan.architectures import PATHS
 from pdd_plan.inputs.schema.day_plan import DayArchitecture, DayGroup, DayPeriod
 from pdd_plan.inputs.schema.plan import ArchitecturePlan, InstanceGroup
-from pdd_plan.optimize import milp, solved
+from pdd_plan.optimize import milp
 from pdd_plan.optimize import summary as optimize_summary
 from pdd_plan.optimize.day.search import DaySolved
+from pdd_plan.optimize.search import combo_result
 from pdd_plan.optimize.solved import SolverResult
 from pdd_plan.workload.periods import Day, reweighted
 
@@ -43,7 +44,7 @@ def period_result(ds: DaySolved, day: Day, k: int) -> SolverResult:
     )
     t = dataclasses.replace(pts.nominal, paths=list(pts.point_paths(k)), weight=pts.class_weight[k])
     cls = reweighted(day.classes, pts.class_weight[k])
-    return solved.build(dataclasses.replace(ds.shared, classes=cls), ds.combo, t, fs)
+    return combo_result.build(dataclasses.replace(ds.shared, classes=cls), ds.combo, t, fs)
 
 
 def period_cost(ds: DaySolved, k: int) -> float:

@@ -19,14 +19,14 @@ no solver.
 
 from pdd_plan.optimize.milp.base import EPS, GOODPUT_COST_WEIGHT, Model, size
 from pdd_plan.optimize.milp.dinkelbach import dinkelbach_points
-from pdd_plan.optimize.milp.problem import (
+from pdd_plan.optimize.milp.result import FleetSolution, PointSolution, PointsSolution
+from pdd_plan.optimize.milp.solver import (
     build,
     build_points,
     shadow_prices,
     solve,
     solve_points,
 )
-from pdd_plan.optimize.milp.result import FleetSolution, PointSolution, PointsSolution
 
 __all__ = [
     "EPS",

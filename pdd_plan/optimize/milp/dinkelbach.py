@@ -7,8 +7,8 @@ F is decreasing in lambda and zero at the best ratio, so each step's ratio is at
 
 from __future__ import annotations
 
-from pdd_plan.optimize.milp.problem import solve_points
 from pdd_plan.optimize.milp.result import PointsSolution
+from pdd_plan.optimize.milp.solver import solve_points
 from pdd_plan.optimize.points import OperatingPoints
 
 

@@ -22,10 +22,9 @@ from pdd_plan.inputs.schema.line import LineSKU
 from pdd_plan.inputs.schema.scenario import SLA, Policy
 from pdd_plan.latency.line import transfer
 from pdd_plan.latency.prefill import pool as prefill_pool
-from pdd_plan.optimize import diagnosis, tables
+from pdd_plan.optimize import diagnosis, owned, tables
+from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.problem import Catalog, Problem
-from pdd_plan.optimize.search import owned
-from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.tables import DecodeOption, LineOption
 from pdd_plan.perf.instance import Instance
 from pdd_plan.workload.requests import RequestClasses
@@ -228,3 +227,9 @@ def fleet_tables(
         owned=owned.gpus(sh.owned),
         meta={"md_dc": cb.md_dc, "pool": pool, "combo": cb},
     )
+
+
+def one_datacenter(sites: Sites, cb: Combo) -> bool:
+    """Prefill and main decode in one datacenter (relay decode sits by prefill): the KV moves
+    over RDMA, so the plan leases no line."""
+    return cb.md_dc == sites.prefill

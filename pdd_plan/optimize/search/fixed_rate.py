@@ -10,10 +10,10 @@ import numpy as np
 
 from pdd_plan.architectures import Architecture
 from pdd_plan.latency.prefill import pool as prefill_pool
-from pdd_plan.optimize import diagnosis, milp, solved, tables
+from pdd_plan.optimize import diagnosis, milp, owned, solved, tables
+from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.problem import Problem
-from pdd_plan.optimize.search import owned
-from pdd_plan.optimize.search.caps import Caps
+from pdd_plan.optimize.search import combo_result, enumeration
 from pdd_plan.optimize.search.enumeration import (
     Combo,
     Shared,
@@ -75,7 +75,7 @@ def plan(
         raise diagnosis.no_combinations(pb.sites, sla, spec, findings.reasons())
     sh = Shared.of(pb, spec, classes, caps)
     lines = _lines(pb, sh, rate)
-    if not lines and not any(solved.one_datacenter(pb.sites, cb) for cb in combos):
+    if not lines and not any(enumeration.one_datacenter(pb.sites, cb) for cb in combos):
         # no line option carries the bytes under its cap (the same for every combination): say
         # so rather than fall through to a GPU-availability guess
         why = diagnosis.line_reason(
@@ -88,7 +88,7 @@ def plan(
     milps = 0
     reach: diagnosis.Reach = {}
     for cb in combos:
-        local = solved.one_datacenter(pb.sites, cb)
+        local = enumeration.one_datacenter(pb.sites, cb)
         cb_lines = [tables.rdma_option()] if local else lines
         if not cb_lines:
             continue
@@ -108,7 +108,7 @@ def plan(
             diagnosis.track_reach(reach, t, cb.label)
             continue
         if best is None or -sol.cost_per_hour > -best.cost_per_hour + 1e-9:
-            best = solved.build(sh, cb, t, sol)
+            best = combo_result.build(sh, cb, t, sol)
     if best is None:
         reasons = findings.reasons() + diagnosis.reach_reasons(reach, sla, spec.crosses_line)
         if not reasons:

@@ -20,10 +20,10 @@ import numpy as np
 
 from pdd_plan.architectures import Architecture
 from pdd_plan.latency.prefill import pool as prefill_pool
-from pdd_plan.optimize import diagnosis, milp, solved, tables
+from pdd_plan.optimize import diagnosis, milp, owned, solved, tables
+from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.problem import Problem
-from pdd_plan.optimize.search import owned
-from pdd_plan.optimize.search.caps import Caps
+from pdd_plan.optimize.search import combo_result, enumeration
 from pdd_plan.optimize.search.enumeration import (
     Combo,
     Shared,
@@ -142,7 +142,7 @@ class FreeRateSearch:
         return out
 
     def _line_lb(self, cb: Combo) -> float:
-        return 0.0 if solved.one_datacenter(self.pb.sites, cb) else self.line_lb
+        return 0.0 if enumeration.one_datacenter(self.pb.sites, cb) else self.line_lb
 
     def _bound(self, cb: Combo) -> _Bound:
         line_lb = self._line_lb(cb)
@@ -169,7 +169,7 @@ class FreeRateSearch:
             rate = cb.rho * cb.n_lo / es
             chunk = self.pb.search.prefill_chunk_tokens
             pool = prefill_pool.PrefillPool.of(cb.pinst, cb.n_lo, self.classes, chunk, rate)
-            local = solved.one_datacenter(self.pb.sites, cb)
+            local = enumeration.one_datacenter(self.pb.sites, cb)
             lines = [tables.rdma_option()] if local else self.lines
             self._tables[i] = fleet_tables(
                 self.sh, cb, pool, lines, None, self.budget, self.rate_cap
@@ -211,7 +211,7 @@ class FreeRateSearch:
         ubs = [self._ub(i, objective, lam, eff) for i in range(len(self.combos))]
         best_i, best_key, best_sol, milps = -1, -np.inf, None, 0
         for i in self._order(ubs):
-            local = solved.one_datacenter(self.pb.sites, self.combos[i])
+            local = enumeration.one_datacenter(self.pb.sites, self.combos[i])
             if i in self._infeasible or not (self.lines or local):
                 continue
             tie_ok = i < best_i and ubs[i] >= best_key - TOL
@@ -238,7 +238,7 @@ class FreeRateSearch:
             raise diagnosis.infeasible(self.spec.name, reasons, sla)
         self._last_best = best_i
         cb, t = self.combos[best_i], self._tables[best_i]
-        best = solved.build(self.sh, cb, t, best_sol)
+        best = combo_result.build(self.sh, cb, t, best_sol)
         if duals:
             best = solved.with_duals(best, objective, lam, limit)
         return solved.with_effort(best, time.perf_counter() - t0, milps)

@@ -9,9 +9,9 @@ import time
 from pdd_plan import architectures
 from pdd_plan.common import limits
 from pdd_plan.common.errors import InfeasibleError, InputError
+from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.problem import Problem
 from pdd_plan.optimize.search import fixed_rate
-from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.free_rate import FreeRateSearch
 from pdd_plan.optimize.search.plan import plan_architecture
 from pdd_plan.optimize.solved import SolverResult
@@ -95,43 +95,34 @@ def solve_architecture(
 ) -> SolverResult:
     """The plan of `a` for the scenario's objective, within search.time_limit_s (wall clock,
     every MILP and Dinkelbach step together; an enclosing deadline, as optimize() sets per
-    architecture, takes precedence). Past it: InputError naming search.time_limit_s."""
-    with limits.deadline(pb.search.time_limit_s, pb.file, f"the {a} search"):
-        return _solve_architecture(pb, a, classes, rate, caps)
+    architecture, takes precedence). Past it: InputError naming search.time_limit_s.
 
-
-def _solve_architecture(
-    pb: Problem, a: str, classes: RequestClasses, rate: float | None, caps: Caps
-) -> SolverResult:
-    if pb.objective == "goodput":
-        if pb.budget_per_hour is None:
-            raise InputError(
-                pb.file,
-                "budget_per_hour",
-                "objective 'goodput' needs a budget",
-                "set budget_per_hour ($/hour)",
-            )
-        # the rate is the decision; a given rate_rps caps it (demand beyond it does not exist)
-        # optimality_gap 0 (the default): every combination solved or bounded
-        return plan_architecture(
-            pb,
-            a,
-            classes,
-            None,
-            caps,
-            objective="goodput",
-            budget=pb.budget_per_hour,
-            duals=True,
-            rate_cap=rate,
+    The one dispatch over the objective and whether the rate is given: 'goodput' (the rate is
+    the decision, a given rate caps it), 'bcr' with the rate free (Dinkelbach), else minimum
+    cost at the rate."""
+    if pb.objective == "goodput" and pb.budget_per_hour is None:
+        raise InputError(
+            pb.file,
+            "budget_per_hour",
+            "objective 'goodput' needs a budget",
+            "set budget_per_hour ($/hour)",
         )
-    if rate is None:
-        if pb.objective == "cost":
-            raise InputError(
-                pb.file,
-                "workload.rate_rps",
-                "objective 'cost' needs a rate",
-                "set workload.rate_rps or use objective bcr",
+    if pb.objective == "cost" and rate is None:
+        raise InputError(
+            pb.file,
+            "workload.rate_rps",
+            "objective 'cost' needs a rate",
+            "set workload.rate_rps or use objective bcr",
+        )
+    with limits.deadline(pb.search.time_limit_s, pb.file, f"the {a} search"):
+        if pb.objective == "goodput":
+            # the rate is the decision; a given rate_rps caps it (demand beyond it does not
+            # exist); optimality_gap 0 (the default): every combination solved or bounded
+            budget = pb.budget_per_hour
+            return plan_architecture(
+                pb, a, classes, None, caps, "goodput", budget=budget, duals=True, rate_cap=rate
             )
-        return dinkelbach(pb, a, classes, caps)
-    # min cost at a fixed rate: every combination solved or bounded (optimality_gap 0)
-    return plan_architecture(pb, a, classes, rate, caps, duals=True)
+        if rate is None:
+            return dinkelbach(pb, a, classes, caps)
+        # min cost at a fixed rate: every combination solved or bounded (optimality_gap 0)
+        return plan_architecture(pb, a, classes, rate, caps, duals=True)

@@ -9,9 +9,9 @@ way (enumeration.py) and explain an empty answer with structured reasons (diagno
 from __future__ import annotations
 
 from pdd_plan import architectures
+from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.problem import Problem
 from pdd_plan.optimize.search import fixed_rate
-from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.free_rate import FreeRateSearch
 from pdd_plan.optimize.solved import SolverResult
 from pdd_plan.workload.requests import RequestClasses

@@ -170,6 +170,67 @@ def test_layer_gate_sees_a_planted_upward_import():
     )
 
 
+# inside optimize/: its stages, lowest first; a module imports from its own row and the rows
+# before it, so the base types and the MILP never reach up into a driver
+OPTIMIZE_STAGES: tuple[tuple[str, ...], ...] = (
+    # problem -> tables -> MILP -> solved -> summary: the base types every driver shares
+    ("problem", "owned", "caps", "tables", "points", "diagnosis", "milp", "solved", "summary"),
+    ("search",),  # the drivers: one architecture at one rate, or with the rate free
+    ("day",),  # a day of periods, over the single-rate drivers
+    ("verify", "lifted", ""),  # the top: verification's loop and optimize() itself ("")
+)
+OPTIMIZE_STAGE_OF = {m: i for i, row in enumerate(OPTIMIZE_STAGES) for m in row}
+
+
+def _optimize_stage(module: str) -> str | None:
+    """The stage of a module under pdd_plan.optimize ("" for the package itself), else None."""
+    parts = module.split(".")
+    if parts[:2] != ["pdd_plan", "optimize"]:
+        return None
+    return parts[2] if len(parts) > 2 else ""
+
+
+def upward_optimize_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Imports inside optimize/ from a lower stage to a higher one, as 'module -> module'."""
+    out = []
+    for m, targets in sorted(graph.items()):
+        a = _optimize_stage(m)
+        if a is None:
+            continue
+        for t in sorted(targets):
+            b = _optimize_stage(t)
+            if b is not None and OPTIMIZE_STAGE_OF[b] > OPTIMIZE_STAGE_OF[a]:
+                out.append(f"{m} ({OPTIMIZE_STAGES[OPTIMIZE_STAGE_OF[a]][0]} stage) -> {t}")
+    return out
+
+
+def test_every_optimize_module_has_a_stage():
+    stages = {_optimize_stage(m) for m in _modules()} - {None}
+    assert stages == set(OPTIMIZE_STAGE_OF), f"unplaced: {stages - set(OPTIMIZE_STAGE_OF)}"
+
+
+def test_no_base_module_of_optimize_imports_a_driver():
+    found = upward_optimize_imports(import_graph())
+    assert not found, "imports against optimize/'s stages: " + "; ".join(found)
+
+
+def test_optimize_stage_gate_sees_a_planted_upward_import():
+    g = {
+        "pdd_plan.optimize.solved": {"pdd_plan.optimize.search.enumeration"},
+        "pdd_plan.optimize.search.fixed_rate": {"pdd_plan.optimize.solved"},  # downward: fine
+        "pdd_plan.optimize.search.plan": {"pdd_plan.optimize.day.search"},
+    }
+    assert upward_optimize_imports(g) == [
+        "pdd_plan.optimize.search.plan (search stage) -> pdd_plan.optimize.day.search",
+        "pdd_plan.optimize.solved (problem stage) -> pdd_plan.optimize.search.enumeration",
+    ]
+
+
+def test_optimize_has_one_problem_module():
+    found = sorted(str(p.relative_to(PKG)) for p in (PKG / "optimize").rglob("problem.py"))
+    assert found == ["optimize/problem.py"], found
+
+
 def _closure(graph: dict[str, set[str]], roots: set[str]) -> set[str]:
     seen, todo = set(), list(roots)
     while todo:

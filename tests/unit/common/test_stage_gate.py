@@ -2,7 +2,7 @@
 
 `optimize()`, `evaluate()` and `simulate()` (and the few entry points named below) read the
 `Context` once and hand down typed pieces (`inputs.pieces`: `Sites`, `Profiles`,
-`ReplaySetup`; `optimize.problem`: `Problem`, `Catalog`; `optimize.search.owned.OwnedPrices`).
+`ReplaySetup`; `optimize.problem`: `Problem`, `Catalog`; `optimize.owned.OwnedPrices`).
 No other function under `optimize/`, `sim/`, `evaluate/` or `workload/` takes a parameter named `ctx` or
 annotated `Context`, and no other module there imports `inputs.context`.
 """

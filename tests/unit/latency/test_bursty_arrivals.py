@@ -13,7 +13,7 @@ from pdd_plan.inputs.profiles import example_path
 from pdd_plan.inputs.schema.scenario import Workload
 from pdd_plan.latency import closed_forms
 from pdd_plan.optimize import problem_of, summary
-from pdd_plan.optimize.search.caps import Caps
+from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.search.objectives import solve_architecture
 from pdd_plan.sim.run import run
 from pdd_plan.workload.classes import build_classes

@@ -15,7 +15,7 @@ from pdd_plan.inputs.context import build_context, load_scenario
 from pdd_plan.inputs.profiles import example_path
 from pdd_plan.latency.line import delay_shape
 from pdd_plan.optimize import problem_of, summary
-from pdd_plan.optimize.search.caps import Caps
+from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.search.objectives import solve_architecture
 from pdd_plan.sim.queues import P_MD
 from pdd_plan.sim.run import run

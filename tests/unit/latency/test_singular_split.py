@@ -12,7 +12,7 @@ from pdd_plan.inputs.context import build_context
 from pdd_plan.inputs.profiles import example_path
 from pdd_plan.inputs.schema.scenario import Scenario
 from pdd_plan.optimize import problem_of, summary
-from pdd_plan.optimize.search.caps import Caps
+from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.search.plan import plan_architecture
 from pdd_plan.sim.queues import Route
 from pdd_plan.sim.replay import planned_route

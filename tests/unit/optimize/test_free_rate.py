@@ -13,8 +13,8 @@ from pdd_plan import architectures
 from pdd_plan.inputs.context import build_context
 from pdd_plan.inputs.schema.scenario import Scenario
 from pdd_plan.optimize import milp, problem_of
+from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.search import fixed_rate
-from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.free_rate import FreeRateSearch, buckets, cap_levels
 from pdd_plan.optimize.search.objectives import dinkelbach
 from pdd_plan.workload.classes import build_classes

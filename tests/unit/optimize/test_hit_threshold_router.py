@@ -15,7 +15,7 @@ from pdd_plan.inputs.context import build_context
 from pdd_plan.inputs.schema.routing import HitThreshold
 from pdd_plan.inputs.schema.scenario import Policy, Scenario
 from pdd_plan.optimize import problem_of
-from pdd_plan.optimize.search.caps import Caps
+from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.search.plan import plan_architecture
 from pdd_plan.optimize.tables import _hit_threshold_paths
 from pdd_plan.sim.replay import planned_route

@@ -15,7 +15,7 @@ from pdd_plan.evaluate import analytic
 from pdd_plan.optimize import milp
 from pdd_plan.optimize.milp import forced
 from pdd_plan.optimize.milp import linear as lp
-from pdd_plan.optimize.milp.problem import _options
+from pdd_plan.optimize.milp.solver import _options
 from pdd_plan.optimize.points import single
 from tests.unit.optimize.test_forced_verdict import fleets  # noqa: F401 (a fixture)
 

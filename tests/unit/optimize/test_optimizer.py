@@ -28,8 +28,8 @@ from pdd_plan.common.errors import InfeasibleError
 from pdd_plan.inputs.context import build_context
 from pdd_plan.inputs.schema.scenario import Scenario
 from pdd_plan.optimize import milp, problem_of
+from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.search import fixed_rate
-from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.plan import plan_architecture
 from pdd_plan.optimize.tables import DecodeCandidate, FleetTables, PathTable, rdma_option
 from pdd_plan.workload.classes import build_classes

@@ -16,7 +16,7 @@ from pdd_plan.inputs.context import build_context, load_scenario
 from pdd_plan.inputs.schema.plan import ArchitecturePlan, InstanceGroup, LineChoice, Routing
 from pdd_plan.latency import handoff
 from pdd_plan.optimize import problem_of
-from pdd_plan.optimize.search.caps import Caps
+from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.search.enumeration import mean_context
 from pdd_plan.perf import layers
 from pdd_plan.perf.handoff import joined_extend
