@@ -39,7 +39,6 @@ import yaml
 
 from pdd_plan.inputs.context import build_context, load_scenario
 from pdd_plan.inputs.profiles import example_path
-from pdd_plan.inputs.schema.plan import ArchitecturePlan
 from pdd_plan.latency.closed_forms import limited_ps_numbers
 from pdd_plan.latency.line import found_work, input_stream
 from pdd_plan.latency.prefill import gig1
@@ -47,6 +46,7 @@ from pdd_plan.optimize import problem_of
 from pdd_plan.optimize import summary as optimize_summary
 from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.search.objectives import solve_architecture
+from pdd_plan.outputs.plan import ArchitecturePlan
 from pdd_plan.sim import queues, replay
 from pdd_plan.sim.run import run
 from pdd_plan.workload.classes import build_classes

@@ -42,7 +42,7 @@ from pdd_plan.calibration import fit as cal
 from pdd_plan.calibration import joint
 from pdd_plan.inputs import profiles
 from pdd_plan.inputs.context import Context
-from pdd_plan.inputs.schema.plan import InstanceGroup
+from pdd_plan.outputs.plan import InstanceGroup
 from pdd_plan.perf import roofline
 from pdd_plan.perf.instance import Instance
 from pdd_plan.sim.run import run

@@ -19,7 +19,8 @@ from typing import Literal
 from pdd_plan.calibration import fit as cal
 from pdd_plan.calibration.readings import Reading, load_readings
 from pdd_plan.inputs.context import Context, build_context
-from pdd_plan.inputs.schema.plan import (
+from pdd_plan.inputs.schema.scenario import Scenario
+from pdd_plan.outputs.plan import (
     TPOT,
     TTFT,
     ArchitecturePlan,
@@ -29,7 +30,6 @@ from pdd_plan.inputs.schema.plan import (
     Solver,
     TransferSeconds,
 )
-from pdd_plan.inputs.schema.scenario import Scenario
 from pdd_plan.perf import layers
 
 CSV = cal.calibration_dir() / "calibration_measurements.csv"

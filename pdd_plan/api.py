@@ -20,8 +20,8 @@ if TYPE_CHECKING:  # hints only: the planner and the simulator load when called
     from pdd_plan.evaluate.result import Evaluation
     from pdd_plan.evaluate.run import Options
     from pdd_plan.inputs.context import Context
-    from pdd_plan.inputs.schema.plan import Plan
     from pdd_plan.inputs.schema.scenario import Scenario
+    from pdd_plan.outputs.plan import Plan
     from pdd_plan.sim.result import SimResult
     from pdd_plan.sim.setup import PlanLike
 

@@ -79,7 +79,7 @@ def emit_cmd(
     LLMInferenceService."""
     from pdd_plan import emit as em
     from pdd_plan.emit.plan import EmitOptions, context
-    from pdd_plan.inputs.placement import check_sites
+    from pdd_plan.outputs.placement import check_sites
 
     em.check_target(target)
     opts = EmitOptions(

@@ -21,7 +21,7 @@ def _load(path: str):
     from pdd_plan.inputs.context import build_context
     from pdd_plan.inputs.schema import Scenario
     from pdd_plan.inputs.schema.io import parse, read_yaml
-    from pdd_plan.inputs.schema.plan import parse_plan
+    from pdd_plan.outputs.plan import parse_plan
 
     data = read_yaml(path)
     if isinstance(data, dict) and "plans" in data and "inputs" in data:

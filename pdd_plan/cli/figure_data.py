@@ -22,7 +22,7 @@ import numpy as np
 from pdd_plan.architectures import RELAY_ARCH
 from pdd_plan.cli.progress import Stages
 from pdd_plan.inputs.context import Context
-from pdd_plan.inputs.schema.plan import Plan, Simulated
+from pdd_plan.outputs.plan import Plan, Simulated
 from pdd_plan.perf.bathtub import bathtub
 from pdd_plan.report.figures import FigureData, RegimeData, Replayed
 from pdd_plan.sim.result import SimResult

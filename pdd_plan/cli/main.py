@@ -228,7 +228,7 @@ def validate(file: str = typer.Argument(..., help="A scenario or profile YAML.")
     data = read_yaml(file)
     kind = Scenario
     if isinstance(data, dict) and "plans" in data and "schema_version" in data:
-        from pdd_plan.inputs.schema.plan import parse_plan
+        from pdd_plan.outputs.plan import parse_plan
 
         parse_plan(data, file)  # its own one-line errors: a plan's fields, not a scenario's
         echo(

@@ -21,7 +21,7 @@ from pdd_plan.common.files import require_file
 if TYPE_CHECKING:  # the plan schema (pydantic) loads when a command runs, not for --help
     from rich.console import Console
 
-    from pdd_plan.inputs.schema.plan import ArchitecturePlan
+    from pdd_plan.outputs.plan import ArchitecturePlan
 
 _SHOW_AFTER_S = 2.0
 
@@ -73,7 +73,7 @@ def _load(path: str, trace: str | None):
     from pdd_plan.inputs.context import build_context
     from pdd_plan.inputs.schema import Scenario
     from pdd_plan.inputs.schema.io import parse, read_yaml
-    from pdd_plan.inputs.schema.plan import parse_plan
+    from pdd_plan.outputs.plan import parse_plan
 
     data = read_yaml(path)
     if isinstance(data, dict) and "plans" in data and "inputs" in data:
@@ -212,7 +212,7 @@ def simulate_cmd(
                     "pip install 'pdd-plan[parquet]' (pyarrow), or use a .csv name",
                 ) from None
     from pdd_plan.inputs import profiles
-    from pdd_plan.inputs.placement import check_sites
+    from pdd_plan.outputs.placement import check_sites
 
     path = profiles.scenario_path(file)
     ctx, plan = _load(path, trace)

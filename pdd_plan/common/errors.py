@@ -28,8 +28,8 @@ class InputError(PddPlanError):
 class InfeasibleError(PddPlanError):
     """No plan meets the scenario; the message names the binding constraint (exit 1).
 
-    `reasons`: structured `schema.plan.Reason`s, the binding one first (one architecture).
-    `by_architecture`: `schema.plan.Infeasible` per architecture, when none could be planned.
+    `reasons`: structured `outputs.plan.Reason`s, the binding one first (one architecture).
+    `by_architecture`: `outputs.plan.Infeasible` per architecture, when none could be planned.
     """
 
     exit_code = 1

@@ -1,6 +1,6 @@
 """From a typed plan to the deployment the emitters render: instance groups, nodes, hosts,
 flags. The plan (``optimize`` output, or a plan file written by ``pdd-plan optimize --out``)
-is a `schema.plan.Plan`, validated once on load, so its rows here are already well formed.
+is an `outputs.plan.Plan`, validated once on load, so its rows here are already well formed.
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ from pdd_plan.architectures import ROLE_ORDER
 from pdd_plan.common.errors import InputError
 from pdd_plan.inputs import profiles
 from pdd_plan.inputs.context import build_context
-from pdd_plan.inputs.schema import plan as schema_plan
 from pdd_plan.inputs.schema.common import control_character
 from pdd_plan.inputs.schema.gpu import GPUProfile
 from pdd_plan.inputs.schema.model import ModelProfile
 from pdd_plan.inputs.schema.names import dns_label
-from pdd_plan.inputs.schema.plan import ArchitecturePlan, InstanceGroup, Plan
+from pdd_plan.outputs import plan as schema_plan
+from pdd_plan.outputs.plan import ArchitecturePlan, InstanceGroup, Plan
 from pdd_plan.perf.instance import Instance
 
 ARCHITECTURES = architectures.names()  # the built-in ones, for --architecture help

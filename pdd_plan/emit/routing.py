@@ -12,7 +12,7 @@ import yaml
 from pdd_plan.emit import dynamo, k8s, llmd
 from pdd_plan.emit.plan import Deployment, Group, data_file
 from pdd_plan.emit.sglang import host
-from pdd_plan.inputs.schema.plan import RouteShare, Routing
+from pdd_plan.outputs.plan import RouteShare, Routing
 
 NEW_TARGETS = ("dynamo", "llm-d", "kserve")
 HEAD = (

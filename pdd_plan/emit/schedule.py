@@ -17,8 +17,8 @@ import yaml
 
 from pdd_plan.emit.k8s import labels, obj_name
 from pdd_plan.emit.plan import Deployment, Group, dns
-from pdd_plan.inputs.schema.day_plan import DayArchitecture, DayGroup, DayPlan
-from pdd_plan.inputs.schema.plan import InstanceGroup, Plan
+from pdd_plan.outputs.day_plan import DayArchitecture, DayGroup, DayPlan
+from pdd_plan.outputs.plan import InstanceGroup, Plan
 
 KEDA_API = "keda.sh/v1alpha1"
 LWS_API = "leaderworkerset.x-k8s.io/v1"

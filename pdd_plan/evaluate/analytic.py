@@ -23,7 +23,6 @@ from pdd_plan import architectures
 from pdd_plan.architectures import P_RLD_MD, Architecture
 from pdd_plan.evaluate.fleet import FleetSpec, instance, speed_of
 from pdd_plan.inputs.pieces import Profiles
-from pdd_plan.inputs.schema.plan import ArchitecturePlan, InstanceGroup, LineChoice
 from pdd_plan.inputs.schema.scenario import SLA
 from pdd_plan.latency.line import transfer
 from pdd_plan.latency.prefill import pool as prefill_pool
@@ -34,6 +33,7 @@ from pdd_plan.optimize.milp import forced
 from pdd_plan.optimize.problem import Problem
 from pdd_plan.optimize.search.enumeration import Shared, mean_context
 from pdd_plan.optimize.solved import SolverResult
+from pdd_plan.outputs.plan import ArchitecturePlan, InstanceGroup, LineChoice
 from pdd_plan.perf import roofline
 from pdd_plan.perf.instance import Instance
 from pdd_plan.workload.requests import RequestClasses

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pdd_plan.inputs.pieces import ReplaySetup
-from pdd_plan.inputs.schema.plan import ArchitecturePlan
+from pdd_plan.outputs.plan import ArchitecturePlan
 from pdd_plan.sim.verdict import Verdict
 
 

@@ -1,7 +1,7 @@
 """A fleet to evaluate, as the typed groups the simulator replays: from a plan's architectures
 or from a scenario's `fleet:` section, checked against the scenario (one-line errors).
 
-Both sources end as `FleetSpec` (schema.plan `InstanceGroup`s and a `LineChoice`), so the
+Both sources end as `FleetSpec` (outputs.plan `InstanceGroup`s and a `LineChoice`), so the
 analytic search and the simulator read one thing, by one code path (sim/setup.py).
 """
 
@@ -17,13 +17,13 @@ from pdd_plan.common.errors import InputError
 from pdd_plan.inputs import profiles
 from pdd_plan.inputs.context import Context
 from pdd_plan.inputs.pieces import Profiles, ReplaySetup, Sites
-from pdd_plan.inputs.placement import allowed_sites, check_sites
 from pdd_plan.inputs.schema.fleet import ArchitectureFleet, FleetGroup, fleet_of
 from pdd_plan.inputs.schema.gpu import GPUProfile
 from pdd_plan.inputs.schema.line import LineSKU
-from pdd_plan.inputs.schema.plan import InstanceGroup, LineChoice, Plan
 from pdd_plan.latency.line.transfer import LineConfig
 from pdd_plan.optimize.problem import Problem
+from pdd_plan.outputs.placement import allowed_sites, check_sites
+from pdd_plan.outputs.plan import InstanceGroup, LineChoice, Plan
 from pdd_plan.perf.instance import Instance, _default_parallelism
 
 FLEET_FIX = "see the `fleet:` format in README.md (pdd-plan evaluate)"

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pdd_plan.common import limits
 from pdd_plan.common.errors import InfeasibleError
 from pdd_plan.inputs.context import Context
-from pdd_plan.inputs.schema.plan import ArchitecturePlan, Infeasible, Plan
 from pdd_plan.optimize import summary as optimize_summary
 from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.owned import OwnedPrices
@@ -13,6 +12,7 @@ from pdd_plan.optimize.problem import Catalog, Problem
 from pdd_plan.optimize.search.objectives import dinkelbach, solve_architecture
 from pdd_plan.optimize.solved import SolverResult
 from pdd_plan.optimize.verify import check_size, verified_all
+from pdd_plan.outputs.plan import ArchitecturePlan, Infeasible, Plan
 from pdd_plan.sim.worker import Forked
 from pdd_plan.workload import periods
 from pdd_plan.workload.classes import build_classes

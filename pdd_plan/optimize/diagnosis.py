@@ -1,4 +1,4 @@
-"""Why an architecture has no plan: structured reasons (`schema.plan.Reason`), each naming the
+"""Why an architecture has no plan: structured reasons (`outputs.plan.Reason`), each naming the
 scenario field to relax, and the InfeasibleError that carries them (the binding one first)."""
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from pdd_plan.common.errors import InfeasibleError
 from pdd_plan.inputs.pieces import Sites
 from pdd_plan.inputs.schema.line import LineSKU
 from pdd_plan.inputs.schema.model import ModelProfile
-from pdd_plan.inputs.schema.plan import REASON_ORDER, Reason
 from pdd_plan.inputs.schema.scenario import SLA, Policy
 from pdd_plan.latency.line import transfer
 from pdd_plan.optimize import tables
 from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.problem import Catalog
+from pdd_plan.outputs.plan import REASON_ORDER, Reason
 from pdd_plan.perf import roofline
 from pdd_plan.perf.instance import Instance
 from pdd_plan.workload.requests import RequestClasses

@@ -15,9 +15,9 @@ import dataclasses
 from pdd_plan.common.errors import InfeasibleError
 from pdd_plan.inputs.context import Context
 from pdd_plan.inputs.schema.line import LineSKU
-from pdd_plan.inputs.schema.plan import ArchitecturePlan, LineChoice
 from pdd_plan.latency.line.transfer import LineConfig
 from pdd_plan.optimize import optimize
+from pdd_plan.outputs.plan import ArchitecturePlan, LineChoice
 
 _ROOM = 1000.0  # the lifted line's capacity and pool, as a multiple of the real one
 

@@ -19,7 +19,12 @@ from pdd_plan.architectures import (
     RELAY_PATHS,
 )
 from pdd_plan.common.errors import InfeasibleError
-from pdd_plan.inputs.schema.plan import (
+from pdd_plan.latency import paths as latency_paths
+from pdd_plan.latency import spread
+from pdd_plan.latency import ttft as ttft_law
+from pdd_plan.latency.line import delay_shape
+from pdd_plan.optimize.solved import QS, SolverResult
+from pdd_plan.outputs.plan import (
     TPOT,
     TTFT,
     ArchitecturePlan,
@@ -31,11 +36,6 @@ from pdd_plan.inputs.schema.plan import (
     Solver,
     TransferSeconds,
 )
-from pdd_plan.latency import paths as latency_paths
-from pdd_plan.latency import spread
-from pdd_plan.latency import ttft as ttft_law
-from pdd_plan.latency.line import delay_shape
-from pdd_plan.optimize.solved import QS, SolverResult
 from pdd_plan.perf import layers, roofline
 from pdd_plan.perf.instance import Instance, instance_key
 from pdd_plan.workload.requests import RequestClasses

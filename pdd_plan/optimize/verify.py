@@ -8,12 +8,12 @@ from collections.abc import Generator
 from pdd_plan.common import limits
 from pdd_plan.common.errors import InfeasibleError
 from pdd_plan.inputs.pieces import ReplaySetup
-from pdd_plan.inputs.schema.plan import ArchitecturePlan, Reason, Simulated
 from pdd_plan.optimize import summary as optimize_summary
 from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.problem import Problem
 from pdd_plan.optimize.search.objectives import solve_architecture
 from pdd_plan.optimize.solved import SolverResult
+from pdd_plan.outputs.plan import ArchitecturePlan, Reason, Simulated
 from pdd_plan.sim.verdict import Verdict
 from pdd_plan.sim.worker import Forked, replays
 from pdd_plan.workload.requests import RequestClasses

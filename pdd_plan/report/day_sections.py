@@ -3,7 +3,7 @@ architecture, and each architecture's fleet per period, from the plan's `day` bl
 
 from __future__ import annotations
 
-from pdd_plan.inputs.schema.plan import Plan
+from pdd_plan.outputs.plan import Plan
 from pdd_plan.report.day_table import period_row, roles_of
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from rich.console import Console
 
 from pdd_plan.architectures import LINE_BASELINE, LOCAL_BASELINE, RELAY_ARCH, RELAY_PATHS, get
-from pdd_plan.inputs.schema.day_plan import DayArchitecture, DayPeriod
-from pdd_plan.inputs.schema.plan import Plan
+from pdd_plan.outputs.day_plan import DayArchitecture, DayPeriod
+from pdd_plan.outputs.plan import Plan
 from pdd_plan.report import layout
 
 ROLE_SHORT = (("prefill", "P"), ("relay_decode", "R"), ("main_decode", "M"), ("decode", "D"))

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from html import escape
 
 from pdd_plan.architectures import P_MD, P_RLD, P_RLD_MD, ROLE_ORDER, get
-from pdd_plan.inputs.schema.plan import ArchitecturePlan
+from pdd_plan.outputs.plan import ArchitecturePlan
 
 W = 720  # the drawing's width in its own units (the page scales it)
 DC_W, POOL_W, POOL_H, GAP = 270, 230, 62, 44

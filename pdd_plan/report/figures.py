@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pdd_plan.inputs.schema.plan import Plan
+from pdd_plan.outputs.plan import Plan
 from pdd_plan.report import plots
 from pdd_plan.report.sections import cost_breakdown
 from pdd_plan.sweep.regimes.plot import regime_png

@@ -12,7 +12,7 @@ import base64
 from html import escape
 
 from pdd_plan.architectures import get
-from pdd_plan.inputs.schema.plan import Plan
+from pdd_plan.outputs.plan import Plan
 from pdd_plan.report import verdict
 from pdd_plan.report.diagram import plan_svg
 from pdd_plan.report.figures import Figure

@@ -12,8 +12,8 @@ from dataclasses import asdict, dataclass, field
 
 from pdd_plan import architectures
 from pdd_plan.architectures import PATHS, ROLE_ORDER, ROLES
-from pdd_plan.inputs.schema.plan import ArchitecturePlan, Infeasible, Plan, RouteShare
 from pdd_plan.inputs.schema.scenario import SLA
+from pdd_plan.outputs.plan import ArchitecturePlan, Infeasible, Plan, RouteShare
 from pdd_plan.report import uncertainty, verdict
 from pdd_plan.report.day_sections import day_sections
 from pdd_plan.report.inputs_section import inputs_section

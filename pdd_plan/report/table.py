@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from pdd_plan.architectures import LINE_BASELINE, LOCAL_BASELINE, PATHS, RELAY_ARCH, ROLE_ORDER, get
-from pdd_plan.inputs.schema.plan import ArchitecturePlan, Plan
+from pdd_plan.outputs.plan import ArchitecturePlan, Plan
 from pdd_plan.report import layout, uncertainty
 from pdd_plan.report.day_table import render_day
 from pdd_plan.report.sections import not_met_label

@@ -9,7 +9,7 @@ from html import escape
 from rich.console import Console
 
 from pdd_plan.architectures import RELAY_ARCH, get
-from pdd_plan.inputs.schema.plan_uncertainty import Band, PlanUncertainty
+from pdd_plan.outputs.plan_uncertainty import Band, PlanUncertainty
 from pdd_plan.report import layout
 
 

@@ -9,7 +9,7 @@ precision everywhere it is printed."""
 from __future__ import annotations
 
 from pdd_plan import architectures
-from pdd_plan.inputs.schema.plan import Plan
+from pdd_plan.outputs.plan import Plan
 
 TIE = 0.0005  # |gain| below this prints as +0.0%: the verdict is a tie
 

@@ -40,7 +40,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from pdd_plan.inputs.schema.plan import ArchitecturePlan
+from pdd_plan.outputs.plan import ArchitecturePlan
 from pdd_plan.workload.requests import Requests
 
 ALPHA = 0.01  # the chance that a verdict taken at a look is wrong, all looks and checks

@@ -12,8 +12,8 @@ from pdd_plan.architectures import ROLES, Architecture
 from pdd_plan.common.errors import InputError
 from pdd_plan.inputs.pieces import Profiles, ReplaySetup
 from pdd_plan.inputs.schema.line import LineSKU
-from pdd_plan.inputs.schema.plan import ArchitecturePlan, InstanceGroup, Plan
 from pdd_plan.latency.line.transfer import LineConfig
+from pdd_plan.outputs.plan import ArchitecturePlan, InstanceGroup, Plan
 from pdd_plan.perf.instance import Instance
 from pdd_plan.workload.cache import CacheSpec
 from pdd_plan.workload.distributions import sample, sample_requests

@@ -11,7 +11,7 @@ from typing import Any
 
 from pdd_plan.architectures import PATHS
 from pdd_plan.common.errors import InfeasibleError
-from pdd_plan.inputs.schema.plan import ArchitecturePlan, Infeasible, Plan
+from pdd_plan.outputs.plan import ArchitecturePlan, Infeasible, Plan
 
 # the per-architecture figures of a row, in output order (the varied values come first)
 ROW_KEYS = (

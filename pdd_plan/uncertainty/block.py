@@ -11,8 +11,10 @@ import numpy as np
 from pdd_plan.architectures import LINE_BASELINE, LOCAL_BASELINE, RELAY_ARCH
 from pdd_plan.evaluate import fleet
 from pdd_plan.inputs.context import Context
-from pdd_plan.inputs.schema.plan import Plan
-from pdd_plan.inputs.schema.plan_uncertainty import (
+from pdd_plan.inputs.schema.uncertainty import Uncertainty
+from pdd_plan.optimize.caps import Caps
+from pdd_plan.outputs.plan import Plan
+from pdd_plan.outputs.plan_uncertainty import (
     ArchitectureUncertainty,
     Confirmed,
     DrawRow,
@@ -22,9 +24,7 @@ from pdd_plan.inputs.schema.plan_uncertainty import (
     RobustArchitecture,
     Versus,
 )
-from pdd_plan.inputs.schema.plan_uncertainty import Robust as RobustBlock
-from pdd_plan.inputs.schema.uncertainty import Uncertainty
-from pdd_plan.optimize.caps import Caps
+from pdd_plan.outputs.plan_uncertainty import Robust as RobustBlock
 from pdd_plan.uncertainty import draws as draws_mod
 from pdd_plan.uncertainty import paired, replan, replay, robust, sensitivity
 from pdd_plan.uncertainty.n_minus_1 import n_minus_1

@@ -22,10 +22,10 @@ from pdd_plan import architectures
 from pdd_plan.evaluate import analytic
 from pdd_plan.evaluate.fleet import FleetSpec
 from pdd_plan.inputs.context import Context
-from pdd_plan.inputs.schema.plan_uncertainty import Band
 from pdd_plan.optimize import problem_of
 from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.problem import Problem
+from pdd_plan.outputs.plan_uncertainty import Band
 from pdd_plan.uncertainty import perturb, sizing
 from pdd_plan.uncertainty.draws import Draws
 from pdd_plan.workload.requests import RequestClasses

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from pdd_plan.common.errors import InfeasibleError
 from pdd_plan.inputs.context import Context
-from pdd_plan.inputs.schema.plan import ArchitecturePlan, Plan
-from pdd_plan.inputs.schema.plan_uncertainty import PlanFlips, Versus
 from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.search.plan import plan_architecture
+from pdd_plan.outputs.plan import ArchitecturePlan, Plan
+from pdd_plan.outputs.plan_uncertainty import PlanFlips, Versus
 from pdd_plan.uncertainty import robust
 from pdd_plan.uncertainty.draws import Draws
 from pdd_plan.uncertainty.sensitivity import HIGH, LOW, Lever

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from pdd_plan.inputs.context import Context
 from pdd_plan.inputs.pieces import Profiles
-from pdd_plan.inputs.schema.plan import ArchitecturePlan
+from pdd_plan.outputs.plan import ArchitecturePlan
 from pdd_plan.sim.verdict import Verdict
 from pdd_plan.uncertainty import paired, perturb
 from pdd_plan.workload.requests import RequestClasses

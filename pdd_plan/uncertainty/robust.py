@@ -27,11 +27,11 @@ import numpy as np
 from pdd_plan.common.errors import InfeasibleError
 from pdd_plan.evaluate import analytic, fleet
 from pdd_plan.inputs.context import Context
-from pdd_plan.inputs.schema.plan import ArchitecturePlan, Comparison, LineChoice, Plan
 from pdd_plan.optimize import summary
 from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.search.plan import plan_architecture
 from pdd_plan.optimize.solved import SolverResult
+from pdd_plan.outputs.plan import ArchitecturePlan, Comparison, LineChoice, Plan
 from pdd_plan.uncertainty import paired, perturb
 from pdd_plan.uncertainty.draws import Draws
 from pdd_plan.workload.requests import RequestClasses

@@ -13,7 +13,7 @@ import numpy as np
 
 from pdd_plan import architectures
 from pdd_plan.evaluate.fleet import FleetSpec
-from pdd_plan.inputs.schema.plan_uncertainty import TornadoRow
+from pdd_plan.outputs.plan_uncertainty import TornadoRow
 from pdd_plan.uncertainty.draws import Draws, Marginal
 from pdd_plan.uncertainty.paired import Evaluator
 

@@ -60,7 +60,7 @@ def tree_text(folder: Path) -> str:
 
 
 def _planned(plan: Path, arch: str) -> bool:
-    from pdd_plan.inputs.schema.plan import load_plan
+    from pdd_plan.outputs.plan import load_plan
 
     return arch in load_plan(plan).plans
 

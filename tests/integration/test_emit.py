@@ -21,8 +21,8 @@ from pdd_plan.emit import flags, k8s, sglang, validation
 from pdd_plan.emit.plan import EmitOptions, nodes_for
 from pdd_plan.inputs import profiles
 from pdd_plan.inputs.context import build_context, load_scenario
-from pdd_plan.inputs.schema.plan import parse_plan
 from pdd_plan.optimize import optimize
+from pdd_plan.outputs.plan import parse_plan
 
 pytestmark = pytest.mark.integration
 

@@ -16,8 +16,8 @@ from pdd_plan.emit import engines, transfer
 from pdd_plan.emit.plan import EmitOptions
 from pdd_plan.inputs import profiles
 from pdd_plan.inputs.context import build_context, load_scenario
-from pdd_plan.inputs.schema.plan import parse_plan
 from pdd_plan.optimize import optimize
+from pdd_plan.outputs.plan import parse_plan
 
 pytestmark = pytest.mark.integration
 

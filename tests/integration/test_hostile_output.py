@@ -35,7 +35,7 @@ from pdd_plan.common.errors import InputError
 from pdd_plan.emit import flags, sglang
 from pdd_plan.emit.plan import build, dns
 from pdd_plan.inputs.schema.io import read_yaml
-from pdd_plan.inputs.schema.plan import parse_plan
+from pdd_plan.outputs.plan import parse_plan
 
 pytestmark = pytest.mark.integration
 
@@ -367,7 +367,7 @@ def test_emit_and_simulate_refuse_a_plan_that_is_not_its_scenarios(tmp_path, edi
 
 def test_the_golden_plan_fits_its_scenario():
     from pdd_plan.emit.plan import context
-    from pdd_plan.inputs.placement import allowed_sites, check_sites
+    from pdd_plan.outputs.placement import allowed_sites, check_sites
 
     plan = parse_plan(plan_dict())
     ctx = context(plan)

@@ -527,8 +527,8 @@ def test_evaluate_costs_owned_gpus_as_optimize_does(tmp_path):
 def test_owned_cost_hand_arithmetic():
     from pdd_plan.evaluate.fleet import FleetSpec
     from pdd_plan.evaluate.run import owned_cost
-    from pdd_plan.inputs.schema.plan import InstanceGroup, LineChoice
     from pdd_plan.optimize.owned import OwnedGPU, OwnedPrices
+    from pdd_plan.outputs.plan import InstanceGroup, LineChoice
 
     g = InstanceGroup(role="prefill", gpu="h100", datacenter="dc-a", count=3,
                       gpus_per_instance=16, tp=16, dp=1, ep=1, cost_per_hour=120.0)  # fmt: skip

@@ -124,7 +124,7 @@ def test_a_prepared_replayer_builds_no_schema_in_its_first_replay(tmp_path):
     _run(
         "import json, pickle\n"
         "from pdd_plan.inputs.context import build_context\n"
-        "from pdd_plan.inputs.schema.plan import load_plan\n"
+        "from pdd_plan.outputs.plan import load_plan\n"
         "p = load_plan('tests/golden/pdd-paper.optimize.yaml')\n"
         "ctx = build_context(p.inputs, 'tests/golden/pdd-paper.optimize.yaml')\n"
         f"pickle.dump((ctx.replay_setup, p), open({str(job)!r}, 'wb'))\n"

@@ -17,9 +17,9 @@ from pdd_plan.emit import build
 from pdd_plan.inputs import profiles
 from pdd_plan.inputs.context import build_context
 from pdd_plan.inputs.schema.io import parse
-from pdd_plan.inputs.schema.plan import parse_plan
 from pdd_plan.inputs.schema.scenario import Scenario
 from pdd_plan.optimize import optimize
+from pdd_plan.outputs.plan import parse_plan
 from pdd_plan.report.sections import build_report
 
 pytestmark = pytest.mark.integration

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from pdd_plan.cli.common import dumps
 from pdd_plan.cli.main import app
-from pdd_plan.inputs.schema.plan import parse_plan
+from pdd_plan.outputs.plan import parse_plan
 from pdd_plan.report import plots
 from pdd_plan.report.inputs_section import dist_text
 from pdd_plan.report.render import markdown

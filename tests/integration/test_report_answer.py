@@ -15,8 +15,8 @@ import pytest
 from pdd_plan.cli.figure_data import figure_data
 from pdd_plan.inputs import profiles
 from pdd_plan.inputs.context import build_context, load_scenario
-from pdd_plan.inputs.schema.plan import parse_plan
 from pdd_plan.optimize import optimize
+from pdd_plan.outputs.plan import parse_plan
 from pdd_plan.report import verdict
 from pdd_plan.report.diagram import plan_svg
 from pdd_plan.report.html import render_html

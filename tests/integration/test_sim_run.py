@@ -12,8 +12,8 @@ import yaml
 
 from pdd_plan.inputs.context import build_context
 from pdd_plan.inputs.schema import Scenario
-from pdd_plan.inputs.schema.plan import ArchitecturePlan, LineChoice
 from pdd_plan.optimize import optimize
+from pdd_plan.outputs.plan import ArchitecturePlan, LineChoice
 from pdd_plan.sim.queues import P_MD, P_RLD, P_RLD_MD
 from pdd_plan.sim.run import run, verify
 

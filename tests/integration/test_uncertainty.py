@@ -12,8 +12,8 @@ import pytest
 from pdd_plan.architectures import LOCAL_BASELINE, RELAY_ARCH
 from pdd_plan.evaluate import analytic, fleet
 from pdd_plan.inputs.context import build_context
-from pdd_plan.inputs.schema.plan import load_plan, parse_plan
 from pdd_plan.optimize.caps import Caps
+from pdd_plan.outputs.plan import load_plan, parse_plan
 from pdd_plan.uncertainty import Options, assess, paired, perturb, replay, robust
 from pdd_plan.uncertainty.block import make_draws
 from pdd_plan.uncertainty.paired import pb_of

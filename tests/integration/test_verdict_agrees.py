@@ -14,7 +14,7 @@ import pytest
 
 from pdd_plan.architectures import RELAY_ARCH
 from pdd_plan.inputs.context import build_context
-from pdd_plan.inputs.schema.plan import load_plan
+from pdd_plan.outputs.plan import load_plan
 from pdd_plan.report.sections import build_report
 from pdd_plan.uncertainty import Options, assess
 

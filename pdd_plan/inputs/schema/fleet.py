@@ -13,7 +13,7 @@ fleet:
 
 Each architecture runs the groups of its own roles (`all` may hold every role; CDC-PD on PDD's
 fleet is PDD's fleet with every request sent P -> MD). `tp`/`dp`/`ep` default to the recipe the
-optimizer uses for that instance size. Bounds match a plan's (schema/plan.py), checked before
+optimizer uses for that instance size. Bounds match a plan's (outputs/plan.py), checked before
 anything is allocated per instance.
 """
 
@@ -24,7 +24,7 @@ from pydantic import AfterValidator, Field
 from pdd_plan import architectures
 from pdd_plan.inputs.schema.common import Strict
 
-# the same bounds as a plan's (schema/plan.py imports the scenario, so they are restated here;
+# the same bounds as a plan's (outputs/plan.py imports the scenario, so they are restated here;
 # tests/unit/evaluate/test_evaluate.py keeps them equal)
 MAX_INSTANCES_PER_GROUP = 100_000
 MAX_GPUS_PER_INSTANCE = 4_096

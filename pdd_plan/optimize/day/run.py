@@ -7,14 +7,14 @@ from __future__ import annotations
 from pdd_plan.architectures import LINE_BASELINE, LOCAL_BASELINE, RELAY_ARCH, get
 from pdd_plan.common import limits
 from pdd_plan.common.errors import InfeasibleError
-from pdd_plan.inputs.schema.day_plan import DayArchitecture, DayPlan, ScaleTry
-from pdd_plan.inputs.schema.plan import ArchitecturePlan, Infeasible, Plan
 from pdd_plan.inputs.schema.scenario import Scenario
 from pdd_plan.optimize import summary as optimize_summary
 from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.day import scale, search, summary, verify
 from pdd_plan.optimize.day.day_problem import DayProblem
 from pdd_plan.optimize.solved import SolverResult
+from pdd_plan.outputs.day_plan import DayArchitecture, DayPlan, ScaleTry
+from pdd_plan.outputs.plan import ArchitecturePlan, Infeasible, Plan
 from pdd_plan.workload.periods import Day, reweighted
 
 # a period's replay: this share of --sim-requests (24 periods x 3 architectures stay in seconds)

@@ -10,13 +10,13 @@ import dataclasses
 import numpy as np
 
 from pdd_plan.architectures import PATHS
-from pdd_plan.inputs.schema.day_plan import DayArchitecture, DayGroup, DayPeriod
-from pdd_plan.inputs.schema.plan import ArchitecturePlan, InstanceGroup
 from pdd_plan.optimize import milp
 from pdd_plan.optimize import summary as optimize_summary
 from pdd_plan.optimize.day.search import DaySolved
 from pdd_plan.optimize.search import combo_result
 from pdd_plan.optimize.solved import SolverResult
+from pdd_plan.outputs.day_plan import DayArchitecture, DayGroup, DayPeriod
+from pdd_plan.outputs.plan import ArchitecturePlan, InstanceGroup
 from pdd_plan.workload.periods import Day, reweighted
 
 

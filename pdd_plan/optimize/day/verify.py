@@ -25,12 +25,12 @@ import numpy as np
 from pdd_plan.architectures import get
 from pdd_plan.common.errors import InfeasibleError
 from pdd_plan.inputs.pieces import ReplaySetup
-from pdd_plan.inputs.schema.day_plan import PeriodReplay
 from pdd_plan.optimize import summary as optimize_summary
 from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.day import search
 from pdd_plan.optimize.day.day_problem import DayProblem
 from pdd_plan.optimize.day.summary import period_plan, period_result, replay_plan
+from pdd_plan.outputs.day_plan import PeriodReplay
 from pdd_plan.sim.run import checked
 from pdd_plan.sim.run import replay_plan as sim_replay
 from pdd_plan.workload.periods import Day

@@ -11,7 +11,7 @@ it need not equal the plan it is drawn around (which may lease several smaller l
 from __future__ import annotations
 
 from pdd_plan.architectures import RELAY_ARCH
-from pdd_plan.inputs.schema.plan import Plan
+from pdd_plan.outputs.plan import Plan
 from pdd_plan.sweep.regimes.axes import RegimeAxis
 
 LINE_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)

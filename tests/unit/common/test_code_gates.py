@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pdd_plan import architectures
-from pdd_plan.inputs.schema.plan import RouteShare
+from pdd_plan.outputs.plan import RouteShare
 from pdd_plan.sim.queues import Route
 
 pytestmark = pytest.mark.unit
@@ -94,7 +94,8 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 # the layers, lowest first: a package imports from its own row and the rows before it
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("architectures", "common"),  # base: the architecture spec; errors, atomic writes, limits
-    ("inputs",),  # schemas, profiles, the resolved Context
+    ("inputs",),  # scenario and profile schemas, profiles, the resolved Context
+    ("outputs",),  # the plan file's schema (what the planner writes) and its placement check
     ("perf", "workload", "latency"),  # models
     ("calibration",),  # fitting
     ("optimize", "evaluate", "sim"),  # planning
@@ -153,9 +154,9 @@ def test_no_package_cycle():
 
 
 def test_layer_gate_sees_a_planted_upward_import():
-    g = {"pdd_plan.inputs.placement": {"pdd_plan.optimize.search.enumeration"}}
+    g = {"pdd_plan.outputs.placement": {"pdd_plan.optimize.search.enumeration"}}
     assert upward_imports(g) == [
-        "pdd_plan.inputs.placement (inputs row) -> pdd_plan.optimize.search.enumeration"
+        "pdd_plan.outputs.placement (outputs row) -> pdd_plan.optimize.search.enumeration"
     ]
     assert (
         find_cycle(

@@ -24,7 +24,7 @@ from pdd_plan.common import limits
 from pdd_plan.common.errors import InputError
 from pdd_plan.inputs.schema import Scenario
 from pdd_plan.inputs.schema.io import parse
-from pdd_plan.inputs.schema.plan import parse_plan
+from pdd_plan.outputs.plan import parse_plan
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "pdd_plan" / "data" / "examples" / "pdd-paper.yaml"

@@ -31,8 +31,8 @@ RESULT_TYPES = {
     "pdd_plan.evaluate.result": ("Evaluation", "ArchitectureEvaluation", "GivesOut"),
     "pdd_plan.uncertainty.replay": ("Replayed",),
     "pdd_plan.uncertainty.robust": ("Robust",),
-    "pdd_plan.inputs.schema.plan": ("Plan", "ArchitecturePlan", "Simulated", "Infeasible"),
-    "pdd_plan.inputs.schema.day_plan": ("DayPlan", "PeriodReplay"),
+    "pdd_plan.outputs.plan": ("Plan", "ArchitecturePlan", "Simulated", "Infeasible"),
+    "pdd_plan.outputs.day_plan": ("DayPlan", "PeriodReplay"),
 }
 # a class named like a result is one, wherever it is defined
 RESULT_NAME = re.compile(r"(Result|Solution|Solved|Verdict|Evaluation|Replay|Replayed|Confirmed)$")

@@ -16,8 +16,8 @@ from pdd_plan.evaluate import fleet
 from pdd_plan.inputs import profiles
 from pdd_plan.inputs.context import build_context, load_scenario
 from pdd_plan.inputs.schema import Scenario
-from pdd_plan.inputs.schema.plan import parse_plan
 from pdd_plan.optimize import optimize
+from pdd_plan.outputs.plan import parse_plan
 
 FLEET = (
     Path(__file__).resolve().parents[3] / "pdd_plan" / "data" / "examples" / "pdd-paper-fleet.yaml"

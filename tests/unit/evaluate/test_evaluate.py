@@ -17,8 +17,8 @@ from pdd_plan.evaluate import Options, analytic, evaluate, fleet
 from pdd_plan.inputs.context import build_context
 from pdd_plan.inputs.schema import Scenario
 from pdd_plan.inputs.schema import fleet as fleet_schema
-from pdd_plan.inputs.schema import plan as plan_schema
-from pdd_plan.inputs.schema.plan import load_plan
+from pdd_plan.outputs import plan as plan_schema
+from pdd_plan.outputs.plan import load_plan
 
 # Each goodput is a bisection's, found to within its rel_tol below the true rate, and two fleets
 # start from different brackets (a rate bound that counts relay decode), so goodputs that are

@@ -10,7 +10,7 @@ import yaml
 from typer.testing import CliRunner
 
 from pdd_plan.cli.main import app
-from pdd_plan.inputs.schema.plan import Plan, parse_plan
+from pdd_plan.outputs.plan import Plan, parse_plan
 
 pytestmark = pytest.mark.unit
 

@@ -88,8 +88,10 @@ def test_numbers_and_booleans_where_they_belong_pass():
 @pytest.mark.unit
 def test_model_modules_give_pydantic_types_not_strings():
     # see schema/common.py: string annotations cost every import their evaluation
-    inputs = Path(__file__).resolve().parents[3] / "pdd_plan" / "inputs"
-    texts = {m.name: m.read_text() for m in [inputs / "calibrated.py", *inputs.glob("schema/*.py")]}
+    pkg = Path(__file__).resolve().parents[3] / "pdd_plan"
+    inputs, outputs = pkg / "inputs", pkg / "outputs"
+    files = [inputs / "calibrated.py", *inputs.glob("schema/*.py"), *outputs.glob("*.py")]
+    texts = {m.name: m.read_text() for m in files}
     models = [n for n, t in texts.items() if "(Strict):" in t or "Out):" in t]
-    assert {"scenario.py", "plan.py", "calibrated.py", "out.py"} <= set(models)
+    assert {"scenario.py", "plan.py", "calibrated.py", "base.py"} <= set(models)
     assert [n for n in models if "from __future__ import annotations" in texts[n]] == []

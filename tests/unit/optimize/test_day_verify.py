@@ -8,8 +8,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from pdd_plan.inputs.schema.day_plan import PeriodReplay
 from pdd_plan.optimize.day import search, verify
+from pdd_plan.outputs.day_plan import PeriodReplay
 from pdd_plan.sim.verdict import Verdict
 
 

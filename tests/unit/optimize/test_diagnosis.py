@@ -12,11 +12,11 @@ import yaml
 
 from pdd_plan.common.errors import InfeasibleError
 from pdd_plan.inputs.context import build_context
-from pdd_plan.inputs.schema.plan import REASON_ORDER, Reason
 from pdd_plan.inputs.schema.scenario import Scenario
 from pdd_plan.optimize import diagnosis, problem_of
 from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.search.plan import plan_architecture
+from pdd_plan.outputs.plan import REASON_ORDER, Reason
 from pdd_plan.workload.classes import build_classes
 
 pytestmark = pytest.mark.unit

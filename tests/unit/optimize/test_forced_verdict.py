@@ -12,10 +12,10 @@ import pytest
 
 from pdd_plan.evaluate import analytic, fleet
 from pdd_plan.inputs.context import build_context
-from pdd_plan.inputs.schema.plan import load_plan
 from pdd_plan.optimize import milp, problem_of
 from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.milp import forced
+from pdd_plan.outputs.plan import load_plan
 from pdd_plan.workload.classes import build_classes
 
 ROOT = Path(__file__).resolve().parents[3]

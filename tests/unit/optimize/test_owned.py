@@ -20,9 +20,9 @@ from typer.testing import CliRunner
 
 from pdd_plan.cli.main import app
 from pdd_plan.inputs.context import build_context
-from pdd_plan.inputs.schema.plan import Plan
 from pdd_plan.inputs.schema.scenario import Scenario
 from pdd_plan.optimize import optimize
+from pdd_plan.outputs.plan import Plan
 from pdd_plan.report.sections import build_report
 from pdd_plan.report.table import render_plan
 

@@ -12,11 +12,11 @@ import pytest
 
 from pdd_plan.architectures import PATHS
 from pdd_plan.inputs.context import build_context, load_scenario
-from pdd_plan.inputs.schema.plan import ArchitecturePlan
 from pdd_plan.optimize import problem_of, summary
 from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.search.objectives import solve_architecture
 from pdd_plan.optimize.solved import SolverResult
+from pdd_plan.outputs.plan import ArchitecturePlan
 from pdd_plan.workload.classes import build_classes
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -12,9 +12,9 @@ from typer.testing import CliRunner
 from pdd_plan.cli.main import app
 from pdd_plan.inputs.context import build_context, load_scenario
 from pdd_plan.inputs.profiles import example_path
-from pdd_plan.inputs.schema.plan import load_plan
 from pdd_plan.optimize import optimize
 from pdd_plan.optimize.verify import replay_miss
+from pdd_plan.outputs.plan import load_plan
 from pdd_plan.sim.verdict import Check, Verdict
 
 pytestmark = pytest.mark.integration

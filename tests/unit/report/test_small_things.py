@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from pdd_plan.cli.main import app
 from pdd_plan.cli.sim import rate_text
 from pdd_plan.cli.workload import table_rows
-from pdd_plan.inputs.schema.plan import parse_plan
+from pdd_plan.outputs.plan import parse_plan
 from pdd_plan.report.sections import _solver_effort, build_report
 from pdd_plan.report.table import legend
 

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from pdd_plan.inputs.schema.plan_uncertainty import Band, PlanUncertainty, TornadoRow, Versus
+from pdd_plan.outputs.plan_uncertainty import Band, PlanUncertainty, TornadoRow, Versus
 from pdd_plan.report.uncertainty import section_parts, tornado_svg
 
 pytestmark = pytest.mark.unit

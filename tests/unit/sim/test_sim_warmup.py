@@ -11,7 +11,7 @@ from scipy import stats
 
 from pdd_plan.inputs.context import build_context
 from pdd_plan.inputs.schema.io import read_yaml
-from pdd_plan.inputs.schema.plan import LineChoice, Simulated, parse_plan
+from pdd_plan.outputs.plan import LineChoice, Simulated, parse_plan
 from pdd_plan.sim.result import sig
 from pdd_plan.sim.run import run, verify
 from pdd_plan.sim.warmup import BATCH, mser, truncate

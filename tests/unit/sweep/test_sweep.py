@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from pdd_plan.cli.main import app
 from pdd_plan.cli.sweep_grid import check_grid, parse_vary
 from pdd_plan.common.errors import InfeasibleError, InputError
-from pdd_plan.inputs.schema.plan import Infeasible, Reason, load_plan
+from pdd_plan.outputs.plan import Infeasible, Reason, load_plan
 from pdd_plan.sweep.executors import run_all
 from pdd_plan.sweep.pareto import pareto_indices
 from pdd_plan.sweep.points import grid, set_key

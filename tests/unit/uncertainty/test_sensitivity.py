@@ -9,8 +9,8 @@ import pytest
 from pdd_plan.architectures import LOCAL_BASELINE, RELAY_ARCH
 from pdd_plan.evaluate.fleet import FleetSpec
 from pdd_plan.inputs import profiles
-from pdd_plan.inputs.schema.plan import InstanceGroup, LineChoice
 from pdd_plan.inputs.schema.uncertainty import Uncertainty
+from pdd_plan.outputs.plan import InstanceGroup, LineChoice
 from pdd_plan.uncertainty import draws, paired, sensitivity
 from pdd_plan.uncertainty.n_minus_1 import losses
 
@@ -133,7 +133,7 @@ def test_n_minus_1_takes_one_instance_and_one_line():
 
 
 def test_strongest_levers_are_the_widest_bars():
-    from pdd_plan.inputs.schema.plan_uncertainty import Band, TornadoRow, Versus
+    from pdd_plan.outputs.plan_uncertainty import Band, TornadoRow, Versus
     from pdd_plan.uncertainty.replan import strongest
 
     d = _draws(kv_bytes=KV, line_rate=KV, gpu_price=KV)

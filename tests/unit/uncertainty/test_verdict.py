@@ -14,8 +14,8 @@ import pytest
 from pdd_plan.architectures import LOCAL_BASELINE, RELAY_ARCH
 from pdd_plan.evaluate.fleet import FleetSpec
 from pdd_plan.inputs import profiles
-from pdd_plan.inputs.schema.plan import InstanceGroup, LineChoice
 from pdd_plan.inputs.schema.uncertainty import Uncertainty
+from pdd_plan.outputs.plan import InstanceGroup, LineChoice
 from pdd_plan.uncertainty import block, draws, paired, sensitivity, sizing
 
 pytestmark = pytest.mark.unit

@@ -13,11 +13,11 @@ from repro_figures import HANDOFF_CONTEXT, HANDOFF_TOKENS, REPORT_GPUS
 from pdd_plan.evaluate import Options, analytic, evaluate
 from pdd_plan.evaluate.fleet import FleetSpec, deployed_inputs, from_scenario, instance
 from pdd_plan.inputs.context import build_context, load_scenario
-from pdd_plan.inputs.schema.plan import ArchitecturePlan, InstanceGroup, LineChoice, Routing
 from pdd_plan.latency import handoff
 from pdd_plan.optimize import problem_of
 from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.search.enumeration import mean_context
+from pdd_plan.outputs.plan import ArchitecturePlan, InstanceGroup, LineChoice, Routing
 from pdd_plan.perf import layers
 from pdd_plan.perf.handoff import joined_extend
 from pdd_plan.sim.run import replay_plan

@@ -15,7 +15,7 @@ from collections import defaultdict
 from pdd_plan import architectures
 from pdd_plan.common.errors import InputError
 from pdd_plan.inputs.pieces import Sites
-from pdd_plan.inputs.schema.plan import PLAN_FIX, Plan
+from pdd_plan.outputs.plan import PLAN_FIX, Plan
 
 
 def allowed_sites(sites: Sites, architecture: str) -> dict[str, list[str]]:

@@ -15,11 +15,11 @@ from pydantic import Field, NonNegativeFloat, NonNegativeInt, model_serializer, 
 from pdd_plan import architectures
 from pdd_plan.common import limits
 from pdd_plan.common.errors import InputError
-from pdd_plan.inputs.schema.day_plan import DayPlan
 from pdd_plan.inputs.schema.io import parse, read_yaml
-from pdd_plan.inputs.schema.out import Out as _Out
-from pdd_plan.inputs.schema.plan_uncertainty import PlanUncertainty
 from pdd_plan.inputs.schema.scenario import SLA, Scenario
+from pdd_plan.outputs.base import Out as _Out
+from pdd_plan.outputs.day_plan import DayPlan
+from pdd_plan.outputs.plan_uncertainty import PlanUncertainty
 
 SCHEMA_VERSION = 2
 # a plan is a fleet somebody could buy: bounds that catch hand edits (1e9 instances) before

@@ -6,7 +6,7 @@ from typing import ClassVar
 
 from pydantic import Field, NonNegativeFloat, NonNegativeInt, model_validator
 
-from pdd_plan.inputs.schema.out import Out
+from pdd_plan.outputs.base import Out
 
 MAX_DAY_COST = 1e15  # $ per day; finite and far above any fleet
 MAX_COUNT = 100_000  # instances of one group (the plan's MAX_INSTANCES_PER_GROUP)
