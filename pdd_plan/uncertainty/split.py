@@ -130,20 +130,28 @@ def _child(
     points: list[dict],
 ) -> tuple[dict, dict, dict, int]:
     """The child's part, in `paired.evaluate`'s order: each draw's edges from the parent (the
-    chains of `mine`), then every fleet's meets and sizing, and the chains of the others; then
-    every fleet's sizing at `points`."""
+    chains of `mine`), then every fleet's meets and sizing, and the chains of the others; and
+    every fleet's sizing at `points`, while it waits for the parent's edges and after."""
     before = ev.evaluations
+    todo = list(points)
+
+    def size_next() -> None:
+        vals = todo.pop(0)
+        for a in ev.fleets:
+            ev.planned_cost(vals, a)
+
     for i in range(len(draws)):
         vals = draws.draw(i)
+        while todo and not conn.poll():
+            size_next()
         for k, e in conn.recv():
             ev._memo[k] = e
         for a in ev.fleets:
             ev.goodput(vals, a)  # a chain of `mine`: the parent's, in the memo already
             ev.meets(vals, a, planned[a] * vals.get("rate", 1.0))
             ev.planned_cost(vals, a)
-    for vals in points:
-        for a in ev.fleets:
-            ev.planned_cost(vals, a)
+    while todo:
+        size_next()
     memo: dict[Any, Any] = {}
     for k, v in ev._memo.items():
         kind = k[0]
