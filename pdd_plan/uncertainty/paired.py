@@ -195,23 +195,39 @@ class Evaluator:
     def sized(self, values: dict[str, float], arch: str) -> FleetSpec | None:
         """The verdict's fleet under the draw: the cheapest of the plan's types meeting the SLA
         at the planned rate x the draw's rate factor (None: none found)."""
+        key, rate = self._sized_key(values, arch)
+        if key not in self._memo:
+            start = self.starts[key] = self._known(values, arch, rate)
+            ahead = self.ahead.pop(key, None)  # found before it was asked for (size_ahead,
+            if ahead is not None and ahead[0] == start:  # a child's): the same start, the same
+                self._memo[key] = ahead[1]  # search
+            else:
+                self._memo[key] = self._search(values, arch, rate, start)
+        return self._memo[key]
+
+    def size_ahead(self, values: dict[str, float], arch: str) -> None:
+        """`sized` found before it is asked for and kept apart (`ahead`, with its start): taken
+        only where the start is the same when it is asked for (uncertainty/split)."""
+        key, rate = self._sized_key(values, arch)
+        if key not in self._memo and key not in self.ahead:
+            start = self._known(values, arch, rate)
+            self.ahead[key] = (start, self._search(values, arch, rate, start))
+
+    def _sized_key(self, values: dict[str, float], arch: str) -> tuple[tuple, float]:
         rate = self.planned[arch] * values.get("rate", 1.0)
         # equal fleets (PDD as CDC-PD) at one rate size alike
-        key = ("sized", self.key(arch), tuple(sorted(values.items())), rate)
-        if key not in self._memo:
-            gp, lp = values.get("gpu_price", 1.0), values.get("line_price", 1.0)
-            start = self.starts[key] = self._known(values, arch, rate)
-            ahead = self.ahead.pop(key, None)  # found by a child (uncertainty/split) from
-            if ahead is not None and ahead[0] == start:  # the same start: the same search
-                self._memo[key] = ahead[1]
-            else:
-                self._memo[key] = sizing.cheapest(
-                    self.fleets[arch],
-                    lambda f: self.check(values, arch, f, rate),
-                    lambda f: perturb.cost_per_hour(f, gp, lp),
-                    start,
-                )
-        return self._memo[key]
+        return ("sized", self.key(arch), tuple(sorted(values.items())), rate), rate
+
+    def _search(
+        self, values: dict[str, float], arch: str, rate: float, start: tuple | None
+    ) -> FleetSpec | None:
+        gp, lp = values.get("gpu_price", 1.0), values.get("line_price", 1.0)
+        return sizing.cheapest(
+            self.fleets[arch],
+            lambda f: self.check(values, arch, f, rate),
+            lambda f: perturb.cost_per_hour(f, gp, lp),
+            start,
+        )
 
     def _known(
         self, values: dict[str, float], arch: str, rate: float

@@ -43,13 +43,20 @@ MIN_DRAWS = 8  # fewer: a fork and its pickles cost more than the child saves
 class Pending:
     """A child filling in an Evaluator's memo; `join` merges what it found (or nothing)."""
 
-    def __init__(self, ev: paired.Evaluator, pid: int, conn: Connection) -> None:
-        self.ev, self.pid, self.conn = ev, pid, conn
+    def __init__(
+        self, ev: paired.Evaluator, pid: int, conn: Connection, points: list[dict]
+    ) -> None:
+        self.ev, self.pid, self.conn, self.points = ev, pid, conn, list(points)
 
     def join(self) -> bool:
         """Wait for the child's entries and merge them; False where it failed (the loop then
-        computes them here)."""
+        computes them here). Meanwhile this process sizes the tornado's points from the last
+        (the child from the first), kept apart as the child's are (`Evaluator.size_ahead`)."""
         try:
+            while self.points and not self.conn.poll():
+                vals = self.points.pop()
+                for a in self.ev.fleets:
+                    self.ev.size_ahead(vals, a)
             got = self.conn.recv()
         except (EOFError, OSError):
             got = None
@@ -63,7 +70,7 @@ class Pending:
             self.ev._memo.setdefault(k, v)
         for k, v in sized.items():
             if k not in self.ev._memo:
-                self.ev.ahead[k] = v
+                self.ev.ahead.setdefault(k, v)
         for fk, rows in done.items():
             self.ev._done.setdefault(fk, rows)
         self.ev.evaluations += evaluations
@@ -118,7 +125,7 @@ def start(
         raise
     finally:
         edges_out.close()
-    return Pending(ev, pid, found_in)
+    return Pending(ev, pid, found_in, points or [])
 
 
 def _child(

@@ -91,3 +91,7 @@ def test_a_fleet_sized_ahead_is_taken_only_from_the_same_start(planned):
     ev = evaluator()
     ev.ahead[key] = (("another start",), marker)  # another: searched here
     assert ev.sized(values, "idc_pd") == real and not ev.ahead
+    ev = evaluator()
+    ev.size_ahead(values, "idc_pd")  # found before it is asked for: kept apart, then taken
+    assert key in ev.ahead and key not in ev._memo
+    assert ev.sized(values, "idc_pd") == real and not ev.ahead
