@@ -54,9 +54,7 @@ class Pending:
         (the child from the first), kept apart as the child's are (`Evaluator.size_ahead`)."""
         try:
             while self.points and not self.conn.poll():
-                vals = self.points.pop()
-                for a in self.ev.fleets:
-                    self.ev.size_ahead(vals, a)
+                _size(self.ev, self.points.pop())
             got = self.conn.recv()
         except (EOFError, OSError):
             got = None
@@ -119,6 +117,10 @@ def start(
                 edges_out.send(found)
             except OSError:  # the child is gone: the chains go on here, the loop sizes
                 break
+    except Exception:  # raised again in its turn by the loop (or an error before it there)
+        found_in.close()
+        _reap(pid)
+        return None
     except BaseException:
         found_in.close()
         _reap(pid)
@@ -143,9 +145,7 @@ def _child(
     todo = list(points)
 
     def size_next() -> None:
-        vals = todo.pop(0)
-        for a in ev.fleets:
-            ev.planned_cost(vals, a)
+        _size(ev, todo.pop(0))
 
     for i in range(len(draws)):
         vals = draws.draw(i)
@@ -167,6 +167,7 @@ def _child(
         ):
             memo[k] = v  # pure entries, and the edges of the chains run here
     sized = {k: (ev.starts[k], v) for k, v in ev._memo.items() if k[0] == "sized"}
+    sized.update({k: v for k, v in ev.ahead.items() if k not in sized})  # the points'
     done = {fk: rows for fk, rows in ev._done.items() if fk not in mine}
     return memo, sized, done, ev.evaluations - before
 
@@ -187,6 +188,16 @@ def tornado_points(draws: Draws, levers: list, search: Any) -> list[dict]:
         if v not in out:
             out.append(v)
     return out
+
+
+def _size(ev: paired.Evaluator, vals: dict) -> None:
+    """Every fleet's verdict fleet at `vals`, ahead of the loop (`Evaluator.size_ahead`); an
+    error is left for the loop to raise where it asks there, if it does."""
+    for a in ev.fleets:
+        try:
+            ev.size_ahead(vals, a)
+        except Exception:  # noqa: BLE001  (asked or not, the loop decides)
+            continue
 
 
 def _reap(pid: int) -> None:

@@ -95,3 +95,18 @@ def test_a_fleet_sized_ahead_is_taken_only_from_the_same_start(planned):
     ev.size_ahead(values, "idc_pd")  # found before it is asked for: kept apart, then taken
     assert key in ev.ahead and key not in ev._memo
     assert ev.sized(values, "idc_pd") == real and not ev.ahead
+
+
+def test_an_error_in_the_chains_here_is_raised_by_the_loop(planned, monkeypatch):
+    ctx, plan = planned
+    bad = block.make_draws(ctx, Options(draws=DRAWS))[0].draw(1)
+    real = paired.Evaluator.edge
+
+    def failing(self, values, arch):  # the same draw fails wherever it is evaluated
+        if values == bad:
+            raise RuntimeError("an edge fails")
+        return real(self, values, arch)
+
+    monkeypatch.setattr(paired.Evaluator, "edge", failing)
+    with pytest.raises(RuntimeError, match="an edge fails"):
+        _block(ctx, plan, monkeypatch, fork=True)
