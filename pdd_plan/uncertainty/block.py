@@ -271,14 +271,12 @@ def assess(
     ls = sensitivity.levers(d, u.inputs.perf_correlation)
     # the line fleets' goodput chains here, every draw's sizing in a child (the same bits)
     points = split.tornado_points(d, ls, ctx.scenario.search) if RELAY_ARCH in fleets else []
-    pending = split.start(ev, d, planned, points)
     n1 = {}
-    for a in fleets if opt.n_minus_1 else ():  # meanwhile (a child may still be sizing)
-        k = ev.key(a)
-        if k not in n1:  # equal fleets (PDD as CDC-PD) lose the same
-            n1[k] = n_minus_1(ctx, cls, fleets[a], caps[a])
-    if pending is not None:
-        pending.join()
+    with split.shared(ev, d, planned, points):  # N-1 meanwhile (the child may still be sizing)
+        for a in fleets if opt.n_minus_1 else ():
+            k = ev.key(a)
+            if k not in n1:  # equal fleets (PDD as CDC-PD) lose the same
+                n1[k] = n_minus_1(ctx, cls, fleets[a], caps[a])
     pr = paired.evaluate(ev, d, planned)
     archs = {}
     for j, a in enumerate(pr.archs):

@@ -20,9 +20,11 @@ nothing is filled in and the loop computes it all."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from pdd_plan.sim.worker import can_fork
@@ -73,6 +75,24 @@ class Pending:
             self.ev._done.setdefault(fk, rows)
         self.ev.evaluations += evaluations
         return True
+
+
+@contextlib.contextmanager
+def shared(
+    ev: paired.Evaluator, draws: Draws, planned: dict[str, float], points: list[dict] | None = None
+) -> Iterator[Pending | None]:
+    """`start` on entry; the block's body runs while the child finishes; on leaving, `join`
+    (or, on an error in the body, the child killed and reaped, never left behind)."""
+    pending = start(ev, draws, planned, points)
+    try:
+        yield pending
+    except BaseException:
+        if pending is not None:
+            pending.conn.close()
+            _reap(pending.pid)
+        raise
+    if pending is not None:
+        pending.join()
 
 
 def start(

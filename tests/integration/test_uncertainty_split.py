@@ -110,3 +110,26 @@ def test_an_error_in_the_chains_here_is_raised_by_the_loop(planned, monkeypatch)
     monkeypatch.setattr(paired.Evaluator, "edge", failing)
     with pytest.raises(RuntimeError, match="an edge fails"):
         _block(ctx, plan, monkeypatch, fork=True)
+
+
+def test_an_error_while_the_child_works_leaves_no_child_behind(planned, monkeypatch):
+    import os
+
+    ctx, plan = planned
+
+    def failing(*a, **k):
+        raise RuntimeError("N-1 fails")
+
+    monkeypatch.setattr(block, "n_minus_1", failing)
+    started: list = []
+    real = split.start
+    monkeypatch.setattr(
+        split, "start", lambda *a, **k: started.append(real(*a, **k)) or started[-1]
+    )
+    monkeypatch.setattr(split, "can_fork", lambda: True)
+    with warnings.catch_warnings(), pytest.raises(RuntimeError, match="N-1 fails"):
+        warnings.simplefilter("ignore", DeprecationWarning)
+        block.assess(ctx, plan, Options(draws=DRAWS))
+    assert started[0] is not None
+    with pytest.raises(ProcessLookupError):  # killed and reaped
+        os.kill(started[0].pid, 0)
