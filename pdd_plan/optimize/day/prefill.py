@@ -8,11 +8,15 @@ are rebuilt at its own size). Without `elastic:` every period keeps the whole po
 all day anyway.
 
 The base is the count b that makes the day cheapest: b instances x the day's hours at the base
-price, plus per period the instances above b at the on-demand price, plus each run's extra hours
-(start-up, drain: one mean service time, billing round-up; elastic.py) - exact for these counts,
-and searched over every b from 0 to the busiest period's pool. What the prefill datacenter can
-add per period (`elastic.max_gpus`) bounds the elastic ones; the GPUs they take are not left to
-elastic decode instances there.
+price (owned GPUs first, at their owned price: search/owned.pool_cost), plus per period the
+instances above b at the on-demand price, plus each run's extra hours (start-up, drain: one
+mean service time, billing round-up; elastic.py) - exact for these counts, and searched over
+every b from 0 to the busiest period's pool. What the prefill datacenter can add per period
+(`elastic.max_gpus`) bounds the elastic ones; the GPUs they take are not left to
+elastic decode instances there. Owned GPUs are never elastic (they are there all day): where
+they are cheaper than on-demand runs, the base grows onto them (owned at $0: the whole pool).
+The base's owned share assumes prefill takes the site's owned GPUs first; the MILP then splits
+the owned GPUs between the base pool and decode exactly (milp/fleet.define_owned).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import numpy as np
 
 from pdd_plan.optimize.day import elastic
 from pdd_plan.optimize.day.problem import DayProblem
+from pdd_plan.optimize.search import owned
 from pdd_plan.optimize.search.enumeration import Combo
 from pdd_plan.workload.periods import Day
 
@@ -91,7 +96,8 @@ def plan_prefill(dp: DayProblem, day: Day, cb: Combo, per: np.ndarray, lag: bool
             continue
         # a period runs at least the base (paid all day): the pool is never smaller than it
         pd = PrefillDay(b, tuple(max(int(x), b) for x in per), gpi, base_p, el_p, rh)
-        cost = b * hours * base_p + pd.elastic_cost_day(day)
+        held = owned.pool_cost(dp.pb.owned, site[0], cb.pinst, b)  # owned GPUs first
+        cost = held * hours + pd.elastic_cost_day(day)
         if best is None or cost < best[0] - 1e-9:
             best = (cost, pd)
     assert best is not None  # b = max(per) adds nothing
