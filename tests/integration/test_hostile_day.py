@@ -64,6 +64,19 @@ def _part_owned() -> dict:
     return _edit("a-day", ["idc_pd"], owned=own)
 
 
+def _owned_near_on_demand() -> dict:
+    """a-day with owned GPUs at $4/GPU-h: under the H100's $4.25 on-demand, so a few peak
+    hours of on-demand cost less than owned GPUs all day, yet the owned ones are there all
+    day: they must be in use before any is bought."""
+    own = {
+        "gpus": [
+            {"datacenter": "dc-a", "gpu": "h100", "count": 80, "cost_per_gpu_hour": 4.0},
+            {"datacenter": "dc-b", "gpu": "h200", "count": 96, "cost_per_gpu_hour": 4.0},
+        ]
+    }
+    return _edit("a-day", ["pdd"], owned=own)
+
+
 # case -> (the scenario, what else holds for it)
 CASES = {
     # the issue's example: at 30d13eb PDD's unverified day cost $3,814 against $2,522 held
@@ -76,6 +89,7 @@ CASES = {
     "all-owned-a-day": (lambda: _edit("a-day", ["idc_pd"], owned=ALL_OWNED), "free"),
     "part-owned": (_part_owned, None),
     "owned-day": (owned_day, None),
+    "owned-near-on-demand": (_owned_near_on_demand, "elastic"),
 }
 
 
