@@ -36,6 +36,7 @@ def owned_day() -> dict:
     (the prefill datacenter's), H200s at an amortized price under the base one."""
     d = yaml.safe_load((EXAMPLES / "a-day.yaml").read_text())
     d["workload"]["rate_rps"] = 10  # the periods are multipliers of it
+    d["architectures"] = ["pdd", "idc_pd"]  # each run ~2 s (cdc_pd is pdd without the relay)
     d["owned"] = {
         "gpus": [
             {"datacenter": "dc-a", "gpu": "h100", "count": 64, "cost_per_gpu_hour": 0.0},
