@@ -252,3 +252,42 @@ def test_an_elastic_day_that_finds_nothing_falls_back_to_the_held_fleet(tmp, mon
     ds = search.plan_day(dp, get("idc_pd"), dp.day, caps, seed=seed)
     assert ds.points.elastic is None and all(not p.elastic for p in ds.solution.points)
     assert ds.cost_per_hour <= seed.cost_per_hour + 1e-9
+
+
+@pytest.mark.parametrize(
+    ("last_ms", "minutes", "want"),
+    [
+        (600_010, 5, [5, 5]),  # a request 10 ms past two periods: was a 0.01 s period at 100 req/s
+        (540_010, 4, [4, 5]),  # 9 min in 4-min periods: the 1-min rest joins the one before
+        (600_010, 4, [4, 4, 2]),  # a rest of half a period stays a period
+        (595_000, 5, [5, 5]),  # 9 min 55 s: to the nearest minute
+        (480_000, 5, [5, 3]),  # a rest of at least half a period stays a period
+    ],
+)
+def test_periods_cut_from_a_trace_last_whole_minutes(tmp_path, last_ms, minutes, want):
+    """A day cut from a trace: every period lasts whole minutes (the schedule's cron has no
+    seconds; a seconds-long period would give a window that starts as it ends) and no
+    trailing request becomes a period of its own; every request is kept."""
+    import json
+
+    from pdd_plan.workload.periods import build_day
+
+    src = Path(__file__).resolve().parents[2] / "examples" / "traces"
+    rows = [json.loads(x) for x in (src / "mooncake_conversation_trace.jsonl").open()][:400]
+    for i, r in enumerate(rows):
+        r["timestamp"] = int(i * (last_ms - 10_000) / 398) if i < 399 else last_ms
+    (tmp_path / "t.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    doc = {
+        "name": "tail",
+        "model": "llama-3.1-70b",
+        "workload": {"trace": "t.jsonl", "periods_from_trace": {"period_minutes": minutes}},
+        "datacenters": [{"name": "a", "gpus": {"h100": 64}}],
+        "sla": {"ttft_p90_s": 5, "ttft_p99_s": 10, "tpot_ms": 60},
+        "architectures": ["idc_pd"],
+    }
+    f = _scenario_file(str(tmp_path), "tail", doc)
+    day = build_day(build_context(load_scenario(f), f).class_spec)
+    got = [p.hours * 60 for p in day.periods]
+    assert got == pytest.approx(want), got
+    assert sum(p.rate_rps * p.hours * 3600 for p in day.periods) == pytest.approx(400)
+    assert max(p.rate_rps for p in day.periods) < 2 * 400 / (sum(want) * 60)
