@@ -1,6 +1,6 @@
 """Scenario: what the user asks the planner (workload, fleet, line, SLA, prices, policy)."""
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     Field,
@@ -181,7 +181,7 @@ class Link(Strict):
 
     @field_validator("candidates")
     @classmethod
-    def _candidates(cls, v: list) -> list:
+    def _candidates(cls, v: list[Any]) -> list[Any]:
         _under("LINE_CANDIDATES", len(v))
         return v
 

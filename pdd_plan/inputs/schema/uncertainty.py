@@ -68,7 +68,7 @@ class Spread(Strict):
             raise ValueError(f"a lognormal's median must be positive (got {self.median:g})")
         if self.low is not None and self.high is not None and self.low > self.high:
             raise ValueError(f"low {self.low:g} is above high {self.high:g}: a negative spread")
-        if self.mode is not None and not self.low <= self.mode <= self.high:
+        if self.mode is not None and not self.low <= self.mode <= self.high:  # type: ignore[operator]
             raise ValueError(f"mode {self.mode:g} must lie between low and high")
         return self
 
@@ -117,7 +117,7 @@ class Inputs(Strict):
     @classmethod
     def _spread_bounded(cls, s: Spread | None, info: ValidationInfo) -> Spread | None:
         if s is not None:
-            check_spread(info.field_name, s)
+            check_spread(str(info.field_name), s)
         return s
 
     @field_validator("request_state_bytes")
@@ -187,13 +187,17 @@ def tails(s: Spread) -> tuple[float, float]:
     if s.dist in ("normal", "lognormal"):
         z = NormalDist().inv_cdf(1 - TAIL)
         if s.dist == "normal":
+            assert s.mean is not None and s.sd is not None  # the validator requires them
             return s.mean - z * s.sd, s.mean + z * s.sd
+        assert s.median is not None and s.sigma is not None
         lo, hi = (-z * s.sigma, z * s.sigma)
         return (s.median * math.exp(max(lo, -700.0)), s.median * math.exp(min(hi, 700.0)))
+    assert s.low is not None and s.high is not None
     lo, hi = s.low, s.high
     if s.dist == "uniform" or hi == lo:
         return lo + TAIL * (hi - lo), hi - TAIL * (hi - lo)
     m = s.mode
+    assert m is not None
     left = lo + (TAIL * (hi - lo) * (m - lo)) ** 0.5 if m > lo else lo + TAIL * (hi - lo)
     right = hi - (TAIL * (hi - lo) * (hi - m)) ** 0.5 if m < hi else hi - TAIL * (hi - lo)
     return left, right
