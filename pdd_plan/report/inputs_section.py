@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from pdd_plan.inputs.schema.distribution import Distribution
 from pdd_plan.inputs.schema.owned import Owned
 from pdd_plan.inputs.schema.plan import Plan
-from pdd_plan.inputs.schema.scenario import SLA, Distribution, Link
+from pdd_plan.inputs.schema.scenario import SLA, Link
 
 
 def dist_text(d: Distribution | dict | None, scale: float = 1.0, pct: bool = False) -> str:

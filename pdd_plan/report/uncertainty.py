@@ -96,6 +96,7 @@ def render(u: PlanUncertainty, console: Console) -> None:
     for a, x in u.architectures.items():
         n1 = ", ".join(f"-{k}: {v:.3g}" for k, v in x.n_minus_1.items()) or "-"
         rows.append([a, f"{x.meets_sla_share:.0%}", _band(x.goodput_rps), _band(x.bcr), n1])
+    cols: tuple[str, ...]
     cols = ("arch", "meets SLA", "goodput P10/50/90", "BCR P10/50/90", "N-1 goodput")
     fit.show(
         console, "under the draws", cols, rows, justify=("left", "right", "right", "right", "left")
