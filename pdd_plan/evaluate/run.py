@@ -5,6 +5,7 @@ gives out first one step above). Returns plain dicts (the report); the CLI rende
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from pdd_plan import architectures
 from pdd_plan.evaluate import analytic, confirm
@@ -92,7 +93,8 @@ def _quantiles(q: dict, keys: tuple[str, ...]) -> dict:
 
 
 def _simulated(c: confirm.Confirmed, n: int) -> dict:
-    s = c.passed.summary
+    assert c.passed is not None  # a confirmed rate has a passing replay
+    s: Any = c.passed.summary
     above = c.failed
     return {
         "requests": n,
@@ -116,6 +118,7 @@ def _simulated(c: confirm.Confirmed, n: int) -> dict:
 
 def _analytic(lo: analytic.AtRate, hi: analytic.AtRate) -> dict:
     p = lo.plan
+    assert p is not None  # the search's lower end is a feasible plan
     return {
         "goodput_rps": round(lo.rate, 4),
         "ttft_s": p.ttft_s.model_dump(),
@@ -183,6 +186,7 @@ def evaluate_one(pb: Problem, rs: ReplaySetup, fs: FleetSpec, classes, opt: Opti
     lo, hi = analytic.search(fm)
     if not lo.ok:
         raise _never(fs, lo)
+    assert lo.plan is not None  # a feasible lower end has its plan
     an = _analytic(lo, hi)
     sim = None
     goodput = lo.rate

@@ -149,7 +149,7 @@ def _robust_block(
 ) -> tuple[Plan, RobustBlock]:
     """The plan with robust fleets in place, and how they were found (independent draws, the
     scenario approach's premise, seeded apart from the assessment's)."""
-    q = float(opt.robust)
+    q = float(opt.robust)  # type: ignore[arg-type]
     d, _, u = make_draws(ctx, Options(draws=opt.draws, seed=opt.seed, iid=True))
     found = robust.robust_plans(ctx, plan, cls, d, q)
     rows = {}

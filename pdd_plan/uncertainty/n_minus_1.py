@@ -29,8 +29,8 @@ def _less(fs: FleetSpec, role: str) -> FleetSpec:
 
 def losses(fs: FleetSpec) -> dict[str, FleetSpec]:
     """The fleet with one instance of each role it runs lost, and with one line down."""
-    roles = sorted({g.role for g in fs.instances if g.count > 0}, key=ROLE_ORDER.get)
-    out = {role: _less(fs, role) for role in roles}
+    roles = sorted({g.role for g in fs.instances if g.count > 0}, key=ROLE_ORDER.get)  # type: ignore[arg-type]
+    out: dict[str, FleetSpec] = {role: _less(fs, role) for role in roles}
     if fs.line is not None and fs.line.count > 1:
         ln = fs.line
         per = ln.cost_per_hour / ln.count

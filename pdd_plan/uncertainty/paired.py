@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -79,7 +80,7 @@ class Evaluator:
         self.planned = planned or {}  # each architecture's planned rate (req/s)
         self.caps = caps or {}  # each plan's caps (plan_caps); absent: evaluate's
         self.pb = pb_of(ctx)
-        self._memo: dict[tuple, perturb.Edge] = {}
+        self._memo: dict[tuple, Any] = {}  # edges, verdicts, fleet models and sizings by key
         self._done: dict[tuple, list[tuple[dict[str, float], perturb.Edge]]] = {}
         self.evaluations = 0
 
