@@ -72,8 +72,8 @@ def optimize(
         try:
             if verify:
                 if isinstance(checked[a], InfeasibleError):
-                    raise checked[a]
-                raw[a], plans[a] = checked[a]
+                    raise checked[a]  # type: ignore[misc]
+                raw[a], plans[a] = checked[a]  # type: ignore[misc]
                 continue
             with deadline:
                 raw[a] = solve_architecture(

@@ -120,4 +120,4 @@ def one_datacenter(sites: Sites, cb: Combo) -> bool:
 def add_duals(p: SolverResult, objective: str, lam: float, time_limit_s: float) -> None:
     """Shadow prices of the winning MILP (its LP relaxation). The MILP itself is not solved
     again: the plan is its answer, and the same model solves to the same optimum."""
-    p.solution.shadow_prices = milp.shadow_prices(p.tables, objective, lam, time_limit_s)
+    p.solution.shadow_prices = milp.shadow_prices(p.tables, objective, lam, time_limit_s)  # type: ignore[arg-type]

@@ -129,8 +129,8 @@ def _kv_transfer(
     j = ft.line_wait(P_MD)
     bare = ft.line_s - j
     qs = delay_shape.transfer_quantiles(
-        bare, j, ft.line_wait_var(P_MD), ft.line_wait_atom(P_MD), w, QS,
-        spread.bare_spread(bare, ft.line_bytes, w, sd_bytes),
+        bare, j, ft.line_wait_var(P_MD), ft.line_wait_atom(P_MD), w, QS,  # type: ignore[arg-type]
+        spread.bare_spread(bare, ft.line_bytes, w, sd_bytes),  # type: ignore[arg-type]
     )  # fmt: skip
     if qs is None:
         every = sum(shares.values())

@@ -76,7 +76,7 @@ def verification(
         if v["sla_met"] or v["bottleneck"] is None or i == rounds:
             break
         caps = caps.tightened(v["bottleneck"], optimize_summary.utilization(raw, v["bottleneck"]))
-    raw, summary, v = kept
+    raw, summary, v = kept  # type: ignore[misc]  # the loop runs at least once
     if not v["sla_met"]:
         why = replay_miss(summary.cost_per_hour, v, n_requests, history)
         raise InfeasibleError(f"{a}: no plan meets the scenario: {why.message}", reasons=[why])

@@ -105,8 +105,8 @@ def day_met(dp: DayProblem, day: Day, raw: list) -> bool:
     return (
         p90 is not None
         and p90 <= sla.ttft_p90_s
-        and p99 <= sla.ttft_p99_s
-        and t90 * 1e3 <= sla.tpot_ms
+        and p99 <= sla.ttft_p99_s  # type: ignore[operator]
+        and t90 * 1e3 <= sla.tpot_ms  # type: ignore[operator]
     )
 
 
@@ -135,7 +135,7 @@ def verified_day(
         met = day_met(dp, day, raw) if over_day else all(r.sla_met for r in replays)
         if met or i == rounds:
             return ds, replays, i, peak_cost, met
-        shared = {}  # the caps every period shares: the worst miss of each
+        shared: dict = {}  # the caps every period shares: the worst miss of each
         for k, (v, _t, _p) in enumerate(raw):
             b = v["bottleneck"]
             if v["sla_met"] or b is None:
