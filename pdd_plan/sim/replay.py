@@ -143,8 +143,8 @@ def _drc_hook(model: ModelProfile, fl: setup.Fleet, reqs: setup.SimRequests) -> 
     md_tokens = sum(i.kv_capacity_tokens for i in fl.decode)
     return DRCHook(
         PrefixCache.from_tokens(int(md_tokens), reqs.block_tokens),
-        reqs.flat,
-        reqs.offsets,
+        reqs.flat,  # type: ignore[arg-type]
+        reqs.offsets,  # type: ignore[arg-type]
         r.input_tokens.tolist(),
         transfer.line_bytes(model, inp, np.zeros(n), False).tolist(),
         layers.kv_bytes_per_token(model),

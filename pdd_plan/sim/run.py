@@ -220,7 +220,7 @@ def checked(rs: ReplaySetup, res: SimResult) -> dict:
                 "line": brk["kv_transfer"] or 0.0,
                 "decode": brk["decode_wait"] or 0.0,
             }
-            bottleneck = max(q, key=q.get)
+            bottleneck = max(q, key=q.get)  # type: ignore[arg-type]
         else:
             bottleneck = "decode"
     s.update({"checks": checks, "sla_met": met, "tail_breakdown_s": brk, "bottleneck": bottleneck})
