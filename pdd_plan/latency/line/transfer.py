@@ -107,9 +107,10 @@ class LineConfig:
         its lanes are idle at an arrival with chance ``exp(-rate busy)`` (M/G/inf, whatever
         the holding times' law) and then idle for an exponential time, so idle past ``j``
         RTOs with chance ``exp(-rate (busy + j RTO))``; ``j`` halvings restart the window at
-        :func:`tcp.restart_window_bytes`. The replay's senders see their lanes busy more often
-        than Poisson arrivals would (an instance takes no request while it prefills the long,
-        low-hit request whose long transfer follows), so this errs toward more restarts."""
+        :func:`tcp.restart_window_bytes`. A sender's transfers are spaced by at least their
+        own prefill, so they overlap less than Poisson ones: the replay finds its lanes idle
+        more often (47% against this law's 38% on 6 senders at 0.67 transfers/s each), and
+        this errs toward fewer restarts (13 ms of mean transfer time against the replay's 17)."""
         x = np.asarray(size_bytes, dtype=float)
         sku, rto = self.sku, self.sku.rto_s
         if sender_rate <= 0:  # a sender that never sends again: every transfer starts cold
