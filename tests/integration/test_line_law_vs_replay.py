@@ -29,7 +29,7 @@ IDC = row("decode", "h100", "dc-a", 2, 32)
 NL = {"line_base": "eth-1g", "example": "narrow-line", "n": 100_000}
 
 # Measured (law vs replay, TTFT then KV P50/P90/P99, %; BENCHMARKS.md "The line one transfer
-# gets"): after_idle_4 -4.1/+0.6/+0.0, -4.8/+0.6/+0.0; after_idle_30 -0.6/-0.8/-0.2,
+# gets"): after_idle_4 -3.3/+0.6/+0.0, -4.0/+0.7/+0.0; after_idle_30 -0.6/-0.8/-0.2,
 # -4.4/+0.4/+0.1; congestive +1.0/+0.1/-0.0, -4.5/+0.4/+0.1; every_transfer -0.4/-0.8/-0.2,
 # -4.0/+0.5/+0.1; pdd_shared -0.0/+0.4/+0.2, -4.0/+0.8/+0.3; pristine -0.6/+2.1/-1.0,
 # -1.8/+0.4/-4.8; narrow +0.6/-3.1/-4.7, -9.2/-3.2/-4.6; narrow_cv2 +2.2/+3.9/-7.3,
@@ -158,10 +158,10 @@ def test_first_token_is_one_step_at_the_operating_batch(tmp_path):
 
 def test_slow_start_after_idle_costs_what_the_replay_says(tmp_path):
     """At 4 req/s the restarts after idle add to the transfers, in the law and the replay: the
-    law 13.3 ms of mean transfer time, the replay 17.1 ms (of 1.5 s). The law takes a sender's
-    transfers as Poisson, its lanes idle at an arrival with chance exp(-rate E[hold]) (38%
-    here); the replay's find them idle 47% of the time (a sender's transfers are spaced by at
-    least their own prefill, so overlap less than Poisson ones). A bound: within a third."""
+    law 18.0 ms of mean transfer time, the replay 17.1 ms (of 1.5 s). A pool gives each
+    request to the instance idle longest, so a sender takes every 6th request (gaps Erlang-6,
+    squared CV 0.20 in the replay) and finds its lanes idle 47% of the time; taken as Poisson
+    they read 38% and 13.3 ms. Within 15%."""
     got = {}
     for mode in ("after_idle", "first_use"):
         d = tmp_path / mode  # profiles are read once per path
@@ -170,7 +170,4 @@ def test_slow_start_after_idle_costs_what_the_replay_says(tmp_path):
         got[mode] = compare(d, c).kv_mean
     law_cost = got["after_idle"][0] - got["first_use"][0]
     sim_cost = got["after_idle"][1] - got["first_use"][1]
-    assert sim_cost > 0.005 and 0.67 * sim_cost <= law_cost <= 1.33 * sim_cost, (
-        law_cost,
-        sim_cost,
-    )
+    assert sim_cost > 0.01 and abs(law_cost / sim_cost - 1) <= 0.15, (law_cost, sim_cost)
