@@ -12,7 +12,7 @@ from pdd_plan.inputs.pieces import Sites
 from pdd_plan.latency import paths
 from pdd_plan.latency.line import transfer
 from pdd_plan.latency.prefill import pool as prefill_pool
-from pdd_plan.optimize import milp, tables
+from pdd_plan.optimize import milp, routed, tables
 from pdd_plan.optimize.search import owned
 from pdd_plan.optimize.search.enumeration import Combo, Shared
 from pdd_plan.optimize.tables import DecodeOption
@@ -46,6 +46,14 @@ class SolverResult:
     # path times per stratum with the line at the load the routing puts on it (line_rho), below
     # the level the tables were sized at: what the plan's reported percentiles use
     operating: paths.PathTimes | None = None
+    # flows (requests/s per path and class) as the replay's router routes them (its hit rule:
+    # whole classes, singular ones on p_rld; routed.router_flows); None: the MILP's stand
+    routed: dict[str, np.ndarray] | None = None
+
+    @property
+    def flows(self) -> dict[str, np.ndarray]:
+        """Requests/s per path and class as the plan is served: the router's, else the MILP's."""
+        return self.routed if self.routed is not None else self.solution.flows
 
 
 def build(
@@ -60,20 +68,25 @@ def build(
     n_p = sol.prefill_count if sol.prefill_count is not None else cb.n_lo
     chunk = sh.prefill_chunk_tokens
     pool = prefill_pool.PrefillPool.of(cb.pinst, n_p, classes, chunk, sol.rate_rps)
-    crossing = sum(sol.flows[p] for p in sol.flows if t.paths[sol.line_index].crosses_line[p])
+    singular = sh.policy.singular_max_output_tokens if spec.singular_on_relay else None
+    has_relay = any(sol.counts.get(o.cand.key, 0) > 0 for o in cb.rld)
+    flows = routed.router_flows(sol.flows, classes, sol.rate_rps, sh.policy, singular, has_relay)
+    served = flows if flows is not None else sol.flows
+    crosses = t.paths[sol.line_index].crosses_line
+    crossing = sum(served[p] for p in served if crosses[p])
     rho_l = (
         float(np.dot(crossing, t.line_bytes) / ln.capacity_bytes_s)
         if np.isfinite(ln.capacity_bytes_s)
         else 0.0
     )
-    singular = sh.policy.singular_max_output_tokens if spec.singular_on_relay else None
     operating = None
     if ln.config is not None and 0.0 < rho_l < ln.level * (1.0 - 1e-9):
         # the tables put the line at its level (a bound the routing must stay under); what the
         # plan reports is at the load its routing puts there (relayed requests stay off it)
         at = dataclasses.replace(ln, level=rho_l)
+        cw = None if flows is None else routed.crossing_weight(flows, crosses, classes)
         operating = tables.fine_times(
-            sh.policy, chunk, classes, pool, cb.service, cb.md, cb.rld, at, caps
+            sh.policy, chunk, classes, pool, cb.service, cb.md, cb.rld, at, caps, cw
         )
     return SolverResult(
         architecture=spec.name,
@@ -92,6 +105,7 @@ def build(
         tables=t,
         owned_split=_owned_split(sh.owned, sh.sites, cb, n_p, sol, ln.config),
         operating=operating,
+        routed=flows,
     )
 
 

@@ -303,8 +303,9 @@ def _ramp(
     srv = np.asarray(server)[moved]
     o = np.lexsort((moved, start[moved], srv))  # by sender, then by start
     k, s_k = moved[o], srv[o]
-    prev_end = np.concatenate([[np.nan], end[k][:-1]])
     first = np.concatenate([[True], s_k[1:] != s_k[:-1]])
+    # a sender's first transfer has no previous one (not the previous sender's last)
+    prev_end = np.where(first, np.nan, np.concatenate([[np.nan], end[k][:-1]]))
     # the sender's latest end so far (a later-started transfer may end first)
     idle = np.where(first, np.inf, start[k] - _running_max(prev_end, first))
     ramp[k] = ln.idle_slow_start_s(line_bytes[k], np.maximum(idle, 0.0))
