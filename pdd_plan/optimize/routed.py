@@ -15,6 +15,8 @@ ready: no per-class rule predicts it, so its plans keep the MILP's shares."""
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from pdd_plan.architectures import P_MD, P_RLD, P_RLD_MD
@@ -58,7 +60,7 @@ def router_flows(
     router."""
     if P_RLD_MD not in flows or policy.router == "backlog" or not has_relay:
         return None
-    total = sum(flows.values())
+    total = cast(np.ndarray, sum(flows.values()))  # per class: flows are arrays
     if policy.router == "hit_threshold":
         at: float | None = float(policy.relay_hit_threshold.at_or_below)
     else:
