@@ -228,6 +228,8 @@ def margin_costs(ev: paired.Evaluator) -> list[MarginCost]:
         if kept == free:
             continue
         for a, fs in ev.fleets.items():
+            if paired.MARGINS[name] == "line" and fs.line is None:
+                continue  # a fleet without a line keeps no line margin
             lean = ev.sized({name: free}, a)
             if lean is None:
                 continue
@@ -253,7 +255,7 @@ def plan_caps(ctx: Context, plan: Plan) -> dict[str, Caps]:
     for a, p in plan.plans.items():
         rounds = [r for r in (p.simulated.rounds if p.simulated else []) if r.sla_met is not None]
         c = rounds[-1].caps.model_dump() if rounds else {}
-        out[a] = Caps(**c) if c else Caps(decode=ctx.scenario.search.decode_utilization)
+        out[a] = Caps(**c) if c else Caps.of(ctx.scenario.search)
     return out
 
 
