@@ -78,7 +78,8 @@ def margin_lines(u: PlanUncertainty) -> list[str]:
         what = "; ".join(adds) if adds else "nothing"
         rest = f"; nothing to {', '.join(none)}" if adds and none else ""
         out.append(
-            f"The {ms[0].value:.0%} {name.replace('_', ' ')} cap (search.{name}; 1: none) adds "
+            f"The {ms[0].value:.0%} {name.replace('_', ' ')} cap (search.{name}; none at "
+            f"{ms[0].without:g}) adds "
             f"{what}{rest}, over the cheapest fleet meeting the SLA without it (nominal "
             f"inputs){_without(u, name, ms[0].without) if adds else ''}."
         )
@@ -159,7 +160,8 @@ def render(u: PlanUncertainty, console: Console) -> None:
         fit.show(console, "tornado: PDD's BCR gain, one input moved", cols, trows)
     console.print(
         "meets SLA: share of draws whose SLA goodput covers the planned (drawn) rate; N-1: SLA "
-        "goodput with one instance of a role, or one line, lost (nominal inputs).",
+        "goodput with one instance of a role, or one line, lost (nominal inputs; the SLA alone, no "
+        "planning margin).",
         highlight=False,
     )
 

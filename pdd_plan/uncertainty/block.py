@@ -27,7 +27,7 @@ from pdd_plan.inputs.schema.uncertainty import Uncertainty
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.uncertainty import draws as draws_mod
 from pdd_plan.uncertainty import paired, replan, replay, robust, sensitivity
-from pdd_plan.uncertainty.n_minus_1 import n_minus_1
+from pdd_plan.uncertainty.n_minus_1 import at_reach, n_minus_1
 from pdd_plan.workload.classes import build_classes
 from pdd_plan.workload.requests import RequestClasses
 
@@ -247,6 +247,16 @@ def margin_costs(ev: paired.Evaluator) -> list[MarginCost]:
     return out
 
 
+def _reach_notes(arch: str, lost: list[str], n1: dict[str, float], c: Caps) -> list[str]:
+    return [
+        f"N-1 {arch} without one {k.replace('_', ' ')}: {n1[k]:.3g} req/s is where the laws' "
+        f"reach stops it (prefill queue at {c.prefill:.0%} or line at {c.line:.0%}: "
+        "search.prefill_utilization, line_utilization), not the SLA; only a replay says "
+        "whether that fleet serves more"
+        for k in lost
+    ]
+
+
 def plan_caps(ctx: Context, plan: Plan) -> dict[str, Caps]:
     """The caps each plan answers under: those its verification ended with (the replay's
     tightening included), else the scenario's; the draws, the tornado and N-1 check each fleet
@@ -276,7 +286,11 @@ def assess(
     for j, a in enumerate(pr.archs):
         k = ev.key(a)
         if opt.n_minus_1 and k not in n1:  # equal fleets (PDD as CDC-PD) lose the same
-            n1[k] = n_minus_1(ctx, cls, fleets[a], caps[a])
+            # the SLA alone, as evaluate measures a fleet: a kept planning margin is priced
+            # apart (margin_costs); where a law's reach stops it instead, a note says so
+            c = ev.caps_of(a, dict(sensitivity.NO_MARGIN))
+            n1[k] = n_minus_1(ctx, cls, fleets[a], c)
+            notes += _reach_notes(a, at_reach(ctx, cls, fleets[a], c, n1[k]), n1[k], c)
         archs[a] = ArchitectureUncertainty(
             goodput_rps=paired.band(pr.goodput[:, j]),
             bcr=paired.band(pr.bcr[:, j]),

@@ -39,7 +39,9 @@ PERF = ("prefill_speed", "decode_speed")
 # where they come from; its bar moves it between the range's ends, the plan's own in the middle
 # each margin's value that keeps none: 1, the queue's stability alone (the SLA, by the
 # analytic laws and the replay, which tightens a cap when it misses, decides the rest)
-NO_MARGIN = {"decode_utilization": 1.0, "prefill_utilization": 1.0, "line_utilization": 1.0}
+# prefill's 0.97 and the line's 0.95 are the laws' reach (search.prefill_utilization,
+# search.line_utilization), not margins: no plan or check runs past them
+NO_MARGIN = {"decode_utilization": 1.0, "prefill_utilization": 0.97, "line_utilization": 0.95}
 MARGIN_RANGES = {
     "decode_utilization": (
         0.9,
@@ -50,17 +52,16 @@ MARGIN_RANGES = {
     ),
     "prefill_utilization": (
         0.9,
-        1.0,
-        "1: no margin (the TTFT SLA by the pooled queue's law, checked by the replay); 0.9: "
-        "the top of search.utilization_levels, the 10% headroom the free-rate search already "
-        "tries (a convention); the default 0.97 errs toward more prefill",
+        0.97,
+        "0.97: the laws' reach (the prefill queue's lattice checked to it; the line law's "
+        "chain over the feeding pool grows as 1 / (1 - utilization)), no margin past it; 0.9: "
+        "the top of search.utilization_levels (a convention)",
     ),
     "line_utilization": (
         0.9,
-        1.0,
-        "1: no margin (the TTFT SLA by the line's transfer law, checked by the replay); 0.9: "
-        "the top of search.utilization_levels (a convention); the default 0.95 errs toward "
-        "more or faster lines",
+        0.95,
+        "0.95: the line law's reach (its state space grows as 1 / (1 - utilization)), no "
+        "margin past it; 0.9: the top of search.utilization_levels (a convention)",
     ),
 }
 

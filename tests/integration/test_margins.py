@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pdd_plan.evaluate import analytic, fleet
+from pdd_plan.evaluate import fleet
 from pdd_plan.inputs.context import build_context
 from pdd_plan.inputs.schema.plan import load_plan
 from pdd_plan.optimize.search.caps import Caps
@@ -27,13 +27,19 @@ def default():
     path = GOLDEN / "pdd-paper.optimize.yaml"
     plan = load_plan(path)
     ctx = build_context(plan.inputs, str(path))
-    return ctx, plan, assess(ctx, plan, Options(draws=4, n_minus_1=False))
+    return ctx, plan, assess(ctx, plan, Options(draws=4))
 
 
 def test_each_margin_is_a_scenario_input_the_plan_is_made_under(default):
     ctx, plan, _ = default
     s = ctx.scenario.search
     assert (s.prefill_utilization, s.line_utilization, s.decode_utilization) == (0.97, 0.95, 1.0)
+    # the laws' reach for prefill and the line: no plan runs past them, so they are no margin
+    assert sensitivity.NO_MARGIN == {
+        "decode_utilization": 1.0,
+        "prefill_utilization": 0.97,
+        "line_utilization": 0.95,
+    }
     assert Caps.of(s) == Caps(prefill=0.97, line=0.95, decode=1.0)
     assert set(paired.MARGINS) == set(sensitivity.MARGIN_RANGES) == set(sensitivity.NO_MARGIN)
 
@@ -61,21 +67,37 @@ def test_the_default_verdict_holds_across_each_margin_or_the_sentence_names_it(d
                     assert sensitivity.label(r.input) in v.flip, (base, r, v.flip)
 
 
-def test_the_prefill_cap_costs_idc_pd_one_prefill_instance(default):
+def test_the_prefill_reach_is_said_where_it_stops_n_minus_1(default):
     """Hand check: IDC-PD's 7 prefill instances at 40 req/s; with 6 the pooled queue runs
-    between the 97% cap and 1 (so the cap alone refuses them), and at cap 1 the analytic check
-    serves 40 req/s: the cap adds one instance, its price (16 H100 at $2.5: $40/h)."""
+    between the 97% reach and 1, so N-1 stops at the reach (6 x 0.97 / the mean service: 39.4
+    req/s), not at the SLA, and the plan says so (a replay of that fleet at 40 req/s meets the
+    SLA: tests/integration/test_n_minus_1_replay.py)."""
     ctx, plan, u = default
-    (m,) = [m for m in u.margin_costs if m.margin == "prefill_utilization" and m.instances]
-    assert (m.architecture, m.instances, m.cost_per_hour) == ("idc_pd", {"prefill": 1}, 40.0)
+    assert not u.margin_costs  # the default keeps no margin: nothing to price
     cls = build_classes(ctx.class_spec)
     fs = fleet.from_plan(ctx, plan, "plan")["idc_pd"]
     fewer = sizing._group_moved(fs, "prefill", -1)
     ap = perturb.apply(paired.pb_of(ctx), cls, {})
+    fm = perturb.fleet_model(ap, fewer, Caps.of(ctx.scenario.search))
     rate = plan.rate_rps
-    fm = perturb.fleet_model(ap, fewer, Caps(prefill=1.0, line=1.0, decode=1.0))
     rho = rate * fm.mean_service_s / fm.n_prefill
     assert fm.n_prefill == 6 and 0.97 <= rho < 1.0
-    assert analytic.at_rate(fm, rate).ok
+    n1 = u.architectures["idc_pd"].n_minus_1["prefill"]
+    assert n1 == pytest.approx(0.97 * 6 / fm.mean_service_s, rel=0.011)
+    assert any(n.startswith("N-1 idc_pd without one prefill") for n in u.notes), u.notes
+
+
+def test_a_kept_margin_is_priced_and_said():
+    """search.prefill_utilization 0.9 on the default (a kept margin below the 0.97 reach):
+    the plan prices it against the cheapest fleet meeting the SLA at the reach, in one
+    sentence with the headline without it."""
+    path = GOLDEN / "pdd-paper.optimize.yaml"
+    plan = load_plan(path)
+    search = plan.inputs.search.model_copy(update={"prefill_utilization": 0.9})
+    sc = plan.inputs.model_copy(update={"search": search})
+    ctx = build_context(sc, str(path))
+    u = assess(ctx, plan, Options(draws=2, n_minus_1=False))
+    costs = [m for m in u.margin_costs if m.margin == "prefill_utilization"]
+    assert costs and all(m.without == 0.97 and m.value == 0.9 for m in costs)
     text = " ".join(margin_lines(u))
-    assert "The 97% prefill utilization cap" in text and "+1 prefill to idc_pd ($40.0/h)" in text
+    assert "The 90% prefill utilization cap (search.prefill_utilization" in text
