@@ -18,8 +18,8 @@ class Caps:
 
     @classmethod
     def of(cls, search) -> Caps:
-        """The caps a scenario's `search:` sets: its utilization margins (each a stated input
-        with its reason, priced by the plan and moved by the tornado)."""
+        """The caps a scenario's `search:` sets (each a stated input with its reason): decode's
+        a margin below 1; prefill's and the line's the laws' reach, or a margin below it."""
         return cls(
             prefill=search.prefill_utilization,
             line=search.line_utilization,
