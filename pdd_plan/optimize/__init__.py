@@ -76,9 +76,7 @@ def optimize(
                 raw[a], plans[a] = checked[a]  # type: ignore[misc]
                 continue
             with deadline:
-                raw[a] = solve_architecture(
-                    pb, a, cls, fixed_rate, Caps(decode=sc.search.decode_utilization)
-                )
+                raw[a] = solve_architecture(pb, a, cls, fixed_rate, Caps.of(sc.search))
                 check_size(pb.file, a, raw[a])
                 plans[a] = optimize_summary.summarize(raw[a], cls, raw[a].rate, pb.sites.prefill)
         except InfeasibleError as e:

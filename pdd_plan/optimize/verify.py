@@ -50,7 +50,7 @@ def verification(
     A generator, so that the replays can run elsewhere while other plans are solved: it yields
     each plan to replay and is sent the replay's `sim.run.verify` figures; it returns the
     solver's result and the plan with its simulated figures (`verified_all` drives it)."""
-    caps = Caps(decode=pb.search.decode_utilization)
+    caps = Caps.of(pb.search)
     history: list[dict] = []
     kept = None
     for i in range(rounds + 1):

@@ -263,7 +263,11 @@ class Evaluator:
 
 
 # planning margins a tornado bar moves (sensitivity.MARGIN_RANGES): value name -> Caps field
-MARGINS = {"decode_utilization": "decode"}
+MARGINS = {
+    "decode_utilization": "decode",
+    "prefill_utilization": "prefill",
+    "line_utilization": "line",
+}
 # the inputs that move a fleet's SLA goodput (prices move its cost, the rate only the verdict)
 MOVES_GOODPUT = (
     "prefill_speed",
@@ -279,6 +283,8 @@ MOVES_GOODPUT = (
 # The prefix-hit shift is left out: it moves which requests relay, not only how fast.
 DIRECTION = {
     "decode_utilization": 1,
+    "prefill_utilization": 1,
+    "line_utilization": 1,
     "prefill_speed": 1,
     "decode_speed": 1,
     "kv_bytes": -1,

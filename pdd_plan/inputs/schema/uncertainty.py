@@ -72,6 +72,20 @@ class Spread(Strict):
             raise ValueError(f"mode {self.mode:g} must lie between low and high")
         return self
 
+    def centre(self) -> float:
+        """The distribution's median (its inverse CDF at 1/2, as the draws' `Law` gives it)."""
+        if self.dist == "normal":
+            return float(self.mean)
+        if self.dist == "lognormal":
+            return float(self.median)
+        lo, hi = float(self.low), float(self.high)
+        if self.dist == "uniform" or hi == lo:
+            return 0.5 * (lo + hi)
+        m = float(self.mode)  # triangular: the arm holding half the mass
+        if (m - lo) / (hi - lo) >= 0.5:
+            return lo + math.sqrt(0.5 * (hi - lo) * (m - lo))
+        return hi - math.sqrt(0.5 * (hi - lo) * (hi - m))
+
 
 class Inputs(Strict):
     """The uncertain inputs by name (unknown names are errors). Factors multiply the nominal
@@ -95,7 +109,8 @@ class Inputs(Strict):
     """Bytes per request, independent of its length, that cross the line with its KV and sit
     in decode memory with it (the model profile's `kv_cache.per_request_state_bytes`, on top
     of what the attention layout gives, e.g. DeepSeek-V4's window): a value, not a factor; the
-    drawn value replaces the profile's (draws below 0 are 0), times `kv_bytes` when drawn."""
+    drawn value replaces the profile's (draws below 0 are 0), times `kv_bytes` when drawn; the
+    plan is made at the band's median."""
     line_rate: Spread | None = None
     """Factor on one TCP connection's rate over the line (an RTT or window the user may not
     know); the line's capacity stays."""

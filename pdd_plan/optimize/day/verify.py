@@ -118,7 +118,7 @@ def verified_day(
     the day's final caps (24 h of it is what the day is compared with) and whether the replay
     met the SLA."""
     spec = get(a)
-    caps = Caps(decode=dp.pb.search.decode_utilization)
+    caps = Caps.of(dp.pb.search)
     seed = search.peak_plan(dp, spec, day, caps)
     peak_cost = seed.cost_per_hour
     tight = search.Tightened.none(len(day.periods))
