@@ -517,6 +517,7 @@ def test_evaluate_costs_owned_gpus_as_optimize_does(tmp_path):
     r = invoke("evaluate", plan, "--no-simulate", "-f", "json")
     assert r.exit_code == 0, r.stderr
     for a, got in json.loads(r.stdout)["architectures"].items():
+        # tolerance: $0.02: both sides round each group's cost to the cent (two roundings)
         assert got["cost_per_hour"] == pytest.approx(planned[a]["cost_per_hour"], abs=0.02), a
         assert got["cost_owned_per_hour"] == pytest.approx(
             planned[a]["cost_owned_per_hour"], abs=0.02

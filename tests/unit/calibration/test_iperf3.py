@@ -62,8 +62,10 @@ def test_single_stream_file_by_hand():
     assert sku.measured_aggregate_gbps == sku.per_connection_gbps
     assert sku.measured_aggregate_connections == 1
     assert sku.rtt_ms == pytest.approx(sender["mean_rtt"] / 1000, rel=1e-3)  # µs -> ms
+    # tolerance: rel 1e-3: the profile keeps 4 significant figures (iperf3._sig)
     assert sku.rtt_min_ms == pytest.approx(sender["min_rtt"] / 1000, rel=1e-3)
     segments = sender["bytes"] / d["start"]["tcp_mss_default"]
+    # tolerance: 1%: the profile keeps 3 significant figures of the retransmit rate (iperf3._sig)
     assert sku.retransmit_rate == pytest.approx(sender["retransmits"] / segments, rel=1e-2)
     assert sku.mss_bytes == d["start"]["tcp_mss_default"] == 32768
     assert sku.tcp_congestion == d["end"]["sender_tcp_congestion"]
@@ -95,6 +97,7 @@ def test_single_and_parallel_files_split_the_roles():
 @pytest.mark.unit
 def test_parallel_only_gives_the_fair_share_and_says_so():
     sku = calibrate([read_iperf3(P4)], "p4", 100)
+    # tolerance: rel 1e-3: the profile keeps 4 significant figures (iperf3._sig)
     assert sku.per_connection_gbps == pytest.approx(sku.measured_aggregate_gbps / 4, rel=1e-3)
     assert "lower bound" in sku.source
 

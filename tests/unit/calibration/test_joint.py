@@ -99,6 +99,8 @@ def test_joint_fit_recovers_a_known_shift():
     ]
     jf = joint.fit_joint(made, analytic)
     assert jf.success
+    # tolerance: 15%: the partially pooled fit shrinks a shift toward the pooled mean on few rows
+    # (biased by design, not exact)
     assert math.exp(jf.shift["mfu"]) == pytest.approx(0.5, rel=0.15)
     assert np.median(np.abs(jf.errors)) < 0.03
 

@@ -57,6 +57,8 @@ def test_verified_plan_serves_at_least_its_rate(plan_eval):
         ap = p.plans[a]
         assert ap.simulated is not None and ap.simulated.sla_met  # the premise: verified
         assert r["goodput_rps"] >= p.rate_rps, a
+        # tolerance: $0.05: five cents over a fleet whose groups are each rounded to the cent in
+        # the plan file
         assert r["cost_per_hour"] == pytest.approx(ap.cost_per_hour, abs=0.05)
         # the optimizer's BCR definition: requests per dollar
         assert r["bcr"] == pytest.approx(r["goodput_rps"] * 3600 / r["cost_per_hour"], rel=1e-3)
@@ -68,6 +70,7 @@ def test_verified_plan_serves_at_least_its_rate(plan_eval):
         assert above["rate_rps"] <= r["goodput_rps"] * (1 + out["step"]) * (1 + 1e-6)
         assert r["ttft_s"]["p90"] <= p.sla.ttft_p90_s and r["ttft_s"]["p99"] <= p.sla.ttft_p99_s
         assert r["tpot_ms"]["p90"] <= p.sla.tpot_ms
+        # tolerance: 1e-3: each of the 3 route shares is rounded to 4 decimals
         assert sum(r["route_share"].values()) == pytest.approx(1.0, abs=1e-3)
         assert r["gives_out_first"]["resource"] in (
             "prefill_queue",

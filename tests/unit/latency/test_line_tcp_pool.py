@@ -182,6 +182,7 @@ def test_pool_wait_matches_erlang_c(k):
     start, end, _, _, _ = run_line(inp)
     a = lam * es
     want = erlang_c(c, a) * es / (c - a)
+    # tolerance: 5%: the seeded replay's Monte Carlo error, as in test_sim_queues
     assert float(np.mean(start - ready)) == pytest.approx(want, rel=0.05)
     # the analytic line model says the same, given the size law as 400 equal-weight strata
     # (its hold is x / cap: the line has room, so the mean hold is E[S])

@@ -104,6 +104,7 @@ def test_planned_p_rld_share_is_the_replays_per_request_share():
     route = planned_route(req.hit_p, req.output_tokens, 0.4, routing.singular_max_output_tokens)
     want = float(np.mean(route == Route.P_RLD))
     assert 0.004 < want < 0.012  # a few short requests among the low-hit 7%
+    # tolerance: 1e-4: the plan rounds route shares to 4 decimals
     assert s.route_share.p_rld == pytest.approx(want, abs=1e-4)
     assert s.route_share.p_rld_md == pytest.approx(
         float(np.mean(route == Route.P_RLD_MD)), abs=1e-4

@@ -97,11 +97,15 @@ def test_partial_owned_split_is_hand_arithmetic(base):
         assert fleet(q) == fleet(b), a
         assert gpus_used(q, "dc-a", "h100") >= 48
         assert q.cost_owned_per_hour == pytest.approx(48.0)
+        # tolerance: $0.011: each group's cost is rounded to the cent in the plan (one rounding
+        # plus float)
         assert q.cost_new_per_hour == pytest.approx(b.cost_per_hour - 48 * 2.5, abs=0.011)
         assert q.cost_per_hour == pytest.approx(b.cost_per_hour - 48 * 1.5, abs=0.011)
         assert q.cost_owned_per_hour + q.cost_new_per_hour == pytest.approx(
             q.cost_per_hour, abs=0.011
         )
+        # tolerance: rel 1e-3: a bound above the plan's rounding (goodput to 6 significant digits,
+        # cost to the cent)
         assert q.bcr == pytest.approx(q.goodput_rps * 3600 / q.cost_per_hour, rel=1e-3)
 
 
@@ -116,6 +120,7 @@ def test_owned_lines_first(base):
     assert q.cost_per_hour <= b.cost_per_hour - one + 0.011
     if fleet(q) == fleet(b):
         assert q.cost_owned_per_hour == 0.0
+        # tolerance: $0.011: one cent of rounding per figure
         assert q.cost_new_per_hour == pytest.approx(b.cost_per_hour - one, abs=0.011)
 
 
@@ -128,6 +133,7 @@ def test_owned_at_market_price_is_no_owned(base):
         b = base.plans[a]
         assert fleet(q) == fleet(b), a
         assert q.cost_per_hour == b.cost_per_hour
+        # tolerance: $0.011: one cent of rounding per figure
         assert q.cost_owned_per_hour == pytest.approx(
             sum(
                 min(gpus_used(b, dc, g), n) * PRICE[g]
@@ -161,6 +167,7 @@ def test_owned_above_market_is_used_first(base):
     used = gpus_used(q, "dc-a", "h100")
     assert used >= 96
     assert q.cost_owned_per_hour == pytest.approx(96 * 4.0)
+    # tolerance: $0.011: one cent of rounding per figure
     assert q.cost_new_per_hour == pytest.approx((used - 96) * 2.5, abs=0.011)
     assert q.cost_per_hour >= b.cost_per_hour
 
@@ -211,6 +218,7 @@ def test_report_lists_owned_and_new_spend():
     i_total = costs.columns.index("total $/h")
     for row in costs.rows:
         assert row[i_owned] == "48.00"
+        # tolerance: $0.011: the report prints each figure to the cent
         assert float(row[i_owned]) + float(row[i_new]) == pytest.approx(
             float(row[i_total]), abs=0.011
         )

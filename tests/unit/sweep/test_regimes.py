@@ -165,6 +165,7 @@ def test_cells_agree_with_optimize_at_the_same_points(small_map, ix, iy) -> None
         p = plan.plans[RELAY_ARCH]
         assert cell["rld_token_share"] == p.rld_token_share
         share = p.route_share.p_rld_md + p.route_share.p_rld
+        # tolerance: 1e-4: the plan's route shares are rounded to 4 decimals
         assert cell["relay_request_share"] == pytest.approx(share, abs=1e-4)
 
 
