@@ -181,7 +181,7 @@ def test_spreads_inside_the_bound_pass(tmp_path, spread):
     assert invoke("validate", f).exit_code == 0
 
 
-@pytest.mark.unit
+@pytest.mark.integration
 def test_a_floored_draw_is_said():
     from pdd_plan.inputs import profiles
     from pdd_plan.inputs.schema.uncertainty import Uncertainty
@@ -445,7 +445,7 @@ def test_rtt_below_the_measured_minimum(tmp_path):
     refused("validate", prof, needle=("below the path's measured minimum",))
 
 
-@pytest.mark.unit
+@pytest.mark.integration
 def test_a_killed_writes_temporary_is_removed_by_the_next_write(tmp_path):
     from pdd_plan.common.atomic import write_atomic
 
@@ -524,7 +524,7 @@ def test_evaluate_costs_owned_gpus_as_optimize_does(tmp_path):
         ), a
 
 
-@pytest.mark.unit
+@pytest.mark.integration
 def test_owned_cost_hand_arithmetic():
     from pdd_plan.evaluate.fleet import FleetSpec
     from pdd_plan.evaluate.run import owned_cost

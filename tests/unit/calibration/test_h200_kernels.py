@@ -59,7 +59,6 @@ def test_kernels_only_drops_exactly_the_step_overhead():
     assert p.overhead_s == pytest.approx(gpu.efficiency.step_overhead_ms / 1e3 + cpu)
 
 
-@pytest.mark.golden
 def test_bf16_prefill_passes_predicted_within_the_stated_band():
     """Held out: the h200 factors were fitted to engine rows only (jointly with every GPU's
     rows, calibration/joint.py), and these kernel timings are not among the rows the shipped

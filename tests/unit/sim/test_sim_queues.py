@@ -85,7 +85,7 @@ def test_lindley_matches_a_plain_loop() -> None:
     np.testing.assert_allclose(lindley_wait(a, s), w, atol=1e-9)
 
 
-@pytest.mark.slow
+@pytest.mark.unit
 @pytest.mark.parametrize("rho", LOADS)
 def test_line_is_mg1_ps_by_job_size(rho: float) -> None:
     """A huge pool, no flow cap, no RTT: the line is M/G/1-PS, E[T | x] = x / (C (1 - rho))."""

@@ -23,7 +23,7 @@ def _inst(ctx, gpu: str):
     return parallelism_candidates(ctx.model, ctx.gpus[gpu], 32)[0]
 
 
-@pytest.mark.slow
+@pytest.mark.unit
 def test_prefill_table_matches_prefill_time(ctx) -> None:
     inst = _inst(ctx, "h100")
     chunk = 8192
