@@ -456,7 +456,7 @@ def test_simulate_of_a_few_rows_says_one_load(tmp_path, rows):
         assert cp["utilization"] == pytest.approx(cp["occupancy"], rel=1e-4)
 
 
-@pytest.mark.unit
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("transfers", "ready_span", "span", "want"),
     [
