@@ -12,26 +12,12 @@ from typer.testing import CliRunner
 
 from pdd_plan.calibration import fit
 from pdd_plan.cli.main import app
+from tests.unit.calibration.test_engine_results import CSV, SGL, TRT, TRT_TXT, VLLM  # noqa: F401 (shared with the unit tests)
 
 pytestmark = pytest.mark.integration
 
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "engine_results"
-
-
-SGL = DATA / "sglang_bench_serving.jsonl"
-
-
-VLLM = DATA / "vllm_bench_serve.json"
-
-
-TRT = DATA / "trtllm_bench_report.json"
-
-
-TRT_TXT = DATA / "trtllm_bench_report.txt"
-
-
-CSV = fit.calibration_dir() / "calibration_measurements.csv"
 
 
 def _runner() -> CliRunner:

@@ -14,9 +14,9 @@ from pdd_plan.emit.plan import EmitOptions
 from pdd_plan.evaluate import fleet
 from pdd_plan.inputs import profiles
 from pdd_plan.inputs.context import build_context, load_scenario
-from pdd_plan.inputs.schema import Scenario
 from pdd_plan.inputs.schema.plan import parse_plan
 from pdd_plan.optimize import optimize
+from tests.unit.emit.test_emit_moe import _fleet_ctx  # noqa: F401 (shared with the unit tests)
 
 pytestmark = pytest.mark.integration
 
@@ -54,15 +54,6 @@ def test_ep_plan_emits_deepep_modes_and_two_batch_overlap(plan):
     for line in lines.values():
         assert "--enable-two-batch-overlap" in line
         assert "--ep-num-redundant-experts" not in line
-
-
-def _fleet_ctx(redundant: int):
-    d = yaml.safe_load(FLEET.read_text())
-    for g in d["fleet"]["all"]["instances"]:
-        g.update(tp=g["gpus_per_instance"], ep=g["gpus_per_instance"], dp=8)
-        g["redundant_experts"] = redundant
-    ctx = build_context(Scenario.model_validate(d), str(FLEET))
-    return fleet.from_scenario(ctx)
 
 
 @pytest.mark.integration

@@ -6,40 +6,13 @@ from __future__ import annotations
 import json
 
 import pytest
-import yaml
 from typer.testing import CliRunner
 
 from pdd_plan.calibration import error_band
 from pdd_plan.cli.main import app
+from tests.unit.calibration.test_error_band import BAND, _write  # noqa: F401 (shared with the unit tests)
 
 pytestmark = pytest.mark.integration
-
-
-BAND = {
-    "basis": "leave-one-source-out",
-    "date": "2026-11-30",
-    "families": {
-        "dense": {
-            "median_abs_error": 0.071,
-            "p90_abs_error": 0.14,
-            "max_abs_error": 0.22,
-            "rows": 14,
-        },
-        "moe": {
-            "median": 0.12,
-            "p90": 0.27,
-            "max": 0.33,
-            "rows": [11, 12, 13, 14, 15],
-            "mean_signed_error": -0.04,
-        },
-    },
-}
-
-
-def _write(tmp_path, data) -> object:
-    p = tmp_path / "error_band.yaml"
-    p.write_text(yaml.safe_dump(data) if not isinstance(data, str) else data)
-    return p
 
 
 def _runner() -> CliRunner:

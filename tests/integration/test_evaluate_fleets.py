@@ -8,14 +8,11 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
-from typer.testing import CliRunner
 
-from pdd_plan.cli.main import app
 from pdd_plan.evaluate import Options, analytic, evaluate, fleet
 from pdd_plan.inputs.context import build_context
-from pdd_plan.inputs.schema import Scenario
 from pdd_plan.inputs.schema.plan import load_plan
+from tests.unit.evaluate.test_evaluate import ANALYTIC, FLEET, _fleet_data, _invoke, _scenario  # noqa: F401 (shared with the unit tests)
 
 pytestmark = pytest.mark.integration
 
@@ -32,23 +29,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PLAN = ROOT / "tests" / "golden" / "pdd-paper.optimize.yaml"  # optimize --out, verified
 
 
-FLEET = ROOT / "pdd_plan" / "data" / "examples" / "pdd-paper-fleet.yaml"
-
-
-ANALYTIC = Options(simulate=False)
-
-
 # the simulator may move the rate off the analytic one; a few steps is agreement
 AGREE = 0.10
-
-
-def _scenario(data: dict, path: Path = FLEET) -> tuple:
-    ctx = build_context(Scenario.model_validate(data), str(path))
-    return fleet.from_scenario(ctx)
-
-
-def _fleet_data() -> dict:
-    return yaml.safe_load(FLEET.read_text())
 
 
 @pytest.fixture(scope="module")
@@ -146,14 +128,6 @@ def test_shrunk_plan_fleet_simulated_is_not_above():
     assert less["analytic"]["goodput_rps"] == pytest.approx(
         full["analytic"]["goodput_rps"] * 5 / 6, rel=0.03
     )
-
-
-def _invoke(*args: str):
-    try:
-        runner = CliRunner(mix_stderr=False)
-    except TypeError:
-        runner = CliRunner()
-    return runner.invoke(app, list(args))
 
 
 @pytest.mark.integration

@@ -11,23 +11,11 @@ import time
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
-from pdd_plan.cli.main import app
 from pdd_plan.inputs.schema.line import LineSKU
+from tests.unit.calibration.test_iperf3 import _runner, invoke  # noqa: F401 (shared with the unit tests)
 
 pytestmark = pytest.mark.integration
-
-
-def _runner() -> CliRunner:
-    try:  # click < 8.2 mixes stderr into stdout unless told not to
-        return CliRunner(mix_stderr=False)
-    except TypeError:
-        return CliRunner()
-
-
-def invoke(*args: str):
-    return _runner().invoke(app, list(args))
 
 
 def _free_port() -> int:

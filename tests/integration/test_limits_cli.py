@@ -3,20 +3,13 @@ themselves: tests/unit/common/test_limits.py)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from typer.testing import CliRunner
 
 from pdd_plan.cli.main import app
+from tests.unit.common.test_limits import EXAMPLE  # noqa: F401 (shared with the unit tests)
 
 pytestmark = pytest.mark.integration
-
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-EXAMPLE = ROOT / "pdd_plan" / "data" / "examples" / "pdd-paper.yaml"
 
 
 @pytest.mark.integration

@@ -13,7 +13,6 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from benchmarks.oracles import bruteforce
 from pdd_plan.cli.main import app
 from pdd_plan.common.errors import InfeasibleError
 from pdd_plan.inputs.context import build_context
@@ -23,6 +22,7 @@ from pdd_plan.optimize.search import fixed_rate
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.plan import plan_architecture
 from pdd_plan.workload.classes import build_classes
+from tests.unit.optimize.test_optimizer import _agree  # noqa: F401 (shared with the unit tests)
 
 pytestmark = pytest.mark.integration
 
@@ -31,44 +31,6 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 EXAMPLE = ROOT / "examples" / "pdd-paper.yaml"
-
-
-def _agree(t, tag: str) -> float | None:
-    sol = milp.solve(t)
-    ref = bruteforce.solve(t)
-    assert (sol is None) == (ref is None), (
-        f"{tag}: feasibility differs: MILP {sol and sol.cost_per_hour}, brute force "
-        f"{ref and ref.cost}"
-    )
-    if ref is None:
-        return None
-    assert sol.cost_per_hour == pytest.approx(ref.cost, rel=1e-6), (
-        f"{tag}: MILP {sol.counts} line {sol.line_index} ${sol.cost_per_hour}/h, "
-        f"brute force {ref.counts} line {ref.line_index} ${ref.cost}/h"
-    )
-    # the MILP's own decision is feasible by the independent check, at the cost it reports
-    n_md = len(t.md)
-    counts = [sol.counts[c.key] for c in t.md + t.rld]
-    cap = t.decode_cap
-    md = (
-        cap * sum(k * c.tokens_per_s for k, c in zip(counts[:n_md], t.md)),
-        cap * sum(k * c.kv_pool_bytes for k, c in zip(counts[:n_md], t.md)),
-    )
-    rld = (
-        cap * sum(k * c.tokens_per_s for k, c in zip(counts[n_md:], t.rld)),
-        cap * sum(k * c.kv_pool_bytes for k, c in zip(counts[n_md:], t.rld)),
-    )
-    assert bruteforce.flows_feasible(t, sol.line_index, md, rld), tag
-    want = (
-        sum(k * c.cost_per_hour for k, c in zip(counts, t.md + t.rld))
-        + t.lines[sol.line_index].cost_per_hour
-        + t.prefill_cost_per_hour
-    )
-    assert sol.cost_per_hour == pytest.approx(want, rel=1e-9), tag
-    # its flows meet every class's demand
-    total = sum(sol.flows.values())
-    np.testing.assert_allclose(total, t.rate_rps * t.weight, rtol=1e-6, atol=1e-9)
-    return ref.cost
 
 
 def _tiny_scenario() -> dict:

@@ -3,51 +3,22 @@ split the spend into owned and new by hand arithmetic (unit side: tests/unit/opt
 
 from __future__ import annotations
 
-import copy
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 from rich.console import Console
 
-from pdd_plan.inputs.context import build_context
-from pdd_plan.inputs.schema.plan import Plan
-from pdd_plan.inputs.schema.scenario import Scenario
-from pdd_plan.optimize import optimize
 from pdd_plan.report.sections import build_report
 from pdd_plan.report.table import render_plan
+from tests.unit.optimize import test_owned
+from tests.unit.optimize.test_owned import EXAMPLE, example, plan_of, with_owned  # noqa: F401 (shared with the unit tests)
 
 pytestmark = pytest.mark.integration
-
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-EXAMPLE = ROOT / "examples" / "pdd-paper.yaml"
+base = test_owned.base  # the unit tests' fixture
 
 
 PRICE = {"h100": 2.5, "h200": 3.1}  # the example's prices, $/GPU-hour
-
-
-def example() -> dict:
-    return yaml.safe_load(EXAMPLE.read_text())
-
-
-def with_owned(gpus=(), lines=(), base: dict | None = None) -> dict:
-    d = copy.deepcopy(base or example())
-    d["owned"] = {
-        "gpus": [
-            {"datacenter": dc, "gpu": g, "count": n, "cost_per_gpu_hour": c} for dc, g, n, c in gpus
-        ],
-        "lines": [{"sku": s, "count": n, "cost_per_month": c} for s, n, c in lines],
-    }
-    return d
-
-
-def plan_of(d: dict) -> Plan:
-    return optimize(build_context(Scenario.model_validate(d), str(EXAMPLE)), verify=False)
 
 
 def fleet(p) -> tuple:
@@ -61,11 +32,6 @@ def gpus_used(p, dc: str, gpu: str) -> int:
     return sum(
         i.count * i.gpus_per_instance for i in p.instances if (i.datacenter, i.gpu) == (dc, gpu)
     )
-
-
-@pytest.fixture(scope="module")
-def base() -> Plan:
-    return plan_of(example())
 
 
 @pytest.mark.integration

@@ -4,7 +4,6 @@ input as one line (the models: tests/unit/perf/test_perf.py)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,17 +14,9 @@ from pdd_plan.calibration import fit
 from pdd_plan.cli.main import app
 from pdd_plan.inputs.schema import ModelProfile
 from pdd_plan.perf import layers
+from tests.unit.perf.test_perf import CSV, HF  # noqa: F401 (shared with the unit tests)
 
 pytestmark = pytest.mark.integration
-
-
-HERE = Path(__file__).resolve().parents[1]  # tests/
-
-
-HF = HERE / "data" / "hf_configs"
-
-
-CSV = fit.calibration_dir() / "calibration_measurements.csv"
 
 
 def _runner() -> CliRunner:

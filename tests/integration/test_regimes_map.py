@@ -7,13 +7,10 @@ import copy
 import csv
 import io
 import json
-from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from pdd_plan.architectures import LINE_BASELINE, LOCAL_BASELINE, RELAY_ARCH
-from pdd_plan.cli.main import app
 from pdd_plan.inputs.context import build_context
 from pdd_plan.inputs.schema.io import parse, read_yaml
 from pdd_plan.inputs.schema.scenario import Scenario
@@ -22,14 +19,9 @@ from pdd_plan.sweep.regimes.axes import (
     RegimeAxis,
 )
 from pdd_plan.sweep.regimes.grid import GAIN_LINE, GAIN_LOCAL, regime_map
+from tests.unit.sweep.test_regimes import EXAMPLE, Y, _runner, invoke  # noqa: F401 (shared with the unit tests)
 
 pytestmark = pytest.mark.integration
-
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-EXAMPLE = str(ROOT / "examples" / "pdd-paper.yaml")
 
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -38,20 +30,6 @@ PNG = b"\x89PNG\r\n\x1a\n"
 # the rate one transfer gets: slow (0.1 Gb/s: relay decode is what makes the SLA feasible), about
 # the default's shared line (0.2) and fast (0.5); a small rate and a larger one
 X = RegimeAxis("transfer_gbps", (0.1, 0.2, 0.5))
-
-
-Y = RegimeAxis("rate_rps", (2, 10))
-
-
-def _runner() -> CliRunner:
-    try:
-        return CliRunner(mix_stderr=False)
-    except TypeError:
-        return CliRunner()
-
-
-def invoke(*args: str):
-    return _runner().invoke(app, ["regimes", *map(str, args)])
 
 
 @pytest.fixture(scope="module")

@@ -6,21 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pdd_plan.inputs import profiles
 from pdd_plan.perf import serve_lengths as sl
-from pdd_plan.perf.instance import Instance
 from pdd_plan.perf.serve import Load, serve
 from pdd_plan.perf.serve_engine import serve_engine
 from pdd_plan.perf.serve_step import StepCost
 from pdd_plan.sim.serve_replay import replay
+from tests.unit.sim.test_serve_replay import INSTANCES, _inst  # noqa: F401 (shared with the unit tests)
 
 pytestmark = pytest.mark.integration
-
-
-INSTANCES = {
-    "dense": ("llama-3.1-8b", "h100", 1),
-    "moe": ("qwen3-30b-a3b", "h200", 1),
-}
 
 
 # (input, output, SGLang range ratio; None: fixed lengths)
@@ -28,11 +21,6 @@ LENGTHS = [(1024, 256, 0.8), (3000, 128, 0.8), (256, 256, None)]
 
 
 CONCURRENCY = [1, 16, 48]
-
-
-def _inst(kind: str) -> Instance:
-    m, g, n = INSTANCES[kind]
-    return Instance(profiles.model(m), profiles.gpu(g), n, tp=n, ep=1)
 
 
 def _errors(kind: str, engine: str, lengths, c: int) -> tuple[float, float, float]:

@@ -5,18 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from pdd_plan.calibration import fit as cal
-from pdd_plan.inputs import profiles
 from pdd_plan.perf import moe_terms
-from pdd_plan.perf.instance import Instance
+from tests.unit.perf.test_serving_terms import _v3  # noqa: F401 (shared with the unit tests)
 
 pytestmark = pytest.mark.integration
-
-
-def _v3(gpu: str, n: int, ep: int, dp: int = 1, **kw) -> Instance:
-    return Instance(
-        profiles.model("deepseek-v3"), cal.analytic_gpu(gpu), n, tp=n, ep=ep, dp=dp, **kw
-    )
 
 
 @pytest.mark.integration

@@ -3,30 +3,17 @@ warm-up rule: tests/unit/sim/test_sim_warmup.py)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-from pdd_plan.inputs.context import build_context
-from pdd_plan.inputs.schema.io import read_yaml
-from pdd_plan.inputs.schema.plan import LineChoice, parse_plan
+from pdd_plan.inputs.schema.plan import LineChoice
 from pdd_plan.sim.result import sig
 from pdd_plan.sim.run import run, verify
+from tests.unit.sim import test_sim_warmup
+from tests.unit.sim.test_sim_warmup import PLAN  # noqa: F401 (shared with the unit tests)
 
 pytestmark = pytest.mark.integration
-
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-PLAN = ROOT / "tests" / "golden" / "pdd-paper.optimize.yaml"
-
-
-@pytest.fixture(scope="module")
-def default():
-    plan = parse_plan(read_yaml(str(PLAN)), str(PLAN))
-    return build_context(plan.inputs, str(PLAN)), plan
+default = test_sim_warmup.default  # the unit tests' fixture
 
 
 @pytest.mark.integration

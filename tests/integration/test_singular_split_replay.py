@@ -5,11 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import yaml
 
-from pdd_plan.inputs.context import build_context
-from pdd_plan.inputs.profiles import example_path
-from pdd_plan.inputs.schema.scenario import Scenario
 from pdd_plan.optimize import problem_of, summary
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.optimize.search.plan import plan_architecture
@@ -17,14 +13,9 @@ from pdd_plan.sim.queues import Route
 from pdd_plan.sim.replay import planned_route
 from pdd_plan.workload.classes import build_classes
 from pdd_plan.workload.distributions import sample_requests
+from tests.unit.latency.test_singular_split import _ctx  # noqa: F401 (shared with the unit tests)
 
 pytestmark = pytest.mark.integration
-
-
-def _ctx(name: str, **policy):
-    d = yaml.safe_load(example_path(name).read_text())
-    d["policy"].update(policy)
-    return build_context(Scenario.model_validate(d), "")
 
 
 @pytest.mark.integration

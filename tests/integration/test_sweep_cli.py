@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from pdd_plan.cli.main import app
 from pdd_plan.sweep.executors import run_all
 from pdd_plan.sweep.pareto import pareto_indices
+from tests.unit.sweep.test_sweep import _square  # noqa: F401 (shared with the unit tests)
 
 pytestmark = pytest.mark.integration
 
@@ -86,10 +87,6 @@ def test_cli_bad_options(args, words):
     assert r.exit_code == 2
     line = _err_line(r)
     assert all(w in line for w in words), line
-
-
-def _square(x: int) -> int:
-    return x * x
 
 
 @pytest.mark.integration

@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pdd_plan.cli.main import app
+from tests.unit.report.test_tables_width import _assert_fits  # noqa: F401 (shared with the unit tests)
 
 pytestmark = pytest.mark.integration
 
@@ -29,14 +30,6 @@ def _run(argv: list[str], width: int) -> str:
     r = CliRunner().invoke(app, argv, env={"COLUMNS": str(width)})
     assert r.exit_code == 0, (argv, r.output)
     return r.stdout
-
-
-def _assert_fits(text: str, width: int, what: str) -> None:
-    assert "…" not in text, f"{what}: a cell was cut at {width} columns:\n{text}"
-    for ln in text.splitlines():
-        if ln.startswith("trace: "):  # the file's path on its own line, never wrapped mid-word:
-            continue  # as long as the checkout's path, which no width bounds
-        assert len(ln) <= width, f"{what}: {len(ln)} > {width} columns: {ln!r}"
 
 
 @pytest.fixture(scope="module")
