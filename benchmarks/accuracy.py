@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -150,41 +151,114 @@ def band_yaml(entries: list[dict], date: str, csv_name: str) -> str:
     return head + yaml.safe_dump(data, sort_keys=False, width=100)
 
 
-def _print(entries: list[dict], aside) -> None:
-    print(
+def _row_table(entries: list[dict]) -> list[str]:
+    out = [
         "| row | source | GPU | engine | run | measured | held-out | err | in-sample | err "
-        "| analytic | err | held-out factors |"
-    )
-    print("|---:|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
+        "| analytic | err | held-out factors |",
+        "|---:|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
     for e in entries:
         p, r = e["pred"], e["err"]
         cells = " | ".join(f"{p[k]:,.0f} | {r[k]:+.1%}" for k in KINDS)
         unit = " ms" if e["latency"] else ""
-        print(
+        out.append(
             f"| {e['row']} | {e['document']} | {e['gpu']} | {e['engine']} | {e['label']} | "
             f"{e['measured']:,.0f}{unit} | {cells} | {e['held_out_fit']} |"
         )
-    print(
-        "\n| rows | n | held-out median | held-out max | held-out bias | optimistic "
-        "| in-sample median | in-sample max | in-sample bias | analytic median | analytic bias |"
-    )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for name, sel in _groups(entries):
+    return out
+
+
+def _group_table(groups: list[tuple[str, list[dict]]]) -> list[str]:
+    out = [
+        "| rows | n | held-out median | held-out max | held-out bias | median signed | optimistic "
+        "| in-sample median | in-sample max | in-sample bias | analytic median | analytic bias |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, sel in groups:
         s = {k: summary(sel, k) for k in KINDS}
         h, i, a = s["held_out"], s["in_sample"], s["analytic"]
-        print(
+        med = float(np.median([x["err"]["held_out"] for x in sel]))
+        out.append(
             f"| {name} | {len(sel)} | {h['median_abs_error']:.1%} | {h['max_abs_error']:.1%} | "
-            f"{h['mean_signed_error']:+.1%} | {h['optimistic_share']:.0%} | "
+            f"{h['mean_signed_error']:+.1%} | {med:+.1%} | {h['optimistic_share']:.0%} | "
             f"{i['median_abs_error']:.1%} | {i['max_abs_error']:.1%} | "
             f"{i['mean_signed_error']:+.1%} | {a['median_abs_error']:.1%} | "
             f"{a['mean_signed_error']:+.1%} |"
         )
-    print("\nRows set aside (not instance throughput):\n")
-    print("| row | source | metric | value | use | reading |")
-    print("|---:|---|---|---:|---|---|")
+    return out
+
+
+def _aside_table(aside: list[dict]) -> list[str]:
+    out = ["| row | source | metric | value | use | reading |", "|---:|---|---|---:|---|---|"]
     for a in aside:
-        reason = " ".join(a.reading.split())
-        print(f"| {a.row} | {a.document} | {a.metric} | {a.value:,.4g} | {a.use} | {reason} |")
+        out.append(
+            f"| {a['row']} | {a['document']} | {a['metric']} | {a['value']:,.4g} | {a['use']} "
+            f"| {a['reading']} |"
+        )
+    return out
+
+
+def _targets_line(entries: list[dict]) -> str:
+    ok, lines = _met(entries)
+    return (
+        f"Target per family (held-out median <= {MEDIAN_TARGET:.0%}, max <= {MAX_TARGET:.0%}, "
+        f"|bias| <= {BIAS_TARGET:.0%}): {'met' if ok else 'MISSED'}; " + "; ".join(lines) + "."
+    )
+
+
+def _validation_groups(entries: list[dict]) -> list[tuple[str, list[dict]]]:
+    pick = [
+        ("all", lambda e: True),
+        ("dense", lambda e: e["family"] == "dense"),
+        ("MoE", lambda e: e["family"] == "moe"),
+        ("TensorRT-LLM", lambda e: e["engine"] == "tensorrt-llm"),
+        ("SGLang", lambda e: e["engine"] == "sglang"),
+    ]
+    groups = [(name, [e for e in entries if f(e)]) for name, f in pick]
+    return [g for g in groups if g[1]]
+
+
+def render(data: dict) -> dict[str, str]:
+    """The documents' blocks from a stored result (benchmarks/results/accuracy.json):
+    `summary` and `rows` for BENCHMARKS.md, `validation` for docs/validation.md."""
+    from benchmarks.results import stamp_line
+
+    entries = data["rows"]
+    head = (
+        f"{stamp_line(data)} {len(entries)} predicted rows of `{data['csv']}`, "
+        f"{len(data['aside'])} set aside."
+    )
+    return {
+        "summary": "\n".join(
+            [head, "", *_group_table(_groups(entries)), "", _targets_line(entries)]
+        ),
+        "rows": "\n".join(
+            [
+                *_row_table(entries),
+                "",
+                "Rows set aside (not instance throughput):",
+                "",
+                *_aside_table(data["aside"]),
+            ]
+        ),
+        "validation": "\n".join(
+            [head, "", *_group_table(_validation_groups(entries)), "", _targets_line(entries)]
+        ),
+    }
+
+
+def _aside_dicts(aside) -> list[dict]:
+    return [
+        {
+            "row": a.row,
+            "document": a.document,
+            "metric": a.metric,
+            "value": a.value,
+            "use": a.use,
+            "reading": " ".join(a.reading.split()),
+        }
+        for a in aside
+    ]
 
 
 def _met(entries: list[dict]) -> tuple[bool, list[str]]:
@@ -219,18 +293,36 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--band-path", default=str(cal.calibration_dir() / "error_band.yaml"))
     ap.add_argument("--date", default="2026-11-30")
     ap.add_argument("--json", help="also write every row's predictions and errors here")
+    ap.add_argument(
+        "--store",
+        action="store_true",
+        help="store the rows in benchmarks/results/accuracy.json and re-render the documents",
+    )
     args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    from benchmarks import results
+
+    stamp = results.stamp("python -m benchmarks.accuracy --store")
     rows, aside = cal.read_rows(args.csv)
     entries = evaluate(rows)
     if args.json:
         write_atomic(args.json, json.dumps(entries, indent=1))
+    data = {
+        **stamp,
+        "wall_s": round(time.perf_counter() - t0, 1),
+        "csv": Path(args.csv).name,
+        "rows": entries,
+        "aside": _aside_dicts(aside),
+    }
+    blocks = render(data)
     print(f"## Perf model vs {Path(args.csv).name}: leave-one-source-out\n")
-    _print(entries, aside)
-    ok, lines = _met(entries)
-    print(
-        f"\nTarget per family (held-out median <= {MEDIAN_TARGET:.0%}, max <= {MAX_TARGET:.0%}, "
-        f"|bias| <= {BIAS_TARGET:.0%}): {'met' if ok else 'MISSED'}; " + "; ".join(lines) + "."
-    )
+    print(blocks["rows"] + "\n\n" + blocks["summary"])
+    ok, _ = _met(entries)
+    if args.store:
+        from benchmarks import render as docs
+
+        print(f"wrote {results.save('accuracy', data)}")
+        docs.main([])
     if args.write_band:
         write_atomic(args.band_path, band_yaml(entries, args.date, Path(args.csv).name))
         print(f"wrote {args.band_path}")

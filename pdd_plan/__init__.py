@@ -11,7 +11,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 _API = ("api", "load_scenario", "build_context", "simulate")
 __all__ = [*_API, "__version__"]

@@ -1,8 +1,9 @@
 """Results several test modules read, computed once per session.
 
 `report --html` on the default scenario's unverified plan replays every architecture and draws
-the 5x5 regime map around it (25 optimize runs): tests/integration/test_report.py and tests/unit/sweep/test_regimes.py
-both read that page, so it is built once, with every option either needs."""
+the 5x5 regime map around it (25 optimize runs): tests/integration/test_report.py and
+tests/integration/test_regimes_map.py both read that page, so it is built once, with every
+option either needs."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from pdd_plan.cli.main import app
 from pdd_plan.inputs import profiles
 from pdd_plan.inputs.context import build_context, load_scenario
 from pdd_plan.optimize import optimize
+from tests import markers
 
 _REGIME_MAP = figure_data.regime_map
 _MAPS: dict[str, object] = {}  # serial regime maps drawn this session, by their inputs
@@ -97,14 +99,19 @@ def unverified_html(example_plan, tmp_path_factory) -> HtmlReport:
     return HtmlReport(example_plan, out.read_text(encoding="utf-8"), pngs, r.stdout)
 
 
-KINDS = ("unit", "integration", "slow")  # every test is one of these (`pytest -m unit`: fast)
-
-
 def pytest_collection_modifyitems(config, items):
-    """Every test says what kind it is; an unmarked one fails collection, named."""
-    bare = [i.nodeid for i in items if not any(i.get_closest_marker(k) for k in KINDS)]
-    if bare:
+    """Each test is marked with its folder's kind (tests/markers.py: tests/unit `unit`,
+    tests/integration `integration`, tests/golden `golden`); a marker that contradicts the
+    folder (`slow` or `integration` under tests/unit, `unit` elsewhere) fails collection, named."""
+    bad = []
+    for i in items:
+        why = markers.mismatch(i.nodeid, (m.name for m in i.iter_markers()))
+        if why is not None:
+            bad.append(why)
+        elif not i.get_closest_marker(kind := markers.folder_kind(i.nodeid)):
+            i.add_marker(kind)
+    if bad:
         raise pytest.UsageError(
-            f"{len(bare)} tests carry none of the markers {', '.join(KINDS)}: "
-            + ", ".join(bare[: 20 if not config.getoption("verbose") else None])
+            f"{len(bad)} tests' markers contradict their folders: "
+            + "; ".join(bad[: 20 if not config.getoption("verbose") else None])
         )

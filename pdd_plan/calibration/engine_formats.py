@@ -29,7 +29,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pdd_plan.calibration import serving_exports
 from pdd_plan.calibration.json_fields import count, number, string
@@ -108,7 +108,7 @@ def _lengths(rec: dict, file: str, where: str) -> tuple[float, float]:
         raise InputError(file, f"{where}completed", "no completed requests", "rerun the benchmark")
     out = []
     for key in ("total_input_tokens", "total_output_tokens"):
-        total = _num(rec, key, file, where, whole=True)
+        total = cast(float, _num(rec, key, file, where, whole=True))  # required: not None
         if total < done:
             raise InputError(
                 file,
@@ -160,7 +160,7 @@ def _name(rec: dict, key: str, file: str, where: str) -> str | None:
 
 def _throughput(rec: dict, key: str, file: str, where: str) -> float:
     """Measured output tokens/s: above zero (a run that produced nothing measured nothing)."""
-    return _num(rec, key, file, where, lo_open=True)
+    return cast(float, _num(rec, key, file, where, lo_open=True))
 
 
 def _serving_run(rec: dict, file: str, i: int, fmt: str) -> EngineRun:
@@ -204,13 +204,13 @@ def _quant(v: Any) -> str | None:
 
 
 def _length(rec: dict, key: str, file: str, where: str) -> float:
-    return _num(rec, key, file, where, lo=1.0)
+    return cast(float, _num(rec, key, file, where, lo=1.0))
 
 
 def _trtllm_json(rec: dict, file: str) -> EngineRun:
     eng, world = _section(rec, "engine", file), _section(rec, "world_info", file)
     req, perf = _section(rec, "request_info", file), _section(rec, "performance", file)
-    machine = rec.get("machine") if isinstance(rec.get("machine"), dict) else {}
+    machine: Any = rec.get("machine") if isinstance(rec.get("machine"), dict) else {}
     dtype = _quant(_name(eng, "quantization", file, "engine.")) or TORCH_DTYPES.get(
         str(_name(eng, "dtype", file, "engine.")).lower()
     )

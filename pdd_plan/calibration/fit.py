@@ -13,6 +13,8 @@ applies on top of its analytic efficiency (`pdd_plan.inputs.calibrated.apply_cal
 
 from __future__ import annotations
 
+from typing import cast
+
 from pdd_plan.calibration.measurements import (  # noqa: F401  (the CSV rows' parsing lives there; re-exported)
     HARDWARE,
     MODELS,
@@ -92,10 +94,10 @@ def predict(meas: Measurement, gpu: GPUProfile, model=None) -> float:
     (user_tokens_per_s)."""
     inst = instance_of(meas, gpu, model)
     if meas.phase == "serve":  # a benchmark client's run (calibration/serving_runs.py)
-        from pdd_plan.calibration.serving_runs import predict_serving
+        from pdd_plan.calibration.serving_runs import ServingMeasurement, predict_serving
 
         inst.require_fit()
-        v = predict_serving(meas, inst)
+        v = predict_serving(cast(ServingMeasurement, meas), inst)
         return v if meas.is_latency else v * (meas.value_gpus or meas.n_gpus) / meas.n_gpus
     if meas.phase == "prefill":
         return _prefill(meas, inst)

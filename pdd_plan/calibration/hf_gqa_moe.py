@@ -30,7 +30,7 @@ def _int(cfg: dict, key: str, file: str, minimum: int = 1) -> int:
         raise InputError(
             file, key, f"must be a whole number >= {minimum} (got {v!r})", "fix config.json"
         )
-    return int(v)
+    return int(v)  # type: ignore[arg-type]
 
 
 def ffn(cfg: dict, arch: str, file: str) -> dict[str, Any]:

@@ -18,7 +18,12 @@ from pdd_plan.common.errors import InputError
 from pdd_plan.inputs.schema.io import parse
 from pdd_plan.inputs.schema.model import ModelProfile
 
-GQA_ARCHS = ("LlamaForCausalLM", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "MistralForCausalLM")
+GQA_ARCHS: tuple[str, ...] = (
+    "LlamaForCausalLM",
+    "Qwen3ForCausalLM",
+    "Qwen3MoeForCausalLM",
+    "MistralForCausalLM",
+)
 GQA_ARCHS += hf_gqa_moe.ARCHS
 MLA_ARCHS = ("DeepseekV3ForCausalLM", "KimiK2ForCausalLM")
 SUPPORTED = (*GQA_ARCHS, *MLA_ARCHS, "DeepseekV32ForCausalLM", "DeepseekV4ForCausalLM")
@@ -66,7 +71,7 @@ def _architecture(cfg: dict, file: str) -> str:
     """`architectures[0]`, a supported class name."""
     archs = cfg.get("architectures")
     ok = isinstance(archs, list) and archs and isinstance(archs[0], str)
-    arch = archs[0] if ok else None
+    arch = archs[0] if ok else None  # type: ignore[index]
     if arch not in SUPPORTED:
         got = (
             f"unsupported architecture '{arch}'"

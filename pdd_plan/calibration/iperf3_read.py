@@ -114,6 +114,7 @@ def _check_kind(data: Any, file: str) -> None:
 
 def _stream_stats(streams: list, file: str) -> tuple[int, int | None, list[float], list[float]]:
     """Sender bytes, retransmits, mean and min RTTs (µs, non-zero only) over the streams."""
+    retrans: int | None
     sent, retrans, mean_rtt, min_rtt = 0, 0, [], []
     for i, s in enumerate(streams):
         where = f"end.streams[{i}].sender"

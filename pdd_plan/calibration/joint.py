@@ -407,7 +407,7 @@ def between_gpu_spread(rows: list[Measurement], analytic: dict[str, GPUProfile])
     for k in range(len(SHIFTED)):
         s, v = [], []
         for g in pb.both:
-            a, b = pb.sh.start + k, pb.dev(g).start + k
+            a, b = pb.sh.start + k, pb.dev(g).start + k  # type: ignore[union-attr]
             s.append(sol.x[a] + sol.x[b])
             v.append(cov[a, a] + cov[b, b] + 2 * cov[a, b])
         out[SHIFTED[k]] = math.sqrt(dersimonian_laird(np.array(s), np.maximum(v, 1e-12)))

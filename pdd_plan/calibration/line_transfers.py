@@ -29,6 +29,7 @@ import csv
 import io
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from pydantic import ValidationError
@@ -81,7 +82,7 @@ def _number(raw: str, file: str, field: str, hi: float) -> float:
 
 def _row(rec: dict, i: int, file: str, cols: list[str]) -> TransferRow:
     hi = {"bytes": MAX_TRANSFER_BYTES, "gbps": 1e7, "rtt_ms": 1e5}
-    vals = {}
+    vals: dict[str, Any] = {}
     for c in cols:
         raw = (rec.get(c) or "").strip()
         if raw == "" and c in OPTIONAL:
@@ -114,7 +115,7 @@ def read_transfers(file: str) -> list[TransferRow]:
         what = f"missing column {missing[0]!r}" if missing else f"unknown column {unknown[0]!r}"
         raise InputError(file, None, what[:200], FIX)
     cols = [c for c in REQUIRED + OPTIONAL if c in head]
-    rows = []
+    rows: list[TransferRow] = []
     try:
         for i, rec in enumerate(reader, start=1):
             if None in rec:

@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
+from typing import Any, cast
 
 from pdd_plan.calibration.readings import (
     LATENCY_FIGURES,
@@ -168,7 +169,7 @@ class SetAside:
     value: float
 
 
-def _lookup(table: dict[str, object], text: str, file: str, field: str, row: int):
+def _lookup(table: dict[str, Any], text: str, file: str, field: str, row: int):
     for key, val in table.items():
         if text.startswith(key) or key in text:
             return val
@@ -180,7 +181,14 @@ def _lookup(table: dict[str, object], text: str, file: str, field: str, row: int
     )
 
 
-NEED_COLUMNS = ("source", "hardware", "n_gpus", "model", "precision", "parallelism")
+NEED_COLUMNS: tuple[str, ...] = (
+    "source",
+    "hardware",
+    "n_gpus",
+    "model",
+    "precision",
+    "parallelism",
+)
 NEED_COLUMNS += ("workload", "metric", "value")
 
 
@@ -257,11 +265,11 @@ def _from_reading(i: int, r: dict, rd: Reading, base: Engine, doc: str, f: str) 
     return Measurement(
         row=i,
         source=r["source"],
-        gpu=rd.gpu,
+        gpu=cast(str, rd.gpu),  # a predicted row's reading names them (readings.yaml)
         n_gpus=n,
         tp=rd.tp or n,
-        model=rd.model,
-        dtype=rd.dtype,
+        model=cast(str, rd.model),
+        dtype=cast(str, rd.dtype),
         kv_dtype=rd.kv_dtype,
         isl=rd.isl or 0,
         osl=rd.osl,

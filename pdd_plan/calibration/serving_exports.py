@@ -44,7 +44,7 @@ def _avg(m: dict, tag: str, file: str, required: bool = True) -> float | None:
 
 
 def _load(cfg: dict, file: str) -> tuple[int | None, float | None]:
-    lg = cfg.get("loadgen") if isinstance(cfg.get("loadgen"), dict) else cfg
+    lg: Any = cfg.get("loadgen") if isinstance(cfg.get("loadgen"), dict) else cfg
     conc, rate = lg.get("concurrency"), lg.get("request_rate")
     c = None if conc is None else number(conc, file, "input_config concurrency", FIX, lo=1)
     r = None if rate is None else number(rate, file, "input_config request_rate", FIX, lo_open=True)
@@ -52,7 +52,7 @@ def _load(cfg: dict, file: str) -> tuple[int | None, float | None]:
 
 
 def _model(cfg: dict) -> str | None:
-    ep = cfg.get("endpoint") if isinstance(cfg.get("endpoint"), dict) else {}
+    ep: Any = cfg.get("endpoint") if isinstance(cfg.get("endpoint"), dict) else {}
     for v in (ep.get("model_names"), cfg.get("model_names"), cfg.get("model")):
         if isinstance(v, list) and v and isinstance(v[0], str):
             return v[0]

@@ -3,7 +3,7 @@ measurements, read through the serve phase (calibration/serving_runs.py)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, cast
 
 from pydantic import Field, PositiveFloat, PositiveInt
 
@@ -71,10 +71,10 @@ def measurement(row: int, r: ServingRow, documents: dict[str, str]) -> ServingMe
         n_gpus=r.n_gpus,
         tp=r.tp,
         model=r.model,
-        dtype=r.dtype,
+        dtype=cast(str, r.dtype),
         kv_dtype=r.kv_dtype,
-        isl=_mean(r.isl, r.range_ratio),
-        osl=_mean(r.osl, r.range_ratio),
+        isl=_mean(r.isl, r.range_ratio),  # type: ignore[arg-type]  # a mean length, fractional
+        osl=_mean(r.osl, r.range_ratio),  # type: ignore[arg-type]
         value=r.value,
         engine=ENGINES["sglang"],  # unused: a serving row runs through the serve phase
         phase="serve",

@@ -124,7 +124,7 @@ def serving_fields(serving: dict, fmt: str, file: str) -> dict:
     version = serving.get("version") or serving.get("engine_version")
     return {
         "concurrency": conc,
-        "rate": None if conc is not None else float(rate),
+        "rate": None if conc is not None else float(rate),  # type: ignore[arg-type]
         "num_prompts": done,
         "range_ratio": None if ratio is None or ratio >= 1 else float(ratio),
         "generator": "sglang",

@@ -125,7 +125,7 @@ def _render(results: list[dict], name: str) -> None:
 
     from pdd_plan.report import layout
 
-    cols = ("gpu", "rows", "mfu", "mbu", "MoE mfu", "MoE mbu", "overhead ms")
+    cols: tuple[str, ...] = ("gpu", "rows", "mfu", "mbu", "MoE mfu", "MoE mbu", "overhead ms")
     cols += ("median |err|", "max")
     rows = []
     for e in results:

@@ -196,17 +196,17 @@ def _typer_group() -> type:
     class OneLineErrors(TyperGroup):
         def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
             if not standalone_mode:
-                return super().main(*args, standalone_mode=False, **kwargs)
+                return super().main(*args, standalone_mode=False, **kwargs)  # type: ignore[misc]
             try:
-                rv = super().main(*args, standalone_mode=False, **kwargs)
+                rv = super().main(*args, standalone_mode=False, **kwargs)  # type: ignore[misc]
             except Exception as e:
                 if type(e).__name__ == "NoArgsIsHelpError":  # a bare group: help, as typer has it
-                    return super().main(*args, standalone_mode=True, **kwargs)
+                    return super().main(*args, standalone_mode=True, **kwargs)  # type: ignore[misc]
                 if not hasattr(e, "format_message") or DEBUG["on"]:
                     raise
                 with contextlib.suppress(OSError):
                     typer.echo(f"error: {printable(_one_line_usage(e))}", err=True)
-                sys.exit(e.exit_code)
+                sys.exit(e.exit_code)  # type: ignore[attr-defined]
             sys.exit(rv if isinstance(rv, int) else 0)
 
     return OneLineErrors

@@ -17,6 +17,8 @@ around the plan's point. :func:`pdd_plan.report.figures.build_figures` only rend
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from pdd_plan.architectures import RELAY_ARCH
@@ -140,7 +142,7 @@ def figure_data(
     if shown is None:
         bar.stage("replays", len(plan.plans))
         shown = _own_replays(plan, ctx, n_requests, seed, bar.advance)
-    first = next(iter(shown.values())).result
+    first = cast(SimResult, next(iter(shown.values())).result)
     bar.stage("bathtub", 1)
     arch, tub = bathtub_data(plan, ctx, first)
     bar.advance()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -23,6 +24,9 @@ from pdd_plan.cli.progress import Stages, wanted
 from pdd_plan.common import limits
 from pdd_plan.common.atomic import check_output
 from pdd_plan.common.errors import InputError
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 app = typer.Typer(
     cls=_typer_group(),
@@ -226,7 +230,7 @@ def validate(file: str = typer.Argument(..., help="A scenario or profile YAML.")
     from pdd_plan.inputs.schema.io import parse, read_yaml
 
     data = read_yaml(file)
-    kind = Scenario
+    kind: type[BaseModel] = Scenario
     if isinstance(data, dict) and "plans" in data and "schema_version" in data:
         from pdd_plan.outputs.plan import parse_plan
 
@@ -278,7 +282,7 @@ def profiles_show(
     fmt = check_format(format, ("yaml", "json"))
     for kind in profiles.KINDS:
         if name in profiles.bundled_names(kind):
-            obj = profiles.load_profile(kind, name)
+            obj: Any = profiles.load_profile(kind, name)
             data = obj.model_dump(mode="json")
             if kind == "models":
                 from pdd_plan.perf import layers

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from types import TracebackType
+from typing import Any
 
 
 def wanted(fmt: str = "table") -> bool:
@@ -25,7 +26,7 @@ class Stages:
     def __init__(self, name: str, enabled: bool):
         self.name = name
         self.enabled = enabled
-        self.bar = None
+        self.bar: Any = None  # a rich Progress once shown (rich imported only then)
         self.task = None
 
     def __enter__(self) -> Stages:

@@ -7,7 +7,7 @@ import io
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -33,7 +33,7 @@ class LazyProgress:
     def __init__(self, enabled: bool):
         self.enabled = enabled
         self.t0 = time.perf_counter()
-        self.bar = None
+        self.bar: Any = None  # a rich Progress once shown (rich imported only then)
         self.tasks: dict[str, int] = {}
 
     def __call__(self, stage: str, done: int, total: int) -> None:

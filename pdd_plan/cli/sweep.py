@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -22,7 +23,7 @@ class _Progress:
     before, so no bad-key error follows it): a large grid is never silent for its whole run."""
 
     def __init__(self, enabled: bool):
-        self.bar = None
+        self.bar: Any = None  # a rich Progress once shown (rich imported only then)
         self.task = None
         self.enabled = enabled
         self.said = False

@@ -26,7 +26,7 @@ import stat
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from pdd_plan.common.errors import InputError
 
@@ -152,6 +152,7 @@ def atomic_open(
     except OSError as e:
         raise _write_error(given, e) from None
     try:
+        f: IO[Any]
         if binary:
             f = os.fdopen(fd, "wb")
         else:

@@ -16,6 +16,7 @@ import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, cast
 
 import yaml
 
@@ -162,7 +163,7 @@ def render_day(dep: Deployment, target: str, plan) -> dict[str, File]:
         base = schedule.base_of(dep, d)
         for dc in dep.datacenters:
             name = k8s_file(target, dc)
-            head = files[name].text.split("\n", 1)[0] + "\n"
+            head = cast(str, files[name].text).split("\n", 1)[0] + "\n"
             docs = schedule.at_base(k8s.documents(dep, target, dc), base)
             files[name] = File(head + dump_docs(docs))
             scaled = [schedule.scaled_object(dep, day, d, g) for g in dep.groups_in(dc)]
@@ -282,7 +283,7 @@ def check(files: dict[str, str], selection: Selection = ()) -> dict:
     """Validate files given as {name: text}: *.yaml with Kubernetes documents (NOT_K8S hold
     none), *.sh launch scripts; engine flags against each engine's default flag table, or the
     version ``selection`` names. Returns counts and problems."""
-    out = {"documents": 0, "command_lines": 0, "problems": []}
+    out: dict[str, Any] = {"documents": 0, "command_lines": 0, "problems": []}
     for name in sorted(files):
         text = files[name]
         if name.endswith(".sh"):

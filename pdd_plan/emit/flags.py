@@ -225,7 +225,7 @@ def _take_values(toks: list[str], i: int, inline: str | None, kind: str) -> tupl
     if inline is not None:
         return [inline], i
     most = _NARGS.get(kind, (1, 1))[1]
-    vals = []
+    vals: list[str] = []
     while len(vals) < most and i < len(toks) and not toks[i].startswith("--"):
         vals.append(toks[i])
         i += 1

@@ -46,7 +46,7 @@ def labels(
         "pdd.architecture": label_value(dep.architecture),
     }
     if g is not None or role is not None:
-        out["pdd.role"] = label_value(g.role if g else role)
+        out["pdd.role"] = label_value(g.role if g else role)  # type: ignore[arg-type]
     out["pdd.datacenter"] = label_value(g.datacenter if g else (dc or dep.router_dc))
     if g is not None:
         out["pdd.group"] = g.name

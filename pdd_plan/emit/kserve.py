@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from typing import Any
 
 from pdd_plan.common.errors import InputError
 from pdd_plan.emit import engines, flags
@@ -170,7 +171,7 @@ def webhook_problems(doc: dict) -> list[str]:
 
 def args_env(container: dict) -> list[str]:
     """The VLLM_ADDITIONAL_ARGS values of a container (KServe's preset appends them)."""
-    env = container.get("env") if isinstance(container.get("env"), list) else []
+    env: Any = container.get("env") if isinstance(container.get("env"), list) else []
     return [
         str(e.get("value", "")) for e in env if isinstance(e, dict) and e.get("name") == ARGS_ENV
     ]

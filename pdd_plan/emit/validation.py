@@ -19,6 +19,7 @@ import json
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 
@@ -258,7 +259,7 @@ def validate(doc: object, strict_mode: bool = True) -> list[str]:
 def _cel(doc: dict) -> list[str]:
     """The CEL rules of the vendored CRDs that bear on what is emitted, checked by hand."""
     out = []
-    spec = doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
+    spec: Any = doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
     if doc.get("kind") == "ScaledObject":  # the cron scaler's metadata: not in the CRD
         out += cron.trigger_problems(doc)
     if doc.get("kind") == "DisaggregatedSet":
@@ -293,7 +294,7 @@ def dgd_rules(doc: dict) -> list[str]:
     pod has a container ``main`` with an image, and an image tag that is not a semver needs
     ``runtimeVersionOverride`` (admission)."""
     out = []
-    spec = doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
+    spec: Any = doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
     for i, c in enumerate(spec.get("components") or []):
         if not isinstance(c, dict):
             continue

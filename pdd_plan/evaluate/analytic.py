@@ -27,7 +27,7 @@ from pdd_plan.inputs.schema.scenario import SLA
 from pdd_plan.latency.line import transfer
 from pdd_plan.latency.prefill import pool as prefill_pool
 from pdd_plan.optimize import milp as milp
-from pdd_plan.optimize import summary, tables
+from pdd_plan.optimize import routed, summary, tables
 from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.milp import forced
 from pdd_plan.optimize.problem import Problem
@@ -370,6 +370,21 @@ def _plan(fm: FleetModel, rate, pool, line_opt, rho_l, sol, pt) -> ArchitectureP
     sol = dataclasses.replace(sol, counts=dict(fm.counts))  # every instance runs (the MILP
     # needed only some)
     pol = fm.pb.policy
+    singular = pol.singular_max_output_tokens if fm.spec.singular_on_relay and fm.rld else None
+    flows = routed.router_flows(sol.flows, fm.classes, rate, pol, singular, bool(fm.rld))
+    fine = pt.fine
+    if flows is not None and fm.line is not None:
+        # the line at the load the router puts on it (its singular requests stay off it)
+        crossing = sum(flows[k] for k in flows if pt.crosses_line[k])
+        rho_r = float(np.dot(crossing, fm.shared.line_bytes)) / fm.line.usable_bytes_s
+        if 0.0 < rho_r < line_opt.level * (1.0 - 1e-9):
+            at = dataclasses.replace(line_opt, level=rho_r)
+            chunk = fm.pb.catalog.prefill_chunk_tokens
+            cw = routed.crossing_weight(flows, pt.crosses_line, fm.classes)
+            fine = tables.fine_times(
+                pol, chunk, fm.classes, pool, fm.service, fm.md, fm.rld, at, fm.caps, cw
+            )
+            rho_l = rho_r
     ap = SolverResult(
         architecture=fm.spec.name,
         rate=rate,
@@ -383,12 +398,11 @@ def _plan(fm: FleetModel, rate, pool, line_opt, rho_l, sol, pt) -> ArchitectureP
         times=pt.times,
         # per stratum: the percentiles of the real mixture, not of the classes' means (with a
         # flow-capped line a transfer's time follows its size, so eight classes misplace the P90)
-        operating=pt.fine,
+        operating=fine,
         cost_per_hour=fm.fleet.cost_per_hour,
         milps=1,
-        singular_max_output_tokens=pol.singular_max_output_tokens
-        if fm.spec.singular_on_relay and fm.rld
-        else None,
+        singular_max_output_tokens=singular,
+        routed=flows,
     )
     plan = summary.summarize(ap, fm.classes, rate, fm.pb.sites.prefill)
     # the fleet as given (its own groups and line price), not as the summary rebuilds it

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
 
 from pdd_plan import architectures
 from pdd_plan.common import limits
@@ -296,6 +297,8 @@ def from_scenario(ctx: Context) -> tuple[Context, dict[str, FleetSpec]]:
         key, f = hit
         spec = architectures.get(a)
         sites = allowed_sites(dcs, a)
+        mine: list[Any]
+        idle: list[Any]
         mine, idle, checked = [], [], []
         for i, g in enumerate(f.instances):
             field = f"fleet.{key}.instances[{i}]"

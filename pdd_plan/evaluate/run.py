@@ -6,6 +6,7 @@ renders it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from pdd_plan import architectures
 from pdd_plan.evaluate import analytic, confirm
@@ -93,7 +94,8 @@ def _quantiles(q: dict, keys: tuple[str, ...]) -> dict:
 
 
 def _simulated(c: confirm.Confirmed, n: int) -> dict:
-    s = c.passed.verdict.figures
+    assert c.passed is not None  # a confirmed rate has a passing replay
+    s: Any = c.passed.verdict.figures
     above = c.failed
     return {
         "requests": n,
@@ -117,6 +119,7 @@ def _simulated(c: confirm.Confirmed, n: int) -> dict:
 
 def _analytic(lo: analytic.AtRate, hi: analytic.AtRate) -> dict:
     p = lo.plan
+    assert p is not None  # the search's lower end is a feasible plan
     return {
         "goodput_rps": round(lo.rate, 4),
         "ttft_s": p.ttft_s.model_dump(),
@@ -186,6 +189,7 @@ def evaluate_one(
     lo, hi = analytic.search(fm)
     if not lo.ok:
         raise _never(fs, lo)
+    assert lo.plan is not None  # a feasible lower end has its plan
     an = _analytic(lo, hi)
     sim = None
     goodput = lo.rate

@@ -12,6 +12,7 @@ fitting code can load profiles without an import cycle.
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field
 
@@ -31,7 +32,7 @@ class CalibrationFile(Strict):
     gpu: str
     efficiency: CalibratedFactors  # dense models' factors (and every model's without `moe`)
     moe: CalibratedFactors | None = None  # MoE models' factors; `source` says how they were had
-    fit: dict | None = None  # provenance: rows, errors before/after (informational)
+    fit: dict[str, Any] | None = None  # provenance: rows, errors before/after (informational)
 
 
 def calibration_dir() -> Path:

@@ -68,7 +68,7 @@ def build_context(sc: Scenario, file: str) -> Context:
     model_ref = sc.model
     if model_ref.endswith((".yaml", ".yml")) and not Path(model_ref).is_absolute():
         model_ref = str(base / model_ref)
-    model = profiles.model(model_ref, "model", file)
+    model = _centred_state(sc, profiles.model(model_ref, "model", file))
     gpus: dict[str, GPUProfile] = {}
     for i, dc in enumerate(sc.datacenters):
         for name in dc.gpus:
@@ -90,6 +90,28 @@ def build_context(sc: Scenario, file: str) -> Context:
     relay_dc = p.relay_decode or prefill_dc
     main_dc = p.main_decode or (names[1] if len(names) > 1 else names[0])
     return Context(sc, file, model, gpus, lines, prefill_dc, relay_dc, main_dc, base)
+
+
+def _centred_state(sc: Scenario, model: ModelProfile) -> ModelProfile:
+    """The model with its per-request state at the median of the scenario's stated band
+    (`uncertainty.inputs.request_state_bytes`), when it states one: the plan, its replay and
+    the draws' median then stand on one value. The profile's own figure is a choice at one
+    end of that band (DeepSeek-V4: 0, the compressor state left out, unverified), and a plan
+    at a band's end is a verdict that leans, unseen, the band's way."""
+    unc = sc.uncertainty
+    s = unc.inputs.request_state_bytes if unc is not None else None
+    if s is None:
+        return model
+    centre = max(s.centre(), 0.0)  # the draws floor bytes at 0 too
+    kv = model.kv_cache
+    if centre == kv.per_request_state_bytes:
+        return model
+    why = (
+        f"{kv.source} The plan's value, {centre:,.0f} B: the median of the scenario's "
+        f"uncertainty.inputs.request_state_bytes ({s.source})."
+    )
+    kv = kv.model_copy(update={"per_request_state_bytes": centre, "source": why})
+    return model.model_copy(update={"kv_cache": kv})
 
 
 def _candidate(link: Link, c: str | CustomLine, i: int, file: str) -> LineSKU:

@@ -6,7 +6,7 @@ import difflib
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from pydantic import BaseModel
 
@@ -31,7 +31,7 @@ def bundled_names(kind: str) -> list[str]:
 def _load_cached(kind: str, path: str) -> BaseModel:
     obj = load(KINDS[kind], path)
     if kind == "gpus":  # fitted efficiency factors (data/calibration/<gpu>.yaml), if any
-        obj = apply_calibration(obj)
+        obj = apply_calibration(cast(GPUProfile, obj))
     return obj
 
 
@@ -46,7 +46,9 @@ def _shown(name: str, n: int = 80) -> str:
     return name if len(name) <= n else f"{name[: n // 2]}...{name[-n // 4 :]} ({len(name)} chars)"
 
 
-def load_profile(kind: str, name_or_path: str, field: str | None = None, file: str | None = None):
+def load_profile(
+    kind: str, name_or_path: str, field: str | None = None, file: str | None = None
+) -> BaseModel:
     """A bundled profile by name, or a YAML file by path; unknown names get the closest match."""
     what = {"gpus": "GPU", "models": "model", "lines": "line SKU"}[kind]
     p = Path(name_or_path)
@@ -66,15 +68,15 @@ def load_profile(kind: str, name_or_path: str, field: str | None = None, file: s
 
 
 def gpu(name: str, field: str | None = None, file: str | None = None) -> GPUProfile:
-    return load_profile("gpus", name, field, file)
+    return cast(GPUProfile, load_profile("gpus", name, field, file))
 
 
 def model(name: str, field: str | None = None, file: str | None = None) -> ModelProfile:
-    return load_profile("models", name, field, file)
+    return cast(ModelProfile, load_profile("models", name, field, file))
 
 
 def line(name: str, field: str | None = None, file: str | None = None) -> LineSKU:
-    return load_profile("lines", name, field, file)
+    return cast(LineSKU, load_profile("lines", name, field, file))
 
 
 def example_path(name: str = "pdd-paper") -> Path:

@@ -137,6 +137,7 @@ def path_times(
     pool: PrefillPool | None = None,
     md_batch: float | None = None,
     chunk: int = 8192,
+    line_weight: np.ndarray | None = None,
 ) -> PathTimes:
     """Compose TTFT parts and decode splits per class and path.
 
@@ -147,6 +148,8 @@ def path_times(
     `md_batch`: main decode's running batch, which a recompute handoff joins
     (:mod:`pdd_plan.latency.handoff`: the payload is chosen per plan); None: the extend priced
     as a lone pass, the payload not chosen.
+    `line_weight`: the share of each class that crosses the line, the sizes the line's queue
+    is made of (default: every class at its weight; a routing's singular requests stay off).
     """
     m = prefill.model
     full_kv = np.asarray(layers.kv_bytes(m, classes.input_tokens))
@@ -170,7 +173,14 @@ def path_times(
     # the line's PS share + pool wait, line_delay > 1: verification's; bursts, the pool's
     # smoothing and each transfer's own prefill's silence; the delay's shape (line_law)
     law = line_law.transfer_law(
-        xb, classes.weight, line, line_rho, line_delay, line_ca2, pool, prefill_s
+        xb,
+        classes.weight if line_weight is None else line_weight,
+        line,
+        line_rho,
+        line_delay,
+        line_ca2,
+        pool,
+        prefill_s,
     )
     lt, bare, atom = law.total, law.bare, law.atom
     line_wait, line_wait_var = {P_MD: law.line_wait}, {P_MD: law.line_wait_var}

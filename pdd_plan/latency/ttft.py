@@ -102,7 +102,7 @@ def miss_probabilities(
         # from this call's own rows, not the memo (another thread's solve may clear it)
         got = {p: hit if hit is not None else new[keys[p]] for p, hit in got.items()}
     # a caller's change to its rows stays its own
-    return [{p: got[p][j].copy() for p in arrays} for j in range(len(slas))]
+    return [{p: got[p][j].copy() for p in arrays} for j in range(len(slas))]  # type: ignore[index]
 
 
 _MISS_CACHE: dict[tuple, tuple] = {}
@@ -126,7 +126,7 @@ def mixture_quantiles(
     order = np.argsort(values, kind="stable")
     v, w = values[order], weights[order]
     c = np.cumsum(w) / np.sum(w)
-    return [float(v[min(np.searchsorted(c, q - 1e-12), len(v) - 1)]) for q in qs]
+    return [float(v[min(np.searchsorted(c, q - 1e-12), len(v) - 1)]) for q in qs]  # type: ignore[call-overload]
 
 
 def ttft_quantiles(

@@ -71,13 +71,11 @@ def optimize(
         try:
             if verify:
                 if isinstance(checked[a], InfeasibleError):
-                    raise checked[a]
-                raw[a], plans[a] = checked[a]
+                    raise checked[a]  # type: ignore[misc]
+                raw[a], plans[a] = checked[a]  # type: ignore[misc]
                 continue
             with deadline:
-                raw[a] = solve_architecture(
-                    pb, a, cls, fixed_rate, Caps(decode=sc.search.decode_utilization)
-                )
+                raw[a] = solve_architecture(pb, a, cls, fixed_rate, Caps.of(sc.search))
                 check_size(pb.file, a, raw[a])
                 plans[a] = optimize_summary.summarize(raw[a], cls, raw[a].rate, pb.sites.prefill)
         except InfeasibleError as e:

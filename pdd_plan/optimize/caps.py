@@ -9,10 +9,22 @@ from dataclasses import dataclass
 class Caps:
     """Utilization caps; verification by simulation tightens the one that bottlenecks."""
 
-    prefill: float = 0.97  # stability margin of the pooled prefill queue
+    # the classes' defaults are search's (inputs/schema/scenario.py, where each is explained);
+    # a plan's caps come from its scenario through Caps.of
+    prefill: float = 0.97
     line: float = 0.95
     decode: float = 0.9
     line_delay: float = 1.0  # multiplies analytic line transfer times (the PS mean)
+
+    @classmethod
+    def of(cls, search) -> Caps:
+        """The caps a scenario's `search:` sets (each a stated input with its reason): decode's
+        a margin below 1; prefill's and the line's the laws' reach, or a margin below it."""
+        return cls(
+            prefill=search.prefill_utilization,
+            line=search.line_utilization,
+            decode=search.decode_utilization,
+        )
 
     def tightened(self, which: str, used: float, factor: float = 0.9) -> Caps:
         """The cap on `which` set 10% below what the plan used (or below the old cap). For the

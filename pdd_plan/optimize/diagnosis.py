@@ -48,7 +48,7 @@ def ttft_floor_reasons(
         if over > 1 - q + 1e-9:
             order = np.argsort(service)
             cum = np.cumsum(classes.weight[order])
-            need = float(service[order][min(np.searchsorted(cum, q - 1e-12), len(cum) - 1)])
+            need = float(service[order][min(np.searchsorted(cum, q - 1e-12), len(cum) - 1)])  # type: ignore[call-overload]
             need = float(np.ceil(need * 100 - 1e-9) / 100)  # shown to 2 decimals: round up
             msg = (
                 f"TTFT P{round(q * 100)} <= {s:g} s cannot be met: prefill alone takes up to "

@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+import numpy as np
+
 from pdd_plan.latency import paths
 from pdd_plan.latency.line import transfer
 from pdd_plan.latency.prefill import pool as prefill_pool
@@ -42,6 +44,14 @@ class SolverResult:
     # path times per stratum with the line at the load the routing puts on it (line_rho), below
     # the level the tables were sized at: what the plan's reported percentiles use
     operating: paths.PathTimes | None = None
+    # flows (requests/s per path and class) as the replay's router routes them (its hit rule:
+    # whole classes, singular ones on p_rld; routed.router_flows); None: the MILP's stand
+    routed: dict[str, np.ndarray] | None = None
+
+    @property
+    def flows(self) -> dict[str, np.ndarray]:
+        """Requests/s per path and class as the plan is served: the router's, else the MILP's."""
+        return self.routed if self.routed is not None else self.solution.flows
 
 
 def with_duals(p: SolverResult, objective: str, lam: float, time_limit_s: float) -> SolverResult:

@@ -23,6 +23,7 @@ from pdd_plan.latency import paths as latency_paths
 from pdd_plan.latency import spread
 from pdd_plan.latency import ttft as ttft_law
 from pdd_plan.latency.line import delay_shape
+from pdd_plan.optimize import routed
 from pdd_plan.optimize.solved import QS, SolverResult
 from pdd_plan.outputs.plan import (
     TPOT,
@@ -39,7 +40,6 @@ from pdd_plan.outputs.plan import (
 from pdd_plan.perf import layers, roofline
 from pdd_plan.perf.instance import Instance, instance_key
 from pdd_plan.workload.requests import RequestClasses
-from pdd_plan.workload.stats import HIT_BIN_EDGES, hit_bin_index
 
 
 def _r(x: float, nd: int = 4) -> float:
@@ -81,18 +81,9 @@ def _group(role: str, gpu: str, dc: str, count: int, inst: Instance) -> Instance
     )
 
 
-def _relay_threshold(relayed_hit_p: np.ndarray) -> float | None:
-    """The hit rate at or below which requests relay: the upper edge of the highest hit-rate
-    bin holding a relayed class. Classes are hit bins (x length buckets) and the optimizer
-    routes a class as a whole, so relaying its members by their own hit sends the share it
-    planned; the class mean (its members' average) would relay only about half of that bin."""
-    if relayed_hit_p.size == 0:
-        return None
-    return float(HIT_BIN_EDGES[int(np.max(hit_bin_index(relayed_hit_p))) + 1])
-
-
 def _shares(p: SolverResult, rate: float) -> dict[str, np.ndarray]:
-    return {k: v / rate for k, v in p.solution.flows.items()}
+    """Request shares per path and class, as the router serves them (:mod:`routed`)."""
+    return {k: v / rate for k, v in p.flows.items()}
 
 
 def _fine(p: SolverResult) -> latency_paths.PathTimes | None:
@@ -129,8 +120,8 @@ def _kv_transfer(
     j = ft.line_wait(P_MD)
     bare = ft.line_s - j
     qs = delay_shape.transfer_quantiles(
-        bare, j, ft.line_wait_var(P_MD), ft.line_wait_atom(P_MD), w, QS,
-        spread.bare_spread(bare, ft.line_bytes, w, sd_bytes),
+        bare, j, ft.line_wait_var(P_MD), ft.line_wait_atom(P_MD), w, QS,  # type: ignore[arg-type]
+        spread.bare_spread(bare, ft.line_bytes, w, sd_bytes),  # type: ignore[arg-type]
     )  # fmt: skip
     if qs is None:
         every = sum(shares.values())
@@ -339,7 +330,7 @@ def routing(p: SolverResult, classes: RequestClasses, shares: dict[str, np.ndarr
     threshold (their DRC delta would cross the line too slowly for the TTFT budget; None:
     nothing relays), singular ones finishing on relay decode."""
     relayed = (shares.get(P_RLD_MD, 0) + shares.get(P_RLD, 0)) > 1e-9
-    relay_below = _relay_threshold(classes.hit_p[relayed])
+    relay_below = routed.relay_threshold(classes.hit_p[relayed])
     h = p.times.handoff if relay_below is not None else None
     return Routing(
         relay_at_or_below_hit_rate=_r(relay_below) if relay_below is not None else None,

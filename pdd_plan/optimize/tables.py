@@ -240,8 +240,10 @@ def fine_times(
     rld: list[DecodeOption],
     line: LineOption,
     caps: Caps,
+    line_weight: np.ndarray | None = None,
 ) -> latency_paths.PathTimes:
-    """Path times per stratum of `classes` (per class when it has none), the line at `line.level`."""
+    """Path times per stratum of `classes` (per class when it has none), the line at
+    `line.level`, its queue of the strata crossing it at `line_weight` (default: all)."""
     md_step = max(o.cand.step_s for o in md)
     md_inst = min(md, key=lambda o: o.cand.cost_per_hour / o.cand.tokens_per_s).inst
     rld_inst = rld[0].inst if rld else None
@@ -264,6 +266,7 @@ def fine_times(
         pool,
         md_batch=_batch(md, md_inst),
         chunk=prefill_chunk_tokens,
+        line_weight=line_weight,
     )
 
 

@@ -51,7 +51,7 @@ def verification(
     A generator, so that the replays can run elsewhere while other plans are solved: it yields
     each plan to replay and is sent the replay's `sim.run.verify` verdict; it returns the
     solver's result and the plan with its simulated figures (`verified_all` drives it)."""
-    caps = Caps(decode=pb.search.decode_utilization)
+    caps = Caps.of(pb.search)
     history: list[dict] = []
     kept = None
     for i in range(rounds + 1):
@@ -77,7 +77,7 @@ def verification(
         if v.sla_met or v.bottleneck is None or i == rounds:
             break
         caps = caps.tightened(v.bottleneck, optimize_summary.utilization(raw, v.bottleneck))
-    raw, summary, v = kept
+    raw, summary, v = kept  # type: ignore[misc]  # the loop runs at least once
     if not v.sla_met:
         why = replay_miss(summary.cost_per_hour, v, n_requests, history)
         raise InfeasibleError(f"{a}: no plan meets the scenario: {why.message}", reasons=[why])

@@ -14,8 +14,8 @@ class Out(Strict):
     _omit_if_none: ClassVar[tuple[str, ...]] = ()
 
     @model_serializer(mode="wrap")
-    def _drop_absent(self, handler: Any) -> dict:
-        d = handler(self)
+    def _drop_absent(self, handler: Any) -> dict[str, Any]:
+        d: dict[str, Any] = handler(self)
         for k in self._omit_if_none:
             if d.get(k) is None:
                 d.pop(k, None)

@@ -21,7 +21,7 @@ from pdd_plan.outputs.base import Out as _Out
 from pdd_plan.outputs.day_plan import DayPlan
 from pdd_plan.outputs.plan_uncertainty import PlanUncertainty
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION: Literal[2] = 2
 # a plan is a fleet somebody could buy: bounds that catch hand edits (1e9 instances) before
 # any command allocates per instance; the total per architecture is limits "PLAN_INSTANCES"
 # (simulate keeps state and emit writes files per instance: 2 x 100,000 took 80 s each)
@@ -140,8 +140,8 @@ class Round(_Out):
     infeasible: str | None = None  # the re-solve under tighter caps found no plan
 
     @model_serializer(mode="wrap")
-    def _drop_absent(self, handler: Any) -> dict:
-        d = handler(self)
+    def _drop_absent(self, handler: Any) -> dict[str, Any]:
+        d: dict[str, Any] = handler(self)
         if self.infeasible is None:
             d.pop("infeasible", None)
         else:
@@ -368,7 +368,9 @@ class Plan(_Out):
                     )
         return self
 
-    def arch(self, name: str, file: str | None = None, field: str = "--architecture"):
+    def arch(
+        self, name: str, file: str | None = None, field: str = "--architecture"
+    ) -> ArchitecturePlan:
         """One architecture's plan, or a one-line error saying which ones the plan has."""
         if name not in self.plans:
             have = ", ".join(self.plans) or "none"
@@ -382,7 +384,7 @@ class Plan(_Out):
             )
         return self.plans[name]
 
-    def dump(self) -> dict:
+    def dump(self) -> dict[str, Any]:
         """A plain, JSON-ready dict (the file format)."""
         return self.model_dump(mode="json")
 
@@ -390,7 +392,7 @@ class Plan(_Out):
         d = self.dump()
         if fmt == "json":
             return json.dumps(d, indent=2, sort_keys=False) + "\n"
-        return yaml.safe_dump(d, sort_keys=False)
+        return str(yaml.safe_dump(d, sort_keys=False))
 
 
 def parse_plan(data: Any, file: str | None = None) -> Plan:

@@ -13,7 +13,7 @@ model that lands in one and not the other fails there.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -98,7 +98,8 @@ def _kernels(inst: Instance, tokens, imbalance, wexp, wdense, routed_f, other_f,
     s_other = np.divide(t_o, other, out=np.zeros_like(t_o), where=other > 0)
     s_routed = np.divide(t_r, routed_f, out=np.zeros_like(t_r), where=routed_f > 0)
     rates = (s_other, s_routed, t_a)
-    cb = mb = 0.0
+    cb: Any = 0.0
+    mb: Any = 0.0
     for c, mem, t in ((c_o, m_o, t_o), (c_r, m_r, t_r), (ca, ma, t_a)):
         bound = (c >= mem) & (c > 0)
         cb = cb + np.where(bound, t, 0.0)
@@ -132,8 +133,8 @@ def _exposed(t, hidden_by, s: float):
 
 
 def _exposed_two_batch(dispatch_s, combine_s, covers: dict, phase: str):
-    hides = comm.serving().two_batch_overlap
-    hides = hides.prefill if phase == "prefill" else hides.decode
+    tbo = comm.serving().two_batch_overlap
+    hides = tbo.prefill if phase == "prefill" else tbo.decode
     total = {"dispatch": dispatch_s, "combine": combine_s}
     n = {k: sum(h.comm == k for h in hides) for k in total}
     s = comm.sm_fraction(phase)

@@ -194,7 +194,7 @@ class Instance:
         rest_dense = w["dense"] - attn
         experts = w["experts"]
         if self.redundant_experts:
-            experts *= self.expert_slots / self.model.ffn.moe.num_experts
+            experts *= self.expert_slots / self.model.ffn.moe.num_experts  # type: ignore[union-attr]
         return attn / self.attn_tp + rest_dense / self.tp + experts / self.tp
 
     @cached_property
@@ -202,7 +202,7 @@ class Instance:
         """How many copies of each token's KV the instance stores."""
         a, t = self.model.attention, self.attn_tp
         if a.kind == "gqa":
-            return t / min(t, a.num_kv_heads)
+            return t / min(t, a.num_kv_heads)  # type: ignore[operator, type-var]
         return float(t)  # one latent / one KV head: every rank of an attention group keeps it whole
 
     def kv_pool_bytes_with(

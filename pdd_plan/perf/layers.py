@@ -7,6 +7,7 @@ model profile (hardware.md §4 gives the formulas these reproduce).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -297,7 +298,7 @@ def kv_bytes(m: ModelProfile, tokens: np.ndarray | float) -> np.ndarray | float:
     profile's `kv_cache.per_request_state_bytes` (0 unless set) is added whatever the length.
     """
     t = np.asarray(tokens, dtype=float)
-    fixed = m.kv_cache.per_request_state_bytes
+    fixed: Any = m.kv_cache.per_request_state_bytes
     if m.attention.kind == "compressed":
         row, _ = _v4_row_bytes(m)
         fixed = fixed + np.minimum(t, m.attention.sliding_window) * row * m.num_layers

@@ -161,7 +161,7 @@ def offline_throughput(
     max_bs, max_tok = engine.batch_limits(kv_requests, isl, osl)
     token_cap = max_tok / (1.0 + isl / osl)
     limits = {"kv": kv_requests, "engine_max_batch": float(max_bs), "token_budget": token_cap}
-    limit = min(limits, key=limits.get)
+    limit = min(limits, key=limits.get)  # type: ignore[arg-type]
     batch = max(int(math.floor(limits[limit])), 0)
     kv_tokens = pool / layers.kv_bytes_per_token(inst.model)
     if batch < 1:

@@ -54,8 +54,8 @@ def exposed_two_batch(
     inst, dispatch_s: float, combine_s: float, covers: dict[str, float], phase: str
 ) -> float:
     """Exposed all-to-all seconds of a two-batch-overlap pass (covers of both micro-batches)."""
-    hides = comm.serving().two_batch_overlap
-    hides = hides.prefill if phase == "prefill" else hides.decode
+    tbo = comm.serving().two_batch_overlap
+    hides = tbo.prefill if phase == "prefill" else tbo.decode
     total = {"dispatch": dispatch_s, "combine": combine_s}
     n = {k: sum(h.comm == k for h in hides) for k in total}
     s = comm.sm_fraction(phase)

@@ -72,7 +72,7 @@ class PassTime:
         """compute | memory | communication: the resource that takes most of the pass."""
         cb, mb = self._bound_split()
         parts = {"compute": cb, "memory": mb, "communication": self.exposed_communication_s}
-        return max(parts, key=parts.get)
+        return max(parts, key=parts.get)  # type: ignore[arg-type]
 
     def __add__(self, other: PassTime) -> PassTime:
         a, b = self._bound_split(), other._bound_split()

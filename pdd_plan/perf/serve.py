@@ -114,12 +114,12 @@ def _solve_closed(cost, eng, load: Load, n_engine: float) -> Steady:
 
 def _solve_open(cost, eng, load: Load, cap: int) -> tuple[Steady, bool]:
     top = steady(cost, eng, load.isl, load.osl, float(cap), None)
-    if top.requests_per_s <= load.rate:
+    if top.requests_per_s <= load.rate:  # type: ignore[operator]
         return _solve_closed(cost, eng, load, float(cap)), True
     lo, hi = 1e-6, float(cap)
     for _ in range(60):
         mid = 0.5 * (lo + hi)
-        if steady(cost, eng, load.isl, load.osl, mid, None).requests_per_s < load.rate:
+        if steady(cost, eng, load.isl, load.osl, mid, None).requests_per_s < load.rate:  # type: ignore[operator]
             lo = mid
         else:
             hi = mid
@@ -247,7 +247,7 @@ def serve(
             return _open_result(s, load, cap, limit, saturated)
         # arrivals outrun the instance: the finite run piles up as if sent at once
         load = Load(load.isl, load.osl, concurrency=n_prompts, num_prompts=n_prompts)
-    c = int(load.concurrency)
+    c = int(load.concurrency)  # type: ignore[arg-type]
     n_engine = min(c, cap)
     limit = "concurrency" if c <= cap else limit
     s = _solve_closed(cost, eng, load, float(n_engine))
@@ -283,7 +283,7 @@ def serve(
         drain = max(t_dr - tok_dr * s.tpot_s / max(s.batch, 1e-9), 0.0)
         duration = n / x + ramp + drain
     else:
-        duration = None
+        duration = None  # type: ignore[assignment]
     ttft, tpot, itl = _percentiles(s, load, burst, n)
     if outside:
         ttft = Stat(*(v + outside for v in (ttft.mean, ttft.p50, ttft.p90, ttft.p99)))
@@ -296,7 +296,7 @@ def serve(
 
 
 def _open_result(s: Steady, load: Load, cap: int, limit: str, saturated: bool) -> ServeResult:
-    x = s.requests_per_s if saturated else float(load.rate)
+    x = s.requests_per_s if saturated else float(load.rate)  # type: ignore[arg-type]
     e_o, e_i = load.osl.mean, load.isl.mean
     ttft, tpot, itl = _percentiles(s, load, np.zeros(0), 0)
     n = load.num_prompts
@@ -304,7 +304,7 @@ def _open_result(s: Steady, load: Load, cap: int, limit: str, saturated: bool) -
     if n:
         duration = n / x + ttft.mean + (e_o - 1.0) * tpot.mean
         if saturated:  # the queue grows over the run: a request waits half its growth
-            grow = 0.5 * (n / x - n / float(load.rate))
+            grow = 0.5 * (n / x - n / float(load.rate))  # type: ignore[arg-type]
             ttft = Stat(*(v + grow for v in (ttft.mean, ttft.p50, ttft.p90, ttft.p99)))
     rate = n / duration if duration else x
     lat = ttft.mean + (e_o - 1.0) * tpot.mean

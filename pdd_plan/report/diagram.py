@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from html import escape
+from typing import Any
 
 from pdd_plan.architectures import P_MD, P_RLD, P_RLD_MD, ROLE_ORDER, get
 from pdd_plan.outputs.plan import ArchitecturePlan
@@ -53,6 +54,7 @@ def _layout(dcs: dict[str, list]) -> tuple[dict[str, _Box], dict[str, _Box], flo
     """(datacenter boxes, the first pool box of each role, the drawing's height)."""
     n = max(len(dcs), 1)
     gap = (W - 20 - n * DC_W) / max(n - 1, 1) if n > 1 else 0
+    pools: dict[str, Any]
     boxes, pools, height = {}, {}, TOP
     for i, (dc, groups) in enumerate(dcs.items()):
         x = 10 + i * (DC_W + gap) if n > 1 else (W - DC_W) / 2
@@ -128,7 +130,7 @@ def _paths(p: ArchitecturePlan, pools: dict[str, _Box], mid: str) -> list[str]:
     pre = pools.get("prefill")
     dec = pools.get("main_decode") or pools.get("decode")
     relay = pools.get("relay_decode")
-    out = []
+    out: list[str] = []
     if pre is None:
         return out
     rdma = " · RDMA"

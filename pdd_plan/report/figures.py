@@ -155,6 +155,7 @@ def build_figures(plan: Plan, data: FigureData) -> list[Figure]:
 def day_figure(plan: Plan) -> Figure:
     """Instances per role over the day (the plan's `day` block), base and elastic together."""
     day = plan.day
+    assert day is not None  # drawn only for a day's plan
     series = {}
     for a, d in day.architectures.items():
         roles: dict[str, list[int]] = {}

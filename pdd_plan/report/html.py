@@ -59,6 +59,7 @@ def _answer(rep: Report, plan: Plan | None) -> list[str]:
         out.append(f'<p class="{cls}"><strong>{escape(line)}</strong></p>')
     best = None if plan is None else verdict.recommended(plan)
     if best is not None:
+        assert plan is not None  # a recommendation comes from a plan
         p = plan.plans[best]
         head = f"Recommended: {_heading(best, p)}"
         out.append(f'<figure class="plan">{plan_svg(best, p, head, "plan-diagram")}</figure>')

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from pdd_plan.inputs.schema.distribution import Distribution
 from pdd_plan.inputs.schema.owned import Owned
-from pdd_plan.inputs.schema.scenario import SLA, Distribution, Link
+from pdd_plan.inputs.schema.scenario import SLA, Link
 from pdd_plan.outputs.plan import Plan
 
 

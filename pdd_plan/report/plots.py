@@ -104,7 +104,7 @@ def ttft_cdf_png(series: dict, analytic: dict, sla: dict, note: str) -> bytes:
         pts = [(v, p) for v, p in pts if v is not None]
         if pts:
             ax.plot(
-                [v for v, _ in pts],
+                [v for v, _ in pts],  # type: ignore[arg-type]
                 [p for _, p in pts],
                 mk,
                 ms=size,
@@ -135,7 +135,7 @@ def hit_hist_png(hits, source: str) -> bytes:
     fig, ax = plt.subplots(figsize=(7, 3.8))
     bins = np.linspace(0.0, 1.0, 21)
     w = np.full(h.size, 100.0 / max(h.size, 1))
-    ax.hist(h * 100, bins=bins * 100, weights=w, color="#4c72b0", edgecolor="white")
+    ax.hist(h * 100, bins=bins * 100, weights=w, color="#4c72b0", edgecolor="white")  # type: ignore[arg-type]
     ax.set_xlabel("prefix hit rate, prefill side (%)")
     ax.set_ylabel("share of requests (%)")
     mean = float(h.mean()) * 100 if h.size else 0.0

@@ -39,7 +39,7 @@ def verdict_lines(u: PlanUncertainty) -> list[str]:
         )
     if u.break_even:
         out.append(u.break_even)
-    out += [m.text + "." for m in u.margin_costs]
+    out += margin_lines(u)
     for a, c in u.confirmed.items():
         part = " (partly: some inputs do not reach the simulator)" if c.partial else ""
         out.append(
@@ -58,6 +58,50 @@ def verdict_lines(u: PlanUncertainty) -> list[str]:
             f"corners where the line option or an instance count changes ({per})."
         )
     return out + robust_lines(u)
+
+
+def margin_lines(u: PlanUncertainty) -> list[str]:
+    """One sentence per margin the scenario keeps: what it adds to each plan over the
+    cheapest fleet meeting the SLA without it (the architectures it adds nothing to, named)."""
+    by: dict[str, list] = {}
+    for m in u.margin_costs:
+        by.setdefault(m.margin, []).append(m)
+    out = []
+    for name, ms in by.items():
+        adds = [
+            f"{', '.join(f'{n:+d} {k}' for k, n in m.instances.items())} to {m.architecture} "
+            f"(${m.cost_per_hour:,.1f}/h)"
+            for m in ms
+            if m.instances
+        ]
+        none = [m.architecture for m in ms if not m.instances]
+        what = "; ".join(adds) if adds else "nothing"
+        rest = f"; nothing to {', '.join(none)}" if adds and none else ""
+        out.append(
+            f"The {ms[0].value:.0%} {name.replace('_', ' ')} cap (search.{name}; none at "
+            f"{ms[0].without:g}) adds "
+            f"{what}{rest}, over the cheapest fleet meeting the SLA without it (nominal "
+            f"inputs){_without(u, name, ms[0].without) if adds else ''}."
+        )
+    return out
+
+
+def _without(u: PlanUncertainty, name: str, free: float) -> str:
+    """', without it PDD vs X ...': the headline's figure with the margin at its no-margin
+    value (the comparisons' bars at the plan's own inputs)."""
+    relay = get(RELAY_ARCH).title
+    parts = [
+        f"{relay} vs {get(base).title} {_pct1(g)}"
+        for base, v in u.comparisons.items()
+        for r in v.nominal_margins
+        for end, g in ((r.low, r.gain_low), (r.high, r.gain_high))
+        if r.input == name and end == free and g is not None
+    ]
+    return f"; without it {', '.join(parts)}" if parts else ""
+
+
+def _pct1(x: float) -> str:
+    return f"{x * 100:+.1f}%"
 
 
 def lines_text(u: PlanUncertainty) -> str:
@@ -96,6 +140,7 @@ def render(u: PlanUncertainty, console: Console) -> None:
     for a, x in u.architectures.items():
         n1 = ", ".join(f"-{k}: {v:.3g}" for k, v in x.n_minus_1.items()) or "-"
         rows.append([a, f"{x.meets_sla_share:.0%}", _band(x.goodput_rps), _band(x.bcr), n1])
+    cols: tuple[str, ...]
     cols = ("arch", "meets SLA", "goodput P10/50/90", "BCR P10/50/90", "N-1 goodput")
     layout.show(
         console, "under the draws", cols, rows, justify=("left", "right", "right", "right", "left")
@@ -116,7 +161,8 @@ def render(u: PlanUncertainty, console: Console) -> None:
         layout.show(console, "tornado: PDD's BCR gain, one input moved", cols, trows)
     console.print(
         "meets SLA: share of draws whose SLA goodput covers the planned (drawn) rate; N-1: SLA "
-        "goodput with one instance of a role, or one line, lost (nominal inputs).",
+        "goodput with one instance of a role, or one line, lost (nominal inputs; the SLA alone, no "
+        "planning margin).",
         highlight=False,
     )
 

@@ -29,7 +29,7 @@ def _how_sure(plan: Plan, base: str) -> str:
     relay = architectures.get(architectures.RELAY_ARCH).title
     t = architectures.get(base).title
     tie = f", tied in {v.ties:.0%}" if v.ties > 0 else ""
-    return f"P({relay} beats {t}) = {v.p_beats:.0%} over {u.draws} draws{tie}"
+    return f"P({relay} beats {t}) = {v.p_beats:.0%} over {u.draws} draws{tie}"  # type: ignore[union-attr]
 
 
 def sentence(plan: Plan, base: str) -> str:

@@ -26,7 +26,7 @@ def price(payload: str, fl: setup.Fleet, batch: int, chunk: int, st: LineStats |
     md = fl.decode[0]
     if payload == "kv" and fl.line is not None:
         span = st.span_s if st is not None and st.span_s > 0 else 0.0
-        rho = st.bytes_sent / (fl.line.capacity_bytes_s * span) if span else 0.0
+        rho = st.bytes_sent / (fl.line.capacity_bytes_s * span) if span else 0.0  # type: ignore[union-attr]
         rho = round(min(rho, 0.99), 3)
 
         def kv(kg, contexts):

@@ -26,6 +26,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import Any
 
 import numpy as np
 
@@ -224,13 +225,13 @@ class _Admission:
     def __call__(self, k: int, ta: float, backlog: float) -> float:
         if self.route[k] == Route.P_RLD:  # routed up front to finish on relay decode
             return -1.0
-        drc = self.drc
+        drc: Any = self.drc
         if drc is not None:
-            h = drc.flat[self.off[k] : self.off[k + 1]].tolist()
+            h = drc.flat[self.off[k] : self.off[k + 1]].tolist()  # type: ignore[index]
             ht = min(drc.cache.lookup(h) * drc.cache.block_tokens, drc.input_tokens[k])
             x = drc.full_bytes[k] - drc.per_token * ht
         else:
-            x = self.size[k]
+            x = self.size[k]  # type: ignore[index]
         if self.router is not None and self._relays(k, ta, backlog, x):
             if self.router.output_tokens[k] <= self.router.singular_max:
                 self.route[k] = Route.P_RLD
@@ -248,7 +249,7 @@ class _Admission:
         own = x * self.inv_cap
         if own > pred:
             pred = own
-        return pred + self.rtt > rt.budget_s - (ta - rt.arrival_s[k])
+        return pred + self.rtt > rt.budget_s - (ta - rt.arrival_s[k])  # type: ignore[union-attr]
 
 
 def _noop(stage: str, done: int, total: int) -> None:

@@ -143,8 +143,8 @@ def _drc_hook(model: ModelProfile, fl: setup.Fleet, reqs: setup.SimRequests) -> 
     md_tokens = sum(i.kv_capacity_tokens for i in fl.decode)
     return DRCHook(
         PrefixCache.from_tokens(int(md_tokens), reqs.block_tokens),
-        reqs.flat,
-        reqs.offsets,
+        reqs.flat,  # type: ignore[arg-type]
+        reqs.offsets,  # type: ignore[arg-type]
         r.input_tokens.tolist(),
         transfer.line_bytes(model, inp, np.zeros(n), False).tolist(),
         layers.kv_bytes_per_token(model),
@@ -303,8 +303,9 @@ def _ramp(
     srv = np.asarray(server)[moved]
     o = np.lexsort((moved, start[moved], srv))  # by sender, then by start
     k, s_k = moved[o], srv[o]
-    prev_end = np.concatenate([[np.nan], end[k][:-1]])
     first = np.concatenate([[True], s_k[1:] != s_k[:-1]])
+    # a sender's first transfer has no previous one (not the previous sender's last)
+    prev_end = np.where(first, np.nan, np.concatenate([[np.nan], end[k][:-1]]))
     # the sender's latest end so far (a later-started transfer may end first)
     idle = np.where(first, np.inf, start[k] - _running_max(prev_end, first))
     ramp[k] = ln.idle_slow_start_s(line_bytes[k], np.maximum(idle, 0.0))

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 import numpy as np
 
@@ -275,11 +276,11 @@ class SimResult:
         cw = (self.conn_start_s - self.kv_ready_s)[k]
         cw = cw[~np.isnan(cw)]
         res["line_utilization"] = (
-            sig(ls.bytes_sent / (self.line_capacity_bytes_s * span)) if span > 0 else 0.0
+            sig(ls.bytes_sent / (self.line_capacity_bytes_s * span)) if span > 0 else 0.0  # type: ignore[operator]
         )
         st = self.streams_per_transfer
         w = self.offered_window_s()
-        slots = self.pool_size  # transfers the pool serves at once (connections // st)
+        slots: Any = self.pool_size  # transfers the pool serves at once (connections // st)
         res["connection_pool"] = {
             "size": int(self.pool_connections or slots * st),
             "streams_per_transfer": int(st),

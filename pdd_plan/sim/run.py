@@ -216,7 +216,7 @@ def checked(rs: ReplaySetup, res: SimResult) -> Verdict:
                 "line": brk["kv_transfer"] or 0.0,
                 "decode": brk["decode_wait"] or 0.0,
             }
-            bottleneck = max(q, key=q.get)
+            bottleneck = max(q, key=q.get)  # type: ignore[arg-type]
         else:
             bottleneck = "decode"
     return Verdict(met, bottleneck, checks, brk, s)

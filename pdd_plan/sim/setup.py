@@ -253,7 +253,7 @@ def requests(
         arrival = arrival * ((len(req) - 1) / arrival[-1]) / w.rate_rps
     k = len(req) if n is None else min(int(n), len(req))
     if flat is not None:
-        flat, off = flat[: off[k]], off[: k + 1]
+        flat, off = flat[: off[k]], off[: k + 1]  # type: ignore[index]
     out = Requests(
         arrival[:k], req.input_tokens[:k], req.output_tokens[:k], hp[:k].copy(), hd[:k].copy()
     )

@@ -106,7 +106,7 @@ class Forked:
         ticket = len(self._sent)
         self._sent[ticket] = (plan, architecture)
         if self.conn is not None:
-            i = self.inline
+            i: Any = self.inline
             try:
                 self.conn.send((ticket, i.rs, plan, architecture, i.n, i.seed))
             except OSError:
@@ -123,7 +123,7 @@ class Forked:
             self._done[got] = (ok, value)
         ok, value = self._done.pop(ticket, (False, None))  # not there: the child is gone
         if not ok:  # the replay failed in the child: here it raises the same error
-            return self.inline.result(self.inline.submit(*self._sent[ticket]))
+            return self.inline.result(self.inline.submit(*self._sent[ticket]))  # type: ignore[union-attr]
         return value
 
     def _lost(self) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from pdd_plan.architectures import ROLE_ORDER
+from pdd_plan.evaluate import analytic
 from pdd_plan.evaluate.fleet import FleetSpec
 from pdd_plan.inputs.context import Context
 from pdd_plan.optimize.caps import Caps
@@ -29,8 +30,8 @@ def _less(fs: FleetSpec, role: str) -> FleetSpec:
 
 def losses(fs: FleetSpec) -> dict[str, FleetSpec]:
     """The fleet with one instance of each role it runs lost, and with one line down."""
-    roles = sorted({g.role for g in fs.instances if g.count > 0}, key=ROLE_ORDER.get)
-    out = {role: _less(fs, role) for role in roles}
+    roles = sorted({g.role for g in fs.instances if g.count > 0}, key=ROLE_ORDER.get)  # type: ignore[arg-type]
+    out: dict[str, FleetSpec] = {role: _less(fs, role) for role in roles}
     if fs.line is not None and fs.line.count > 1:
         ln = fs.line
         per = ln.cost_per_hour / ln.count
@@ -46,3 +47,24 @@ def n_minus_1(
     block.plan_caps, the caps its replay verified; None: evaluate's)."""
     nominal = perturb.apply(paired.pb_of(ctx), classes, {})
     return {k: round(perturb.goodput(nominal, f, caps), 4) for k, f in losses(fs).items()}
+
+
+def at_reach(
+    ctx: Context, classes: RequestClasses, fs: FleetSpec, caps: Caps | None, n1: dict[str, float]
+) -> list[str]:
+    """The losses whose N-1 goodput stops at a law's reach (the prefill queue's 97%, the line's
+    95%: search.prefill_utilization, search.line_utilization), not at the SLA: past the reach
+    the laws are not computed, so only a replay says whether that fleet serves more."""
+    nominal = perturb.apply(paired.pb_of(ctx), classes, {})
+    c = caps or Caps(decode=1.0)
+    out = []
+    for k, f in losses(fs).items():
+        g = n1.get(k, 0.0)
+        fm = perturb.fleet_model(nominal, f, c)
+        if g <= 0 or fm.n_prefill == 0 or not fm.md:
+            continue
+        reach = analytic.rate_bound(fm, c)
+        free = analytic.rate_bound(fm, dataclasses.replace(c, prefill=1.0, line=1.0))
+        if reach < free * (1 - 1e-9) and g >= reach * (1 - 2 * perturb.REL_TOL):
+            out.append(k)
+    return out

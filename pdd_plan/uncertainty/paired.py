@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -79,7 +80,7 @@ class Evaluator:
         self.planned = planned or {}  # each architecture's planned rate (req/s)
         self.caps = caps or {}  # each plan's caps (plan_caps); absent: evaluate's
         self.pb = pb_of(ctx)
-        self._memo: dict[tuple, perturb.Edge] = {}
+        self._memo: dict[tuple, Any] = {}  # edges, verdicts, fleet models and sizings by key
         self._done: dict[tuple, list[tuple[dict[str, float], perturb.Edge]]] = {}
         self.evaluations = 0
         # the sizing search's start per `sized` key, and fleets a child sized ahead of the
@@ -262,7 +263,11 @@ class Evaluator:
 
 
 # planning margins a tornado bar moves (sensitivity.MARGIN_RANGES): value name -> Caps field
-MARGINS = {"decode_utilization": "decode"}
+MARGINS = {
+    "decode_utilization": "decode",
+    "prefill_utilization": "prefill",
+    "line_utilization": "line",
+}
 # the inputs that move a fleet's SLA goodput (prices move its cost, the rate only the verdict)
 MOVES_GOODPUT = (
     "prefill_speed",
@@ -278,6 +283,8 @@ MOVES_GOODPUT = (
 # The prefix-hit shift is left out: it moves which requests relay, not only how fast.
 DIRECTION = {
     "decode_utilization": 1,
+    "prefill_utilization": 1,
+    "line_utilization": 1,
     "prefill_speed": 1,
     "decode_speed": 1,
     "kv_bytes": -1,

@@ -36,7 +36,7 @@ def _shape(p: ArchitecturePlan) -> tuple[tuple, tuple]:
 def plan_flips(
     ctx: Context, cls: RequestClasses, plan: Plan, draws: Draws, levers: list[Lever]
 ) -> PlanFlips:
-    caps = Caps(decode=ctx.scenario.search.decode_utilization)
+    caps = Caps.of(ctx.scenario.search)
     corners = [(a, b) for a in (LOW, HIGH) for b in (LOW, HIGH)] if len(levers) > 1 else [
         (LOW,), (HIGH,)
     ]  # fmt: skip

@@ -162,7 +162,7 @@ def robust_one(
     met0 = _count_met(ctx, cls, fs, draws, rate, order)
     if met0 >= need:
         return Robust(nominal, None, nominal.cost_per_hour, met0, None, 0)
-    caps = Caps(decode=ctx.scenario.search.decode_utilization)
+    caps = Caps.of(ctx.scenario.search)
     last_why = None
     pos, tried = need - 1, 0
     for step in range(MAX_STEPS):

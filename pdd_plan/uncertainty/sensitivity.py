@@ -30,12 +30,18 @@ LABEL = {
     "rate": "request rate (x the forecast)",
     "prefix_hit": "prefix-hit fraction (+ shift)",
     "decode_utilization": "the decode utilization cap (search.decode_utilization)",
+    "prefill_utilization": "the prefill utilization cap (search.prefill_utilization)",
+    "line_utilization": "the line utilization cap (search.line_utilization)",
 }
 PERF = ("prefill_speed", "decode_speed")
 
 # each planning margin's stated range (paired.MARGINS): the values a planner could defend, and
 # where they come from; its bar moves it between the range's ends, the plan's own in the middle
-NO_MARGIN = {"decode_utilization": 1.0}  # each margin's value that keeps none
+# each margin's value that keeps none: 1, the queue's stability alone (the SLA, by the
+# analytic laws and the replay, which tightens a cap when it misses, decides the rest)
+# prefill's 0.97 and the line's 0.95 are the laws' reach (search.prefill_utilization,
+# search.line_utilization), not margins: no plan or check runs past them
+NO_MARGIN = {"decode_utilization": 1.0, "prefill_utilization": 0.97, "line_utilization": 0.95}
 MARGIN_RANGES = {
     "decode_utilization": (
         0.9,
@@ -43,6 +49,19 @@ MARGIN_RANGES = {
         "1: no margin (the TPOT SLA at the operating batch, checked analytically and by the "
         "replay, which tightens the cap when it misses); 0.9: the 10% burst headroom this "
         "planner kept by default before (a convention, no measurement behind it)",
+    ),
+    "prefill_utilization": (
+        0.9,
+        0.97,
+        "0.97: the laws' reach (the prefill queue's lattice checked to it; the line law's "
+        "chain over the feeding pool grows as 1 / (1 - utilization)), no margin past it; 0.9: "
+        "the top of search.utilization_levels (a convention)",
+    ),
+    "line_utilization": (
+        0.9,
+        0.95,
+        "0.95: the line law's reach (its state space grows as 1 / (1 - utilization)), no "
+        "margin past it; 0.9: the top of search.utilization_levels (a convention)",
     ),
 }
 

@@ -61,7 +61,7 @@ def _line_moved(fs: FleetSpec, by: int) -> FleetSpec | None:
 def neighbours(fs: FleetSpec, by: int) -> list[tuple[str, FleetSpec]]:
     """(what moved, the fleet) with one instance of each role (and one line) more (by=+1) or
     fewer (by=-1)."""
-    roles = sorted({g.role for g in fs.instances if g.count > 0}, key=ROLE_ORDER.get)
+    roles = sorted({g.role for g in fs.instances if g.count > 0}, key=ROLE_ORDER.get)  # type: ignore[arg-type]
     out = [(r, _group_moved(fs, r, by)) for r in roles] + [("line", _line_moved(fs, by))]
     return [(k, f) for k, f in out if f is not None]
 
@@ -137,7 +137,7 @@ def cheapest(
         fewer = [
             f for what, f in neighbours(cur, -1) if what != added and not _hopeless(cur, what, use)
         ]
-        meeting = [(cost(f), f, r[2]) for f in fewer if (r := check(f))[0]]
+        meeting = [(cost(f), f, r[2]) for f in fewer if (r := check(f))[0]]  # type: ignore[misc]
         if not meeting:
             return cur
-        _, cur, use = min(meeting, key=lambda x: x[0])
+        _, cur, use = min(meeting, key=lambda x: x[0])  # type: ignore[misc]

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -160,6 +161,7 @@ class CacheSimulator:
                 dtype=bool,
                 count=n,
             )
+        e = cast(np.ndarray, e)  # a sequence was made an array in __init__
         if e.shape[0] < self.index + n:
             raise ValueError(
                 f"ends_on_md has {e.shape[0]} entries but the trace has more requests "

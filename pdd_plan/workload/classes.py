@@ -47,7 +47,7 @@ def trace_requests(spec: ClassSpec) -> Requests:
     """The scenario's trace, its hit rates from its block hashes or the scenario's
     distribution."""
     w = spec.workload
-    path = _trace_path(spec, w.trace)
+    path = _trace_path(spec, w.trace)  # type: ignore[arg-type]
     if not path.exists():
         raise InputError(
             spec.file,

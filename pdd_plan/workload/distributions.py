@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from pdd_plan.inputs.schema.scenario import Distribution, Workload
+from pdd_plan.inputs.schema.distribution import Distribution
+from pdd_plan.inputs.schema.scenario import Workload
 from pdd_plan.workload.requests import Requests
 from pdd_plan.workload.synthetic import arrival_gaps
 
@@ -36,8 +37,8 @@ def sample_requests(w: Workload, n: int, seed: int, rate_rps: float = 1.0) -> Re
     """n arrivals at `rate_rps` (Poisson, or gamma gaps of CV `w.arrival_cv`) with lengths and
     hit rates drawn from the workload."""
     rng = np.random.default_rng(seed)
-    inp = np.maximum(np.round(sample(w.input_tokens, n, rng)), 1).astype(np.int64)
-    out = np.maximum(np.round(sample(w.output_tokens, n, rng)), 1).astype(np.int64)
+    inp = np.maximum(np.round(sample(w.input_tokens, n, rng)), 1).astype(np.int64)  # type: ignore[arg-type]
+    out = np.maximum(np.round(sample(w.output_tokens, n, rng)), 1).astype(np.int64)  # type: ignore[arg-type]
     hit = np.clip(sample(w.prefix_hit, n, rng), 0.0, 1.0)
     arrivals = np.cumsum(arrival_gaps(n, rate_rps, w.arrival_cv, rng))
     return Requests(arrivals, inp, out, hit, hit.copy())

@@ -63,8 +63,9 @@ def build_day(spec: ClassSpec) -> Day:
     w = spec.workload
     if w.periods_from_trace is not None:
         return _from_trace(spec)
+    assert w.periods is not None  # a day is periods or periods_from_trace (is_day)
     rates = [
-        float(p.rate_rps) if p.rate_rps is not None else float(p.rate_multiplier) * w.rate_rps
+        float(p.rate_rps) if p.rate_rps is not None else float(p.rate_multiplier) * w.rate_rps  # type: ignore[arg-type, operator]
         for p in w.periods
     ]
     volume = np.array([r * p.hours for r, p in zip(rates, w.periods)])
@@ -101,6 +102,7 @@ def build_day(spec: ClassSpec) -> Day:
 
 def _from_trace(cs: ClassSpec) -> Day:
     spec = cs.workload.periods_from_trace
+    assert spec is not None
     req = wclasses.trace_requests(cs)
     # whole minutes, as every period (the schedule's cron has no seconds): the trace's span to
     # the nearest minute, cut into periods; a last piece under half a period joins the one

@@ -8,6 +8,8 @@ import copy
 import json
 import os
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -467,9 +469,42 @@ def test_routing_file_and_readme(relay_plan) -> None:
     assert "prefill-0.dc-a.pdd.local" in readme and "placeholder" in readme
 
 
-def test_render_is_deterministic(plan) -> None:
-    for target in ("sglang", *K8S):
-        assert _render(plan, "pdd", target) == _render(plan, "pdd", target)
+_RENDER_ALL = """
+import json, sys
+from pdd_plan import emit
+from pdd_plan.emit.plan import EmitOptions
+from pdd_plan.outputs.plan import parse_plan
+p = parse_plan(json.load(open(sys.argv[1])))
+out = {}
+for target in sys.argv[2:]:
+    for k, f in emit.render(emit.build(p, "pdd", EmitOptions()), target).items():
+        out[target + "/" + k] = f.text
+sys.stdout.write(json.dumps(out))
+"""
+
+
+def test_render_is_deterministic_across_processes_and_hash_seeds(relay_plan, tmp_path) -> None:
+    """Every target's files are the same bytes here and in a fresh interpreter with another
+    string-hash seed (set and dict iteration orders of str keys differ between the two), on
+    the plan with every role and a multi-type group."""
+    src = tmp_path / "plan.json"
+    src.write_text(json.dumps(relay_plan))
+    targets = ("sglang", *K8S)
+    here = {f"{t}/{k}": v for t in targets for k, v in _render(relay_plan, "pdd", t).items()}
+    seed = "1" if os.environ.get("PYTHONHASHSEED") == "0" else "0"  # never this process's
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONHASHSEED": seed}
+    r = subprocess.run(
+        [sys.executable, "-c", _RENDER_ALL, str(src), *targets],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    there = json.loads(r.stdout)
+    assert sorted(there) == sorted(here)
+    for name, text in here.items():
+        assert there[name] == text, f"{name} differs in a fresh interpreter"
 
 
 def test_options(plan) -> None:

@@ -1,99 +1,54 @@
-"""The analytic line law against the replay on hand-written fleets over a shared, lossy line:
-TTFT and KV-transfer P50/P90/P99 within 15% with slow start after idle (a sender idle past its
-RTO restarts), loss that grows with the line's load, other tenants' share, the sender's copy
-(fixed and per byte) and per-transfer setup; and the pristine line beside them.
+"""The analytic law against the replay on hand-written fleets (tests/law_fleets.py): TTFT and
+KV-transfer P50/P90/P99 within 15% over the line's behaviours (slow start after idle, loss that
+grows with the line's load, other tenants' share, the sender's copy, per-transfer setup, the
+per-transfer rate cap of a shared line, the pristine line), the narrow line fed Poisson and
+bursty arrivals, relay decode routed as the router routes, and the prefill pool's G/G/c wait.
 
-Each fleet is evaluated as `pdd-plan evaluate` does (`evaluate.analytic.at_rate`) and replayed
-(`sim.run`) at the same rate: the same fleet, the same line, no optimizer in between."""
+Each fleet is evaluated as `pdd-plan evaluate` does and replayed, seeded, at the same rate: the
+same fleet, the same line, no optimizer in between (a recalibration moves what the optimizer
+buys, not these fleets)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
-import yaml
 
-from pdd_plan.evaluate import analytic, fleet
-from pdd_plan.inputs.context import build_context, load_scenario
-from pdd_plan.inputs.profiles import data_dir, example_path
-from pdd_plan.optimize import problem_of
-from pdd_plan.optimize.caps import Caps
-from pdd_plan.sim.run import run
-from pdd_plan.workload.classes import build_classes
+from pdd_plan.sim.queues import P_MD
+from tests.law_fleets import Case, compare, row
 
-N = 20_000  # requests a replay: seeded, ~1-3 s each
+pytestmark = pytest.mark.slow
 
+P6, P7, P1 = (row("prefill", "h100", "dc-a", n, 16) for n in (6, 7, 1))
+MD2, MD1, MD_NL = (
+    row("main_decode", "h200", "dc-b", 2, 16),
+    row("main_decode", "h200", "dc-b", 1, 32),
+    row("main_decode", "h200", "dc-b", 1, 8),
+)
+RLD = row("relay_decode", "h100", "dc-a", 1, 16)
+IDC = row("decode", "h100", "dc-a", 2, 32)
+NL = {"line_base": "eth-1g", "example": "narrow-line", "n": 100_000}
 
-def _scenario(tmp: Path, line: dict, arch: str, rate: float, relay: int = 0) -> str:
-    """The default workload on a hand-written fleet (6 x 16 H100 prefill, 2 x 16 H200 main
-    decode) and one hand-written line on a bundled profile; an SLA loose enough that every
-    figure is a law's, not a refusal."""
-    d = yaml.safe_load(example_path("pdd-paper").read_text())
-    base = line.pop("base", "shared-10g")
-    prof = yaml.safe_load((data_dir() / "profiles" / "lines" / f"{base}.yaml").read_text())
-    prof.update(line, name="t-line")
-    lp = tmp / "t-line.yaml"
-    lp.write_text(yaml.safe_dump(prof))
-    d["link"] = {"candidates": [str(lp)], "max_lines": 1}
-    d["workload"]["rate_rps"] = rate
-    d["architectures"] = [arch]
-    d["sla"] = {"ttft_p90_s": 100, "ttft_p99_s": 200, "tpot_ms": 60}
-    inst = [
-        {"role": "prefill", "gpu": "h100", "datacenter": "dc-a", "count": 6,
-         "gpus_per_instance": 16},
-        {"role": "main_decode", "gpu": "h200", "datacenter": "dc-b", "count": 2,
-         "gpus_per_instance": 16},
-    ]  # fmt: skip
-    if relay:
-        inst.append({"role": "relay_decode", "gpu": "h100", "datacenter": "dc-a",
-                     "count": relay, "gpus_per_instance": 16})  # fmt: skip
-    d["fleet"] = {"all": {"instances": inst, "line": {"sku": "t-line", "count": 1}}}
-    p = tmp / "s.yaml"
-    p.write_text(yaml.safe_dump(d))
-    return str(p)
-
-
-def law_and_replay(
-    path: str, arch: str, rate: float, mean: bool = False
-) -> tuple[list[float], list[float]] | tuple[float, float]:
-    """(law, replay): TTFT P50/P90/P99 then KV transfer P50/P90/P99, seconds (or, ``mean``,
-    the mean KV transfer)."""
-    ctx = build_context(load_scenario(path), path)
-    ctx, fleets = fleet.from_scenario(ctx)
-    cls = build_classes(ctx.class_spec)
-    fm = analytic.fleet_model(problem_of(ctx), fleets[arch], cls, Caps(decode=1.0))
-    at = analytic.at_rate(fm, rate)
-    assert at.ok, at.limits
-    plan = at.plan
-    res = run(ctx, plan, arch, N)
-    k = res.kept()
-    kv = res.kv_transfer_s[k]
-    kv = kv[~np.isnan(kv)]
-    if mean:
-        return float(plan.kv_transfer_s.mean), float(kv.mean())
-    law = [plan.ttft_s.p50, plan.ttft_s.p90, plan.ttft_s.p99]
-    law += [plan.kv_transfer_s.p50, plan.kv_transfer_s.p90, plan.kv_transfer_s.p99]
-    sim = [float(np.percentile(res.ttft_s[k], q)) for q in (50, 90, 99)]
-    sim += [float(np.percentile(kv, q)) for q in (50, 90, 99)]
-    return law, sim
-
-
-# Measured (law vs the 20k replay, TTFT then KV P50/P90/P99, %): after_idle 4 req/s
-# -2.1/+1.2/+0.3, -2.7/+1.3/+0.3; 30 req/s -0.8/-0.3/-0.1, -4.4/+0.4/+0.1; congestive 24 req/s
-# +1.6/+0.1/+0.0, -4.5/+0.4/+0.1; every_transfer -1.0/-0.3/-0.1, -4.0/+0.5/+0.1; pristine
-# eth-25g -0.4/-0.2/-2.0, -1.7/-0.6/-5.5 (BENCHMARKS.md, "The line one transfer gets"). Before
-# the strata's spread (a stratum of the top half of a class put every request at its mean
-# size) the flow-capped line read the KV P50 -21 % and, per class (evaluate kept eight classes,
-# not the strata), the P90 -14 %.
+# Measured (law vs replay, TTFT then KV P50/P90/P99, %; BENCHMARKS.md "The line one transfer
+# gets"): after_idle_4 -3.3/+0.6/+0.0, -4.0/+0.7/+0.0; after_idle_30 -0.6/-0.8/-0.2,
+# -4.4/+0.4/+0.1; congestive +1.0/+0.1/-0.0, -4.5/+0.4/+0.1; every_transfer -0.4/-0.8/-0.2,
+# -4.0/+0.5/+0.1; pdd_shared -0.0/+0.4/+0.2, -4.0/+0.8/+0.3; pristine -0.6/+2.1/-1.0,
+# -1.8/+0.4/-4.8; narrow +0.6/-3.1/-4.7, -9.2/-3.2/-4.6; narrow_cv2 +2.2/+3.9/-7.3,
+# -6.8/+5.2/-6.5; narrow_relay -0.1/-5.5/-9.3, -10.6/-0.9/-4.0 (before the law routed as the
+# router does: +19.1/+15.1/+68.7, +10.3/+44.4/+24.6); shared_relay -4.6/+0.3/+0.9,
+# -3.8/+1.1/+0.7 (before: +7.7/+1.7/+40.5, -3.8/+22.9/+0.7); default_kv -0.5/+1.4/-2.3,
+# -1.6/+1.9/-1.7; microbench +8.3/+0.7/-2.8, +0.3/-1.5/-4.9.
 CASES = [
     # slow start after idle: at 4 req/s a prefill instance sends every 1.5 s, so its lanes
-    # often idle past their RTO (220 ms) and restart; at 30 req/s they seldom do
-    ("after_idle_4", {"gbps": 25}, "cdc_pd", 4.0),
-    ("after_idle_30", {"gbps": 25}, "cdc_pd", 30.0),
+    # often idle past their RTO (220 ms) and restart; at 30 req/s they seldom do; shared-10g's
+    # per-transfer cap (4 lanes of 0.058 Gb/s) on a 25 Gb/s line
+    Case("after_idle_4", "cdc_pd", 4.0, (P6, MD2), {"gbps": 25}),
+    Case("after_idle_30", "cdc_pd", 30.0, (P6, MD2), {"gbps": 25}),
     # loss that grows with the line's load (0.4 of it other tenants'), a 5 ms setup
-    (
+    Case(
         "congestive",
+        "cdc_pd",
+        24.0,
+        (P6, MD2),
         {
             "gbps": 25,
             "loss_rate": 2e-5,
@@ -101,44 +56,118 @@ CASES = [
             "background_load": 0.4,
             "setup_ms": 5,
         },
-        "cdc_pd",
-        24.0,
-    ),  # fmt: skip
+    ),
     # slow start on every transfer, the sender's copy at 8 Gb/s on top of its fixed 24.5 ms
-    (
+    Case(
         "every_transfer",
-        {"gbps": 25, "slow_start": "every_transfer", "sender_copy_gbps": 8, "background_load": 0.0},
         "cdc_pd",
         30.0,
-    ),  # fmt: skip
+        (P6, MD2),
+        {"gbps": 25, "slow_start": "every_transfer", "sender_copy_gbps": 8, "background_load": 0},
+    ),
     # PDD's fleet with no relay pool on the shared line: every request P -> MD
-    ("pdd_shared", {"gbps": 25}, "pdd", 20.0),
-    ("pristine", {"base": "eth-25g"}, "cdc_pd", 30.0),
+    Case("pdd_shared", "pdd", 20.0, (P6, MD2), {"gbps": 25}),
+    Case("pristine", "cdc_pd", 30.0, (P6, MD2), {}, "eth-25g"),
+    # the narrow line (one prefill instance, a 1 Gb/s line ~67% busy), Poisson and bursty
+    Case("narrow", "pdd", 1.8, (P1, MD_NL), {}, **NL),
+    Case("narrow_cv2", "pdd", 1.8, (P1, MD_NL), {}, cv=2.0, **NL),
+    # relay decode on the narrow line: an SLA that makes the MILP relay (hit <= 0.8, 12.6% of
+    # requests, 1.8% ending on relay decode), the law's percentiles over the router's routing
+    Case(
+        "narrow_relay",
+        "pdd",
+        1.8,
+        (P1, MD_NL, RLD),
+        {},
+        sla={"ttft_p90_s": 2.5, "ttft_p99_s": 8, "tpot_ms": 60},
+        **NL,
+    ),
+    # relay decode on a pool-bound shared line (0.11 Gb/s a transfer, 64 in flight: 7 Gb/s of
+    # a 25 Gb/s line, 90% used): the MILP relays hit <= 0.6 (9.1%, 1.2% ending on relay)
+    Case(
+        "shared_relay",
+        "pdd",
+        16.0,
+        (P6, MD2, RLD),
+        {"gbps": 25, "per_connection_gbps": 0.0275},
+        sla={"ttft_p90_s": 10, "ttft_p99_s": 15, "tpot_ms": 60},
+    ),
+    # the default workload's KV law on the shared 25 Gb/s line (7 prefill instances ~84% busy)
+    Case("default_kv", "pdd", 40.0, (P7, MD1), {}, "shared-25g", n=200_000),
+    Case("microbench", "pdd", 40.0, (P7, MD1), {}, "eth-20g", "wan-microbench", n=100_000),
 ]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name, line, arch, rate", CASES, ids=[c[0] for c in CASES])
-def test_law_within_15_percent_of_the_replay(tmp_path, name, line, arch, rate):
-    law, sim = law_and_replay(_scenario(tmp_path, dict(line), arch, rate), arch, rate)
-    errs = [a / s - 1 for a, s in zip(law, sim)]
-    assert all(abs(e) <= 0.15 for e in errs), (name, law, sim)
+@pytest.mark.parametrize("c", CASES, ids=[c.name for c in CASES])
+def test_law_within_15_percent_of_the_replay(tmp_path, c):
+    r = compare(tmp_path, c)
+    assert len(r.law) == 6
+    assert all(abs(e) <= 0.15 for e in r.errors()), (c.name, r.law, r.sim)
 
 
-@pytest.mark.slow
+def test_relayed_share_is_the_routers(tmp_path):
+    """The law's route shares are the router's: every request at or below the threshold
+    relays, the singular ones end on relay decode (the replay's shares to sampling error)."""
+    r = compare(tmp_path, next(c for c in CASES if c.name == "narrow_relay"))
+    k = r.res.kept()
+    assert r.plan.routing.relay_at_or_below_hit_rate == pytest.approx(0.8)
+    got = r.res.summary()["route_share"]
+    for path in ("p_md", "p_rld_md", "p_rld"):
+        assert getattr(r.plan.route_share, path) == pytest.approx(got[path], abs=0.005), path
+    assert (r.res.route[k] != P_MD).mean() == pytest.approx(1 - r.plan.route_share.p_md, abs=5e-3)
+
+
+# Bursty arrivals with relay decode on the narrow line (the SLA's 10/15 s make the MILP relay
+# hit <= 0.4, 7% of requests): TTFT +3.4/+0.8/+3.5%, KV -6.9/+16.0/-1.6%. Before the law routed
+# as the router does (the MILP's 5.25% relayed spread evenly over the strata, none on p_rld,
+# where the router relays whole hit bins and ends the singular ones on relay decode, off the
+# line) it read TTFT +13.1/+20.2/+52.0%, KV +6.5/+41.6/+22.0%. What is left is the KV P90: by
+# hit bin the law's mean transfer is within 1-2% for the largest (bins below 0.4, 330-185 MB)
+# but 9-16% long for the mid sizes (hit 0.6-0.95, 110-30 MB), their P90 7-18% and P99 17-40%
+# long, while the largest bins' P90 read 1-5% short: the bursts' size-dependent excess
+# (latency/line/bursts.py, its exponential bridge between the small transfers' slope and the
+# long ones' time-average) over-states the mid sizes, and the relayed mixture's P90 falls among
+# them (without relay it falls among the largest, whose shortfall offsets: +5.2%).
+def test_bursty_relay_on_the_narrow_line(tmp_path):
+    sla = {"ttft_p90_s": 10, "ttft_p99_s": 15, "tpot_ms": 60}
+    c = Case("narrow_relay_cv2", "pdd", 1.8, (P1, MD_NL, RLD), {}, cv=2.0, sla=sla, **NL)
+    e = compare(tmp_path, c).errors()
+    assert all(abs(x) <= 0.15 for x in e[:3] + e[3:4] + e[5:]), e
+    assert 0.0 < e[4] <= 0.20, e  # KV P90: the bursts' mid-size excess, stated above
+
+
+# The G/G/c prefill wait end to end: IDC-PD (RDMA, no line) on 7 prefill instances ~84% busy,
+# decode held off its cap (0.9) so prefill is the only queue. At cv 2 (gamma gaps of shape 1/4)
+# 200,000 requests are not enough: that window's P99 reads 1.77 s where a million give 2.23.
+# Measured: cv 1 +2.5/-1.0/-2.3%, cv 2 -1.8/-2.8/-5.2%.
+@pytest.mark.parametrize("cv, n", [(1.0, 200_000), (2.0, 1_000_000)])
+def test_prefill_wait_law_within_15_percent(tmp_path, cv, n):
+    c = Case(f"idc_cv{cv}", "idc_pd", 40.0, (P7, IDC), None, cv=cv, n=n)
+    r = compare(tmp_path, c, decode_cap=0.9)
+    assert all(abs(e) <= 0.15 for e in r.errors()), (r.law, r.sim)
+
+
+def test_first_token_is_one_step_at_the_operating_batch(tmp_path):
+    """The microbenchmark's first token: one decode step at the operating batch, the step
+    TPOT reports (Little's law's B = x step(B))."""
+    r = compare(tmp_path, next(c for c in CASES if c.name == "microbench"))
+    res, k = r.res, r.res.kept()
+    first = (res.dec.first_s - res.kv_at_decode_s)[k][res.route[k] == P_MD]
+    assert float(np.mean(first)) == pytest.approx(r.plan.tpot_ms.p50 / 1e3, rel=0.03)
+
+
 def test_slow_start_after_idle_costs_what_the_replay_says(tmp_path):
-    """At 4 req/s the restarts after idle add to the transfers, in the law and the replay. The
-    law takes a sender's transfers as Poisson (its lanes idle at an arrival as often as on
-    average, 38% here); the replay's find them idle 8% of the time (an instance takes no
-    request while it prefills a long, low-hit request, whose long transfer then keeps its
-    lanes busy while it takes the next ones), so the law's restarts cost more: 13 ms of mean
-    transfer time against 3 ms (of 1.5 s). A bound, not a match: between 1 and 6 times."""
+    """At 4 req/s the restarts after idle add to the transfers, in the law and the replay: the
+    law 18.0 ms of mean transfer time, the replay 17.1 ms (of 1.5 s). A pool gives each
+    request to the instance idle longest, so a sender takes every 6th request (gaps Erlang-6,
+    squared CV 0.20 in the replay) and finds its lanes idle 47% of the time; taken as Poisson
+    they read 38% and 13.3 ms. Within 15%."""
     got = {}
     for mode in ("after_idle", "first_use"):
-        line = {"gbps": 25, "slow_start": mode}
         d = tmp_path / mode  # profiles are read once per path
         d.mkdir()
-        got[mode] = law_and_replay(_scenario(d, line, "cdc_pd", 4.0), "cdc_pd", 4.0, True)
+        c = Case(mode, "cdc_pd", 4.0, (P6, MD2), {"gbps": 25, "slow_start": mode})
+        got[mode] = compare(d, c).kv_mean
     law_cost = got["after_idle"][0] - got["first_use"][0]
     sim_cost = got["after_idle"][1] - got["first_use"][1]
-    assert sim_cost > 0.001 and sim_cost <= law_cost <= 6 * sim_cost, (law_cost, sim_cost)
+    assert sim_cost > 0.01 and abs(law_cost / sim_cost - 1) <= 0.15, (law_cost, sim_cost)

@@ -45,6 +45,8 @@ def test_bcr_with_a_free_rate_is_proven_by_dinkelbach():
     s = p["solver"]
     assert s["dinkelbach_iterations"] >= 2
     assert s["optimality_gap"] <= 1e-6
+    # tolerance: rel 1e-3: a bound above the plan file's rounding (goodput to 6 significant digits,
+    # cost to the cent)
     assert p["bcr"] == pytest.approx(p["goodput_rps"] * 3600 / p["cost_per_hour"], rel=1e-3)
     # the best ratio is at least as good as the min-cost plan at the rate it picked (up to the
     # rounding of the reported rate and BCR): the fixed-rate search's space is in the answer's

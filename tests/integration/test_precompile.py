@@ -61,7 +61,7 @@ def test_compile_fills_an_empty_cache_and_a_second_run_loads_it(tmp_path: Path) 
     assert again["trace readers"]["compiled"] == 0 and again["trace readers"]["loaded"] > 0
 
 
-@pytest.mark.unit
+@pytest.mark.integration
 def test_compile_without_a_writable_cache_says_how_to_fix_it(monkeypatch) -> None:
     nowhere = precompile.Compiled("replay", (), 27, 27, 0, 1.0)
     monkeypatch.setattr(precompile, "compile_kernels", lambda: [nowhere])

@@ -50,7 +50,7 @@ def shown_in_order(shown: list[str], printed: str) -> str | None:
     return None
 
 
-@pytest.mark.unit
+@pytest.mark.integration
 def test_the_order_check_sees_a_missing_and_a_moved_line():
     printed = "a\nb\nc\nd\n"
     assert shown_in_order(["a", "...", "c", "d"], printed) is None
@@ -86,7 +86,7 @@ def test_the_python_example_runs(monkeypatch, tmp_path):
     assert runner.failures == 0 and runner.tries >= 3
 
 
-@pytest.mark.unit
+@pytest.mark.integration
 def test_readme_is_short_and_keeps_no_history():
     text = README.read_text(encoding="utf-8")
     assert len(text.splitlines()) <= 200
@@ -96,7 +96,7 @@ def test_readme_is_short_and_keeps_no_history():
         assert not hits, f"{p.name}: {hits}"
 
 
-@pytest.mark.unit
+@pytest.mark.integration
 def test_the_two_commands_are_what_ci_runs():
     (install_run, install_test) = _blocks("bash")[:2]
     assert install_run.strip().endswith("pip install . && pdd-plan compile && pdd-plan optimize")

@@ -1,11 +1,13 @@
 """Robust plans out of sample (the small version of benchmarks/robust.py): a Q = 0.9 plan of
 a small scenario, planned over a few independent draws, replayed in the simulator under fresh
-independent draws (another seed), meets the SLA in at least 85% of them; a fleet that already
-meets the share is kept as it is."""
+independent draws (another seed), meets the SLA in at least 85% of them by the models it is
+planned on (the replays: a strict xfail at 85%, the decode model's gap, and a binomial floor);
+a fleet that already meets the share is kept as it is."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -31,8 +33,19 @@ INPUTS = {
 }
 
 
-@pytest.mark.slow
-def test_q90_plan_meets_the_sla_out_of_sample():
+@dataclass(frozen=True)
+class OutOfSample:
+    plan: object  # the nominal plan
+    found: dict  # robust_plans' answer by architecture
+    replayed: int  # fresh draws the robust PDD fleet's replays meet the SLA in
+    analytic: int  # fresh draws the analytic models say it meets
+    draws: int
+
+
+@pytest.fixture(scope="module")
+def out_of_sample() -> OutOfSample:
+    """A Q = 0.9 robust plan over 12 design draws, judged on 12 fresh independent draws
+    (another seed): by the analytic models and by 1,000-request replays. Computed once."""
     d = yaml.safe_load(TINY.read_text())
     d["uncertainty"] = {"inputs": INPUTS}
     ctx = build_context(parse(Scenario, d, str(TINY)), str(TINY))
@@ -41,20 +54,12 @@ def test_q90_plan_meets_the_sla_out_of_sample():
     design, _, _ = block.make_draws(ctx, block.Options(draws=12, iid=True))
     found = robust.robust_plans(ctx, plan, cls, design, 0.9)
     r = found[RELAY_ARCH]
-    assert r.plan is not None and r.met >= 11  # ceil(0.9 x 12) of the design draws
-    assert r.plan.cost_per_hour >= plan.plans[RELAY_ARCH].cost_per_hour - 1e-6
-    if r.design_draw is None:  # the nominal fleet met the share: kept, no re-plan
-        assert r.plan == plan.plans[RELAY_ARCH] and r.steps == 0
+    assert r.plan is not None
     fresh, _, _ = block.make_draws(ctx, block.Options(draws=12, seed=1_000_003, iid=True))
     met = sum(
         replay.replay(ctx, cls, r.plan, RELAY_ARCH, fresh.draw(i), 1000, i).sla_met
         for i in range(len(fresh))
     )
-    # the analytic models meet every fresh draw; the replays miss the two slowest (decode is
-    # their bottleneck at speed 0.92-0.94 and 1.04-1.05x the rate, in 1,000- and 4,000-request
-    # replays alike): the planner's decode model is optimistic there on this tiny scenario, a
-    # gap of the models, not of the robust method. 85% of 100 is the benchmark's target
-    # (benchmarks/robust.py); here 10 of 12 (0.83) is what the models give.
     an = sum(
         robust.meets(
             perturb.apply(paired.pb_of(ctx), cls, fresh.draw(i)),
@@ -63,9 +68,35 @@ def test_q90_plan_meets_the_sla_out_of_sample():
         )
         for i in range(len(fresh))
     )
-    assert an / len(fresh) >= 0.85, an
-    assert met / len(fresh) >= 0.8, met
-    assert found[LOCAL_BASELINE].plan is not None
+    return OutOfSample(plan, found, met, an, len(fresh))
+
+
+@pytest.mark.slow
+def test_q90_plan_meets_the_sla_out_of_sample(out_of_sample):
+    o = out_of_sample
+    r = o.found[RELAY_ARCH]
+    assert r.met >= 11  # ceil(0.9 x 12) of the design draws
+    assert r.plan.cost_per_hour >= o.plan.plans[RELAY_ARCH].cost_per_hour - 1e-6
+    if r.design_draw is None:  # the nominal fleet met the share: kept, no re-plan
+        assert r.plan == o.plan.plans[RELAY_ARCH] and r.steps == 0
+    # 85%: the out-of-sample target of benchmarks/robust.py, for the models the plan is made on
+    assert o.analytic / o.draws >= 0.85, o.analytic
+    # the replays, by chance alone: a fleet that truly meets 90% of draws meets 7 or fewer of
+    # 12 with probability 0.4% (binomial), so fewer than 8 is a defect, not the sample
+    assert o.replayed >= 8, o.replayed
+    assert o.found[LOCAL_BASELINE].plan is not None
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="the replays miss the two slowest fresh draws (decode their bottleneck at speed "
+    "0.92-0.94 and 1.04-1.05x the rate, in 1,000- and 4,000-request replays alike): the "
+    "planner's decode model is optimistic there on this tiny scenario; 10 of 12 met",
+)
+def test_q90_plan_replays_meet_the_benchmark_target(out_of_sample):
+    # the benchmark's 85% (benchmarks/robust.py) held in the replays too: 11 of 12 here
+    assert out_of_sample.replayed / out_of_sample.draws >= 0.85, out_of_sample.replayed
 
 
 @pytest.mark.integration

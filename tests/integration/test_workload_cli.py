@@ -52,6 +52,7 @@ def test_trace_stats_azure_has_null_hits():
     r = run("trace", "stats", str(TRACES / "azure2023_conv.csv"), "--format", "json")
     s = json.loads(r.stdout)
     assert s["hit_rate_bins"] is None and s["token_weighted_hit_rate"] is None
+    # tolerance: 0.01 req/s: the trace's published rate to two decimals (traces/SOURCES.md)
     assert s["rate_rps"] == pytest.approx(5.53, abs=0.01)
 
 
@@ -150,6 +151,7 @@ def test_optimize_plans_for_each_trace(tmp_path, trace):
         "azure2023_code.csv": 2.57,
         "azure2023_conv.csv": 5.53,
     }[trace]
+    # tolerance: 0.01 req/s: the traces' rates to two decimals (traces/SOURCES.md)
     assert plan["rate_rps"] == pytest.approx(expect, abs=0.01)
     for a in ("pdd", "cdc_pd", "idc_pd"):
         assert plan["plans"][a]["goodput_rps"] == pytest.approx(expect, abs=0.01)

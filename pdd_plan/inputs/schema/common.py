@@ -57,7 +57,7 @@ def _bool_where_number(model: type[BaseModel], name: Any, v: Any) -> bool:
     if not isinstance(v, bool | dict | list | tuple):
         return False
     field = model.model_fields.get(name) if isinstance(name, str) else None
-    return field is not None and not _admits_bool(field.annotation) and _find_bool(v)
+    return field is not None and not _admits_bool(field.annotation) and _find_bool(v)  # type: ignore[arg-type]
 
 
 def _field_check(cls: type[BaseModel], v: Any, info: ValidationInfo) -> Any:

@@ -78,6 +78,7 @@ def token_range(v: Distribution | None) -> Distribution | None:
         lo, hi = v.lognormal.min, v.lognormal.max
     # a request has at least one token, and a fixed count is a whole number (the sampler
     # would otherwise silently round 0 up to 1 and 100.5 to 100)
+    assert lo is not None and hi is not None  # a distribution is one of the three (validated)
     if lo < 1:
         raise ValueError(f"token counts must be >= 1 (got {lo:g})")
     if v.fixed is not None and v.fixed != int(v.fixed):

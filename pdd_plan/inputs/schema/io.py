@@ -32,18 +32,18 @@ def max_yaml_bytes() -> int:
 _SAFE_LOADER: type = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
 
 
-class DuplicateKeyError(yaml.YAMLError):
+class DuplicateKeyError(yaml.YAMLError):  # type: ignore[misc]
     def __init__(self, key: Any, first: int, mark: Any):
         self.problem = f"key '{key}' given twice (first on line {first})"
         self.problem_mark = mark
         super().__init__(self.problem)
 
 
-class UniqueKeyLoader(_SAFE_LOADER):  # type: ignore[misc, valid-type]
+class UniqueKeyLoader(_SAFE_LOADER):  # type: ignore[misc]
     """The safe loader, refusing a key given twice in one mapping (PyYAML keeps the last
     one silently, so a typo'd second `rate_rps:` would win unnoticed)."""
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}
         for key_node, _ in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
@@ -55,7 +55,7 @@ class UniqueKeyLoader(_SAFE_LOADER):  # type: ignore[misc, valid-type]
                 seen[key] = key_node.start_mark.line + 1
             except TypeError:  # unhashable key: the base constructor says so
                 pass
-        return super().construct_mapping(node, deep=deep)
+        return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
 
 
 def _read_text(p: Path) -> str:
@@ -109,7 +109,7 @@ def check_yaml_shape(text: str, file: str) -> None:
     max_depth, max_nodes = limits.value("YAML_DEPTH"), limits.value("YAML_NODES")
     sizes: dict[str, int] = {}  # anchor -> nodes under it, aliases expanded
     lines: dict[str, int] = {}  # anchor -> the line it is defined on
-    stack: list[list] = [[None, 0]]  # [anchor, nodes so far] per open collection
+    stack: list[list[Any]] = [[None, 0]]  # [anchor, nodes so far] per open collection
     last_alias: str | None = None  # the alias that grew the document last
     for ev in yaml.parse(text, Loader=_SAFE_LOADER):
         if getattr(ev, "anchor", None) is not None and not isinstance(ev, yaml.AliasEvent):
@@ -172,7 +172,7 @@ def _submodels(annotation: Any) -> list[type[BaseModel]]:
     return out
 
 
-def _fields_at(model: type[BaseModel], loc: tuple) -> list[str]:
+def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
     """Valid keys of the mapping at `loc` (the parent of an unknown key)."""
     current = [model]
     for part in loc:
@@ -188,7 +188,7 @@ def _fields_at(model: type[BaseModel], loc: tuple) -> list[str]:
     return sorted({k for m in current for k in m.model_fields})
 
 
-def _format_loc(loc: tuple) -> str:
+def _format_loc(loc: tuple[Any, ...]) -> str:
     out = ""
     for part in loc:
         if isinstance(part, int):

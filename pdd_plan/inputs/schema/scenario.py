@@ -1,6 +1,6 @@
 """Scenario: what the user asks the planner (workload, fleet, line, SLA, prices, policy)."""
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     Field,
@@ -181,7 +181,7 @@ class Link(Strict):
 
     @field_validator("candidates")
     @classmethod
-    def _candidates(cls, v: list) -> list:
+    def _candidates(cls, v: list[Any]) -> list[Any]:
         _under("LINE_CANDIDATES", len(v))
         return v
 
@@ -264,6 +264,20 @@ class Search(Strict):
     decode_utilization: float = Field(default=1.0, gt=0, le=1)
     """Share of decode's TPOT-target capacity used; 1: no margin (replay-checked), below 1 a
     kept margin the plan prices and the tornado moves (0.9 .. 1)."""
+    prefill_utilization: float = Field(default=0.97, gt=0, le=0.97)
+    """Highest utilization of the pooled prefill queue a plan may run at. 0.97 is the laws'
+    reach, not a margin: the queue's lattice law is checked to 0.97 (the M/D/1 mean within 0.2%
+    of Pollaczek-Khinchine), and the line law's chain over the prefill pool that feeds it grows
+    as 1 / (1 - utilization) (about 700 states at 0.97; at 0.999 it does not fit in memory), so
+    a plan never runs prefill past it, even where a replay meets the SLA there (the default's
+    IDC-PD with 6 prefill instances at 97.5%: the plan prices what the reach costs). Lower is a
+    margin, priced by the plan and moved by the tornado (0.9 .. 0.97)."""
+    line_utilization: float = Field(default=0.95, gt=0, le=0.95)
+    """Highest share of the leased line's usable capacity a plan may fill. 0.95 is the line
+    law's reach, not a margin: its transfer waits are computed on a state space that grows as
+    1 / (1 - utilization) (its truncation about 400 states past the servers at 0.95, 20,700 at 0.999), so a
+    plan never runs the line past it; lower is a margin, priced by the plan and moved by the
+    tornado (0.9 .. 0.95). It errs toward more or faster lines on a line-bound plan."""
     max_prefill_extra: PositiveInt = 8
     """Prefill pool sizes tried above the smallest stable one."""
     time_limit_s: PositiveFloat = 30.0

@@ -68,9 +68,23 @@ class Spread(Strict):
             raise ValueError(f"a lognormal's median must be positive (got {self.median:g})")
         if self.low is not None and self.high is not None and self.low > self.high:
             raise ValueError(f"low {self.low:g} is above high {self.high:g}: a negative spread")
-        if self.mode is not None and not self.low <= self.mode <= self.high:
+        if self.mode is not None and not self.low <= self.mode <= self.high:  # type: ignore[operator]
             raise ValueError(f"mode {self.mode:g} must lie between low and high")
         return self
+
+    def centre(self) -> float:
+        """The distribution's median (its inverse CDF at 1/2, as the draws' `Law` gives it)."""
+        if self.dist == "normal":
+            return float(self.mean)
+        if self.dist == "lognormal":
+            return float(self.median)
+        lo, hi = float(self.low), float(self.high)
+        if self.dist == "uniform" or hi == lo:
+            return 0.5 * (lo + hi)
+        m = float(self.mode)  # triangular: the arm holding half the mass
+        if (m - lo) / (hi - lo) >= 0.5:
+            return lo + math.sqrt(0.5 * (hi - lo) * (m - lo))
+        return hi - math.sqrt(0.5 * (hi - lo) * (hi - m))
 
 
 class Inputs(Strict):
@@ -95,7 +109,8 @@ class Inputs(Strict):
     """Bytes per request, independent of its length, that cross the line with its KV and sit
     in decode memory with it (the model profile's `kv_cache.per_request_state_bytes`, on top
     of what the attention layout gives, e.g. DeepSeek-V4's window): a value, not a factor; the
-    drawn value replaces the profile's (draws below 0 are 0), times `kv_bytes` when drawn."""
+    drawn value replaces the profile's (draws below 0 are 0), times `kv_bytes` when drawn; the
+    plan is made at the band's median."""
     line_rate: Spread | None = None
     """Factor on one TCP connection's rate over the line (an RTT or window the user may not
     know); the line's capacity stays."""
@@ -117,7 +132,7 @@ class Inputs(Strict):
     @classmethod
     def _spread_bounded(cls, s: Spread | None, info: ValidationInfo) -> Spread | None:
         if s is not None:
-            check_spread(info.field_name, s)
+            check_spread(str(info.field_name), s)
         return s
 
     @field_validator("request_state_bytes")
@@ -187,13 +202,17 @@ def tails(s: Spread) -> tuple[float, float]:
     if s.dist in ("normal", "lognormal"):
         z = NormalDist().inv_cdf(1 - TAIL)
         if s.dist == "normal":
+            assert s.mean is not None and s.sd is not None  # the validator requires them
             return s.mean - z * s.sd, s.mean + z * s.sd
+        assert s.median is not None and s.sigma is not None
         lo, hi = (-z * s.sigma, z * s.sigma)
         return (s.median * math.exp(max(lo, -700.0)), s.median * math.exp(min(hi, 700.0)))
+    assert s.low is not None and s.high is not None
     lo, hi = s.low, s.high
     if s.dist == "uniform" or hi == lo:
         return lo + TAIL * (hi - lo), hi - TAIL * (hi - lo)
     m = s.mode
+    assert m is not None
     left = lo + (TAIL * (hi - lo) * (m - lo)) ** 0.5 if m > lo else lo + TAIL * (hi - lo)
     right = hi - (TAIL * (hi - lo) * (hi - m)) ** 0.5 if m < hi else hi - TAIL * (hi - lo)
     return left, right

@@ -165,12 +165,17 @@ def time_scale(sizes_s: np.ndarray, weight: np.ndarray, rho: float, stretch: flo
 
 
 class FeedingPool(Protocol):
-    """What :func:`queueing_ratio` reads of the prefill pool (``pipeline.PrefillPool``)."""
+    """What :func:`queueing_ratio` reads of the prefill pool (``pipeline.PrefillPool``): read
+    only (properties), so a frozen dataclass satisfies it."""
 
-    rate_rps: float
-    count: int
-    service_s: np.ndarray
-    weight: np.ndarray
+    @property
+    def rate_rps(self) -> float: ...
+    @property
+    def count(self) -> int: ...
+    @property
+    def service_s(self) -> np.ndarray: ...
+    @property
+    def weight(self) -> np.ndarray: ...
 
 
 def queueing_ratio(

@@ -162,8 +162,9 @@ def slow_start_mean_s(
     """The mean slow-start penalty per size: every transfer's (``every_transfer``), none in
     steady state (``first_use``), or (``after_idle``) the restart after the idle gap of the
     sender's lanes: the line's ``rho x usable / E[x]`` transfers a second come in turn from
-    the prefill instances of ``pool`` (one sender without it), each keeping its lanes busy
-    its hold, ``x x per_byte`` (:meth:`LineConfig.expected_idle_slow_start_s`)."""
+    the prefill instances of ``pool`` (one sender without it: Poisson; ``c`` of them:
+    Erlang-``c`` gaps), each keeping its lanes busy its hold, ``x x per_byte``
+    (:meth:`LineConfig.expected_idle_slow_start_s`)."""
     if line.sku.slow_start != "after_idle":
         return line.every_transfer_slow_start_s(x)
     w = np.asarray(weight, dtype=float)
@@ -172,7 +173,8 @@ def slow_start_mean_s(
         return line.slow_start_s(x)
     senders = max(int(pool.count), 1) if pool is not None else 1
     rate = rho * line.usable_bytes_s / mean_x / senders
-    return line.expected_idle_slow_start_s(x, rate, mean_x * queue.per_byte)
+    holds = np.asarray(x, dtype=float) * queue.per_byte
+    return line.expected_idle_slow_start_s(x, rate, mean_x * queue.per_byte, senders, holds, w)
 
 
 def poisson_mean_s(

@@ -42,6 +42,7 @@ def drain_s(dp: DayProblem, classes: RequestClasses, c: DecodeCandidate) -> floa
 def run_hours(dp: DayProblem, day: Day, classes: RequestClasses, c: DecodeCandidate) -> float:
     """Hours a run is paid beyond the periods it serves (see the module docstring)."""
     el = dp.elastic
+    assert el is not None  # only elastic runs are priced
     return paid_hours(day, el.startup_minutes + drain_s(dp, classes, c) / 60.0, el.billing_minutes)
 
 

@@ -26,14 +26,14 @@ def _one(
 ) -> tuple[SolverResult, ArchitecturePlan, DayArchitecture]:
     found = None
     if dp.free_scale:  # the best day BCR: plan (and replay) the day at the best scale found
-        s, tried = scale.best_scale(dp, get(a), Caps(decode=dp.pb.search.decode_utilization))
+        s, tried = scale.best_scale(dp, get(a), Caps.of(dp.pb.search))
         found = (s, tried)
         dp = scale.scaled(dp, s)
         day = dp.day
     if verified:
         ds, replays, i, peak, met = verify.verified_day(dp, a, day, n, rounds)
     else:
-        caps = Caps(decode=dp.pb.search.decode_utilization)
+        caps = Caps.of(dp.pb.search)
         seed = search.peak_plan(dp, get(a), day, caps)
         ds, replays, i, peak = search.plan_day(dp, get(a), day, caps, seed=seed), None, 0, 0.0
         peak, met = seed.cost_per_hour, True

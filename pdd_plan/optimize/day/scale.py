@@ -93,7 +93,7 @@ def best_scale(dp: DayProblem, spec: Architecture, caps: Caps) -> tuple[float, l
         search.plan_day(dp, spec, dp.day, caps)  # raises the profile's own reasons
         raise InfeasibleError(f"{spec.name}: no day at any scale of the profile")
     ranked = sorted(tried, key=lambda t: t.scale)
-    j = ranked.index(max(ok, key=lambda t: t.bcr))
+    j = ranked.index(max(ok, key=lambda t: t.bcr))  # type: ignore[arg-type, return-value]
     # the step holding point i ends before point i+1: bisect right of the best point (or, when
     # it is the largest scale planned, right of the one before, whose step may end just short)
     i = j if j + 1 < len(ranked) else j - 1
@@ -109,5 +109,5 @@ def best_scale(dp: DayProblem, spec: Architecture, caps: Caps) -> tuple[float, l
                 lo = mid
             else:
                 hi = mid
-    best = max((t for t in tried if t.bcr is not None), key=lambda t: t.bcr)
+    best = max((t for t in tried if t.bcr is not None), key=lambda t: t.bcr)  # type: ignore[arg-type, return-value]
     return best.scale, tried

@@ -67,7 +67,7 @@ class DaySolved:
         """The day's $/hour: the MILP's (base, elastic decode, line) and elastic prefill."""
         extra = 0.0
         if self.prefill is not None:
-            extra = self.prefill.elastic_cost_day(self.day) / self.day.hours
+            extra = self.prefill.elastic_cost_day(self.day) / self.day.hours  # type: ignore[arg-type, union-attr]
         return self.solution.cost_per_hour + extra
 
     day: Day | None = None
@@ -137,6 +137,7 @@ def plan_day(
     their periods (a check's setting)."""
     t0 = time.perf_counter()
     seed = seed or peak_plan(dp, spec, day, caps)
+    assert seed.tables is not None  # a solved plan keeps its tables
     cb = seed.tables.meta["combo"]
     line_cost = seed.tables.lines[seed.solution.line_index].cost_per_hour
     sh = Shared.of(dp.pb, spec, day.classes, caps)

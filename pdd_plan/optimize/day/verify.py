@@ -104,8 +104,8 @@ def day_met(dp: DayProblem, day: Day, raw: list) -> bool:
     return (
         p90 is not None
         and p90 <= sla.ttft_p90_s
-        and p99 <= sla.ttft_p99_s
-        and t90 * 1e3 <= sla.tpot_ms
+        and p99 <= sla.ttft_p99_s  # type: ignore[operator]
+        and t90 * 1e3 <= sla.tpot_ms  # type: ignore[operator]
     )
 
 
@@ -117,7 +117,7 @@ def verified_day(
     the day's final caps (24 h of it is what the day is compared with) and whether the replay
     met the SLA."""
     spec = get(a)
-    caps = Caps(decode=dp.pb.search.decode_utilization)
+    caps = Caps.of(dp.pb.search)
     seed = search.peak_plan(dp, spec, day, caps)
     peak_cost = seed.cost_per_hour
     tight = search.Tightened.none(len(day.periods))
@@ -135,7 +135,7 @@ def verified_day(
         met = day_met(dp, day, raw) if over_day else all(r.sla_met for r in replays)
         if met or i == rounds:
             return ds, replays, i, peak_cost, met
-        shared = {}  # the caps every period shares: the worst miss of each
+        shared: dict = {}  # the caps every period shares: the worst miss of each
         for k, (v, _t, _p) in enumerate(raw):
             b = v.bottleneck
             if v.sla_met or b is None:

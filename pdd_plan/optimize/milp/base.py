@@ -73,7 +73,7 @@ class Model:
             c = self.flow_class[k][x]
             top[c] = max(top.get(c, 0.0), float(a))
         most = self.pts.rate_max[k] if self.pts.rate(k) is None else self.pts.rate(k)
-        per_unit = float(most) / self.unit[k]
+        per_unit = float(most) / self.unit[k]  # type: ignore[arg-type]
         w = self.pts.class_weight[k]
         return sum(per_unit * float(w[c]) * a for c, a in top.items()) * (1 + 1e-9) + 1e-9
 

@@ -176,7 +176,7 @@ class Expr(dict):
     def __eq__(self, other) -> Row:  # type: ignore[override]
         return self._row(other, EQ)
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None
 
     def evaluate(self) -> float | None:
         """Its value at the solution; None when a variable has none."""

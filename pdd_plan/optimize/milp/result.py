@@ -83,7 +83,7 @@ def _point(m: Model, k: int, line: int) -> PointSolution:
         if o == line:
             flows[p][c] = max(value(v), 0.0) * m.unit[k]
     extra = {key: int(round(value(x))) for key, x in m.e[k].items()}
-    v = m.v[k]
+    v = m.v[k]  # type: ignore[assignment]
     return PointSolution(
         value(m.r[k]),
         flows,
@@ -107,8 +107,8 @@ def _binding(m: Model, plumbing: tuple[str, ...]) -> list[str]:
 
 def extract(m: Model, seconds: float, plumbing: tuple[str, ...]) -> PointsSolution:
     line = fleet.line_index(m, value)
-    cost = max(float(lp.value(cost_expr(m))), 0.0) + 0.0  # owned at 0: never -0.0
-    base = max(float(lp.value(fleet.base_cost_expr(m))), 0.0) + 0.0
+    cost = max(float(lp.value(cost_expr(m))), 0.0) + 0.0  # type: ignore[arg-type]  # owned at 0: never -0.0
+    base = max(float(lp.value(fleet.base_cost_expr(m))), 0.0) + 0.0  # type: ignore[arg-type]
     npf = int(round(value(m.np_))) if m.np_ is not None else None
     return PointsSolution(
         m.prob.status,

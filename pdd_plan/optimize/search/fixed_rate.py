@@ -9,8 +9,10 @@ import time
 import numpy as np
 
 from pdd_plan.architectures import Architecture
+from pdd_plan.common.errors import InfeasibleError
 from pdd_plan.latency.prefill import pool as prefill_pool
 from pdd_plan.optimize import diagnosis, milp, owned, solved, tables
+from pdd_plan.optimize import summary as optimize_summary
 from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.problem import Problem
 from pdd_plan.optimize.search import combo_result, enumeration
@@ -58,6 +60,36 @@ def _lines(pb: Problem, sh: Shared, rate: float) -> list[LineOption]:
     return tables.line_options_at_load(pb.lines, pb.max_lines, pb.owned, load, sh.caps.line)
 
 
+TIE = 1e-9  # relative $/hour under which two plans cost the same
+
+
+def ttft_key(p: SolverResult, classes: RequestClasses, rate: float, prefill_dc: str) -> tuple:
+    """What orders two plans of one cost: the TTFT a user is shown (P90, then P99, P50)."""
+    try:
+        t = optimize_summary.summarize(p, classes, rate, prefill_dc).ttft_s
+    except InfeasibleError:  # no finite TTFT: last
+        return (float("inf"),) * 3
+    return (t.p90, t.p99, t.p50)
+
+
+def better(
+    best: SolverResult | None,
+    new: SolverResult,
+    classes: RequestClasses,
+    rate: float,
+    prefill_dc: str,
+    key=ttft_key,
+) -> SolverResult:
+    """The cheaper of two plans; at the same cost (within TIE), the one with the better TTFT
+    (the first found on a tie of both: the enumeration's order, deterministic)."""
+    if best is None or new.cost_per_hour < best.cost_per_hour * (1 - TIE):
+        return new
+    if new.cost_per_hour > best.cost_per_hour * (1 + TIE):
+        return best
+    a, b = key(best, classes, rate, prefill_dc), key(new, classes, rate, prefill_dc)
+    return new if b < a else best
+
+
 def plan(
     pb: Problem,
     spec: Architecture,
@@ -97,8 +129,8 @@ def plan(
             + (0.0 if local else line_lb)
             + rate * decode_lb_per_rps(classes, cb.md + cb.rld, caps.decode, pb.owned)
         )
-        if best is not None and lb_cost >= best.cost_per_hour * (1 - 1e-9):
-            continue  # bound: cannot beat the incumbent
+        if best is not None and lb_cost > best.cost_per_hour * (1 + TIE):
+            continue  # bound: cannot beat the incumbent, nor tie with it
         chunk = pb.search.prefill_chunk_tokens
         pool = prefill_pool.PrefillPool.of(cb.pinst, cb.n_lo, classes, chunk, rate)
         t = fleet_tables(sh, cb, pool, cb_lines, rate)
@@ -107,8 +139,8 @@ def plan(
         if sol is None:
             diagnosis.track_reach(reach, t, cb.label)
             continue
-        if best is None or -sol.cost_per_hour > -best.cost_per_hour + 1e-9:
-            best = combo_result.build(sh, cb, t, sol)
+        if best is None or sol.cost_per_hour <= best.cost_per_hour * (1 + TIE):
+            best = better(best, combo_result.build(sh, cb, t, sol), classes, rate, pb.sites.prefill)
     if best is None:
         reasons = findings.reasons() + diagnosis.reach_reasons(reach, sla, spec.crosses_line)
         if not reasons:

@@ -36,7 +36,7 @@ def plan_architecture(
     (most rate - lam * cost: one Dinkelbach step of the best goodput per dollar).
     """
     spec = architectures.get(architecture)
-    caps = caps or Caps(decode=pb.search.decode_utilization)
+    caps = caps or Caps.of(pb.search)
     if rate is not None:
         return fixed_rate.plan(pb, spec, classes, rate, caps, duals)
     search = FreeRateSearch(pb, spec, classes, caps, budget, rate_cap)

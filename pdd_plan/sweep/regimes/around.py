@@ -29,7 +29,7 @@ def centre(plan: Plan, lines_gbps: list[float], max_lines: int) -> tuple[float, 
     plans = plan.plans
     order = list(dict.fromkeys([RELAY_ARCH, *plans]))  # PDD's line first
     gbps = next(
-        (plans[a].line.count * plans[a].line.gbps for a in order if a in plans and plans[a].line),
+        (plans[a].line.count * plans[a].line.gbps for a in order if a in plans and plans[a].line),  # type: ignore[union-attr]
         None,
     )
     if gbps is None and lines_gbps:

@@ -94,8 +94,8 @@ class TraceHits:
             else:
                 chunk = replace(chunk, hash_flat=flat, hash_counts=counts)
         if self.fast is not None:
-            return self.fast.process(chunk.hash_flat, chunk.hash_counts, chunk.input_tokens)
-        return self.sim.process(chunk.hash_ids, chunk.input_tokens, chunk.output_tokens)
+            return self.fast.process(chunk.hash_flat, chunk.hash_counts, chunk.input_tokens)  # type: ignore[arg-type]
+        return self.sim.process(chunk.hash_ids, chunk.input_tokens, chunk.output_tokens)  # type: ignore[arg-type]
 
     def _to_simulator(self) -> None:
         """Hand the blocks seen so far to the simulator (order is moot without eviction)."""

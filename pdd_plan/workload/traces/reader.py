@@ -17,7 +17,7 @@ import os
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from pdd_plan.common import numbers
 from pdd_plan.common.atomic import note_input
@@ -53,11 +53,11 @@ class RowParser(Protocol):
     def parse(self, record) -> Row: ...  # a JSONL line (bytes) or a CSV row (cells)
 
 
-_JSONL_PARSERS: dict[str, Callable[[], RowParser]] = {
+_JSONL_PARSERS: dict[str, Callable[[], Any]] = {
     "mooncake": MooncakeRows,
     "generic_jsonl": GenericJsonlRows,
 }
-_CSV_PARSERS: dict[str, Callable[[list[str]], RowParser]] = {
+_CSV_PARSERS: dict[str, Callable[[list[str]], Any]] = {
     "azure": AzureRows,
     "generic_csv": GenericCsvRows,
 }

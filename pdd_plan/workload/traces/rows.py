@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import IO
+from typing import IO, cast
 
 import numpy as np
 
@@ -43,7 +43,7 @@ class BadRow(Exception):
 def open_binary(path: Path) -> IO[bytes]:
     """The file's bytes, gunzipped on the fly when it ends in ``.gz``."""
     if path.suffix.lower() == ".gz":
-        return gzip.open(path, "rb")
+        return cast(IO[bytes], gzip.open(path, "rb"))
     return open(path, "rb")
 
 
@@ -131,7 +131,7 @@ class ByteWindow:
                 grown[: self.end] = memoryview(self.buf)[: self.end]
                 self.buf = grown
             with memoryview(self.buf) as free:
-                got = self.f.readinto(free[self.end : self.end + self.block_bytes])
+                got = self.f.readinto(free[self.end : self.end + self.block_bytes])  # type: ignore[attr-defined]
             self.eof = not got
             self.newlines += self.buf.count(b"\n", self.end, self.end + got)
             self.end += got

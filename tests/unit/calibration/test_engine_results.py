@@ -11,12 +11,9 @@ from dataclasses import fields
 from pathlib import Path
 
 import pytest
-import yaml
-from typer.testing import CliRunner
 
 from pdd_plan.calibration import engine_results as er
 from pdd_plan.calibration import fit
-from pdd_plan.cli.main import app
 from pdd_plan.common.errors import InputError
 from pdd_plan.perf.offline import ENGINES, TRTLLM_BENCH
 
@@ -28,17 +25,6 @@ TRT = DATA / "trtllm_bench_report.json"
 TRT_TXT = DATA / "trtllm_bench_report.txt"
 CSV = fit.calibration_dir() / "calibration_measurements.csv"
 H100_8B = er.Defaults(model="llama-3.1-8b", gpu="h100", gpus=1)
-
-
-def _runner() -> CliRunner:
-    try:
-        return CliRunner(mix_stderr=False)
-    except TypeError:
-        return CliRunner()
-
-
-def invoke(*args):
-    return _runner().invoke(app, [str(a) for a in args])
 
 
 # ================================================================ SGLang bench_serving
@@ -302,62 +288,3 @@ def test_infinite_rate_spelt_either_way(tmp_path):
 
 
 # ================================================================ the command
-
-
-@pytest.mark.integration
-def test_calibrate_from_every_format(tmp_path):
-    r = invoke(
-        "calibrate", "--from", TRT, TRT_TXT, VLLM, "--from", SGL, "--model", "llama-3.1-8b",
-        "--gpu", "h100", "--gpus", 1, "--write", "--out-dir", tmp_path, "-f", "json",
-    )  # fmt: skip
-    assert r.exit_code == 0, r.output
-    (res,) = json.loads(r.stdout)
-    assert res["gpu"] == "h100" and res["rows"] == [1, 2, 3, 4, 5]
-    assert "offered load" in r.stderr  # the 4 req/s SGLang run, left out, said so
-    data = yaml.safe_load((tmp_path / "h100.yaml").read_text())
-    cf = fit.CalibrationFile.model_validate(data)
-    assert "sglang_bench_serving.jsonl" in cf.efficiency.source
-    assert "trtllm_bench_report.json" in cf.efficiency.source
-
-
-@pytest.mark.integration
-def test_calibrate_csv_and_engine_files_together():
-    r = invoke("calibrate", CSV, "--from", TRT, "--gpu", "h100", "-f", "json")
-    assert r.exit_code == 0, r.output
-    (res,) = json.loads(r.stdout)
-    # the CSV's predicted H100 rows, then the report, numbered in reading order
-    csv_rows = fit.read_measurements(CSV)
-    h100 = [m.row for m in csv_rows if m.gpu == "h100"]
-    assert len(res["rows"]) == len(h100) + 1
-    assert res["rows"] == sorted(res["rows"]) and res["rows"][-1] == len(csv_rows) + 1
-
-
-@pytest.mark.integration
-@pytest.mark.parametrize(
-    ("args", "needles"),
-    [
-        (
-            [SGL, "--gpu", "h100", "--gpus", 1],
-            ["sglang_bench_serving.jsonl", "'--model'", "name the model"],
-        ),
-        ([SGL, "--model", "llama-3.1-8b", "--gpus", 1], ["'--gpu'", "name the GPU"]),
-        ([SGL, "--model", "llama-3.1-8b", "--gpu", "h100"], ["'--gpus'", "GPU count"]),
-        ([TRT, "--tp", 2], ["trtllm_bench_report.json", "'--tp'"]),
-        ([TRT, "--gpu", "h1000"], ["unknown GPU"]),
-        ([TRT, "--dtype", "int4"], ["'--dtype'"]),
-        ([DATA / "README.md"], ["README.md", "not JSON"]),
-    ],
-)
-def test_calibrate_from_bad_input_is_one_line(args, needles):
-    r = invoke("calibrate", "--from", *args)
-    assert r.exit_code == 2, r.output
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ")
-    for n in needles:
-        assert n in lines[0]
-
-
-@pytest.mark.integration
-def test_calibrate_needs_a_file():
-    r = invoke("calibrate")
-    assert r.exit_code == 2 and "no measurements given" in r.stderr

@@ -9,10 +9,8 @@ import os
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
 from pdd_plan.calibration import error_band
-from pdd_plan.cli.main import app
 from pdd_plan.common.errors import InputError
 from pdd_plan.inputs import profiles
 
@@ -41,13 +39,6 @@ def _write(tmp_path, data) -> object:
     p = tmp_path / "error_band.yaml"
     p.write_text(yaml.safe_dump(data) if not isinstance(data, str) else data)
     return p
-
-
-def _runner() -> CliRunner:
-    try:
-        return CliRunner(mix_stderr=False)
-    except TypeError:
-        return CliRunner()
 
 
 @pytest.mark.unit
@@ -149,43 +140,6 @@ def test_a_rewritten_file_is_read_again(tmp_path):
     st = p.stat()
     os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
     assert error_band.load_bands(p)["dense"]["max_abs_error"] == 0.3
-
-
-PERF = ["perf", "-m", "llama-3.1-8b", "-g", "h100", "--phase", "decode", "-L", "2048", "-B", "8"]
-
-
-@pytest.mark.integration
-def test_perf_json_carries_the_band(tmp_path, monkeypatch):
-    p = _write(tmp_path, BAND)
-    monkeypatch.setattr(error_band, "band_path", lambda: p)
-    r = _runner().invoke(app, [*PERF, "-f", "json"])
-    assert r.exit_code == 0, r.output
-    d = json.loads(r.stdout)
-    assert d["error_band"]["family"] == "dense" and d["error_band"]["max_abs_error"] == 0.22
-    assert d["error_band"]["basis"] == "leave-one-source-out"
-    r = _runner().invoke(app, PERF)
-    assert r.exit_code == 0 and "error band" in r.stdout and "median 7%" in r.stdout
-
-
-@pytest.mark.integration
-def test_perf_json_without_a_band_file_says_null(tmp_path, monkeypatch):
-    monkeypatch.setattr(error_band, "band_path", lambda: tmp_path / "absent.yaml")
-    r = _runner().invoke(app, [*PERF, "-f", "json"])
-    assert r.exit_code == 0, r.output
-    d = json.loads(r.stdout)
-    assert d["error_band"] is None and "not there" in d["error_band_note"]
-
-
-@pytest.mark.integration
-def test_perf_with_a_broken_band_file_is_one_line(tmp_path, monkeypatch):
-    p = _write(tmp_path, {"families": {"moe": {"median": 0.1}}})
-    monkeypatch.setattr(error_band, "band_path", lambda: p)
-    r = _runner().invoke(
-        app, ["perf", "-m", "deepseek-v3", "-g", "h200", "--phase", "decode", "-L", "4096"]
-    )
-    assert r.exit_code == 2
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and "error_band.yaml" in lines[0] and "moe.max" in lines[0]
 
 
 @pytest.mark.unit

@@ -5,12 +5,13 @@ rows only) predict the BF16 prefill passes they never saw."""
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 
 import pytest
 
+from pdd_plan.calibration import error_band, measurements
 from pdd_plan.calibration import fit as cal
-from pdd_plan.calibration import measurements
 from pdd_plan.common.errors import InputError
 from pdd_plan.inputs import profiles
 from pdd_plan.inputs.calibrated import calibration_dir
@@ -35,6 +36,8 @@ def test_every_timing_is_a_kernel_only_row_matching_the_raw_json():
         for r in json.loads((RAW / f"h200_layers_2026-12-01_{f}.json").read_text())["runs"]
     ]
     t = {(r["model"], r["dtype"], r["tokens"], r["context"]): r["pass_s"] for r in raw}
+    # tolerance: 3%: each CSV rate is the median of 2 calls up to 3% apart (the notes' spread),
+    # rounded to 0.1 tokens/s
     for r in rows:  # tokens/s = tokens of the pass / its seconds (median of two calls)
         n, ctx = (r.isl, r.cached) if r.phase == "prefill" else (r.batch, r.isl)
         s = t[(r.model, r.dtype, n, ctx)]
@@ -56,17 +59,24 @@ def test_kernels_only_drops_exactly_the_step_overhead():
     assert p.overhead_s == pytest.approx(gpu.efficiency.step_overhead_ms / 1e3 + cpu)
 
 
-@pytest.mark.golden
-def test_bf16_prefill_passes_predicted_within_16_percent():
-    # held out: the h200 factors were fitted to engine rows only (jointly with every GPU's
-    # rows, calibration/joint.py). With the rounded GEMM roofline (2026-12-02): -0.5 .. +15%
-    # over 256-32,768-token passes of two models (8B, Qwen3-32B), the 256-token pass the most
-    # optimistic (torch's unfused layer); with the small-GEMM curve before it, -6 .. +7%.
+def test_bf16_prefill_passes_predicted_within_the_stated_band():
+    """Held out: the h200 factors were fitted to engine rows only (jointly with every GPU's
+    rows, calibration/joint.py), and these kernel timings are not among the rows the shipped
+    error band was measured on. The bar is that band, the accuracy the product states to its
+    users (data/calibration/error_band.yaml, dense family): the passes' median absolute error
+    within its median, none beyond its P90. (It replaces a fixed bar widened 10% -> 12% -> 16%
+    as the model moved; on 2026-12-07 the passes read +0.8 .. +11.6%, median 2.6%, against a
+    stated median 4.3% and P90 18.6%: the 256-token pass the most optimistic, torch's unfused
+    layer.)"""
     gpu = profiles.gpu("h200")
     pre = [r for r in _rows() if r.dtype == "bf16" and r.phase == "prefill" and not r.cached]
     assert len(pre) == 8
-    for r in pre:
-        assert abs(cal.predict(r, gpu) / r.value - 1) <= 0.16, r.label
+    band, note = error_band.band_for_model(profiles.model("llama-3.1-8b"))
+    assert band is not None, note
+    err = {r.label: abs(cal.predict(r, gpu) / r.value - 1) for r in pre}
+    assert statistics.median(err.values()) <= band["median_abs_error"], err
+    for label, e in err.items():
+        assert e <= band["p90_abs_error"], (label, e)
 
 
 def test_small_batch_decode_is_slower_than_the_roofline():

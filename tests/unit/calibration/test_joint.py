@@ -87,7 +87,7 @@ def test_sparsity_a_dense_row_does_not_depend_on_the_shift():
     assert s[0, :3].all() and not s[0, 3:6].any()  # row 1 on h100 (the first GPU)
 
 
-@pytest.mark.slow
+@pytest.mark.unit
 def test_joint_fit_recovers_a_known_shift():
     # rows made by the model itself with known factors: the fit must find the shift back
     rows = [r for r in cal.read_measurements(CSV) if r.row in (1, 3, 9, 10, 60, 62, 63, 5, 61)]
@@ -99,6 +99,8 @@ def test_joint_fit_recovers_a_known_shift():
     ]
     jf = joint.fit_joint(made, analytic)
     assert jf.success
+    # tolerance: 15%: the partially pooled fit shrinks a shift toward the pooled mean on few rows
+    # (biased by design, not exact)
     assert math.exp(jf.shift["mfu"]) == pytest.approx(0.5, rel=0.15)
     assert np.median(np.abs(jf.errors)) < 0.03
 
@@ -129,7 +131,7 @@ def test_a_gpu_with_both_families_has_its_own_shift_the_others_the_shared_mean()
     assert "shared mean" in jf.basis("l40s", "moe")
 
 
-@pytest.mark.slow
+@pytest.mark.unit
 def test_two_gpus_with_different_shifts_each_keep_most_of_their_own():
     # rows made by the model with h100's MoE at 0.9x its dense mfu and h200's at 0.2x: the
     # estimated spread is not zero and each GPU's shift stays nearer its own truth than the other's
@@ -218,7 +220,7 @@ def test_population_mean_is_not_extrapolated_beyond_the_informed_balances():
     assert jf.population_at(1.0)["mfu"] == pytest.approx(0.4)
 
 
-@pytest.mark.slow
+@pytest.mark.unit
 def test_one_row_cannot_drag_a_factor_to_a_bound():
     # H100 dense rows as made by the model with known factors, plus one A100 row whose
     # figure is 4x what its factors give: a GPU with one row stays near the population

@@ -87,6 +87,7 @@ def test_the_shared_profiles_give_the_report_transfer_its_time():
     arithmetic at the background load's loss); the pristine profile named as such."""
     for g in (10, 25, 40, 100):
         sku = profiles.line(f"shared-{g}g")
+        # tolerance: 1%: the report's 185 ms is given to the millisecond (2 ms of 185)
         assert _one_transfer_by_hand(sku, 4_760_576) == pytest.approx(0.185, rel=0.01)
         assert sku.slow_start == "after_idle" and sku.background_load > 0
         assert "assumption" in sku.source
@@ -105,6 +106,8 @@ def test_several_rows_fit_setup_and_rate_and_predict_each_left_out():
     assert fit.sku.setup_ms == pytest.approx(50, rel=1e-6)
     assert fit.held_out_s is not None
     for r, m, h in zip(rows, fit.mean_s, fit.held_out_s):
+        # tolerance: rel 2e-3: the fitted loss rate is kept to 4 significant figures
+        # (line_transfers) and the means recomputed from it
         assert m == pytest.approx(r.mean_s, rel=2e-3)
         assert h == pytest.approx(r.mean_s, rel=2e-3)
     # two rows: two parameters, nothing held out

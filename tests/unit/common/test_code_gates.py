@@ -6,6 +6,7 @@ comparison with an architecture name and no path name spelled outside the archit
 from __future__ import annotations
 
 import ast
+import functools
 import shutil
 import subprocess
 import sys
@@ -43,13 +44,30 @@ def _resolve(current: str, is_pkg: bool, node: ast.ImportFrom) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
+@functools.cache
+def _parse(text: str) -> ast.Module:
+    """A source's tree, parsed once a session: the gates below walk every module's tree, several
+    times each (read only)."""
+    return ast.parse(text)
+
+
+def _tree(path: Path) -> ast.Module:
+    return _parse(path.read_text(encoding="utf-8"))
+
+
 def import_graph() -> dict[str, set[str]]:
     """module -> the pdd_plan modules it imports, anywhere in its body. `from pkg import name`
-    counts as importing pkg.name when that is a module, else pkg itself."""
+    counts as importing pkg.name when that is a module, else pkg itself. (A copy of the
+    session's graph: a caller may change its own.)"""
+    return {m: set(t) for m, t in _import_graph().items()}
+
+
+@functools.lru_cache(maxsize=1)
+def _import_graph() -> dict[str, set[str]]:
     mods = _modules()
     graph: dict[str, set[str]] = {m: set() for m in mods}
     for m, path in mods.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = _tree(path)
         is_pkg = path.name == "__init__.py"
         for node in ast.walk(tree):
             targets: list[str] = []
@@ -175,7 +193,8 @@ def test_layer_gate_sees_a_planted_upward_import():
 # before it, so the base types and the MILP never reach up into a driver
 OPTIMIZE_STAGES: tuple[tuple[str, ...], ...] = (
     # problem -> tables -> MILP -> solved -> summary: the base types every driver shares
-    ("problem", "owned", "caps", "tables", "points", "diagnosis", "milp", "solved", "summary"),
+    ("problem", "owned", "caps", "tables", "points", "routed", "diagnosis", "milp", "solved"),
+    ("summary",),  # measures a solved plan (the routed figures, the percentiles)
     ("search",),  # the drivers: one architecture at one rate, or with the rate free
     ("day",),  # a day of periods, over the single-rate drivers
     ("verify", "lifted", ""),  # the top: verification's loop and optimize() itself ("")
@@ -253,9 +272,10 @@ def test_report_renders_only():
 
 def uncommented_function_imports(path: Path) -> list[str]:
     """Imports inside functions with no comment saying why (on their lines or the line above)."""
-    lines = path.read_text(encoding="utf-8").splitlines()
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines()
     out = []
-    for fn in ast.walk(ast.parse("\n".join(lines))):
+    for fn in ast.walk(_parse(text)):
         if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
             continue
         for node in ast.walk(fn):
@@ -307,7 +327,7 @@ def test_no_module_over_the_line_limit():
 def _name_comparisons(path: Path) -> list[str]:
     names = set(architectures.names())
     out = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(_tree(path)):
         if isinstance(node, ast.Compare) and any(
             isinstance(op, ast.Eq | ast.NotEq) for op in node.ops
         ):
@@ -336,7 +356,7 @@ def _path_literals(path: Path) -> list[str]:
     names = set(architectures.PATHS)
     return [
         f"{path.name}:{node.lineno} spells '{node.value}'"
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        for node in ast.walk(_tree(path))
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names
     ]
 

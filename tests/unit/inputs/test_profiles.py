@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from pdd_plan.inputs import profiles
-from pdd_plan.inputs.profiles import bundled_names, data_dir, load_profile
+from pdd_plan.inputs.profiles import bundled_names, data_dir, example_path, load_profile
 from pdd_plan.inputs.schema import GPUProfile, ModelProfile
 from pdd_plan.latency.line.transfer import rdma_transfer_s
 from pdd_plan.perf import layers
@@ -134,3 +134,17 @@ def test_a_bundled_example_is_found_by_name_from_any_directory(tmp_path, monkeyp
     assert profiles.scenario_path("nosuch") == "nosuch"
     assert profiles.scenario_path("examples/narrow-line.yaml") == "examples/narrow-line.yaml"
     assert "pdd-paper" in profiles.bundled_examples()
+
+
+def test_every_field_of_the_default_lines_is_named_in_its_source():
+    """Each number of the default scenario's line candidates has its source or says it is an
+    assumption: every field is named in the profile's `source:` (a profile of other fields
+    only, or a new field nobody sourced, fails)."""
+    cands = yaml.safe_load(example_path("pdd-paper").read_text())["link"]["candidates"]
+    assert cands and all(c.startswith("shared-") for c in cands)
+    for name in cands:
+        d = yaml.safe_load((data_dir() / "profiles" / "lines" / f"{name}.yaml").read_text())
+        src = d["source"]
+        missing = [k for k in d if k not in ("name", "source") and k not in src]
+        assert not missing, (name, missing)
+        assert src.count("assumption") >= 4, name  # background, RTT, setup, connections, ...

@@ -119,3 +119,25 @@ def test_bad_entries_are_one_line_errors(unc, words):
     msg = _error(unc)
     for w in words:
         assert w in msg, msg
+
+
+@pytest.mark.parametrize(
+    "spread, median",
+    [
+        (dict(dist="normal", mean=1.2, sd=0.3), 1.2),
+        (dict(dist="lognormal", median=0.9, sigma=0.4), 0.9),
+        (dict(dist="uniform", low=0.8, high=1.0), 0.9),
+        # triangular 0..1 with mode 1: F(x) = x^2, so the median is sqrt(1/2)
+        (dict(dist="triangular", low=0.0, mode=1.0, high=1.0), 0.5**0.5),
+        # and mirrored: mode 0, F(x) = 1 - (1 - x)^2, median 1 - sqrt(1/2)
+        (dict(dist="triangular", low=0.0, mode=0.0, high=1.0), 1 - 0.5**0.5),
+    ],
+)
+def test_a_spreads_centre_is_its_median(spread, median):
+    from pdd_plan.inputs.schema.uncertainty import Spread
+    from pdd_plan.uncertainty.draws import Law
+
+    s = Spread(**spread, source="test")
+    assert s.centre() == pytest.approx(median)
+    params = {k: v for k, v in spread.items() if k != "dist"}
+    assert s.centre() == pytest.approx(float(Law(s.dist, params).ppf(0.5)))

@@ -4,7 +4,6 @@ sharing queue against the replay, and an over-capacity line replayed, not refuse
 
 from __future__ import annotations
 
-import json
 import math
 from types import SimpleNamespace
 
@@ -182,6 +181,7 @@ def test_pool_wait_matches_erlang_c(k):
     start, end, _, _, _ = run_line(inp)
     a = lam * es
     want = erlang_c(c, a) * es / (c - a)
+    # tolerance: 5%: the seeded replay's Monte Carlo error, as in test_sim_queues
     assert float(np.mean(start - ready)) == pytest.approx(want, rel=0.05)
     # the analytic line model says the same, given the size law as 400 equal-weight strata
     # (its hold is x / cap: the line has room, so the mean hold is E[S])
@@ -282,29 +282,6 @@ def test_unstable_when_offered_reaches_capacity():
     assert SimResult.unstable.fget(_stub(1.0e9, 100.0, 1.0e9))
     assert SimResult.unstable.fget(_stub(1.2e9, 100.0, 1.0e9))
     assert not SimResult.unstable.fget(_stub(0.9e9, 100.0, 1.0e9))
-
-
-@pytest.mark.integration
-@pytest.mark.parametrize("name", ["wan-microbench.yaml", "wan-microbench-narrow.yaml"])
-def test_microbenchmark_example_runs_and_states_its_window(name):
-    """The report's microbenchmark (80 req/s on one 20 Gb/s line): the planner has no plan under
-    its line cap, simulate replays it anyway and says the line is over capacity, over the
-    stated window (here --window 3,000 of --requests 6,000)."""
-    path = str(profiles.example_path().parent / name)
-    r = CliRunner().invoke(
-        app, ["simulate", path, "-f", "json", "--requests", "6000", "--window", "3000"]
-    )
-    assert r.exit_code == 0, r.output
-    out = json.loads(r.output)
-    st = out["stability"]
-    assert out["unstable"] is True and st["unstable"] is True
-    assert st["offered_gbps"] >= st["capacity_gbps"]
-    assert st["capacity_gbps"] == pytest.approx(18.0)  # 20 Gb/s x 0.9, the pool not binding
-    assert st["window_requests"] == 3000 and out["requests"] == 3000
-    cp = out["connection_pool"]
-    assert cp["utilization"] > 1.0 >= cp["occupancy"]
-    assert cp["wait_s"]["mean"] > 0 and cp["transfer_s"]["p99"] > 0
-    assert "line cap lifted" in out["plan_note"]
 
 
 @pytest.mark.unit

@@ -7,6 +7,7 @@ merged (recorded on the hand-made inputs below), to rounding."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -269,13 +270,15 @@ def test_both_laws_are_points_and_a_tail_that_sum_to_one():
         assert float(law.points @ law.weights) + tail_mean == pytest.approx(law.mean, rel=1e-9)
 
 
-def _functions() -> list[str]:
-    return [
+@functools.cache
+def _functions() -> tuple[str, ...]:
+    """Every function defined in the package, as 'module path:name' (parsed once a session)."""
+    return tuple(
         f"{p.relative_to(PKG)}:{node.name}"
         for p in sorted(PKG.rglob("*.py"))
         for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-    ]
+    )
 
 
 def test_one_wait_plus_exponential_function():

@@ -29,6 +29,8 @@ def test_mm1_is_the_exact_exponential_law(rho):
     # M/M/1, mu 1: P(W > t) = rho e^-(1 - rho) t, E[W] = rho / (1 - rho)
     s, w = _exponential(1.0)
     law = gig1.gi_g1_wait(s, w, rho, 1.0)
+    # tolerance: the law is computed on 4,000 equal-weight strata of the exponential service
+    # (_exponential): the tolerances are that discretization's error
     assert law.wait_probability == pytest.approx(rho, abs=2e-3)
     assert law.mean == pytest.approx(rho / (1 - rho), rel=3e-3)
     for t in (0.5, 2.0, 5.0):
@@ -58,6 +60,7 @@ def test_gim1_waits_with_the_sigma_root(rho, ca2):
     sigma = brentq(lambda x: x - (1 + (1 - x) * ca2 / rho) ** (-1 / ca2), 1e-12, 1 - 1e-12)
     s, w = _exponential(1.0)
     law = gig1.gi_g1_wait(s, w, rho, ca2)
+    # tolerance: 2e-3: the 4,000-strata service law's discretization error, as above
     assert law.wait_probability == pytest.approx(sigma, abs=2e-3)
     assert law.mean == pytest.approx(sigma / (1 - sigma), rel=6e-3)  # lattice: O(h)
 
@@ -67,6 +70,8 @@ def test_hand_figures_of_one_gim1():
     # rho/(1-rho) (ca2+cs2)/2 E[S] = 0.625 s: the two-moment law misses bursts at light load
     s, w = _exponential(1.0)
     law = gig1.gi_g1_wait(s, w, 0.2, 4.0)
+    # tolerance: the 4,000-strata service law's discretization error; sigma solved by hand to 5
+    # digits
     assert law.wait_probability == pytest.approx(0.56732, abs=2e-3)
     assert law.mean == pytest.approx(1.3112, rel=3e-3)
 
@@ -102,6 +107,7 @@ def test_plus_exponential_is_the_convolution():
     t = np.array([0.5, 1.0, 3.0, 6.0])
     want = 0.5 * np.exp(-t) + 0.5 * (np.exp(-0.5 * t) - 0.5 * np.exp(-t)) / 0.5
     got = wait.wait_plus_exponential_survival(law, t, np.ones(4))
+    # tolerance: 3e-3: the 4,000-strata service law's discretization error
     assert np.allclose(got, want, atol=3e-3)
     # no line delay: the law's survival read on its 256 bins, a step per bin (within a bin's mass)
     no_line = wait.wait_plus_exponential_survival(law, t)
@@ -115,6 +121,7 @@ def test_workload_ratio_of_gim1():
     sigma = brentq(lambda x: x - (1 + (1 - x) * ca2 / rho) ** (-1 / ca2), 1e-12, 1 - 1e-12)
     s, w = _exponential(1.0)
     want = rho * sigma / (1 - sigma) + rho
+    # tolerance: rel 5e-3: the 4,000-strata service law's discretization error
     assert gig1.workload_ratio(s, w, rho, ca2) == pytest.approx(want, rel=5e-3)
     assert gig1.workload_ratio(s, w, rho, 1.0) == 1.0
     assert gig1.workload_ratio(s, w, 1.0, 4.0) == float("inf")

@@ -11,11 +11,6 @@ import yaml
 from pdd_plan.inputs.context import build_context
 from pdd_plan.inputs.profiles import example_path
 from pdd_plan.inputs.schema.scenario import Scenario
-from pdd_plan.optimize import problem_of, summary
-from pdd_plan.optimize.caps import Caps
-from pdd_plan.optimize.search.plan import plan_architecture
-from pdd_plan.sim.queues import Route
-from pdd_plan.sim.replay import planned_route
 from pdd_plan.workload.classes import build_classes
 from pdd_plan.workload.distributions import sample_requests
 from pdd_plan.workload.requests import Requests
@@ -83,28 +78,3 @@ def test_no_cap_or_no_relaying_architecture_keeps_the_classes():
     for k in range(len(c)):
         out = fine.output_tokens[c.node_class == k]
         assert np.all(out <= 500) or np.all(out > 500)
-
-
-@pytest.mark.integration
-def test_planned_p_rld_share_is_the_replays_per_request_share():
-    # narrow-line as its verification re-solves it (the line's delay stretched 1.37 x after the
-    # no-relay plan misses the replay's P99): PDD relays its 0-40%-hit bins; the replay sends a
-    # relayed request to p_rld when its own output is <= 500 tokens. The plan must put the
-    # same share there.
-    ctx = _ctx("narrow-line")
-    cls = build_classes(ctx.class_spec)
-    rate = ctx.scenario.workload.rate_rps
-    caps = Caps(decode=ctx.scenario.search.decode_utilization, line_delay=1.3717)
-    p = plan_architecture(problem_of(ctx), "pdd", cls, rate, caps)
-    s = summary.summarize(p, cls, rate, ctx.prefill_dc)
-    w = ctx.scenario.workload
-    req = sample_requests(w, w.samples, ctx.scenario.seed, rate)  # the draw the classes came from
-    routing = s.routing
-    assert routing.relay_at_or_below_hit_rate == 0.4
-    route = planned_route(req.hit_p, req.output_tokens, 0.4, routing.singular_max_output_tokens)
-    want = float(np.mean(route == Route.P_RLD))
-    assert 0.004 < want < 0.012  # a few short requests among the low-hit 7%
-    assert s.route_share.p_rld == pytest.approx(want, abs=1e-4)
-    assert s.route_share.p_rld_md == pytest.approx(
-        float(np.mean(route == Route.P_RLD_MD)), abs=1e-4
-    )

@@ -16,7 +16,12 @@ from pdd_plan.sim.verdict import Verdict
 def _ctx(over: str = "period"):
     """The pieces of a DayProblem the loop reads."""
     sla = SimpleNamespace(ttft_p90_s=1.0, ttft_p99_s=2.0, tpot_ms=50.0)
-    pb = SimpleNamespace(sla=sla, search=SimpleNamespace(decode_utilization=0.9))
+    pb = SimpleNamespace(
+        sla=sla,
+        search=SimpleNamespace(
+            decode_utilization=0.9, prefill_utilization=0.97, line_utilization=0.95
+        ),
+    )
     return SimpleNamespace(pb=pb, sla_over=over)
 
 

@@ -53,24 +53,6 @@ def test_pdd_tables_offer_every_path(setting):
     assert p.solution.flows["p_rld"].sum() > 0  # with every request singular, PDD uses it
 
 
-@pytest.mark.integration
-@pytest.mark.parametrize("free_rate", [False, True])
-def test_no_p_rld_when_the_spec_lacks_it(setting, free_rate):
-    ctx, cls, rate = setting
-    p = plan_architecture(
-        problem_of(ctx),
-        HANDOFF_ONLY.name,
-        cls,
-        None if free_rate else rate,
-        Caps(),
-        objective="goodput" if free_rate else "cost",
-    )
-    assert _allowed(p) == {"p_md", "p_rld_md"}  # relay hand-off stays, singular finish does not
-    assert "p_rld" not in p.solution.flows
-    assert p.singular_max_output_tokens is None
-    assert any(c.role == "relay_decode" for c in p.tables.rld)  # the relay pool is planned
-
-
 @pytest.mark.unit
 def test_without_relay_paths_no_relay_pool(setting):
     ctx, cls, rate = setting

@@ -9,12 +9,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
-from typer.testing import CliRunner
 
 from pdd_plan.calibration import fit, joint, joint_files
 from pdd_plan.calibration.hf_import import profile_from_hf
-from pdd_plan.cli.main import app
 from pdd_plan.common.errors import InputError
 from pdd_plan.inputs import calibrated, profiles
 from pdd_plan.inputs.schema import ModelProfile
@@ -41,17 +38,6 @@ HF_TO_BUNDLED = {
     "Llama-4-Maverick-17B-128E-Instruct": "llama-4-maverick",
     "gpt-oss-120b": "gpt-oss-120b",
 }
-
-
-def _runner() -> CliRunner:
-    try:
-        return CliRunner(mix_stderr=False)
-    except TypeError:
-        return CliRunner()
-
-
-def invoke(*args: str):
-    return _runner().invoke(app, [str(a) for a in args])
 
 
 def m(name: str) -> ModelProfile:
@@ -137,6 +123,7 @@ def test_weights_by_checkpoint_dtype():
     v3 = m("deepseek-v3")
     w = layers.weight_bytes(v3)
     assert w["total"] == pytest.approx(0.69e12, rel=0.03)  # §4.4: ~0.69 TB FP8
+    # tolerance: 1%: the published 70.6B parameters at 2 bytes, to the GB printed (141 GB)
     assert layers.weight_bytes(m("llama-3.1-70b"))["total"] == pytest.approx(141e9, rel=0.01)
     # an FP8 override halves a BF16 checkpoint's linear layers, not its BF16 embeddings
     bf16, fp8 = (
@@ -362,7 +349,7 @@ def test_bad_measurements_are_one_line_errors(tmp_path):
         fit.read_measurements(p)
 
 
-@pytest.mark.slow
+@pytest.mark.unit
 def test_calibrate_improves_the_median_error():
     rows = [r for r in fit.read_measurements(CSV) if r.gpu in ("h100", "h200")]
     dense = [r for r in rows if r.family == "dense"]
@@ -392,6 +379,7 @@ def test_calibration_file_round_trip(tmp_path, monkeypatch):
     monkeypatch.setattr(calibrated, "calibration_dir", lambda: tmp_path)
     g = calibrated.apply_calibration(fit.analytic_gpu("h100"))
     assert g.efficiency.mode == "calibrated"
+    # tolerance: 1e-4: the calibration file stores the factors to 4 decimals
     assert g.efficiency.mfu == pytest.approx(0.55, abs=1e-4)
     # the MoE factors are the dense ones times the shift: 0.55 e^-0.3, 0.85 e^-0.5
     assert g.efficiency.moe.mfu == pytest.approx(0.55 * np.exp(-0.3), abs=1e-4)
@@ -439,6 +427,8 @@ def test_imported_moe_configs_match_published_parameter_counts(stem):
     cfg = json.loads((HF / f"{stem}.json").read_text())
     p = layers.param_counts(profile_from_hf(cfg, "x", f"{stem}.json"))
     total, active, with_embedding = PUBLISHED_PARAMS_B[stem]
+    # tolerance: published counts are given to 3 significant figures (2%); vendors count the
+    # embedding and shared layers in active counts differently (with_embedding), 6%
     assert p.total / 1e9 == pytest.approx(total, rel=0.02)
     if active is not None:
         mine = p.active + p.embedding * with_embedding
@@ -451,72 +441,7 @@ def test_import_hf_refuses_unknown_architecture():
         profile_from_hf({"architectures": ["GPT2LMHeadModel"]}, "gpt2")
 
 
-@pytest.mark.integration
-def test_import_hf_command(tmp_path):
-    out = tmp_path / "q.yaml"
-    r = invoke("profiles", "import-hf", HF / "Qwen3-32B.json", "--name", "q", "--out", out)
-    assert r.exit_code == 0, r.output
-    prof = ModelProfile.model_validate(yaml.safe_load(out.read_text()))
-    assert layers.kv_bytes_per_token(prof) == 262_144
-    assert [p.name for p in tmp_path.iterdir()] == ["q.yaml"]  # no temporary left behind
-    bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"architectures": ["MambaForCausalLM"]}))
-    r = invoke("profiles", "import-hf", bad, "--name", "x")
-    assert r.exit_code == 2 and "unsupported architecture" in r.stderr
-
-
 # ================================================================ perf / calibrate commands
-
-
-@pytest.mark.integration
-@pytest.mark.parametrize("phase", ["prefill", "decode", "extend", "offline"])
-def test_perf_command_json(phase):
-    r = invoke(
-        "perf", "--model", "llama-3.1-8b", "--gpu", "h100", "--phase", phase,
-        "--input-tokens", 2048, "--output-tokens", 256, "--batch", 4, "--format", "json",
-    )  # fmt: skip
-    assert r.exit_code == 0, r.output
-    d = json.loads(r.stdout)
-    for k in ("latency_s", "throughput_tokens_per_s", "batch", "bound", "kv_capacity_tokens"):
-        assert k in d
-    assert d["mode"] == "calibrated" and d["bound"] in ("compute", "memory", "communication")
-    assert d["latency_s"] > 0 and d["throughput_tokens_per_s"] > 0
-    assert set(d["breakdown_s"]) == {"compute", "memory", "exposed_communication", "overhead"}
-    if phase != "offline":  # the breakdown adds up to the pass time
-        assert sum(d["breakdown_s"].values()) == pytest.approx(d["latency_s"])
-
-
-@pytest.mark.integration
-def test_perf_command_table_and_moe_defaults():
-    r = invoke("perf", "-m", "deepseek-v3", "-g", "h200", "--phase", "decode", "-L", 4096, "-B", 64)
-    assert r.exit_code == 0, r.output
-    assert "communication" in r.stdout and "overhead" in r.stdout
-    r = invoke(
-        "perf", "-m", "deepseek-v3", "-g", "h200", "--gpus", 8, "--dp-attention",
-        "--phase", "decode", "-L", 4096, "-f", "json",
-    )  # fmt: skip
-    d = json.loads(r.stdout)["instance"]
-    assert (d["tp"], d["ep"], d["dp"]) == (8, 8, 8)
-
-
-@pytest.mark.integration
-@pytest.mark.parametrize(
-    ("args", "needle"),
-    [
-        (["-m", "llama-3.1-7b", "-g", "h100"], "unknown model"),
-        (["-m", "llama-3.1-8b", "-g", "h1000"], "unknown GPU"),
-        (["-m", "llama-3.1-70b", "-g", "h100", "--gpus", 3], "does not divide"),
-        (["-m", "llama-3.1-70b", "-g", "h100", "--gpus", 1], "does not fit"),
-        (["-m", "llama-3.1-8b", "-g", "h100", "--dtype", "int4"], "dtype"),
-        (["-m", "llama-3.1-8b", "-g", "h100", "-B", 100000], "KV"),
-        (["-m", "llama-3.1-8b", "-g", "h100", "--kv-dtype", "fp4"], "field '--kv-dtype'"),
-    ],
-)
-def test_perf_command_bad_input(args, needle):
-    r = invoke("perf", *args, "--phase", "decode", "--input-tokens", 4096)
-    assert r.exit_code == 2, r.output
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0]
 
 
 @pytest.mark.unit
@@ -526,19 +451,3 @@ def test_domain_errors_name_fields_not_flags():
         layers.with_kv_dtype(profiles.model("llama-3.1-8b"), "fp4")
     with pytest.raises(InputError, match="field 'measurements'"):
         joint.fit_joint([], {"h100": fit.analytic_gpu("h100")})
-
-
-@pytest.mark.integration
-def test_calibrate_command_writes_yaml(tmp_path):
-    r = invoke("calibrate", CSV, "--gpu", "h200", "--write", "--out-dir", tmp_path, "-f", "json")
-    assert r.exit_code == 0, r.output
-    res = json.loads(r.stdout)
-    assert res[0]["gpu"] == "h200"
-    assert res[0]["median_abs_error_calibrated"] < res[0]["median_abs_error_analytic"]
-    data = yaml.safe_load((tmp_path / "h200.yaml").read_text())
-    cf = fit.CalibrationFile.model_validate(data)
-    assert cf.fit["rows"][:4] == [5, 6, 7, 8] and "jointly" in cf.efficiency.source
-    assert cf.moe is not None and cf.moe.mfu < cf.efficiency.mfu  # MoE below dense
-    assert np.isclose(cf.efficiency.mfu, res[0]["factors"]["mfu"], atol=1e-4)
-    r = invoke("calibrate", CSV, "--gpu", "l40s")
-    assert r.exit_code == 2 and "no rows" in r.stderr

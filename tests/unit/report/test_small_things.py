@@ -7,12 +7,9 @@ stats never cutting the file name."""
 from __future__ import annotations
 
 import copy
-import re
 
 import pytest
-from typer.testing import CliRunner
 
-from pdd_plan.cli.main import app
 from pdd_plan.cli.sim import rate_text
 from pdd_plan.cli.workload import table_rows
 from pdd_plan.outputs.plan import parse_plan
@@ -81,29 +78,3 @@ def test_bathtub_table_reaches_the_valley_and_the_end():
     assert rows[-1] == 99 and 95 in rows and rows == sorted(set(rows))
     res["valley"]["hit_rate"] = 0.12
     assert 12 in table_rows(res) and 99 in table_rows(res)
-
-
-@pytest.mark.integration
-def test_bathtub_command_shows_the_valley_row():
-    r = CliRunner().invoke(
-        app,
-        ["bathtub", "--model", "deepseek-v4-pro", "--gpu", "h100", "--input-tokens", "65536"],
-        env={"COLUMNS": "100"},
-    )
-    assert r.exit_code == 0, r.output
-    m = re.search(r"valley at (\d+)% hit", r.stdout)
-    assert m, r.stdout
-    row = next(ln for ln in r.stdout.splitlines() if ln.startswith(f"│ {m.group(1)}%"))
-    assert "valley" in row, r.stdout
-
-
-@pytest.mark.integration
-def test_trace_stats_keeps_the_file_name_whole(tmp_path):
-    src = "examples/traces/mooncake_conversation_trace.jsonl"
-    long = tmp_path / ("a-rather-long-trace-file-name-" * 3 + "conversation.jsonl")
-    long.write_bytes(open(src, "rb").read())
-    r = CliRunner().invoke(app, ["trace", "stats", str(long)], env={"COLUMNS": "80"})
-    assert r.exit_code == 0, r.output
-    assert str(long) in r.stdout.splitlines()[0], r.stdout  # one line, not cut mid-word
-    for ln in r.stdout.splitlines()[1:]:
-        assert len(ln) <= 80, ln

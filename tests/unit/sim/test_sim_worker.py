@@ -5,6 +5,7 @@ then raises the parent's own error; forking is refused where it is unsafe."""
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
 import warnings
@@ -85,13 +86,28 @@ def test_a_child_that_is_gone_hands_its_replays_back(forked):
     assert (r["plan"], r["pid"]) == ("q", os.getpid())
 
 
-def test_close_kills_a_child_still_replaying(forked):
+def test_close_kills_a_child_still_replaying(forked, monkeypatch):
+    """close() kills the child mid-replay rather than waiting out its 30 s: the child's exit
+    status, as reaped, is death by SIGKILL (no wall clock read, so a loaded box cannot fail
+    it)."""
+    reaped = []
+    waitpid = os.waitpid
+
+    def recorded(pid, options):
+        got = waitpid(pid, options)
+        reaped.append(got)
+        return got
+
     w = forked()
     w.submit("slow", "pdd")
-    time.sleep(0.2)  # the child is inside its 30 s replay
-    t0 = time.monotonic()
+    time.sleep(0.2)  # the child is inside its 30 s replay (or still loading: killed either way)
+    pid = w.pid
+    monkeypatch.setattr(worker.os, "waitpid", recorded)
     w.close()
-    assert time.monotonic() - t0 < 5 and w.pid == 0
+    assert w.pid == 0
+    [(who, status)] = reaped
+    assert who == pid
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
 
 
 def test_no_fork_from_a_process_with_another_thread(monkeypatch):

@@ -104,8 +104,9 @@ class Planted:
     def __init__(self, fleets):
         self.fleets = fleets
         self.planned = {a: 40.0 for a in fleets}
-        self.ctx = SimpleNamespace(scenario=SimpleNamespace(search=SimpleNamespace(
-            decode_utilization=1.0)))  # fmt: skip
+        # no margin kept (each at 1): the planted figures are the fleets' own
+        free = dict.fromkeys(paired.MARGINS, 1.0)
+        self.ctx = SimpleNamespace(scenario=SimpleNamespace(search=SimpleNamespace(**free)))
 
     def goodput(self, values, arch):
         return 40.0

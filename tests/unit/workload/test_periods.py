@@ -42,8 +42,11 @@ def test_five_minute_periods_cut_from_the_trace_hold_all_its_requests(trace_day)
     ps = trace_day.periods
     assert len(ps) == 12
     assert ps[0].start_hour == 9 and ps[1].start_hour == pytest.approx(9 + 5 / 60)
+    # tolerance: 5 s: the reader spreads the 3 s ticks (the comment above), moving the last
+    # period's end
     assert ps[-1].hours * 3600 == pytest.approx(237, abs=5)
     total = sum(p.rate_rps * p.hours * 3600 for p in ps)
+    # tolerance: 0.5: a whole number of requests, float sums of rate x hours
     assert total == pytest.approx(12031, abs=0.5)
     for p in ps:
         assert p.class_weight.sum() == pytest.approx(1.0) and np.all(p.class_weight >= 0)

@@ -40,7 +40,7 @@ def _records(n: int, seed: int = 0) -> list[dict]:
 # ---------------------------------------------------------------- the byte scanner
 
 
-@pytest.mark.slow
+@pytest.mark.unit
 def test_scanner_reads_what_json_reads():
     recs = _records(200, seed=3) + [_rec(10**17, 123456789012345678, 0, [10**18 - 1, 0])]
     buf = "".join(json.dumps(r) + "\n" for r in recs).encode()
@@ -95,7 +95,7 @@ def test_scanner_leaves_other_layouts_to_the_general_parser(line):
     assert scan_lines((line + "\n").encode(), 0, 1, True) is None
 
 
-@pytest.mark.slow
+@pytest.mark.unit
 def test_non_canonical_groups_read_like_the_simulator(tmp_path):
     """Canonical and other layouts mixed chunk by chunk (and a 19-digit id, which only the
     exact simulator takes) give the simulator's hits, and errors still name the line."""

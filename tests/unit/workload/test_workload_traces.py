@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import time
 from itertools import pairwise
 from pathlib import Path
 
@@ -77,6 +76,7 @@ def test_infinite_cache_histogram_matches_sources(path):
     assert [(b["lo"], b["hi"]) for b in st["hit_rate_bins"]] == [
         (0.0, 0.2), (0.2, 0.4), (0.4, 0.6), (0.6, 0.8), (0.8, 0.9), (0.9, 0.95), (0.95, 0.99), (0.99, 1.0)
     ]  # fmt: skip
+    # tolerance: the published figures (traces/SOURCES.md) are given to 0.1 points
     assert got == pytest.approx(bins, abs=0.1)
     assert _pp(st["mean_hit_rate"]) == pytest.approx(mean, abs=0.1)
     assert _pp(st["token_weighted_hit_rate"]) == pytest.approx(tw, abs=0.1)
@@ -88,6 +88,8 @@ def test_basic_stats_match_sources(conv):
     reqs, info = conv
     st = trace_stats(reqs)
     assert st["requests"] == 12031
+    # tolerance: published figures (traces/SOURCES.md) to the digits given: rate to 2 decimals,
+    # tokens to the unit, means to 0.1
     assert st["rate_rps"] == pytest.approx(3.40, abs=0.005)
     assert st["input_tokens"]["p50"] == pytest.approx(6909, abs=1)
     assert st["input_tokens"]["p90"] == pytest.approx(27367, abs=1)
@@ -117,12 +119,6 @@ def test_cache_capacity_in_tokens():
     spec = CacheSpec.from_tokens(prefill_tokens=16000 * 512 + 100, drc_tokens=None)
     assert spec.prefill_blocks == 16000 and spec.drc_blocks is None
     assert PrefixCache.from_tokens(1024).capacity_blocks == 2
-
-
-def test_reading_conversation_trace_is_fast():
-    t = time.perf_counter()
-    read_trace(CONV, cache=CacheSpec(16000, 16000), ends_on_md=lambda i, a, b: i % 3 != 2)
-    assert time.perf_counter() - t < 2.0
 
 
 # --------------------------------------------------------------------------- DRC
@@ -200,6 +196,7 @@ def test_azure_rates_and_unknown_hits(path, rate, dur, n):
     assert np.all(np.isnan(reqs.hit_p)) and np.all(np.isnan(reqs.hit_d))
     assert reqs.arrival_s[0] == 0.0 and np.all(np.diff(reqs.arrival_s) >= 0)
     st = trace_stats(reqs)
+    # tolerance: published rate to 2 decimals and duration to the second (traces/SOURCES.md)
     assert st["rate_rps"] == pytest.approx(rate, abs=0.005)
     assert st["duration_s"] == pytest.approx(dur, abs=1)
     assert st["hit_rate_bins"] is None and st["token_weighted_hit_rate"] is None
@@ -365,6 +362,7 @@ def test_reader_streams_chunks():
 
 def test_tick_spreading(conv):
     reqs, info = conv
+    # tolerance: the trace's timestamps tick every 3 s (traces/SOURCES.md); 3.40 req/s as published
     assert info.tick_s == pytest.approx(3.0, abs=0.01)
     a = reqs.arrival_s
     assert np.all(np.diff(a) > 0)  # spread, order kept
@@ -373,6 +371,7 @@ def test_tick_spreading(conv):
     c0 = int(np.sum(raw == 0.0))
     width = min(raw[c0], info.tick_s)  # the first tick runs up to the next tick value
     np.testing.assert_allclose(a[:c0], np.arange(c0) * width / c0)
+    # tolerance: 3.40 req/s as published (traces/SOURCES.md)
     assert trace_stats(reqs)["rate_rps"] == pytest.approx(3.40, abs=0.005)
     no, info2 = read_trace(CONV, spread=False)
     assert info2.tick_s is None and np.array_equal(no.arrival_s, raw)
@@ -408,6 +407,9 @@ def test_synthetic_generators_are_deterministic():
     assert np.all(np.isnan(a.hit_d))
     h = a.hit_p
     assert np.all(((h >= 0) & (h < 0.2)) | ((h >= 0.9) & (h < 1.0)))
+    # tolerance: seeded samples: the share's binomial SE is 0.5/sqrt(n); a gamma-gap CV of 3 and
+    # the rate of bursty arrivals converge slower (heavy tails): 20% and 15% are the sample's
+    # error, not the generator's
     assert np.mean(h < 0.2) == pytest.approx(0.5, abs=0.03)
     gaps = np.diff(a.arrival_s)
     assert gaps.std() / gaps.mean() == pytest.approx(3.0, rel=0.2)
@@ -417,6 +419,8 @@ def test_synthetic_generators_are_deterministic():
 def test_synthetic_building_blocks():
     x = lognormal_lengths(20000, 1000, 0.5, min_tokens=300, max_tokens=3000, seed=1)
     assert x.dtype == np.int64 and x.min() == 300 and x.max() == 3000
+    # tolerance: 20,000 seeded draws: the median's SE is 1.25 sigma/sqrt(n), 0.45% of it; the
+    # share's binomial SE 0.43 points
     assert np.median(x) == pytest.approx(1000, rel=0.05)
     np.testing.assert_array_equal(
         x, lognormal_lengths(20000, 1000, 0.5, min_tokens=300, max_tokens=3000, seed=1)
@@ -461,6 +465,7 @@ def test_classes_from_trace(conv):
     assert 0 < len(cls) <= 8 * 4
     assert cls.weight.sum() == pytest.approx(1.0)
     assert np.all(cls.weight > 0)
+    # tolerance: 3.40 req/s as published (traces/SOURCES.md)
     assert cls.rate_rps == pytest.approx(3.40, abs=0.005)
     # weighted class means reproduce the trace means
     assert float(cls.weight @ cls.input_tokens) == pytest.approx(reqs.input_tokens.mean())

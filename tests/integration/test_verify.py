@@ -105,7 +105,6 @@ def test_only_replay_misses_exit_1(tmp_path):
     assert float(miss.group(1)) > 15.3 and "Traceback" not in r.output
 
 
-@pytest.mark.unit
 def test_replay_miss_reason_names_each_check():
     checks = {
         "ttft_p90": Check(12.0, 10.0, False),

@@ -18,7 +18,7 @@ from pdd_plan.optimize.milp import forced
 from pdd_plan.outputs.plan import load_plan
 from pdd_plan.workload.classes import build_classes
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 PLAN = ROOT / "tests" / "golden" / "pdd-paper.optimize.yaml"
 
 
