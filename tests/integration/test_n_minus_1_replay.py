@@ -47,7 +47,7 @@ def test_the_plan_and_evaluate_agree_with_the_replay(planned):
     for a, p in plan.plans.items():
         assert p.simulated is not None and p.simulated.sla_met, a  # the plan's own replay
         got = evaluate_one(pb, ctx.replay_setup, fleets[a], cls, EvalOptions(simulate=False))
-        assert got["goodput_rps"] >= float(p.goodput_rps) * (1 - 0.01), (a, got["goodput_rps"])
+        assert got.goodput_rps >= float(p.goodput_rps) * (1 - 0.01), (a, got.goodput_rps)
 
 
 def test_n_minus_1_agrees_with_the_replay(planned):
