@@ -51,6 +51,8 @@ def replays(
 
 def _same(v: Verdict, sim: Simulated) -> bool:
     """Whether a replay's figures are the plan's (stored to 6 significant figures)."""
+    if v.figures is None:  # not replayed
+        return False
     for k in ("ttft_s", "tpot_ms"):
         for q in ("p50", "p90", "p99"):
             a, b = v.figures[k][q], getattr(getattr(sim, k), q)
@@ -74,7 +76,7 @@ def verification_replays(plan: Plan, ctx: Context, tick=None) -> dict[str, Repla
         if not _same(v, sim):
             return None
         k = res.kept()
-        figs = v.figures
+        figs = v.figures or {}  # (replayed: _same found its figures)
         out[a] = Replayed(res.ttft_s[k], figs.get("line_utilization"), figs["ttft_s"], res)
         if tick is not None:
             tick()

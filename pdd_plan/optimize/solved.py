@@ -57,6 +57,7 @@ class SolverResult:
 def with_duals(p: SolverResult, objective: str, lam: float, time_limit_s: float) -> SolverResult:
     """`p` with the shadow prices of its winning MILP (its LP relaxation). The MILP itself is
     not solved again: the plan is its answer, and the same model solves to the same optimum."""
+    assert p.tables is not None  # every driver's result carries the tables it was solved on
     prices = milp.shadow_prices(p.tables, objective, lam, time_limit_s)
     return dataclasses.replace(p, solution=dataclasses.replace(p.solution, shadow_prices=prices))
 

@@ -166,9 +166,10 @@ def _look(
         return None  # no steady state: the full replay states its window
     n = sequential.exact_prefix(res.dec.end_s, float(reqs.req.arrival_s[upto]))
     head = res.head(n)
-    seen = dataclasses.replace(head, warmup=truncate([head.ttft_s, head.tpot_s]))
-    if not seen.warmup.settled:
+    warmup = truncate([head.ttft_s, head.tpot_s])
+    if not warmup.settled:
         return None
+    seen = dataclasses.replace(head, warmup=warmup)
     k = seen.kept()
     batch = math.ceil(sequential.in_system(seen.arrival_s[k], seen.e2e_s[k]))
     checks = _checks(rs, seen)
@@ -203,7 +204,7 @@ def checked(rs: ReplaySetup, res: SimResult) -> Verdict:
         "kv_transfer": res.kv_transfer_s[k],
         "decode_wait": (dec.md_admit_s - dec.md_arrive_s)[k],
     }
-    brk = {
+    brk: dict[str, float | None] = {
         k: sig(float(np.nanmean(v[tail])) if np.any(~np.isnan(v[tail])) else 0.0)
         for k, v in parts.items()
     }
