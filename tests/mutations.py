@@ -31,10 +31,28 @@ def owned_scenario() -> dict:
     return d
 
 
+def owned_day() -> dict:
+    """The bundled day (a-day.yaml) at a 10 req/s peak with an `owned:` section: H100s sunk
+    (the prefill datacenter's), H200s at an amortized price under the base one."""
+    d = yaml.safe_load((EXAMPLES / "a-day.yaml").read_text())
+    d["workload"]["rate_rps"] = 10  # the periods are multipliers of it
+    d["architectures"] = ["pdd", "idc_pd"]  # each run ~2 s (cdc_pd is pdd without the relay)
+    d["owned"] = {
+        "gpus": [
+            {"datacenter": "dc-a", "gpu": "h100", "count": 64, "cost_per_gpu_hour": 0.0},
+            {"datacenter": "dc-b", "gpu": "h200", "count": 32, "cost_per_gpu_hour": 1.0},
+        ]
+    }
+    return d
+
+
 def example(name: str) -> dict:
-    """A bundled example as a document, its rate lowered so each run stays about a second."""
+    """A bundled example as a document, its rate lowered so each run stays about a second
+    (`owned`, `a-day-owned`: the default and the day with an `owned:` section)."""
     if name == "owned":
         return owned_scenario()
+    if name == "a-day-owned":
+        return owned_day()
     d = yaml.safe_load((EXAMPLES / f"{name}.yaml").read_text())
     if d["workload"].get("rate_rps") is not None and not d["workload"].get("periods"):
         d["workload"]["rate_rps"] = min(d["workload"]["rate_rps"], 10)

@@ -113,8 +113,8 @@ def _check_counts(requests: int | None, window: int) -> None:
             raise InputError(
                 None,
                 flag,
-                f"must be at least {MIN_REQUESTS} (got {n}): fewer measure no rate (one request "
-                "showed its line 74.6% utilized beside 0 Gb/s offered)",
+                f"must be at least {MIN_REQUESTS} (got {n}): fewer give no P99 worth reading "
+                "(a P99 needs misses to see) and no steady load",
                 "use a few thousand",
             )
         limits.check("REQUESTS", n, None, flag)

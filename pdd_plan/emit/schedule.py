@@ -13,6 +13,8 @@ instance drains through its pods' termination grace period.
 
 from __future__ import annotations
 
+import math
+
 import yaml
 
 from pdd_plan.emit.k8s import labels, obj_name
@@ -71,8 +73,10 @@ def cron_at(minute: int) -> str:
 
 def windows(day: DayPlan, d: DayArchitecture, g: DayGroup) -> list[tuple[int, int, int]]:
     """(start minute, end minute, replicas) of each stretch of periods above the base, the
-    start `startup_minutes` early; minutes of the local day, a window may wrap past midnight."""
-    lead = int(round(day.startup_minutes or 0.0))
+    start `startup_minutes` early (rounded up: cron has whole minutes, and an instance started
+    late would miss its period's start); minutes of the local day, a window may wrap past
+    midnight."""
+    lead = math.ceil((day.startup_minutes or 0.0) - 1e-9)
     out: list[tuple[int, int, int]] = []
     for p, n in zip(d.periods, g.per_period):
         if n <= g.base:

@@ -45,6 +45,9 @@ class Elastic:
     # billing round-up: milp/runs.py); None: none, and the points need no order. Given, the
     # points are periods in time order, the last followed by the first (a day repeats)
     run_hours: np.ndarray | None = None  # (candidates,)
+    # GPUs owned at site s that the base must use before any point adds elastic ones there
+    # (owned capacity first: milp/elastic.define_owned_first); None: no such rule
+    owned_first: np.ndarray | None = None  # (sites,)
 
 
 @dataclass(frozen=True)

@@ -240,15 +240,25 @@ class SimResult:
         )
         return out
 
+    def offered_window_s(self) -> float:
+        """Seconds the line's offered load is measured over: first to last KV ready among its
+        transfers; with fewer than two transfers, or all ready at once, no arrival rate can
+        be measured, and the load is what the line carried while in use (its active span,
+        as its utilization): a one-request replay's offered load is its one transfer's, not 0."""
+        ls = self.line
+        if ls is None:
+            return 0.0
+        return ls.ready_span_s if ls.transfers >= 2 and ls.ready_span_s > 0 else ls.span_s
+
     def line_load(self) -> tuple[float, float]:
-        """(offered, capacity) bytes/s of the line: bytes sent over the KV-ready window, and
+        """(offered, capacity) bytes/s of the line: bytes sent over the offered window, and
         ``min(line goodput, pool x one flow's rate)``; (0, inf) without a line."""
         ls = self.line
         if ls is None or not self.line_capacity_bytes_s:
             return 0.0, math.inf
         usable = self.line_usable_bytes_s or self.line_capacity_bytes_s
-        offered = ls.bytes_sent / ls.ready_span_s if ls.ready_span_s > 0 else 0.0
-        return offered, usable
+        w = self.offered_window_s()
+        return (ls.bytes_sent / w if w > 0 else 0.0), usable
 
     @property
     def unstable(self) -> bool:
@@ -268,6 +278,7 @@ class SimResult:
             sig(ls.bytes_sent / (self.line_capacity_bytes_s * span)) if span > 0 else 0.0
         )
         st = self.streams_per_transfer
+        w = self.offered_window_s()
         slots = self.pool_size  # transfers the pool serves at once (connections // st)
         res["connection_pool"] = {
             "size": int(self.pool_connections or slots * st),
@@ -280,9 +291,7 @@ class SimResult:
             "wait_s": quantiles(cw),
             # offered load a / c = transfer-seconds asked for per second of the offered
             # window, per transfer slot: above 1 the pool cannot keep up (occupancy stays <= 1)
-            "utilization": sig(ls.conn_area / (ls.ready_span_s * slots))
-            if ls.ready_span_s > 0
-            else None,
+            "utilization": sig(ls.conn_area / (w * slots)) if w > 0 else None,
             "transfer_s": quantiles((self.kv_at_decode_s - self.conn_start_s)[k][moved]),
         }
         offered, usable = self.line_load()

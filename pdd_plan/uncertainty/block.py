@@ -26,7 +26,7 @@ from pdd_plan.inputs.schema.plan_uncertainty import Robust as RobustBlock
 from pdd_plan.inputs.schema.uncertainty import Uncertainty
 from pdd_plan.optimize.search.caps import Caps
 from pdd_plan.uncertainty import draws as draws_mod
-from pdd_plan.uncertainty import paired, replan, replay, robust, sensitivity
+from pdd_plan.uncertainty import paired, replan, replay, robust, sensitivity, split
 from pdd_plan.uncertainty.n_minus_1 import n_minus_1
 from pdd_plan.workload.classes import build_classes
 from pdd_plan.workload.requests import RequestClasses
@@ -268,13 +268,19 @@ def assess(
     planned = {a: float(p.goodput_rps) for a, p in plan.plans.items()}
     caps = plan_caps(ctx, plan)
     ev = paired.Evaluator(ctx, cls, fleets, planned, caps)
-    pr = paired.evaluate(ev, d, planned)
     ls = sensitivity.levers(d, u.inputs.perf_correlation)
-    archs, n1 = {}, {}
+    # the line fleets' goodput chains here, every draw's sizing in a child (the same bits)
+    points = split.tornado_points(d, ls, ctx.scenario.search) if RELAY_ARCH in fleets else []
+    n1 = {}
+    with split.shared(ev, d, planned, points):  # N-1 meanwhile (the child may still be sizing)
+        for a in fleets if opt.n_minus_1 else ():
+            k = ev.key(a)
+            if k not in n1:  # equal fleets (PDD as CDC-PD) lose the same
+                n1[k] = n_minus_1(ctx, cls, fleets[a], caps[a])
+    pr = paired.evaluate(ev, d, planned)
+    archs = {}
     for j, a in enumerate(pr.archs):
         k = ev.key(a)
-        if opt.n_minus_1 and k not in n1:  # equal fleets (PDD as CDC-PD) lose the same
-            n1[k] = n_minus_1(ctx, cls, fleets[a], caps[a])
         archs[a] = ArchitectureUncertainty(
             goodput_rps=paired.band(pr.goodput[:, j]),
             bcr=paired.band(pr.bcr[:, j]),

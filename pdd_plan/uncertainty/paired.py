@@ -82,6 +82,10 @@ class Evaluator:
         self._memo: dict[tuple, perturb.Edge] = {}
         self._done: dict[tuple, list[tuple[dict[str, float], perturb.Edge]]] = {}
         self.evaluations = 0
+        # the sizing search's start per `sized` key, and fleets a child sized ahead of the
+        # loop: key -> (the start it searched from, its fleet) (uncertainty/split)
+        self.starts: dict[tuple, tuple | None] = {}
+        self.ahead: dict[tuple, tuple] = {}
 
     def caps_of(self, arch: str, values: dict[str, float] | None = None) -> Caps | None:
         """The caps `arch`'s fleet is checked under: the plan's, with a planning margin moved
@@ -102,11 +106,15 @@ class Evaluator:
         caps = self.caps.get(arch)
         return (fleet_key(fs or self.fleets[arch]), caps)
 
+    def edge_key(self, values: dict[str, float], arch: str) -> tuple:
+        """The memo's key of `edge`: the fleet's key and the inputs that move its goodput."""
+        moving = tuple(sorted((k, v) for k, v in values.items() if k in MOVES_GOODPUT))
+        return (self.key(arch), moving)
+
     def edge(self, values: dict[str, float], arch: str) -> perturb.Edge:
         fs = self.fleets[arch]
-        moving = tuple(sorted((k, v) for k, v in values.items() if k in MOVES_GOODPUT))
-        fk = self.key(arch)
-        key = (fk, moving)
+        key = self.edge_key(values, arch)
+        fk, moving = key
         if key not in self._memo:
             done = self._done.setdefault(fk, [])
             x = dict(moving)
@@ -187,18 +195,39 @@ class Evaluator:
     def sized(self, values: dict[str, float], arch: str) -> FleetSpec | None:
         """The verdict's fleet under the draw: the cheapest of the plan's types meeting the SLA
         at the planned rate x the draw's rate factor (None: none found)."""
+        key, rate = self._sized_key(values, arch)
+        if key not in self._memo:
+            start = self.starts[key] = self._known(values, arch, rate)
+            ahead = self.ahead.pop(key, None)  # found before it was asked for (size_ahead,
+            if ahead is not None and ahead[0] == start:  # a child's): the same start, the same
+                self._memo[key] = ahead[1]  # search
+            else:
+                self._memo[key] = self._search(values, arch, rate, start)
+        return self._memo[key]
+
+    def size_ahead(self, values: dict[str, float], arch: str) -> None:
+        """`sized` found before it is asked for and kept apart (`ahead`, with its start): taken
+        only where the start is the same when it is asked for (uncertainty/split)."""
+        key, rate = self._sized_key(values, arch)
+        if key not in self._memo and key not in self.ahead:
+            start = self._known(values, arch, rate)
+            self.ahead[key] = (start, self._search(values, arch, rate, start))
+
+    def _sized_key(self, values: dict[str, float], arch: str) -> tuple[tuple, float]:
         rate = self.planned[arch] * values.get("rate", 1.0)
         # equal fleets (PDD as CDC-PD) at one rate size alike
-        key = ("sized", self.key(arch), tuple(sorted(values.items())), rate)
-        if key not in self._memo:
-            gp, lp = values.get("gpu_price", 1.0), values.get("line_price", 1.0)
-            self._memo[key] = sizing.cheapest(
-                self.fleets[arch],
-                lambda f: self.check(values, arch, f, rate),
-                lambda f: perturb.cost_per_hour(f, gp, lp),
-                self._known(values, arch, rate),
-            )
-        return self._memo[key]
+        return ("sized", self.key(arch), tuple(sorted(values.items())), rate), rate
+
+    def _search(
+        self, values: dict[str, float], arch: str, rate: float, start: tuple | None
+    ) -> FleetSpec | None:
+        gp, lp = values.get("gpu_price", 1.0), values.get("line_price", 1.0)
+        return sizing.cheapest(
+            self.fleets[arch],
+            lambda f: self.check(values, arch, f, rate),
+            lambda f: perturb.cost_per_hour(f, gp, lp),
+            start,
+        )
 
     def _known(
         self, values: dict[str, float], arch: str, rate: float
@@ -206,8 +235,7 @@ class Evaluator:
         """`check` of the planned fleet at `rate` where its goodput's edge settles it: over
         the edge it misses; under it (a fleet without relay, whose feasibility is monotone in
         the rate) it meets, its rate-linear uses scaled from the edge's served probe."""
-        moving = tuple(sorted((k, v) for k, v in values.items() if k in MOVES_GOODPUT))
-        e = self._memo.get((self.key(arch), moving))
+        e = self._memo.get(self.edge_key(values, arch))
         if e is None:  # not found for the draw already: one check costs less than an edge
             return None
         if rate > e.hi:

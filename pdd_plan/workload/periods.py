@@ -102,16 +102,22 @@ def build_day(spec: ClassSpec) -> Day:
 def _from_trace(cs: ClassSpec) -> Day:
     spec = cs.workload.periods_from_trace
     req = wclasses.trace_requests(cs)
-    span = max(req.duration_s, 1.0)
-    length = spec.period_minutes * 60.0
-    k = max(1, math.ceil(span / length - 1e-9))
+    # whole minutes, as every period (the schedule's cron has no seconds): the trace's span to
+    # the nearest minute, cut into periods; a last piece under half a period joins the one
+    # before it (a trailing request alone would otherwise be a seconds-long busiest period)
+    minutes = max(1, round(req.duration_s / 60.0))
+    per = int(round(spec.period_minutes))
+    k = max(1, math.ceil(minutes / per))
+    if k > 1 and minutes - (k - 1) * per < per / 2:
+        k -= 1
     limits.check("PERIODS", k, cs.file, "workload.periods_from_trace.period_minutes")
+    length = per * 60.0
     t = np.asarray(req.arrival_s, float) - float(req.arrival_s[0])
     which = np.minimum((t // length).astype(np.int64), k - 1)
     cls, idx = _classes(cs, req, None)
     periods = []
     for i in range(k):
-        secs = min(length, span - i * length) if i == k - 1 else length
+        secs = (minutes - i * per) * 60.0 if i == k - 1 else length
         mine = idx[which == i]
         rate = len(mine) / secs if secs > 0 else 0.0
         mix = _mix(mine, len(cls)) if len(mine) else cls.weight

@@ -431,6 +431,53 @@ def test_simulate_too_few_requests(n):
     refused("simulate", "-n", n, needle=("--requests", "at least 100"))
 
 
+@pytest.mark.parametrize(
+    "rows",
+    [
+        [0],  # one request: no arrival rate; was "1.5% utilized" beside "offered 0 Gb/s"
+        [0, 0],  # two arriving at once
+        [0, 0, 0],
+    ],
+)
+def test_simulate_of_a_few_rows_says_one_load(tmp_path, rows):
+    """A replay too short to measure an arrival rate states its line's offered load over the
+    window the line was in use, as its utilization (test_offered_load_window has the
+    arithmetic): never a used line beside 0 Gb/s offered."""
+    src = ROOT / "examples" / "traces" / "mooncake_conversation_trace.jsonl"
+    first = json.loads(src.read_text().splitlines()[0])
+    f = tmp_path / "few.jsonl"
+    f.write_text("".join(json.dumps({**first, "timestamp": t}) + "\n" for t in rows))
+    r = invoke("simulate", "--trace", f, "-f", "json")
+    assert r.exit_code == 0, r.stderr
+    s = json.loads(r.stdout)
+    st, cp = s["stability"], s["connection_pool"]
+    assert s["line_utilization"] > 0 and st["offered_gbps"] > 0, st
+    if len(rows) == 1:  # one transfer: the pool's offered load and occupancy are one window's
+        assert cp["utilization"] == pytest.approx(cp["occupancy"], rel=1e-4)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("transfers", "ready_span", "span", "want"),
+    [
+        (1, 0.0, 2.0, 0.5e9),  # one transfer: over its span, as utilization (0.5 of 1 GB/s)
+        (3, 0.0, 4.0, 0.25e9),  # ready at once: no rate either
+        (100, 10.0, 12.0, 0.1e9),  # a rate: over the KV-ready window
+    ],
+)
+def test_offered_load_window(transfers, ready_span, span, want):
+    from types import SimpleNamespace
+
+    from pdd_plan.sim.queues import LineStats
+    from pdd_plan.sim.result import SimResult
+
+    ls = LineStats(span_s=span, bytes_sent=1e9, transfers=transfers, ready_span_s=ready_span)
+    ns = SimpleNamespace(line=ls, line_capacity_bytes_s=1e9, line_usable_bytes_s=1e9)
+    ns.offered_window_s = lambda: SimResult.offered_window_s(ns)
+    offered, usable = SimResult.line_load(ns)
+    assert offered == pytest.approx(want) and usable == 1e9
+
+
 def test_rtt_below_the_measured_minimum(tmp_path):
     refused(
         "line", "calibrate", "--iperf3", IPERF, "--cost-per-month", "100", "--rtt-ms", "0",

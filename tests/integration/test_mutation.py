@@ -105,6 +105,7 @@ SECTIONS = [
     ("a-day", "on_demand_prices"),
     ("pdd-paper-uncertain", "uncertainty"),
     ("owned", "owned"),
+    ("a-day-owned", "owned"),  # owned GPUs on a day: the base before on-demand instances
 ]
 
 

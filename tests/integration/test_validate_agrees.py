@@ -1,7 +1,8 @@
 """Property: `validate` and `optimize` agree. Every scenario `validate` accepts plans (exit 0)
 or is infeasible (exit 1, one line with the reason), never an input error `validate` should
 have given (2) nor an internal one (3): every cross-field rule lives in the schema, which both
-run. Hypothesis mutates the bundled examples (the default, a day, `uncertainty:`, `owned:`)
+run. Hypothesis mutates the bundled examples (the default, a day, `uncertainty:`, `owned:`,
+a day with `owned:`)
 one to three fields at a time, as the mutation test does; the explicit examples are the cases
 that once passed `validate` and then failed in `optimize`.
 
@@ -21,7 +22,7 @@ from tests.mutations import apply, example, mutation
 
 pytestmark = pytest.mark.integration
 
-NAMES = ("pdd-paper", "a-day", "pdd-paper-uncertain", "owned")
+NAMES = ("pdd-paper", "a-day", "pdd-paper-uncertain", "owned", "a-day-owned")
 
 
 def _doc(name: str) -> dict:

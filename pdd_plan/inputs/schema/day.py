@@ -59,7 +59,8 @@ class Period(Strict):
 class PeriodsFromTrace(Strict):
     period_minutes: PositiveFloat = Field(le=1440)
     """Length of each period (minutes): the trace's timestamps are cut into periods of it, each
-    with its own rate and request mix (the trace is `workload.trace`)."""
+    with its own rate and request mix (the trace is `workload.trace`); the trace's span is
+    taken to the nearest minute, and a last piece under half a period joins the one before."""
     start_hour: float = Field(default=0.0, ge=0, lt=24)
     """Local hour of day of the trace's first request (the periods' clock times)."""
 

@@ -9,7 +9,8 @@ ramp is an ASSUMPTION (no published measurement): the instance's hit rate climbs
 0 to the steady one over `WARMUP_MINUTES`, and the instances that join in a period are the
 capacity its rate adds over the previous period's (the fleet follows the rate). A period's line
 then carries 1 + new share x (ramp / 2) / period x (cold bytes / warm bytes - 1) times its warm
-bytes: the line's rows and tables see that load (`line_speed` below 1).
+bytes: the line's rows and tables see that load (`line_speed` below 1). Without elastic
+instances the fleet is held all day: no instance joins, so no period carries warm-up bytes.
 """
 
 from __future__ import annotations
@@ -35,10 +36,11 @@ def rates(day: Day) -> np.ndarray:
     return np.array([max(p.rate_rps, MIN_RPS) for p in day.periods])
 
 
-def warmup_factor(sh: Shared, day: Day, model: ModelProfile) -> np.ndarray:
+def warmup_factor(sh: Shared, day: Day, model: ModelProfile, joins: bool = True) -> np.ndarray:
     """Per period: the line's bytes with the new main-decode instances' cold caches over its
-    bytes with every cache warm (1 without DRC, or for an architecture off the line)."""
-    if not sh.spec.crosses_line or not sh.policy.drc:
+    bytes with every cache warm (1 without DRC, for an architecture off the line, or when no
+    instance joins: `joins` False, a fleet held all day)."""
+    if not joins or not sh.spec.crosses_line or not sh.policy.drc:
         return np.ones(len(day.periods))
     cls = sh.classes
     cold = transfer.line_bytes(model, cls.input_tokens, np.zeros(len(cls)), True)
@@ -95,14 +97,17 @@ def day_points(
     replay (verify.py); `pools`: each period's prefill pool (default: the combination's),
     `base_prefill` the instances of it paid all day (the tables' fixed cost; default: all)."""
     r = rates(day)
-    f = warmup_factor(sh, day, model)
+    f = warmup_factor(sh, day, model, joins=elastic is not None)
     peak = float(r.max())
     chunk = sh.prefill_chunk_tokens
     pool = prefill_pool.PrefillPool.of(cb.pinst, cb.n_lo, sh.classes, chunk, peak)
     nominal = fleet_tables(sh, cb, pool, lines, peak)
     if base_prefill is not None:  # the elastic rest of the pool is paid per period (prefill.py)
         fixed = base_prefill * cb.pinst.cost_per_hour
-        nominal = dataclasses.replace(nominal, prefill_cost_per_hour=fixed)
+        # the base's GPUs are the ones owned GPUs count against (milp/fleet.gpu_use)
+        nominal = dataclasses.replace(
+            nominal, prefill_cost_per_hour=fixed, prefill_instances=(base_prefill, base_prefill)
+        )
     pools = np.full(len(day.periods), cb.n_lo) if pools is None else pools
     built: dict[tuple, tuple[np.ndarray, tuple[PathTable, ...]]] = {}
     levels, paths = [], []

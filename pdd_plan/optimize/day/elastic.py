@@ -19,6 +19,7 @@ import numpy as np
 
 from pdd_plan.optimize import points
 from pdd_plan.optimize.day.problem import DayProblem
+from pdd_plan.optimize.search import owned
 from pdd_plan.optimize.tables import DecodeCandidate
 from pdd_plan.workload.periods import Day
 from pdd_plan.workload.requests import RequestClasses
@@ -83,4 +84,17 @@ def elastic_of(
         gpus[:, j] = np.maximum(gpus[:, j] - taken[2], 0)
     cost = np.array([on_demand(dp, c) for c in cands])
     hours = np.array([run_hours(dp, day, classes, c) for c in cands]) if lag else None
-    return points.Elastic(cost, sites, gpus, run_hours=hours)
+    return points.Elastic(cost, sites, gpus, run_hours=hours, owned_first=owned_first(dp, sites))
+
+
+def owned_first(dp: DayProblem, sites: tuple[tuple[str, str], ...]) -> np.ndarray | None:
+    """Per site: the GPUs owned there that the base must use before elastic ones are bought
+    (those owned at no more than the on-demand price; owned GPUs are there all day, and
+    leaving them idle while buying more costs the owner both). None: nothing owned."""
+    owned_gpus = owned.gpus(dp.pb.owned)
+    out = np.zeros(len(sites))
+    for j, (dc, g) in enumerate(sites):
+        og = owned_gpus.get((dc, g))
+        if og is not None and og.price <= dp.on_demand.get(g, dp.base_price(g)):
+            out[j] = og.count
+    return out if out.any() else None

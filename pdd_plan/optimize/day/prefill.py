@@ -8,11 +8,16 @@ are rebuilt at its own size). Without `elastic:` every period keeps the whole po
 all day anyway.
 
 The base is the count b that makes the day cheapest: b instances x the day's hours at the base
-price, plus per period the instances above b at the on-demand price, plus each run's extra hours
-(start-up, drain: one mean service time, billing round-up; elastic.py) - exact for these counts,
-and searched over every b from 0 to the busiest period's pool. What the prefill datacenter can
-add per period (`elastic.max_gpus`) bounds the elastic ones; the GPUs they take are not left to
-elastic decode instances there.
+price (owned GPUs first, at their owned price: search/owned.pool_cost), plus per period the
+instances above b at the on-demand price, plus each run's extra hours (start-up, drain: one
+mean service time, billing round-up; elastic.py) - exact for these counts, and searched over
+every b from 0 to the busiest period's pool. What the prefill datacenter can add per period
+(`elastic.max_gpus`) bounds the elastic ones; the GPUs they take are not left to
+elastic decode instances there. Owned GPUs are never elastic (they are there all day): a
+period buys elastic instances only once the base uses every owned GPU of the site (those
+owned at no more than on-demand; `owned_first`), and the base's owned share is priced at the
+owned price, assuming prefill takes the site's owned GPUs first; the MILP then splits the
+owned GPUs between the base pool and decode exactly (milp/fleet.define_owned).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import numpy as np
 
 from pdd_plan.optimize.day import elastic
 from pdd_plan.optimize.day.problem import DayProblem
+from pdd_plan.optimize.search import owned
 from pdd_plan.optimize.search.enumeration import Combo
 from pdd_plan.workload.periods import Day
 
@@ -85,17 +91,29 @@ def plan_prefill(dp: DayProblem, day: Day, cb: Combo, per: np.ndarray, lag: bool
         if site in sites:
             cap = gpus[:, sites.index(site)] // gpi
     hours = day.hours
+    first = owned_first(dp, cb)
     best = None
     for b in range(int(per.max()) + 1):
-        if np.any(per - b > cap):
-            continue
+        if np.any(per - b > cap) or (np.any(per > b) and b * gpi < first):
+            continue  # more than the site can add, or elastic while owned GPUs sit outside
         # a period runs at least the base (paid all day): the pool is never smaller than it
         pd = PrefillDay(b, tuple(max(int(x), b) for x in per), gpi, base_p, el_p, rh)
-        cost = b * hours * base_p + pd.elastic_cost_day(day)
+        held = owned.pool_cost(dp.pb.owned, site[0], cb.pinst, b)  # owned GPUs first
+        cost = held * hours + pd.elastic_cost_day(day)
         if best is None or cost < best[0] - 1e-9:
             best = (cost, pd)
     assert best is not None  # b = max(per) adds nothing
     return best[1]
+
+
+def owned_first(dp: DayProblem, cb: Combo) -> int:
+    """GPUs owned at the prefill site that the base must use before elastic instances are
+    bought (those owned at no more than the on-demand price; 0: none)."""
+    g = cb.pinst.gpu.name
+    og = owned.gpus(dp.pb.owned).get((dp.pb.sites.prefill, g))
+    if og is None or og.price > dp.on_demand.get(g, dp.base_price(g)):
+        return 0
+    return og.count
 
 
 def taken(dp: DayProblem, cb: Combo, pd: PrefillDay) -> tuple[str, str, np.ndarray]:

@@ -2,10 +2,16 @@
 the smallest that carries the busiest period (the pool is base, sized for the day), one
 operating-points MILP per combination over the line options that carry the peak period's
 bytes, cheapest fixed cost first; a combination whose fixed cost plus a lower bound on its
-decode cannot beat the incumbent is skipped (fixed_rate.py's search, over a day)."""
+decode cannot beat the incumbent is skipped (fixed_rate.py's search, over a day).
+
+A day with elastic capacity is also planned held: one fleet all day, no elastic instance (so
+none joins cold), over the busiest period's combination; the cheaper day is the plan. So a day
+never costs more than the busiest period's fleet held all day, whatever on-demand costs, and
+its elastic instances are bought only where they save."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 
@@ -90,7 +96,8 @@ def combos(dp: DayProblem, spec: Architecture, day: Day, caps: Caps, findings) -
 def _lines(dp: DayProblem, sh: Shared, day: Day) -> list[LineOption]:
     if not sh.spec.crosses_line:
         return [tables.rdma_option()]
-    load = day_points.peak_load(sh, day, day_points.warmup_factor(sh, day, dp.pb.model))
+    joins = dp.elastic is not None
+    load = day_points.peak_load(sh, day, day_points.warmup_factor(sh, day, dp.pb.model, joins))
     pb = dp.pb
     return tables.line_options_at_load(pb.lines, pb.max_lines, pb.owned, load, sh.caps.line)
 
@@ -134,17 +141,52 @@ def plan_day(
     line_cost = seed.tables.lines[seed.solution.line_index].cost_per_hour
     sh = Shared.of(dp.pb, spec, day.classes, caps)
     local = solved.one_datacenter(dp.pb.sites, cb)
-    lines = [tables.rdma_option()] if local else _lines(dp, sh, day)
-    cheap = [ln for ln in lines if ln.cost_per_hour <= line_cost * (1 + 1e-9)]
     tight = tight or Tightened.none(len(day.periods))
-    best = _solve(dp, sh, day, cb, cheap, tight, lag) if cheap else None
-    milps = 1
-    if best is None:
-        best, n = search_all(dp, spec, day, caps, tight, lag)
+    # the day as planned (elastic where the scenario has it), then held all day
+    ways = [dp, held(dp)] if dp.elastic is not None else [dp]
+    days = [_seeded(d, sh, day, cb, local, line_cost, tight, lag) for d in ways]
+    milps = len(ways)
+    if days[0] is None:  # no day over the busiest period's combination: every combination's
+        days[0], n = search_all(dp, spec, day, caps, tight, lag, incumbent=days[-1])
         milps += n
+    # the cheaper; at equal cost the fewer instances, then the held fleet (none to start)
+    best = min((d for d in reversed(days) if d is not None), key=_rank)
     best.seconds = time.perf_counter() - t0
     best.milps = milps
     return best
+
+
+def _seeded(
+    dp: DayProblem,
+    sh: Shared,
+    day: Day,
+    cb: Combo,
+    local: bool,
+    line_cost: float,
+    tight: Tightened,
+    lag: bool,
+) -> DaySolved | None:
+    """The day over the busiest period's combination `cb` and the line options no dearer than
+    its plan's line (`line_cost`); None if it finds none."""
+    lines = [tables.rdma_option()] if local else _lines(dp, sh, day)
+    cheap = [ln for ln in lines if ln.cost_per_hour <= line_cost * (1 + 1e-9)]
+    return _solve(dp, sh, day, cb, cheap, tight, lag) if cheap else None
+
+
+def _rank(ds: DaySolved) -> tuple[float, int]:
+    """Cost ($/hour to the micro-dollar), then the instance-hours the day deploys."""
+    sol = ds.solution
+    n = sum(sol.counts.values()) * len(sol.points) + sum(
+        sum(p.elastic.values()) for p in sol.points
+    )
+    if ds.prefill is not None:
+        n += sum(ds.prefill.per_period)
+    return round(ds.cost_per_hour, 6), n
+
+
+def held(dp: DayProblem) -> DayProblem:
+    """The day planned held: no elastic capacity, one fleet for every period."""
+    return dataclasses.replace(dp, elastic=None)
 
 
 def _solve(
@@ -174,9 +216,16 @@ def _solve(
 
 
 def search_all(
-    dp: DayProblem, spec: Architecture, day: Day, caps: Caps, tight: Tightened, lag: bool
+    dp: DayProblem,
+    spec: Architecture,
+    day: Day,
+    caps: Caps,
+    tight: Tightened,
+    lag: bool,
+    incumbent: DaySolved | None = None,
 ) -> tuple[DaySolved, int]:
-    """Every combination, cheapest fixed cost first, with the fixed-rate search's bound."""
+    """Every combination, cheapest fixed cost first, with the fixed-rate search's bound
+    (`incumbent`: a day found already, the one to beat)."""
     pb = dp.pb
     findings = diagnosis.Findings(pb.sites, pb.catalog, pb.sla, spec, day.classes)
     cands = combos(dp, spec, day, caps, findings)
@@ -192,7 +241,7 @@ def search_all(
     line_lb = line_cost_lb(pb.owned, pb.lines, spec)
     floor = _price_floor(dp)
     cands.sort(key=lambda c: c.fixed_cost)
-    best: DaySolved | None = None
+    best = incumbent
     milps = 0
     for cb in cands:
         local = solved.one_datacenter(pb.sites, cb)

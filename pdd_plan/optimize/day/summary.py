@@ -214,7 +214,9 @@ def day_architecture(ds: DaySolved, day: Day, peak_cost_per_hour: float | None) 
         cost_elastic=_r(elastic_day, 2),
         cost_line=_r(line_day, 2),
         cost_day=_r(cost, 2),
-        peak_plan_cost_day=_r(peak_cost_per_hour * hours, 2) if peak_cost_per_hour else None,
+        peak_plan_cost_day=_r(peak_cost_per_hour * hours, 2)
+        if peak_cost_per_hour is not None
+        else None,
         requests=_r(requests, 1),
         bcr=_r(optimize_summary.bcr(day.mean_rps, cost / hours)),
     )

@@ -114,8 +114,9 @@ def verified_day(
     dp: DayProblem, a: str, day: Day, n_requests: int, rounds: int
 ) -> tuple[search.DaySolved, list[PeriodReplay], int, float, bool]:
     """Solve the day, replay it, and while a period misses tighten its caps and re-solve. Returns
-    the day, its replays, the re-solves made, the busiest period's single-rate plan's $/hour
-    (24 h of it is what the day is compared with) and whether the replay met the SLA."""
+    the day, its replays, the re-solves made, the busiest period's single-rate plan's $/hour at
+    the day's final caps (24 h of it is what the day is compared with) and whether the replay
+    met the SLA."""
     spec = get(a)
     caps = Caps(decode=dp.pb.search.decode_utilization)
     seed = search.peak_plan(dp, spec, day, caps)
@@ -151,6 +152,7 @@ def verified_day(
         for b, used in sorted(shared.items()):
             # the line's transfer-time estimate first (as the single-rate loop), the prefill cap
             caps = caps.tightened(b, used)
-        if shared:
+        if shared:  # the busiest period's plan at the day's caps: what the day is compared with
             seed = search.peak_plan(dp, spec, day, caps)
+            peak_cost = seed.cost_per_hour
     raise AssertionError("unreachable")

@@ -49,6 +49,7 @@ def build_points(
     flows.define_ttft_percentiles(m)
     define_budget(m)
     elastic.define_elastic_availability(m)
+    elastic.define_owned_first(m)
     chance.define_chance_cap(m)
     return m
 

@@ -270,8 +270,9 @@ def test_pool_is_stable_whenever_the_line_is():
 
 
 def _stub(offered_bytes: float, span: float, usable: float) -> SimpleNamespace:
-    st = LineStats(bytes_sent=offered_bytes * span, ready_span_s=span)
+    st = LineStats(span_s=span, bytes_sent=offered_bytes * span, transfers=100, ready_span_s=span)
     ns = SimpleNamespace(line=st, line_capacity_bytes_s=2 * usable, line_usable_bytes_s=usable)
+    ns.offered_window_s = lambda: SimResult.offered_window_s(ns)
     ns.line_load = lambda: SimResult.line_load(ns)
     return ns
 
