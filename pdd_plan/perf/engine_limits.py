@@ -111,14 +111,14 @@ def engine_caps(inst, engine: str | None = None) -> dict[str, float]:
     if inst.max_running is not None:
         return {"configured_max_running": float(inst.max_running)}
     eng = defaults(engine)
-    lim: EngineLimits = inst.limits or EngineLimits()
-    tokens = lim.max_num_tokens or eng.token_budget(inst.gpu.memory.hbm_gb)
+    lim: EngineLimits | None = inst.limits  # None: no schema built (a replay's hot path)
+    tokens = (lim and lim.max_num_tokens) or eng.token_budget(inst.gpu.memory.hbm_gb)
     caps: dict[str, float] = {"token_budget": float(tokens * inst.dp)}
-    if lim.max_running_requests is not None:  # the instance's, as SGLang's flag
+    if lim is not None and lim.max_running_requests is not None:  # the instance's (SGLang's)
         caps["running_requests"] = float(lim.max_running_requests)
     elif eng.max_running_requests is not None:
         caps["running_requests"] = float(eng.max_running_requests * inst.dp)
-    g = lim.cuda_graph_max_batch or graph_cap(inst, eng)
+    g = (lim and lim.cuda_graph_max_batch) or graph_cap(inst, eng)
     if g is not None:
         caps["cuda_graph"] = float(g * inst.dp)
     return caps
