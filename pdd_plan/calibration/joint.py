@@ -11,12 +11,11 @@ One least-squares problem over all measurement rows, whatever their GPU and fami
     d_g       = GPU g's deviation from it, for each GPU with rows of both families: MoE passes
                 on g run at mfu_g * exp(delta_mfu + d_g,mfu) and mbu_g * exp(delta_mbu + d_g,mbu)
 
-with residuals (the maximum a posteriori estimate under independent priors: Gaussian, but a
-Student-t with NU_GPU degrees of freedom for a GPU's factors about the GPUs' mean):
+with residuals (the maximum a posteriori estimate; t: Student-t, NU_ROW or NU_GPU degrees
+of freedom, else Gaussian):
 
-    row i         log(predicted_i / measured_i) / SIGMA_ROW
-    pooling g, k  t((theta_g,k - mu_k - [k = mfu] beta z_g) / SIGMA_GPU[k])
-                                                         every GPU with rows (t: Student-t)
+    row i         t(log(predicted_i / measured_i) / SIGMA_ROW)
+    pooling g, k  t((theta_g,k - mu_k - [k = mfu] beta z_g) / SIGMA_GPU[k])   GPUs with rows
     population k  (mu_k - analytic_k) / SIGMA_PRIOR[k]
     shift         delta / SIGMA_SHIFT
     balance       beta / SIGMA_SLOPE
@@ -58,11 +57,11 @@ what a GPU without rows gets.
 The sigmas are priors, stated once and not tuned on the rows: SIGMA_ROW 0.25 (a model error of
 25 % on one row, the scale of the held-out errors before this fit); per-GPU spread of mfu a
 factor e^0.5 (published serving MFU spans about 0.3-0.8), of mbu e^0.25 (0.6-0.95), of the step
-overhead 2 ms; the population's pull to the analytic defaults
-and the shift's and the balance slope's to zero are weak (e^1, 3 ms; SIGMA_SLOPE 1: an e-fold
-of balance moves the mean mfu by up to e^1). `scipy.optimize.least_squares` solves it (trf,
-bounds, finite differences over a sparse Jacobian: a row depends on its GPU's three factors and,
-for a MoE row, the shift and its GPU's deviation; a GPU's mfu pooling term on the slope).
+overhead 2 ms; the population's pull to the analytic defaults and the shift's and the balance
+slope's to zero are weak (e^1, 3 ms; SIGMA_SLOPE 1: an e-fold of balance moves the mean mfu by up
+to e^1). `scipy.optimize.least_squares` solves it (trf, bounds, finite differences over a sparse
+Jacobian: a row depends on its GPU's three factors and, for a MoE row, the shift and its GPU's
+deviation; a GPU's mfu pooling term on the slope).
 """
 
 from __future__ import annotations
@@ -89,11 +88,11 @@ SHIFT_BOUNDS = (-2.0, 1.0)  # log: MoE at e^-2 = 0.14x .. e = 2.7x of dense
 DEV_BOUNDS = (-2.0, 2.0)  # log: a GPU's deviation from the shared mean shift
 NF = len(FACTORS)  # factors per GPU
 # degrees of freedom of the Student-t prior of a GPU's factors about the GPUs' mean: heavy
-# tails, so that one GPU whose stack differs (MI300X's ROCm batch-1 step, 34 ms a pass) keeps
-# its own factor instead of pulling the mean, and with it every GPU the rows pin down weakly
-# (the step overhead, which large-batch rows barely see); 4 is the usual weakly-informative
-# robust choice (Gelman et al., Bayesian Data Analysis, 3rd ed., ch. 17), not tuned
+# tails, so that one GPU whose stack differs (MI300X's ROCm) keeps its own factor instead of
+# pulling the mean, and with it every GPU the rows pin down weakly; 4 is the usual weakly-
+# informative robust choice (Gelman et al., Bayesian Data Analysis, 3rd ed., ch. 17), not tuned
 NU_GPU = 4.0
+NU_ROW = 4.0  # the same tail on a row's error: a row the model cannot explain stays off
 TAU_FLOOR = 0.01  # a between-GPU spread below 1 %: every GPU takes the shared mean
 # A GPU with at most FEW_ROWS rows is pooled under a normal prior (no heavy tail) whose spread
 # shrinks with its rows, SIGMA_GPU x n / (n + FEW_ROWS): one or two rows, each mixing
@@ -318,7 +317,8 @@ class _Problem:
         return out
 
     def residuals(self, x: np.ndarray) -> np.ndarray:
-        err = np.log(self.predictions(x) / self.meas) / SIGMA_ROW
+        # each row's error under a Student-t likelihood (NU_ROW)
+        err = student_t_residual(np.log(self.predictions(x) / self.meas) / SIGMA_ROW, NU_ROW)
         mu = x[self.mu]
         lift = np.zeros(NF)
         pool = []

@@ -36,7 +36,7 @@ def calibration_yaml(
     method = (
         f"fitted by pdd-plan calibrate to {csv_name} ({len(jf.rows)} rows of "
         f"{len(jf.gpus)} GPUs, jointly: calibration/joint.py), {date}; scipy least_squares on "
-        f"log errors within bounds {', '.join(f'{k} {BOUNDS[k]}' for k in FACTORS)}, per-GPU "
+        f"log errors (each row's under a Student-t likelihood, nu 4) within bounds {', '.join(f'{k} {BOUNDS[k]}' for k in FACTORS)}, per-GPU "
         f"factors pooled towards the GPUs' mean under a Student-t prior (nu 4), that mean's mfu "
         f"moving with the GPU's BF16 FLOPs per HBM byte (slope {jf.balance_slope:.3f} per e-fold), "
         f"the MoE-vs-dense shift partially pooled "

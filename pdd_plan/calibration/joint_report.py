@@ -4,10 +4,16 @@ than the physical range allows: a figure is suspect or the model misses an effec
 
 from __future__ import annotations
 
+import math
+
 from pdd_plan.calibration.fit import BOUNDS, FACTORS
 from pdd_plan.calibration.joint import SHIFTED, JointFit
 
 AT_BOUND = 1e-3  # relative to the bound's range: a factor this close sits on it
+# a row the fit leaves off by more than this factor (half or twice the figure) is one the model
+# does not explain: each row's error is Student-t (joint.py), so one such row is left standing
+# rather than absorbed, and the user is told
+UNEXPLAINED = 2.0
 
 
 def n_parameters(jf: JointFit) -> int:
@@ -26,8 +32,17 @@ def fit_summary(jf: JointFit, gpu: str) -> str:
     )
 
 
-def at_bound_warnings(jf: JointFit, gpu: str) -> list[str]:
+def at_bound_warnings(jf: JointFit, gpu: str, rows_gpu: dict[int, str] | None = None) -> list[str]:
+    """Factors of `gpu` on a bound of the fit, and (given `rows_gpu`, row -> GPU) the rows of
+    `gpu` the fit leaves more than UNEXPLAINED off."""
     out = []
+    for row, err in zip(jf.rows, jf.errors):
+        off = abs(math.log1p(err)) if err > -1.0 else math.inf
+        if rows_gpu is not None and rows_gpu.get(row) == gpu and off > math.log(UNEXPLAINED):
+            out.append(
+                f"{gpu}: row {row} is left {err:+.0%} off by the fitted factors: check the "
+                "measured figure (the model does not explain it, so it moves the fit little)"
+            )
     for family in ("dense", "moe"):
         f = jf.factors(gpu, family)
         for k in FACTORS:

@@ -15,7 +15,7 @@ from pdd_plan.perf import serve_lengths as sl
 from pdd_plan.perf.offline import ENGINES
 
 ServeFigure = Literal["throughput", "total_throughput", "input_throughput", "tpot_ms", "ttft_ms"]
-# engines the rows name that are scheduled as another (serving-engines.yaml has no entry)
+# engines the rows name that are scheduled as another (engines.yaml has no entry)
 SCHEDULED_AS = {"atom": "sglang"}
 # the accuracy tables' engine names (measurements.FRAMEWORK_OF_SOURCE)
 FRAMEWORK = {"trtllm": "tensorrt-llm"}

@@ -110,7 +110,7 @@ def _fit_all(rows, gpus: list[str], targets: dict[str, Path], name: str) -> list
             "max_abs_error_calibrated": float(np.max(np.abs(errs))),
             "converged": jf.success,
             "fit": fit_summary(jf, g),
-            "warnings": at_bound_warnings(jf, g),
+            "warnings": at_bound_warnings(jf, g, rows_gpu),
         }
         results.append(entry)
     for g, entry in zip(gpus, results):  # all fits done: then the files, all or none

@@ -53,7 +53,8 @@ LIMITS: dict[str, Limit] = {
             "TOKENS",
             10_000_000,
             "tokens",
-            "workload.input_tokens / output_tokens, trace rows, perf/bathtub --input-tokens",
+            "workload.input_tokens / output_tokens, trace rows, perf/bathtub --input-tokens, "
+            "engine.max_num_tokens",
             "above any model's context window; prefill loops run once per chunk",
         ),
         Limit(
@@ -67,7 +68,7 @@ LIMITS: dict[str, Limit] = {
             "BATCH",
             1_000_000,
             "requests",
-            "perf --batch",
+            "perf --batch, engine.max_running_requests / cuda_graph_max_batch",
             "a decode step evaluates one context per request; no instance holds a million",
         ),
         Limit(

@@ -188,8 +188,12 @@ def fleet_model(
     spec = architectures.get(fs.architecture)
     mean_ctx = mean_context(classes)
     slow: list[str] = []
-    prof = Profiles(pb.model, pb.catalog.gpus, pb.lines)
-    dprof = prof if decode_pb is None else Profiles(pb.model, decode_pb.catalog.gpus, pb.lines)
+    prof = Profiles(pb.model, pb.catalog.gpus, pb.lines, pb.catalog.engine)
+    dprof = (
+        prof
+        if decode_pb is None
+        else Profiles(pb.model, decode_pb.catalog.gpus, pb.lines, pb.catalog.engine)
+    )
     chunk = pb.catalog.prefill_chunk_tokens
     pinst, n_p, service, strata = _prefill(prof, pb.file, chunk, fs, classes)
     md, c_md = _decode(dprof, pb.file, pb.sla, fs, spec.decode_role, mean_ctx, slow)

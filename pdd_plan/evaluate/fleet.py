@@ -146,11 +146,11 @@ def instance(profiles: Profiles, file: str, g: InstanceGroup | FleetGroup, field
             f"GPU '{g.gpu}' is not in the scenario's datacenters ({', '.join(profiles.gpus)})",
             "list it under datacenters[].gpus",
         )
-    n = g.gpus_per_instance
+    n, lim = g.gpus_per_instance, profiles.engine
     try:
         if g.tp is None and g.dp is None and g.ep is None and not (g.redundant_experts or 0):
             # the optimizer's recipe for this size (MoE: EP over all GPUs, best DP-attention)
-            inst = _default_parallelism(model, gpu, n) or _any_size(model, gpu, n)
+            inst = _default_parallelism(model, gpu, n, limits=lim) or _any_size(model, gpu, n, lim)
             if inst is None:
                 inst = Instance(model, gpu, n, tp=n, ep=1)  # raises why it is not a size
         else:
@@ -163,6 +163,7 @@ def instance(profiles: Profiles, file: str, g: InstanceGroup | FleetGroup, field
                 ep=ep,
                 dp=g.dp or 1,
                 redundant_experts=g.redundant_experts or 0,
+                limits=lim,
             )
         inst.require_fit()
     except InputError as e:
@@ -171,7 +172,7 @@ def instance(profiles: Profiles, file: str, g: InstanceGroup | FleetGroup, field
     return inst
 
 
-def _any_size(model, gpu, n: int) -> Instance | None:
+def _any_size(model, gpu, n: int, limits=None) -> Instance | None:
     """The recipe for a GPU count the optimizer's power-of-two search does not try (an
     existing fleet's 12 or 24 GPUs): MoE EP over the largest divisor of n that divides the
     experts, and of the DP-attention splits dividing n whose attention TP divides the heads,
@@ -184,7 +185,7 @@ def _any_size(model, gpu, n: int) -> Instance | None:
         if model.attention.num_heads % (n // dp):
             continue
         try:
-            inst = Instance(model, gpu, n, tp=n, ep=ep, dp=dp)
+            inst = Instance(model, gpu, n, tp=n, ep=ep, dp=dp, limits=limits)
         except InputError:
             continue
         if inst.fits and (best is None or inst.kv_pool_bytes > best.kv_pool_bytes):

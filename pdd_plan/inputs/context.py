@@ -42,7 +42,7 @@ class Context:
 
     @property
     def profiles(self) -> Profiles:
-        return Profiles(self.model, self.gpus, self.lines)
+        return Profiles(self.model, self.gpus, self.lines, self.scenario.engine)
 
     @property
     def class_spec(self) -> ClassSpec:

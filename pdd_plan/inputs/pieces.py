@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pdd_plan.architectures import Architecture, get
+from pdd_plan.inputs.schema.engine import EngineLimits
 from pdd_plan.inputs.schema.gpu import GPUProfile
 from pdd_plan.inputs.schema.line import LineSKU
 from pdd_plan.inputs.schema.model import ModelProfile
@@ -55,6 +56,7 @@ class Profiles:
     model: ModelProfile
     gpus: dict[str, GPUProfile]
     lines: list[LineSKU]
+    engine: EngineLimits | None = None  # the scenario's engine limits (None: the defaults)
 
 
 @dataclass(frozen=True)

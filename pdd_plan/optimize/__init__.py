@@ -114,7 +114,7 @@ def problem_of(ctx: Context) -> Problem:
     sites = ctx.sites
     return Problem(
         sites=sites,
-        catalog=Catalog.of(ctx.model, ctx.gpus, sc.search),
+        catalog=Catalog.of(ctx.model, ctx.gpus, sc.search, sc.engine),
         lines=ctx.lines,
         max_lines=sc.link.max_lines if sc.link else 0,
         sla=sc.sla,

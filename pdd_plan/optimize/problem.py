@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pdd_plan.inputs.pieces import Sites
+from pdd_plan.inputs.schema.engine import EngineLimits
 from pdd_plan.inputs.schema.gpu import GPUProfile
 from pdd_plan.inputs.schema.line import LineSKU
 from pdd_plan.inputs.schema.model import ModelProfile
@@ -29,15 +30,23 @@ class Catalog:
     max_gpus_per_instance: int
     parallelisms: int
     prefill_chunk_tokens: int
+    engine: EngineLimits | None = None  # the scenario's engine limits (None: the defaults)
 
     @classmethod
-    def of(cls, model: ModelProfile, gpus: dict[str, GPUProfile], search: Search) -> Catalog:
+    def of(
+        cls,
+        model: ModelProfile,
+        gpus: dict[str, GPUProfile],
+        search: Search,
+        engine: EngineLimits | None = None,
+    ) -> Catalog:
         return cls(
             model,
             gpus,
             search.max_gpus_per_instance,
             search.parallelisms,
             search.prefill_chunk_tokens,
+            engine,
         )
 
     def instances(self, gpu: str) -> list[Instance]:
@@ -46,6 +55,7 @@ class Catalog:
             self.gpus[gpu],
             self.max_gpus_per_instance,
             extra_sizes=self.parallelisms - 1,
+            limits=self.engine,
         )
 
 

@@ -9,6 +9,7 @@ from functools import cached_property
 import numpy as np
 
 from pdd_plan.common.errors import InputError
+from pdd_plan.inputs.schema.engine import EngineLimits
 from pdd_plan.inputs.schema.gpu import GPUProfile
 from pdd_plan.inputs.schema.model import ModelProfile
 from pdd_plan.perf import engine_limits, layers
@@ -36,6 +37,8 @@ class Instance:
     # the engine's configured running-request limit (a scenario's, `perf --batch`); None: the
     # deployed engine's defaults (engine_limits.py: running requests, CUDA-graph batch)
     max_running: int | None = None
+    # the scenario's `engine:` limits, each replacing the engine's default (engine_limits.py)
+    limits: EngineLimits | None = None
 
     def __post_init__(self) -> None:
         m, n = self.model, self.n_gpus
@@ -299,8 +302,10 @@ def parallelism_candidates(
     max_gpus: int = 32,
     extra_sizes: int = 1,
     dtype: str | None = None,
+    limits: EngineLimits | None = None,
 ) -> list[Instance]:
-    """The smallest power-of-two GPU counts that fit the model (and `extra_sizes` larger ones).
+    """The smallest power-of-two GPU counts that fit the model (and `extra_sizes` larger ones),
+    each under the engine limits `limits` (None: the engine's defaults).
 
     MoE models run EP over all GPUs with the DP-attention split that leaves the most KV room
     (the SGLang large-scale recipe); dense models run TP within a node, one replica per instance.
@@ -308,7 +313,7 @@ def parallelism_candidates(
     out: list[Instance] = []
     n = 1
     while n <= max_gpus:
-        inst = _default_parallelism(model, gpu, n, dtype)
+        inst = _default_parallelism(model, gpu, n, dtype, limits)
         if inst is not None and inst.fits:
             out.append(inst)
             if len(out) > extra_sizes:
@@ -318,13 +323,17 @@ def parallelism_candidates(
 
 
 def _default_parallelism(
-    model: ModelProfile, gpu: GPUProfile, n: int, dtype: str | None = None
+    model: ModelProfile,
+    gpu: GPUProfile,
+    n: int,
+    dtype: str | None = None,
+    limits: EngineLimits | None = None,
 ) -> Instance | None:
     if model.ffn.moe is None:
         if n > gpu.interconnect.gpus_per_node:
             return None  # dense TP across nodes is not a serving recipe worth planning
         try:
-            return Instance(model, gpu, n, tp=n, ep=1, dtype=dtype)
+            return Instance(model, gpu, n, tp=n, ep=1, dtype=dtype, limits=limits)
         except InputError:
             return None
     ep = n if model.ffn.moe.num_experts % n == 0 else 1
@@ -332,7 +341,7 @@ def _default_parallelism(
     dp = 1
     while dp <= n:
         try:
-            inst = Instance(model, gpu, n, tp=n, ep=ep, dp=dp, dtype=dtype)
+            inst = Instance(model, gpu, n, tp=n, ep=ep, dp=dp, dtype=dtype, limits=limits)
         except InputError:
             inst = None
         if inst is not None and (best is None or inst.kv_pool_bytes > best.kv_pool_bytes):

@@ -8,7 +8,7 @@ flight. This module predicts them:
 
 1. The steady state (serve_steady.py) at the decode batch B that the load sets: closed loop,
    B + X TTFT = min(C, running limit) (Little's law over the requests in the engine);
-   open loop, X = R. The running limit is the engine's (serving-engines.yaml) and the KV
+   open loop, X = R. The running limit is the engine's (engines.yaml) and the KV
    pool's (live contexts, not input + output reserved).
 2. A finite run's start and end. Closed loop: the first C prompts arrive together, so they
    are prefilled in full batches (their TTFTs spread over that burst) and the run gains the

@@ -1,62 +1,15 @@
 """How a serving engine schedules one aggregated instance under online load (the data:
-data/profiles/runtime/serving-engines.yaml), resolved for an instance: its running-request
-limit (the engine's, and what the KV pool holds of live contexts) and its tokens per step."""
+data/profiles/runtime/engines.yaml, read by perf/engine_limits.py), resolved for an instance:
+its running-request limit (the engine's, and what the KV pool holds of live contexts) and its
+tokens per step."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import lru_cache
-from typing import Literal
 
-from pydantic import Field, NonNegativeFloat, PositiveInt
+from pdd_plan.perf.engine_limits import Schedule, engine_names, engines, resolve
 
-from pdd_plan.common.errors import InputError
-from pdd_plan.inputs.profiles import data_dir
-from pdd_plan.inputs.schema.common import Strict
-from pdd_plan.inputs.schema.io import load
-
-Schedule = Literal["separate", "mixed"]
-# engine names users give -> the profile entry (TensorRT-LLM under either of its names)
-ALIASES = {"trtllm-bench": "trtllm", "tensorrt-llm": "trtllm", "trtllm-serve": "trtllm"}
-
-
-class EngineSpec(Strict):
-    schedule: Schedule
-    max_running_requests: PositiveInt | None = None
-    # [[upper bound of HBM GB, tokens], ...]: the first row whose bound exceeds the GPU's
-    chunk_by_hbm_gb: list[tuple[float, PositiveInt]] | None = None
-    token_budget_by_hbm_gb: list[tuple[float, PositiveInt]] | None = None
-    max_prefill_tokens: PositiveInt | None = None
-    source: str
-
-
-class HostCost(Strict):
-    per_token_us: NonNegativeFloat
-    source: str
-
-
-class ServingEngines(Strict):
-    name: str
-    engines: dict[str, EngineSpec] = Field(min_length=1)
-    host: HostCost
-
-
-@lru_cache(maxsize=1)
-def serving_engines() -> ServingEngines:
-    return load(ServingEngines, str(data_dir() / "profiles" / "runtime" / "serving-engines.yaml"))
-
-
-def engine_names() -> list[str]:
-    return sorted(serving_engines().engines)
-
-
-def _by_hbm(table: list[tuple[float, int]] | None, hbm_gb: float) -> int | None:
-    if not table:
-        return None
-    for bound, tokens in table:
-        if hbm_gb < bound:
-            return int(tokens)
-    return int(table[-1][1])
+__all__ = ["ServeEngine", "engine_names", "serve_engine"]
 
 
 @dataclass(frozen=True)
@@ -83,19 +36,14 @@ class ServeEngine:
 
 
 def serve_engine(name: str, hbm_gb: float, flag: str = "--engine") -> ServeEngine:
-    """The scheduler of engine `name` on a GPU with `hbm_gb` of memory."""
-    data = serving_engines()
-    key = ALIASES.get(name, name)
-    spec = data.engines.get(key)
-    if spec is None:
-        raise InputError(
-            None, flag, f"unknown serving engine '{name}'", f"use {' | '.join(engine_names())}"
-        )
+    """The scheduler of engine `name` (or one of its aliases) on a GPU with `hbm_gb` of
+    memory."""
+    data = engines()
+    key = resolve(name, flag)
+    spec = data.engines[key]
+    tokens = spec.token_budget(hbm_gb)
     if spec.schedule == "separate":
-        chunk = _by_hbm(spec.chunk_by_hbm_gb, hbm_gb) or 8192
-        tokens = min(chunk, spec.max_prefill_tokens or chunk)
-    else:
-        tokens = _by_hbm(spec.token_budget_by_hbm_gb, hbm_gb) or 8192
+        tokens = min(tokens, spec.max_prefill_tokens or tokens)
     return ServeEngine(
         name=key,
         schedule=spec.schedule,

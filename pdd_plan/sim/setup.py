@@ -70,6 +70,7 @@ def row_instance(profiles: Profiles, g: InstanceGroup) -> Instance:
         ep=g.ep,
         dp=g.dp,
         redundant_experts=g.redundant_experts or 0,
+        limits=profiles.engine,
     )
 
 

@@ -90,7 +90,7 @@ _APPLIED: dict[tuple, tuple[Problem, RequestClasses, Applied]] = {}
 
 def faster(pb: Problem, k: float) -> Problem:
     """`pb` with every GPU profile's passes k times as fast (`evaluate.fleet.deployed`)."""
-    prof = deployed(Profiles(pb.model, pb.catalog.gpus, pb.lines), k)
+    prof = deployed(Profiles(pb.model, pb.catalog.gpus, pb.lines, pb.catalog.engine), k)
     if prof.gpus is pb.catalog.gpus:
         return pb
     return dataclasses.replace(pb, catalog=dataclasses.replace(pb.catalog, gpus=prof.gpus))

@@ -58,7 +58,9 @@ def replay(
     ap = perturb.apply(paired.pb_of(ctx), classes, v)
     rate = float(plan.goodput_rps) * v.get("rate", 1.0)
     p = plan.model_copy(update={"goodput_rps": rate})
-    prof = Profiles(ap.prefill.model, ap.prefill.catalog.gpus, ap.prefill.lines)
+    prof = Profiles(
+        ap.prefill.model, ap.prefill.catalog.gpus, ap.prefill.lines, ap.prefill.catalog.engine
+    )
     rs = dataclasses.replace(ctx.replay_setup, profiles=prof)
     # the simulator (~0.02 s of imports) only with --confirm: a plan's block replays nothing
     from pdd_plan.sim.run import verify

@@ -77,7 +77,8 @@ def relay_plan(plan) -> dict:
     """The default plan with a relay-decode pool next to prefill and a second main-decode GPU
     type (AMD), so every role, multi-type groups and amd.com/gpu are exercised."""
     p = copy.deepcopy(plan)
-    pdd = p["plans"]["pdd"]
+    pdd = p["plans"]["pdd"]  # one relay pool, this one (the default's own, if any, dropped)
+    pdd["instances"] = [g for g in pdd["instances"] if g["role"] != "relay_decode"]
     pdd["instances"].append(_row("relay_decode", "h100", "dc-a", 2, 8))
     pdd["instances"].append(_row("main_decode", "mi300x", "dc-b", 1, 8))
     pdd["routing"] = {"relay_at_or_below_hit_rate": 0.6, "singular_max_output_tokens": 500}
@@ -146,21 +147,25 @@ def test_expected_kinds_per_target(plan, relay_plan) -> None:
     def kinds(p, arch, target):
         return sorted(d["kind"] for d in _docs(_render(p, arch, target)))
 
+    # pdd without relay (the default's relay rows dropped): prefill and main decode
+    plain = copy.deepcopy(plan)
+    rows = plain["plans"]["pdd"]["instances"]
+    plain["plans"]["pdd"]["instances"] = [g for g in rows if g["role"] != "relay_decode"]
     # pdd: one LWS per role and datacenter + router Deployment and Service
-    assert kinds(plan, "pdd", "lws") == [
+    assert kinds(plain, "pdd", "lws") == [
         "Deployment",
         "LeaderWorkerSet",
         "LeaderWorkerSet",
         "Service",
     ]
     # one RBG per datacenter
-    assert kinds(plan, "pdd", "rbg").count("RoleBasedGroup") == 2
+    assert kinds(plain, "pdd", "rbg").count("RoleBasedGroup") == 2
     assert kinds(plan, "idc_pd", "rbg").count("RoleBasedGroup") == 1
     # DisaggregatedSet needs >= 2 roles: idc_pd's single datacenter has prefill + decode
     k = kinds(plan, "idc_pd", "disaggregatedset")
     assert k.count("DisaggregatedSet") == 1 and "LeaderWorkerSet" not in k
     # pdd without relay: each datacenter has one role, so LWS stands in (README says so)
-    files = _render(plan, "pdd", "disaggregatedset")
+    files = _render(plain, "pdd", "disaggregatedset")
     assert "DisaggregatedSet" not in {d["kind"] for d in _docs(files)}
     assert "needs 2 to 10 roles" in files["README.md"]
 

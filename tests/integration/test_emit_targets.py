@@ -53,6 +53,8 @@ def relay_plan(plans) -> dict:
     """The default plan with a relay pool beside prefill and a second main-decode GPU (AMD)."""
     p = copy.deepcopy(plans["pdd-paper"])
     row = dict(gpus_per_instance=8, tp=8, dp=8, ep=8, cost_per_hour=1.0)
+    pdd = p["plans"]["pdd"]  # one relay pool, this one (the default's own, if any, dropped)
+    pdd["instances"] = [g for g in pdd["instances"] if g["role"] != "relay_decode"]
     p["plans"]["pdd"]["instances"] += [
         dict(role="relay_decode", gpu="h100", datacenter="dc-a", count=2, **row),
         dict(role="main_decode", gpu="mi300x", datacenter="dc-b", count=1, **row),

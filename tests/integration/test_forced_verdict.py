@@ -1,6 +1,6 @@
 """`milp.forced`: the one-point model's feasibility without the solver, where the routing has no
-choice. Checked against HiGHS itself on the default's planned fleets (none has relay decode, so
-every probe is forced) at rates across each fleet's goodput edge, and by hand on small tables."""
+choice. Checked against HiGHS itself on the default's planned fleets without relay decode (every
+probe forced) at rates across each fleet's goodput edge, and by hand on small tables."""
 
 from __future__ import annotations
 
@@ -28,7 +28,14 @@ def fleets():
     ctx = build_context(p.inputs, str(PLAN))
     pb, classes = problem_of(ctx), build_classes(ctx.class_spec)
     specs = fleet.from_plan(ctx, p, str(PLAN))
-    return {a: analytic.fleet_model(pb, fs, classes, Caps(decode=1.0)) for a, fs in specs.items()}
+    # the fleets without relay decode (a relay fleet's routing is a choice: not forced)
+    plain = {a for a, ap in p.plans.items() if all(g.role != "relay_decode" for g in ap.instances)}
+    assert len(plain) >= 2
+    return {
+        a: analytic.fleet_model(pb, fs, classes, Caps(decode=1.0))
+        for a, fs in specs.items()
+        if a in plain
+    }
 
 
 def _spy(monkeypatch) -> list[tuple[float, bool | None, bool]]:

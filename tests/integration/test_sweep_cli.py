@@ -118,7 +118,9 @@ def test_rate_sweep_cost_monotone_and_pareto_flags(serial_json):
         for r in rows:
             assert r["bcr"] == pytest.approx(r["goodput_rps"] * 3600 / r["cost_per_hour"], 1e-3)
             assert r["ttft_p90_s"] <= r["ttft_p99_s"]
-            assert sum(r[f"route_{k}"] for k in ("p_md", "p_rld_md", "p_rld")) == pytest.approx(1)
+            # each share is printed to 4 decimals: three of them sum to 1 within 1.5e-4
+            shares = sum(r[f"route_{k}"] for k in ("p_md", "p_rld_md", "p_rld"))
+            assert shares == pytest.approx(1, abs=1.5e-4)
         # the flags agree with the frontier list, which agrees with pareto_indices
         assert res["pareto"][a] == [p["index"] for p in pts if p["architectures"][a]["pareto"]]
         ref = pareto_indices([(r["goodput_rps"], r["cost_per_hour"], r["bcr"]) for r in rows])

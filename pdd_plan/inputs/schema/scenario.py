@@ -22,6 +22,7 @@ from pdd_plan.inputs.schema.common import (
     Strict,
 )
 from pdd_plan.inputs.schema.distribution import Distribution, hit_range, token_range
+from pdd_plan.inputs.schema.engine import EngineLimits
 from pdd_plan.inputs.schema.fleet import MAX_GPUS_PER_INSTANCE, Fleet
 from pdd_plan.inputs.schema.line import (
     DEFAULT_CONNECTIONS,
@@ -345,6 +346,9 @@ class Scenario(Strict):
     """$/hour cap, for `objective: goodput`."""
     search: Search = Search()
     """Optimizer knobs (rarely changed)."""
+    engine: EngineLimits | None = Field(default=None, exclude_if=lambda v: v is None)
+    """The deployed engine's limits on an instance's running batch (its launch flags: running
+    requests, CUDA-graph maximum batch, tokens per iteration); omitted: SGLang's defaults."""
     seed: int = Field(default=0, ge=0)  # numpy's generator takes non-negative seeds
     """Sampling seed: same inputs and seed, same plan byte for byte."""
     fleet: Fleet | None = Field(default=None, exclude_if=lambda v: v is None)
