@@ -55,8 +55,7 @@ def _role_load(t: FleetTables, role: str) -> tuple[np.ndarray, np.ndarray]:
         split = pt.md_tokens if role == "md" else pt.rld_tokens
         for p, ok in pt.allowed.items():
             tok = np.maximum(tok, np.where(ok, np.asarray(split[p], float), 0.0))
-    step = max((c.step_s for c in cands), default=0.0)
-    return tok, tok * step * np.asarray(t.kv_bytes, float)
+    return tok, tok * np.asarray(t.kv_bytes, float)
 
 
 def upper_counts(t: FleetTables) -> list[int]:
@@ -72,7 +71,7 @@ def upper_counts(t: FleetTables) -> list[int]:
             if need_tok > 0:
                 k = max(k, math.ceil(need_tok / (t.decode_cap * c.tokens_per_s) - 1e-9))
             if need_kv > 0:
-                k = max(k, math.ceil(need_kv / (t.decode_cap * c.kv_pool_bytes) - 1e-9))
+                k = max(k, math.ceil(need_kv / (t.decode_cap * _hold(c)) - 1e-9))
             gpus = t.gpus_left.get((c.datacenter, c.gpu))
             if gpus is not None:
                 k = min(k, max(gpus, 0) // c.gpus)
@@ -127,11 +126,10 @@ def flows_feasible(
         (t.md, pt.md_tokens, md_cap),
         (t.rld, pt.rld_tokens, rld_cap),
     ):
-        step = max((c.step_s for c in cands), default=0.0)
         tok = row(lambda p, c, s=split: rate * s[p][c])
         rows.append((tok, tok_cap))
         if cands:
-            rows.append((tok * step * row(lambda p, c: t.kv_bytes[c]), kv_cap))
+            rows.append((tok * row(lambda p, c: t.kv_bytes[c]), kv_cap))
     for q in QUANTILES:
         rows.append((row(lambda p, c, q=q: pt.miss[q][p][c]), 1.0 - q))
     # rows whose load is identically zero are dropped by _normalized only when the bound is 0 too;
@@ -157,8 +155,14 @@ def flows_feasible(
 def _cap(cands: list[DecodeCandidate], n: tuple[int, ...], u: float) -> tuple[float, float]:
     return (
         u * sum(k * c.tokens_per_s for k, c in zip(n, cands)),
-        u * sum(k * c.kv_pool_bytes for k, c in zip(n, cands)),
+        u * sum(k * _hold(c) for k, c in zip(n, cands)),
     )
+
+
+def _hold(c: DecodeCandidate) -> float:
+    """Token-bytes/s one instance's KV memory holds: its pool over its own step (a token's
+    bytes stay one step per token of the context; docs/model.md)."""
+    return c.kv_pool_bytes / c.step_s
 
 
 def solve(t: FleetTables, max_combos: int = 2_000_000) -> BruteResult | None:

@@ -122,14 +122,14 @@ def _pool(m: Model, k: int, first: int, cands, tokens: str, name: str) -> None:
     load = lin((v, unit * tokens_of(o, p)[c] / scale) for (o, p, c), v in f.items())
     cap = _instances(m, k, cands, [t.decode_cap * x / scale for x in tps])
     m.add_sla(k, f"{name}_throughput{tag}", load, cap)
-    # the slowest step: a request holds its KV longest there
-    step = max(c.step_s / s for c, s in zip(cands, speed))
-    small_kv = min(t.decode_cap * c.kv_pool_bytes for c in cands)
-    kv_scale = max(unit * float(np.dot(w, per_class * kv_bytes)) * step, small_kv * 1e-3)
-    kv = lin(
-        (v, unit * tokens_of(o, p)[c] * step * kv_bytes[c] / kv_scale) for (o, p, c), v in f.items()
-    )
-    room = _instances(m, k, cands, [t.decode_cap * c.kv_pool_bytes / kv_scale for c in cands])
+    # KV bytes held = tokens/s x the step a token takes x bytes: each candidate's memory over
+    # its own step is the token-bytes/s it can hold (exact for a pool of one candidate, the
+    # balanced split otherwise). Charging every candidate the slowest one's step made a slow
+    # option merely on offer shrink a fast one's memory (PDD dearer than IDC-PD in one site).
+    hold = [t.decode_cap * c.kv_pool_bytes * s / c.step_s for c, s in zip(cands, speed)]
+    kv_scale = max(unit * float(np.dot(w, per_class * kv_bytes)), min(hold) * 1e-3)
+    kv = lin((v, unit * tokens_of(o, p)[c] * kv_bytes[c] / kv_scale) for (o, p, c), v in f.items())
+    room = _instances(m, k, cands, [x / kv_scale for x in hold])
     m.add_sla(k, f"{name}_kv_memory{tag}", kv, room)
 
 

@@ -95,11 +95,10 @@ def _pool_met(
     scale = max(unit * float(np.dot(w, tokens)), small * 1e-3)
     load = float(np.dot(flow, unit * tokens / scale))
     cap = _offered(most, [t.decode_cap * x / scale for x in tps])
-    step = max(c.step_s for c in t.md)
-    small_kv = min(t.decode_cap * c.kv_pool_bytes for c in t.md)
-    kv_scale = max(unit * float(np.dot(w, tokens * kv_bytes)) * step, small_kv * 1e-3)
-    kv = float(np.dot(flow, unit * tokens * step * kv_bytes / kv_scale))
-    room = _offered(most, [t.decode_cap * c.kv_pool_bytes / kv_scale for c in t.md])
+    hold = [t.decode_cap * c.kv_pool_bytes / c.step_s for c in t.md]  # as flows._pool
+    kv_scale = max(unit * float(np.dot(w, tokens * kv_bytes)), min(hold) * 1e-3)
+    kv = float(np.dot(flow, unit * tokens * kv_bytes / kv_scale))
+    room = _offered(most, [x / kv_scale for x in hold])
     return _met(load, cap) and _met(kv, room)
 
 

@@ -43,11 +43,11 @@ def _agree(t, tag: str) -> float | None:
     cap = t.decode_cap
     md = (
         cap * sum(k * c.tokens_per_s for k, c in zip(counts[:n_md], t.md)),
-        cap * sum(k * c.kv_pool_bytes for k, c in zip(counts[:n_md], t.md)),
+        cap * sum(k * c.kv_pool_bytes / c.step_s for k, c in zip(counts[:n_md], t.md)),
     )
     rld = (
         cap * sum(k * c.tokens_per_s for k, c in zip(counts[n_md:], t.rld)),
-        cap * sum(k * c.kv_pool_bytes for k, c in zip(counts[n_md:], t.rld)),
+        cap * sum(k * c.kv_pool_bytes / c.step_s for k, c in zip(counts[n_md:], t.rld)),
     )
     assert bruteforce.flows_feasible(t, sol.line_index, md, rld), tag
     want = (
