@@ -14,10 +14,10 @@ from pdd_plan.inputs.context import build_context, load_scenario
 from pdd_plan.inputs.schema.engine import EngineLimits
 from pdd_plan.inputs.schema.fleet import FleetGroup
 from pdd_plan.inputs.schema.io import parse
-from pdd_plan.inputs.schema.plan import InstanceGroup
 from pdd_plan.inputs.schema.scenario import Scenario
 from pdd_plan.optimize import optimize
 from pdd_plan.optimize.problem import Catalog
+from pdd_plan.outputs.plan import InstanceGroup
 from pdd_plan.perf import engine_limits
 from pdd_plan.perf.instance import Instance
 from pdd_plan.perf.serve_engine import serve_engine
