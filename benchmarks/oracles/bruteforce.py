@@ -46,9 +46,8 @@ class BruteResult:
 
 
 def _role_load(t: FleetTables, role: str) -> tuple[np.ndarray, np.ndarray]:
-    """Per class, the most tokens and the most KV byte-seconds the role can receive (any line
+    """Per class, the most tokens and the most KV token-bytes the role can receive (any line
     option, any allowed path)."""
-    cands = t.md if role == "md" else t.rld
     n = len(t.weight)
     tok = np.zeros(n)
     for pt in t.paths:

@@ -271,7 +271,8 @@ def margin_costs(ev: paired.Evaluator) -> list[MarginCost]:
     return out
 
 
-def _reach_notes(arch: str, lost: list[str], n1: dict[str, float], c: Caps) -> list[str]:
+def _reach_notes(arch: str, lost: list[str], n1: dict[str, float], caps: Caps | None) -> list[str]:
+    c = caps or Caps()  # None: evaluate's caps, the laws' reach
     return [
         f"N-1 {arch} without one {k.replace('_', ' ')}: {n1[k]:.3g} req/s, where the laws' "
         f"reach stops it (prefill queue {c.prefill:.0%}, line {c.line:.0%}), not the SLA: "

@@ -74,13 +74,18 @@ class Spread(Strict):
 
     def centre(self) -> float:
         """The distribution's median (its inverse CDF at 1/2, as the draws' `Law` gives it)."""
+        # the validator requires each distribution's own parameters: present here
         if self.dist == "normal":
+            assert self.mean is not None
             return float(self.mean)
         if self.dist == "lognormal":
+            assert self.median is not None
             return float(self.median)
+        assert self.low is not None and self.high is not None
         lo, hi = float(self.low), float(self.high)
         if self.dist == "uniform" or hi == lo:
             return 0.5 * (lo + hi)
+        assert self.mode is not None
         m = float(self.mode)  # triangular: the arm holding half the mass
         if (m - lo) / (hi - lo) >= 0.5:
             return lo + math.sqrt(0.5 * (hi - lo) * (m - lo))
