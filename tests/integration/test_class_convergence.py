@@ -129,6 +129,16 @@ def test_roles_in_one_datacenter_lease_no_line():
 
 
 @pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "found 2026-12-07: at 24 and 48 classes PDD's relay plan ($745.1/h) passes the analytic "
+        "check but misses in its replay; verification then tightens the prefill cap (0.97 -> "
+        "0.868) instead of dropping the relay, and the verified PDD ($809.1/h, 16 prefill) costs "
+        "more than CDC-PD's verified fleet ($769.1/h), which PDD could run: +5.2% against the "
+        "192-class plan"
+    ),
+)
 def test_large_plans_converge_in_classes():
     """large.yaml at 24/48/96 classes within 5% of 192 for every architecture, simulated."""
     costs: dict[int, dict[str, float]] = {}

@@ -67,11 +67,15 @@ def test_the_default_verdict_holds_across_each_margin_or_the_sentence_names_it(d
                     assert sensitivity.label(r.input) in v.flip, (base, r, v.flip)
 
 
+def fs_prefill(fs) -> int:
+    return sum(g.count for g in fs.instances if g.role == "prefill")
+
+
 def test_the_prefill_reach_is_said_where_it_stops_n_minus_1(default):
-    """Hand check: IDC-PD's 7 prefill instances at 40 req/s; with 6 the pooled queue runs
-    between the 97% reach and 1, so N-1 stops at the reach (6 x 0.97 / the mean service: 39.4
-    req/s), not at the SLA, and the plan says so (a replay of that fleet at 40 req/s meets the
-    SLA: tests/integration/test_n_minus_1_replay.py)."""
+    """Hand check: IDC-PD's prefill pool at 40 req/s less one instance runs at or past the 97%
+    reach, so N-1 stops at the reach ((n - 1) x 0.97 / the mean service), not at the SLA, and
+    the plan says so (that a replay can serve past the reach:
+    tests/integration/test_n_minus_1_replay.py)."""
     ctx, plan, u = default
     assert not u.margin_costs  # the default keeps no margin: nothing to price
     cls = build_classes(ctx.class_spec)
@@ -81,9 +85,10 @@ def test_the_prefill_reach_is_said_where_it_stops_n_minus_1(default):
     fm = perturb.fleet_model(ap, fewer, Caps.of(ctx.scenario.search))
     rate = plan.rate_rps
     rho = rate * fm.mean_service_s / fm.n_prefill
-    assert fm.n_prefill == 6 and 0.97 <= rho < 1.0
+    assert fm.n_prefill == fs_prefill(fs) - 1 and rho >= 0.97
     n1 = u.architectures["idc_pd"].n_minus_1["prefill"]
-    assert n1 == pytest.approx(0.97 * 6 / fm.mean_service_s, rel=0.011)
+    # tolerance: N-1 searches the goodput to 1% (uncertainty/n_minus_1.py)
+    assert n1 == pytest.approx(0.97 * fm.n_prefill / fm.mean_service_s, rel=0.011)
     assert any(n.startswith("N-1 idc_pd without one prefill") for n in u.notes), u.notes
 
 

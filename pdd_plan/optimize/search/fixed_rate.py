@@ -9,6 +9,7 @@ import time
 import numpy as np
 
 from pdd_plan.architectures import Architecture
+from pdd_plan.common import limits
 from pdd_plan.common.errors import InfeasibleError
 from pdd_plan.latency.prefill import pool as prefill_pool
 from pdd_plan.optimize import diagnosis, milp, owned, solved, tables
@@ -65,6 +66,10 @@ TIE = 1e-9  # relative $/hour under which two plans cost the same
 
 def ttft_key(p: SolverResult, classes: RequestClasses, rate: float, prefill_dc: str) -> tuple:
     """What orders two plans of one cost: the TTFT a user is shown (P90, then P99, P50)."""
+    total = p.prefill_count + sum(p.solution.counts.get(o.cand.key, 0) for o in p.options)
+    if total > limits.value("PLAN_INSTANCES"):
+        # no plan can be written: last here, refused in one line once chosen (verify.check_size)
+        return (float("inf"),) * 3
     try:
         t = optimize_summary.summarize(p, classes, rate, prefill_dc).ttft_s
     except InfeasibleError:  # no finite TTFT: last
