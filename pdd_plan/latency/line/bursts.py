@@ -59,6 +59,8 @@ ratio. **Variance** (:func:`variance_ratio`): the found work's (small) and the a
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from pdd_plan.latency.prefill import gig1
@@ -145,9 +147,10 @@ def mates_delay(
     w = np.asarray(weight, dtype=float) / float(np.sum(weight))
     t = np.asarray(stay_s, dtype=float)
     lead = np.zeros_like(tau) if lead_s is None else np.asarray(lead_s, dtype=float)
-    top = _RENEWAL_SPAN * ca2 / rate
-    grid = top * np.linspace(0.0, 1.0, _MATES_GRID) ** 4
-    mean = burst_mates(grid, rate, ca2)  # R(x) / x at the grid points
+    theta = ca2 / rate
+    unit, mean = _mates_table(float(f"{ca2:.12g}"))  # R(x) / x at the grid points
+    grid = unit * theta
+    top = float(grid[-1])
 
     def integral(x: np.ndarray) -> np.ndarray:
         # R(x) = x (R(x) / x): the mean interpolated, so R keeps its slope 0 at x = 0
@@ -161,6 +164,15 @@ def mates_delay(
         lower = t[:, None] * (1.0 - ratio) - lead[None, :]
         d = (integral(upper) - integral(lower)) @ w
         return np.where(t > 0, tau / np.where(t > 0, t, 1.0) * d, 0.0)
+
+
+@lru_cache(maxsize=64)
+def _mates_table(ca2: float) -> tuple[np.ndarray, np.ndarray]:
+    """(grid in gap scales ``ca2 / rate``, :func:`burst_mates` there) for :func:`mates_delay`:
+    ``burst_mates`` is a function of ``t rate / ca2`` and ``ca2`` alone (the Gamma stream in
+    its own time unit), so one table serves every rate (to 12 figures of ``ca2``)."""
+    unit = _RENEWAL_SPAN * np.linspace(0.0, 1.0, _MATES_GRID) ** 4
+    return unit, burst_mates(unit * ca2, 1.0, ca2)
 
 
 def mates_gain(sizes_s: np.ndarray, m: float, rho: float) -> np.ndarray:
