@@ -11,7 +11,7 @@ from pdd_plan.common.errors import InputError
 from pdd_plan.common.files import require_file
 from pdd_plan.inputs.pieces import ClassSpec
 from pdd_plan.inputs.schema.scenario import Workload
-from pdd_plan.workload.distributions import sample, sample_requests
+from pdd_plan.workload.distributions import sample, stratified_requests
 from pdd_plan.workload.requests import RequestClasses, Requests
 from pdd_plan.workload.stats import HIT_BIN_EDGES
 from pdd_plan.workload.traces import read_trace
@@ -70,8 +70,10 @@ def trace_requests(spec: ClassSpec) -> Requests:
 
 
 def sampled(spec: ClassSpec, w: Workload, n: int, seed: int) -> Requests:
-    """n requests drawn from workload `w`'s distributions, the MD-side hit from the policy."""
-    req = sample_requests(w, n, seed, w.rate_rps or 1.0)
+    """n requests drawn from workload `w`'s distributions, each marginal stratified (a Latin
+    hypercube: the classes' mean service is the distribution's, not one draw's), the MD-side
+    hit from the policy."""
+    req = stratified_requests(w, n, seed, w.rate_rps or 1.0)
     md = spec.policy.md_hit_ratio
     return Requests(req.arrival_s, req.input_tokens, req.output_tokens, req.hit_p, req.hit_p * md)
 

@@ -1,6 +1,21 @@
-"""Sampling the scenario's length and hit-rate distributions (seeded, vectorized)."""
+"""Sampling the scenario's length and hit-rate distributions (seeded, vectorized).
+
+Two draws: :func:`sample_requests`, independent draws (what a replay's traffic is), and
+:func:`stratified_requests`, a Latin hypercube sample (M.D. McKay, R.J. Beckman and W.J.
+Conover, "A comparison of three methods for selecting values of input variables in the analysis
+of output from a computer code", Technometrics 21 (1979) 239-245): each marginal read by its
+inverse CDF at one uniform in each of ``n`` equal strata, the strata paired at random. The
+planner's request classes are built from the latter: their mean prefill service must be the
+distribution's, not a 20k draw's. With independent draws its relative error is about
+``sqrt(cs2 / n)`` (the default scenario: cs2 2.9, n 20,000, sd 1.2%; seed 0 drew +0.47%), and a
+pool ``rho`` busy turns a relative error ``e`` of the load into ``e rho / (1 - rho)`` of its
+wait (the Erlang C / Kingman ``1 / (1 - rho)``): +13% at 97% busy. Stratified, the error of a
+monotone function of one marginal falls to ``O(1 / n)``.
+"""
 
 from __future__ import annotations
+
+from statistics import NormalDist
 
 import numpy as np
 
@@ -40,5 +55,41 @@ def sample_requests(w: Workload, n: int, seed: int, rate_rps: float = 1.0) -> Re
     inp = np.maximum(np.round(sample(w.input_tokens, n, rng)), 1).astype(np.int64)  # type: ignore[arg-type]
     out = np.maximum(np.round(sample(w.output_tokens, n, rng)), 1).astype(np.int64)  # type: ignore[arg-type]
     hit = np.clip(sample(w.prefix_hit, n, rng), 0.0, 1.0)
+    arrivals = np.cumsum(arrival_gaps(n, rate_rps, w.arrival_cv, rng))
+    return Requests(arrivals, inp, out, hit, hit.copy())
+
+
+def quantile(dist: Distribution, u: np.ndarray) -> np.ndarray:
+    """The inverse CDF of ``dist`` at ``u`` in (0, 1): what :func:`sample` draws, read at
+    given uniforms (a clipped lognormal: the lognormal's quantile, clipped; a histogram:
+    uniform within each bin, bins by mass)."""
+    u = np.asarray(u, dtype=float)
+    if dist.fixed is not None:
+        return np.full(u.shape, float(dist.fixed))
+    if dist.lognormal is not None:
+        ln = dist.lognormal
+        z = np.fromiter(map(NormalDist().inv_cdf, u.ravel().tolist()), float, u.size)
+        return np.clip(np.exp(ln.mu + ln.sigma * z.reshape(u.shape)), ln.min, ln.max)
+    bins = np.asarray(dist.histogram, dtype=float)
+    cum = np.cumsum(bins[:, 2]) / bins[:, 2].sum()
+    i = np.minimum(np.searchsorted(cum, u, side="right"), len(bins) - 1)
+    below = np.where(i > 0, cum[i - 1], 0.0)
+    f = np.clip((u - below) / np.maximum(cum[i] - below, 1e-300), 0.0, 1.0)
+    return bins[i, 0] + (bins[i, 1] - bins[i, 0]) * f
+
+
+def stratified(dist: Distribution, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` draws of ``dist``, one in each ``1 / n`` stratum of its CDF, in random order."""
+    u = (rng.permutation(n) + rng.random(n)) / n
+    return quantile(dist, u)
+
+
+def stratified_requests(w: Workload, n: int, seed: int, rate_rps: float = 1.0) -> Requests:
+    """:func:`sample_requests` as a Latin hypercube: every length and hit-rate marginal
+    stratified (the module's docstring says why); arrivals as there."""
+    rng = np.random.default_rng(seed)
+    inp = np.maximum(np.round(stratified(w.input_tokens, n, rng)), 1).astype(np.int64)  # type: ignore[arg-type]
+    out = np.maximum(np.round(stratified(w.output_tokens, n, rng)), 1).astype(np.int64)  # type: ignore[arg-type]
+    hit = np.clip(stratified(w.prefix_hit, n, rng), 0.0, 1.0)
     arrivals = np.cumsum(arrival_gaps(n, rate_rps, w.arrival_cv, rng))
     return Requests(arrivals, inp, out, hit, hit.copy())
