@@ -96,7 +96,7 @@ def classes_of(spec: ClassSpec, req: Requests) -> RequestClasses:
         return cls
     nd = cls.fine
     nodes = RequestClasses(
-        nd.input_tokens, nd.output_tokens, nd.hit_p, np.zeros(len(nd)), nd.weight
+        nd.input_tokens, nd.output_tokens, nd.hit_p, np.zeros(len(nd)), nd.weight, new_sd=nd.new_sd
     )
     return RequestClasses(
         cls.input_tokens,

@@ -47,6 +47,10 @@ class RequestClasses:
     # per stratum: the standard deviation of its members' tokens MD lacks (input x (1 -
     # hit_d), what crosses the line), where the strata were built from requests; None: unknown
     lacked_sd: np.ndarray | None = None
+    # per stratum: the standard deviation of its members' uncached input tokens (input x
+    # (1 - hit_p), what prefill computes), where the strata were built from requests; None:
+    # unknown (a stratum's prefill time is then its mean request's)
+    new_sd: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.weight.shape[0])

@@ -12,7 +12,7 @@ from pdd_plan.optimize.search.plan import plan_architecture
 from pdd_plan.sim.queues import Route
 from pdd_plan.sim.replay import planned_route
 from pdd_plan.workload.classes import build_classes
-from pdd_plan.workload.distributions import sample_requests
+from pdd_plan.workload.distributions import stratified_requests
 from tests.unit.latency.test_singular_split import _ctx  # noqa: F401 (shared with the unit tests)
 
 pytestmark = pytest.mark.integration
@@ -31,7 +31,7 @@ def test_planned_p_rld_share_is_the_replays_per_request_share():
     p = plan_architecture(problem_of(ctx), "pdd", cls, rate, caps)
     s = summary.summarize(p, cls, rate, ctx.prefill_dc)
     w = ctx.scenario.workload
-    req = sample_requests(w, w.samples, ctx.scenario.seed, rate)  # the draw the classes came from
+    req = stratified_requests(w, w.samples, ctx.scenario.seed, rate)  # the classes' draw
     routing = s.routing
     assert routing.relay_at_or_below_hit_rate == 0.4
     route = planned_route(req.hit_p, req.output_tokens, 0.4, routing.singular_max_output_tokens)

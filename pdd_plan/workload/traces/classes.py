@@ -164,5 +164,8 @@ def _strata(
 
     lacked = inp * (1.0 - hd)  # a transfer's time follows these within a stratum too
     sd = np.sqrt(np.maximum(mean(lacked * lacked) - mean(lacked) ** 2, 0.0))
-    nodes = RequestClasses(mean(inp), mean(out), mean(hp), mean(hd), cnt / float(n), lacked_sd=sd)
+    new_sd = np.sqrt(np.maximum(mean(new * new) - mean(new) ** 2, 0.0))
+    nodes = RequestClasses(
+        mean(inp), mean(out), mean(hp), mean(hd), cnt / float(n), lacked_sd=sd, new_sd=new_sd
+    )
     return nodes, (keys // k).astype(np.int64)

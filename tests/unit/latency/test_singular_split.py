@@ -12,7 +12,7 @@ from pdd_plan.inputs.context import build_context
 from pdd_plan.inputs.profiles import example_path
 from pdd_plan.inputs.schema.scenario import Scenario
 from pdd_plan.workload.classes import build_classes
-from pdd_plan.workload.distributions import sample_requests
+from pdd_plan.workload.distributions import stratified_requests
 from pdd_plan.workload.requests import Requests
 from pdd_plan.workload.traces.classes import classes_from_requests
 
@@ -67,7 +67,7 @@ def test_no_cap_or_no_relaying_architecture_keeps_the_classes():
     np.testing.assert_array_equal(a.output_tokens, b.output_tokens)
     # as before the split: workload.classes 24 over 8 hit bins = 3 input buckets, fixed input
     w = no_cap.scenario.workload
-    req = sample_requests(w, w.samples, no_cap.scenario.seed, w.rate_rps)
+    req = stratified_requests(w, w.samples, no_cap.scenario.seed, w.rate_rps)  # the planner's draw
     old = classes_from_requests(req, 3)
     np.testing.assert_array_equal(a.weight, old.weight)
     np.testing.assert_allclose(a.hit_p, old.hit_p)
