@@ -8,12 +8,14 @@ Poisson requests per seed through the simulator's own prefill stage (``sim.queue
 fifo_least_loaded`` on ``sim.timings.PrefillTimes`` of requests drawn as ``sim.setup.requests``
 draws them; the first 10% dropped as warm-up) and reads the wait's mean and P50/P90/P99, pooled
 over the seeds (the range over seeds beside it). The loads are set by the replay's own service
-law (the mean over a 4M-request draw), so "rho" is the load the replay runs at. Two laws:
+law (the mean over a 4M-request draw), so "rho" is the load the replay runs at. Three laws:
 
 * ``law``: the pool's law as the planner builds it (its request classes' strata, from a Latin
   hypercube draw of the scenario's distributions);
-* ``law, iid classes``: the same from classes of an independent 20k draw (what the planner
-  used before; seed 0 drew a mean service 0.4% high, which 97% busy turns into +13% of wait);
+* ``law, iid classes``: the same (strata timed by the two-point rule) from classes of an
+  independent 20k draw, as the planner drew them before (seed 0's mean service is 0.4-0.5%
+  high, which 97% busy turns into +13-20% of wait; the law before both fixes, strata also timed
+  at their mean request, is stored in results/prefill_wait_law_before.json);
 * ``law, exact mix``: the same law (Tijms' expansion, :mod:`pdd_plan.latency.prefill.gigc`) fed
   the service law of the distribution the replay draws from (4,096 quantile points of a 4M
   draw, each at its conditional mean): what is left is the queue approximation's own error.
