@@ -15,8 +15,6 @@ monotone function of one marginal falls to ``O(1 / n)``.
 
 from __future__ import annotations
 
-from statistics import NormalDist
-
 import numpy as np
 
 from pdd_plan.inputs.schema.distribution import Distribution
@@ -68,14 +66,44 @@ def quantile(dist: Distribution, u: np.ndarray) -> np.ndarray:
         return np.full(u.shape, float(dist.fixed))
     if dist.lognormal is not None:
         ln = dist.lognormal
-        z = np.fromiter(map(NormalDist().inv_cdf, u.ravel().tolist()), float, u.size)
-        return np.clip(np.exp(ln.mu + ln.sigma * z.reshape(u.shape)), ln.min, ln.max)
+        return np.clip(np.exp(ln.mu + ln.sigma * normal_quantile(u)), ln.min, ln.max)
     bins = np.asarray(dist.histogram, dtype=float)
     cum = np.cumsum(bins[:, 2]) / bins[:, 2].sum()
     i = np.minimum(np.searchsorted(cum, u, side="right"), len(bins) - 1)
     below = np.where(i > 0, cum[i - 1], 0.0)
     f = np.clip((u - below) / np.maximum(cum[i] - below, 1e-300), 0.0, 1.0)
     return bins[i, 0] + (bins[i, 1] - bins[i, 0]) * f
+
+
+# P.J. Acklam's rational approximation of the standard normal quantile (relative error below
+# 1.15e-9 over (0, 1)): vectorized, where statistics.NormalDist().inv_cdf is one call a value
+_A = (-3.969683028665376e01, 2.209460984245205e02, -2.759285104469687e02, 1.383577518672690e02,
+      -3.066479806614716e01, 2.506628277459239e00)  # fmt: skip
+_B = (-5.447609879822406e01, 1.615858368580409e02, -1.556989798598866e02, 6.680131188771972e01,
+      -1.328068155288572e01)  # fmt: skip
+_C = (-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e00, -2.549732539343734e00,
+      4.374664141464968e00, 2.938163982698783e00)  # fmt: skip
+_D = (7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e00, 3.754408661907416e00)
+_P_LOW = 0.02425
+
+
+def _poly(coef: tuple[float, ...], x: np.ndarray) -> np.ndarray:
+    out = np.full_like(x, coef[0])
+    for k in coef[1:]:
+        out = out * x + k
+    return out
+
+
+def normal_quantile(u: np.ndarray) -> np.ndarray:
+    """The standard normal quantile at ``u`` in (0, 1) (Acklam's approximation)."""
+    u = np.asarray(u, dtype=float)
+    tail = np.minimum(u, 1.0 - u)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = np.sqrt(-2.0 * np.log(np.maximum(tail, 1e-300)))
+        low = _poly(_C, q) / (_poly(_D, q) * q + 1.0)  # the lower tail's; the upper is its mirror
+        r = (u - 0.5) ** 2
+        mid = _poly(_A, r) * (u - 0.5) / (_poly(_B, r) * r + 1.0)
+    return np.where(tail >= _P_LOW, mid, np.where(u < 0.5, low, -low))
 
 
 def stratified(dist: Distribution, n: int, rng: np.random.Generator) -> np.ndarray:
