@@ -217,8 +217,7 @@ class JointFit:
 
     def profile(self, gpu: GPUProfile, engine: str | None = None) -> GPUProfile:
         """`gpu` with its fitted dense factors and its MoE ones (marked calibrated), its step
-        overhead under `engine` (default: the reference engine's build for `gpu`, the one the
-        planner deploys)."""
+        overhead under `engine` (default: the planner's, the reference engine's build for it)."""
         z = balance(gpu)
         off = self.engine_overhead.get(engine or engine_build(REFERENCE_ENGINE, gpu.name), 0.0)
         fm, fd = self.factors(gpu.name, "moe", z), self.factors(gpu.name, "dense", z)
