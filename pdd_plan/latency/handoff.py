@@ -80,7 +80,7 @@ def kv(md: Instance, k: np.ndarray | float, line: transfer.LineConfig, rho: floa
     return [Payload(float(m), float(max(w, m))) for m, w in zip(law.total, p99)]
 
 
-# (id(md), kmax, id(line.sku), line.count, rho) -> (md, line.sku, k grid, payloads)
+# (shape_key(md), kmax, id(line.sku), line.count, rho) -> (md, line.sku, k grid, payloads)
 _KV_GRID: dict[tuple, tuple] = {}
 
 
@@ -89,9 +89,9 @@ def _kv_grid(
 ) -> tuple[np.ndarray, list[Payload]]:
     """The KV payload from one token to `kmax` on a grid (its last point `kmax`), for
     interpolation: one law evaluation per plan instead of one per class."""
-    key = (id(md), float(kmax), id(line.sku), int(line.count), float(rho))
+    key = (shape_key(md), float(kmax), id(line.sku), int(line.count), float(rho))
     hit = _KV_GRID.get(key)
-    if hit is None or hit[0] is not md or hit[1] is not line.sku:
+    if hit is None or not same_profiles(hit[0], md) or hit[1] is not line.sku:
         if len(_KV_GRID) > 10_000:
             _KV_GRID.clear()
         kg = np.unique(np.rint(np.geomspace(1.0, max(kmax, 1.0), 12)))
