@@ -234,17 +234,21 @@ def _child(
 
 def tornado_points(draws: Draws, levers: list, search: Any) -> list[dict]:
     """The inputs the tornado asks every fleet's verdict at (`sensitivity.tornado`'s bars, the
-    planning margins' included), and the median and nominal inputs: worth sizing ahead. Only
+    planning margins' included), the median and nominal inputs, and the margins' bars at the
+    nominal inputs (`sensitivity.nominal_margins`): worth sizing ahead. Only
     a matter of speed: a fleet sized at a point the verdict never asks about goes unused, and
     one it asks about from another start is sized again (`Evaluator.sized`)."""
     own = {k: float(getattr(search, k)) for k in paired.MARGINS}
+    margins = sensitivity.margin_levers(own)
     out: list[dict] = []
-    for lv in [*levers, *sensitivity.margin_levers(own)]:
+    for lv in [*levers, *margins]:
         for level in (sensitivity.LOW, sensitivity.HIGH):
             v = lv.at(draws, level)
             if v not in out:
                 out.append(v)
-    for v in (draws.at(), {}):
+    # the margins' bars at the plan's own inputs (sensitivity.nominal_margins)
+    at_plan = [{m.name: v} if v != m.own else {} for m in margins for v in (m.low, m.high)]
+    for v in (draws.at(), {}, *at_plan):
         if v not in out:
             out.append(v)
     return out
