@@ -61,6 +61,7 @@ def settings(ctx: Context, opt: Options) -> tuple[Uncertainty, bool]:
 def make_draws(ctx: Context, opt: Options) -> tuple[draws_mod.Draws, list[str], Uncertainty]:
     u, _ = settings(ctx, opt)
     ms, notes = draws_mod.marginals(ctx.scenario.uncertainty, ctx.model, ctx.lines)
+    notes = ([ctx.speed_note] if ctx.speed_note else []) + notes  # what the plan stands on
     d = draws_mod.draw(ms, u.draws, u.seed, u.inputs.perf_correlation, iid=opt.iid)
     w = ctx.scenario.workload
     if w.periods is not None or w.periods_from_trace is not None:  # said, not implied
