@@ -409,7 +409,11 @@ def comparison(
         return None
 
     red = direct = None
-    if relay in raw:
+    if relay in plans and not plans[relay].groups("relay_decode"):
+        # no relay decode: the fleet already sends all P -> MD (the laws' two routes to that
+        # figure differ in the last digits, and a "reduction" on no relay would be noise)
+        direct, red = plans[relay].ttft_s.p90, 0.0
+    elif relay in raw:
         direct = p90_on_fleet_all_direct(
             raw[relay], decode_context(classes) if classes is not None else None
         )
