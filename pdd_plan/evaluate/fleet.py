@@ -40,6 +40,9 @@ class FleetSpec:
     unused: list[InstanceGroup]  # groups of roles this architecture does not have
     where: str  # the field the fleet came from (errors and output name it)
     speed_factor: float = 1.0  # the deployment's engine speed over the perf model's
+    # one instance of an optional role the fleet runs none of, which a draw's resize may add
+    # (PDD planned without relay decode: uncertainty/sizing.relay_option)
+    addable: tuple[InstanceGroup, ...] = ()
 
     @property
     def cost_per_hour(self) -> float:

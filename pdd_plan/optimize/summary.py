@@ -59,15 +59,16 @@ def bcr(rate: float, cost_per_hour: float) -> float:
 def instances(p: SolverResult, prefill_dc: str) -> list[InstanceGroup]:
     """The plan's instance groups: its prefill pool, then every decode option it buys."""
     pi = p.prefill
-    out = [_group("prefill", pi.gpu.name, prefill_dc, p.prefill_count, pi)]
+    out = [group("prefill", pi.gpu.name, prefill_dc, p.prefill_count, pi)]
     for o in p.options:
         k = p.solution.counts.get(o.cand.key, 0)
         if k > 0:
-            out.append(_group(o.cand.role, o.cand.gpu, o.cand.datacenter, k, o.inst))
+            out.append(group(o.cand.role, o.cand.gpu, o.cand.datacenter, k, o.inst))
     return out
 
 
-def _group(role: str, gpu: str, dc: str, count: int, inst: Instance) -> InstanceGroup:
+def group(role: str, gpu: str, dc: str, count: int, inst: Instance) -> InstanceGroup:
+    """`count` instances of `inst` in one plan group, priced at the instance's $/hour."""
     return InstanceGroup(
         role=role,
         gpu=gpu,

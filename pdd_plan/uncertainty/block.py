@@ -26,7 +26,7 @@ from pdd_plan.outputs.plan_uncertainty import (
 )
 from pdd_plan.outputs.plan_uncertainty import Robust as RobustBlock
 from pdd_plan.uncertainty import draws as draws_mod
-from pdd_plan.uncertainty import paired, replan, replay, robust, sensitivity, split
+from pdd_plan.uncertainty import paired, replan, replay, robust, sensitivity, sizing, split
 from pdd_plan.uncertainty.n_minus_1 import at_reach, n_minus_1
 from pdd_plan.workload.classes import build_classes
 from pdd_plan.workload.requests import RequestClasses
@@ -308,6 +308,10 @@ def assess(
     cls = classes or build_classes(ctx.class_spec)
     d, notes, u = make_draws(ctx, opt)
     fleets = fleet.from_plan(ctx, plan, "plan")
+    if RELAY_ARCH in fleets:  # planned without relay decode, a draw may still add one
+        fleets[RELAY_ARCH] = sizing.relay_option(
+            fleets[RELAY_ARCH], paired.pb_of(ctx), ctx.relay_dc
+        )
     planned = {a: float(p.goodput_rps) for a, p in plan.plans.items()}
     caps = plan_caps(ctx, plan)
     ev = paired.Evaluator(ctx, cls, fleets, planned, caps)
