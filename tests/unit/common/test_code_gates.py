@@ -197,7 +197,8 @@ OPTIMIZE_STAGES: tuple[tuple[str, ...], ...] = (
     ("summary",),  # measures a solved plan (the routed figures, the percentiles)
     ("search",),  # the drivers: one architecture at one rate, or with the rate free
     ("day",),  # a day of periods, over the single-rate drivers
-    ("verify", "lifted", ""),  # the top: verification's loop and optimize() itself ("")
+    # the top: verification's loop, what it compares after, and optimize() itself ("")
+    ("verify", "contains", "lifted", ""),
 )
 OPTIMIZE_STAGE_OF = {m: i for i, row in enumerate(OPTIMIZE_STAGES) for m in row}
 

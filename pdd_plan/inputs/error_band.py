@@ -109,7 +109,7 @@ def parse_bands(data: Any, file: str) -> dict[str, dict]:
     """family -> band (and, under the key `regimes`, family -> regime -> band), from the YAML
     document of an error-band file."""
     if not isinstance(data, dict):
-        raise InputError(file, None, "not a mapping", "see pdd_plan/calibration/error_band.py")
+        raise InputError(file, None, "not a mapping", "see pdd_plan/inputs/error_band.py")
     fams = data.get("families", data)
     if not isinstance(fams, dict):
         raise InputError(file, "families", "not a mapping", "family -> band")
