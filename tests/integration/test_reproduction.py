@@ -1,4 +1,4 @@
-"""The PDD report's experiment (examples/pdd-report/) stays runnable, and its one calibrated
+"""The PDD report's experiment (studies/pdd-report/) stays runnable, and its one calibrated
 number, the fleet's `speed_factor`, does what it says: every pass 1/k as long, the same in
 the analytic search and the replays, bounded, and IDC-PD's goodput at the file's value
 within a stated tolerance of the report's 9.0 req/s."""
@@ -26,7 +26,7 @@ from pdd_plan.perf import roofline
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-STUDY = ROOT / "examples" / "pdd-report"
+STUDY = ROOT / "studies" / "pdd-report"
 SCENARIO = STUDY / "pdd-report.yaml"
 REPORT_IDC_RPS = 9.0
 # Tolerance on the calibrated goodput: the simulator confirms rates on a grid of 2% steps
@@ -181,7 +181,7 @@ def test_docs_reproduction_is_what_the_script_writes():
     rep = _script("reproduce")
     figs = json.loads(FIGURES.read_text())
     assert DOC.read_text() == rep.doc.document(figs), (
-        "docs/reproduction.md drifted: python examples/pdd-report/reproduce.py --doc "
+        "docs/reproduction.md drifted: python studies/pdd-report/reproduce.py --doc "
         "docs/reproduction.md"
     )
     assert PDD_PLAN_KEYS <= set(figs["pdd_plan"])
@@ -197,7 +197,7 @@ def test_reproduction_figures_do_not_drift():
     got = json.loads(json.dumps(rep.slim(rep.study(SCENARIO, stored["evaluate"]["sim_requests"]))))
     got["scenario"] = stored["scenario"] = ""
     assert got == stored, (
-        "rerun: python examples/pdd-report/reproduce.py --doc docs/reproduction.md"
+        "rerun: python studies/pdd-report/reproduce.py --doc docs/reproduction.md"
     )
 
 

@@ -2,7 +2,7 @@
 9.0 req/s on its fleet: the first of the reproduction's two calibrations (the line, fitted on
 the report's handoff microbenchmark, is the other: reproduce.py).
 
-    python examples/pdd-report/calibrate_speed.py [--write] [--requests N]
+    python studies/pdd-report/calibrate_speed.py [--write] [--requests N]
 
 Bisection on log(speed_factor) over [0.1, 2]: IDC-PD's SLA goodput (the simulator-confirmed
 figure `evaluate` reports, with the same requests and seed as `pdd-plan evaluate`) rises
