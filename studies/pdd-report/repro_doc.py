@@ -193,7 +193,7 @@ def document(s: dict) -> str:
     parts += [
         "## Predictions beside the report",
         "",
-        f"`evaluate`'s simulator-confirmed goodputs ({s['evaluate']['sim_requests']}-request "
+        f"`evaluate`'s simulator-verified goodputs ({s['evaluate']['sim_requests']}-request "
         f"replays, seed {s['evaluate']['seed']}, 2% rate steps); TTFT and KV transfers replayed "
         f"at one load, PDD's SLA goodput ({render.fmt(s['compared_load_rps'])} req/s), as the "
         "report compares them.",

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 STUDY = ROOT / "studies" / "pdd-report"
 SCENARIO = STUDY / "pdd-report.yaml"
 REPORT_IDC_RPS = 9.0
-# Tolerance on the calibrated goodput: the simulator confirms rates on a grid of 2% steps
+# Tolerance on the calibrated goodput: the simulator verifies rates on a grid of 2% steps
 # (evaluate's --step) and the bisection stops within 0.5% of the target, so 3% holds it.
 TOL = 0.03
 # the calibration's own replay length (evaluate's default, 5,000): at 1,000 requests the
@@ -196,9 +196,7 @@ def test_reproduction_figures_do_not_drift():
     stored = json.loads(FIGURES.read_text())
     got = json.loads(json.dumps(rep.slim(rep.study(SCENARIO, stored["evaluate"]["sim_requests"]))))
     got["scenario"] = stored["scenario"] = ""
-    assert got == stored, (
-        "rerun: python studies/pdd-report/reproduce.py --doc docs/reproduction.md"
-    )
+    assert got == stored, "rerun: python studies/pdd-report/reproduce.py --doc docs/reproduction.md"
 
 
 def test_an_architecture_with_no_sla_goodput_is_a_result(tmp_path):
