@@ -66,7 +66,10 @@ def table(name: str, plan: dict, wall: float, cpu: float) -> str:
             f"| {a['cost_line']:,.0f} | {a['peak_plan_cost_day']:,.0f} | {vs:+.1%} "
             f"| {a['bcr']:.1f} | {'yes' if a['sla_met'] else 'no'} |"
         )
-    gains = ", ".join(f"{k.replace('_', ' ')} {v:+.1%}" for k, v in day["bcr_gain"].items())
+    gains = ", ".join(
+        f"{k.replace('_', ' ').replace(' pd', '-PD').upper().replace('VS ', 'vs ')} {'(no plan to compare)' if v is None else format(v, '+.1%')}"
+        for k, v in day["bcr_gain"].items()
+    )
     lines += ["", f"The day's requests per dollar, PDD {gains}."]
     return "\n".join(lines) + "\n"
 
