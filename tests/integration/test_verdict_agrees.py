@@ -58,25 +58,8 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 AT_ONE_RATE = ("pdd-paper", "pdd-paper-uncertain", "narrow-line", "mooncake-conversation")
 
 
-# Known miss (2026-12-07, after the perf refit under Student-t rows): on the default the
-# headline is -17.4% and the gain at the median inputs -7.9% (pdd-paper-uncertain: -18.1% against
-# -8.7%): at the band's median perf speed PDD's re-sized fleet sheds one H100 prefill instance
-# ($347.6/h) while IDC-PD's stays at $320/h. The plan predicts at the perf model's own speed,
-# the draws at the band's median; planning at the band's median (as a stated
-# request_state_bytes band already is) would move it. Kept strict so the fix is noticed.
-_MEDIAN_MISS = pytest.mark.xfail(
-    strict=True, reason="the headline is at the perf model's speed, not the band's median"
-)
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(n, marks=_MEDIAN_MISS) if n in ("pdd-paper", "pdd-paper-uncertain") else n
-        for n in AT_ONE_RATE
-    ],
-)
+@pytest.mark.parametrize("name", AT_ONE_RATE)
 def test_headline_is_the_draws_figure_at_the_median_inputs(name):
     """The headline (the plan's fleets at the plan's inputs) is the verdict at the median
     inputs within a point: the plan stands on the stated bands' medians (a stated

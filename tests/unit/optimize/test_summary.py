@@ -35,9 +35,9 @@ def solved() -> tuple[SolverResult, ArchitecturePlan]:
 @pytest.mark.unit
 def test_route_shares_are_the_solution_flows_over_the_rate(solved):
     # the flows as the plan is served: the router's rule (whole hit bins relay, routed.py) where
-    # the plan relays, else the MILP's; the default's PDD plan relays
+    # the plan relays, else the MILP's (the default's PDD plan, at seven prefill instances, does
+    # not relay; the router's rule has its own tests)
     raw, plan = solved
-    assert raw.routed is not None
     for p in PATHS:
         flow = float(np.sum(raw.flows[p])) if p in raw.flows else 0.0
         # tolerance: the plan rounds route shares to 4 decimals (3 paths: 1e-3 for their sum)
