@@ -16,12 +16,12 @@ from pdd_plan.optimize.caps import Caps
 from pdd_plan.outputs.plan import Plan
 from pdd_plan.outputs.plan_uncertainty import (
     ArchitectureUncertainty,
-    Confirmed,
     DrawRow,
     InputLaw,
     MarginCost,
     PlanUncertainty,
     RobustArchitecture,
+    VerifiedDraws,
     Versus,
 )
 from pdd_plan.outputs.plan_uncertainty import Robust as RobustBlock
@@ -39,7 +39,7 @@ class Options:
     iid: bool = False  # independent draws instead of the Latin hypercube
     n_minus_1: bool = True
     robust: float | None = None  # plan robust fleets meeting the SLA in this share of draws
-    confirm: int = 0  # replay this many of the draws in the simulator
+    verify_draws: int = 0  # replay this many of the draws in the simulator
     replan: bool = False  # re-plan at the corners of the two strongest inputs
     sim_requests: int = 5000
 
@@ -218,9 +218,11 @@ def plan_under_uncertainty(ctx: Context, plan: Plan, opt: Options) -> Plan:
     return plan.model_copy(update={"uncertainty": u.model_copy(update={"robust": block})})
 
 
-def _confirmed(ctx, cls, plan: Plan, d, pr: paired.Paired, opt: Options) -> dict[str, Confirmed]:
-    """The first `opt.confirm` draws replayed per architecture, against the analytic verdict."""
-    k = min(opt.confirm, len(d))
+def _verified_draws(
+    ctx, cls, plan: Plan, d, pr: paired.Paired, opt: Options
+) -> dict[str, VerifiedDraws]:
+    """The first `opt.verify_draws` draws replayed per architecture, against the analytic verdict."""
+    k = min(opt.verify_draws, len(d))
     out = {}
     for j, a in enumerate(pr.archs):
         sim, partial = [], False
@@ -229,7 +231,7 @@ def _confirmed(ctx, cls, plan: Plan, d, pr: paired.Paired, opt: Options) -> dict
             sim.append(r.sla_met)
             partial = partial or r.partial
         an = [bool(pr.meets[i, j]) for i in range(k)]
-        out[a] = Confirmed(
+        out[a] = VerifiedDraws(
             replays=k,
             sim_requests=opt.sim_requests,
             sim_met_share=round(sum(sim) / k, 4),
@@ -357,7 +359,7 @@ def assess(
         architectures=archs,
         comparisons=comps,
         break_even=sensitivity.line_break_even(ev, d, RELAY_ARCH, LOCAL_BASELINE),
-        confirmed=_confirmed(ctx, cls, plan, d, pr, opt) if opt.confirm > 0 else {},
+        confirmed=_verified_draws(ctx, cls, plan, d, pr, opt) if opt.verify_draws > 0 else {},
         plan_flips=replan.plan_flips(ctx, cls, plan, d, replan.strongest(comps, ls))
         if opt.replan and ls
         else None,

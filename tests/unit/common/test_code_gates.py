@@ -119,8 +119,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("optimize", "evaluate", "sim"),  # planning
     ("uncertainty",),  # every plan under draws of the uncertain inputs
     ("sweep",),  # many runs
-    ("report", "emit", "cli", "data", "api"),  # edges (data: the example scripts shipped with
-    # it; api: the Python entry points)
+    ("report", "emit", "cli", "api"),  # edges (api: the Python entry points)
 )
 LAYER_OF = {pkg: i for i, row in enumerate(LAYERS) for pkg in row}
 
@@ -415,3 +414,9 @@ def test_no_two_modules_share_a_confusable_name():
     for name in ("model.py", "tables.py", "queueing.py"):
         assert names.count(name) <= 1, f"{names.count(name)} modules named {name}"
     assert not (set(names) >= {"queues.py", "queueing.py"})
+
+
+def test_the_package_data_holds_no_code():
+    """pdd_plan/data/ is data (profiles, examples, calibration rows); scripts live beside the
+    study they reproduce (studies/), not in the installed package's data."""
+    assert not sorted((PKG / "data").rglob("*.py"))
