@@ -44,7 +44,9 @@ def server_flags(dep: Deployment, g: Group) -> Flags:
     f += moe_flags(g)
     f.append(("--mem-fraction-static", (f"{g.mem_fraction:g}",)))
     if g.role == "prefill":
-        f.append(("--chunked-prefill-size", (str(dep.chunk_tokens),)))
+        # the plan's chunk is one DP-attention group's (perf/roofline.py); SGLang divides the
+        # flag by dp_size under DP attention (server_args.py), so it is written times dp
+        f.append(("--chunked-prefill-size", (str(dep.chunk_tokens * g.dp),)))
     f += limit_flags(dep, g)
     if dep.model.page_size > 1:
         f.append(("--page-size", (str(dep.model.page_size),)))

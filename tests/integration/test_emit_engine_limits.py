@@ -55,7 +55,7 @@ def test_sglang_decode_commands_carry_the_limits(plan, arch) -> None:
             seen.add(g.role)
             if g.role == "prefill":
                 assert "--max-running-requests" not in argv and "--cuda-graph-max-bs" not in argv
-                assert _value(argv, "--chunked-prefill-size") == str(dep.chunk_tokens)
+                assert _value(argv, "--chunked-prefill-size") == str(dep.chunk_tokens * g.dp)
                 continue
             assert _value(argv, "--max-running-requests") == "96"
             assert _value(argv, "--cuda-graph-max-bs") == "48"

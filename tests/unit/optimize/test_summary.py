@@ -12,6 +12,7 @@ import pytest
 
 from pdd_plan.architectures import PATHS
 from pdd_plan.inputs.context import build_context, load_scenario
+from pdd_plan.inputs.schema.uncertainty import Uncertainty
 from pdd_plan.optimize import problem_of, summary
 from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.search.objectives import solve_architecture
@@ -24,8 +25,12 @@ ROOT = Path(__file__).resolve().parents[3]
 
 @pytest.fixture(scope="module")
 def solved() -> tuple[SolverResult, ArchitecturePlan]:
+    # the default at the perf model's own speed (a stated speed band centred on it)
     path = ROOT / "examples" / "pdd-paper.yaml"
-    ctx = build_context(load_scenario(path), str(path))
+    one = {"dist": "lognormal", "median": 1.0, "sigma": 0.1, "source": "test"}
+    unc = Uncertainty.model_validate({"inputs": {"prefill_speed": one, "decode_speed": one}})
+    ctx = build_context(load_scenario(path).model_copy(update={"uncertainty": unc}), str(path))
+    assert ctx.speed == 1.0
     cls = build_classes(ctx.class_spec)
     caps = Caps(decode=ctx.scenario.search.decode_utilization)
     raw = solve_architecture(problem_of(ctx), "pdd", cls, ctx.scenario.workload.rate_rps, caps)
