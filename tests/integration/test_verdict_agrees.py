@@ -59,25 +59,8 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 AT_ONE_RATE = ("pdd-paper", "pdd-paper-uncertain", "narrow-line", "mooncake-conversation")
 
 
-# Known miss (r5-prefill, stated): with the planner's classes carrying the distribution's mean
-# prefill service (0.1-0.4% below the old class draw's), the default's six H100 prefill
-# instances are under the laws' 97% again, so the plan is the relay fleet at $387.6/h against
-# IDC-PD's $320/h (headline -17.4%), while at the perf band's median speed (1.055 x) PDD's
-# re-sized fleet sheds an instance (median gain about -8%): the plan predicts at the perf
-# model's speed, the draws at the band's median. Kept strict so the fix is noticed.
-_MEDIAN_MISS = pytest.mark.xfail(
-    strict=True, reason="the headline is at the perf model's speed, not the band's median"
-)
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(n, marks=_MEDIAN_MISS) if n in ("pdd-paper", "pdd-paper-uncertain") else n
-        for n in AT_ONE_RATE
-    ],
-)
+@pytest.mark.parametrize("name", AT_ONE_RATE)
 def test_headline_is_the_draws_figure_at_the_median_inputs(name):
     """The headline (the plan's fleets at the plan's inputs) is the verdict at the median
     inputs within a point: the plan stands on the bands' medians (a stated request_state_bytes
