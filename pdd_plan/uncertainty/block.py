@@ -138,8 +138,8 @@ def _admission(ev: paired.Evaluator, caps: dict[str, Caps]) -> list[str]:
     slot (admitted when one finishes), which the replay has and the analytic TTFT leaves out.
     Measured (2026-12-07, the default's IDC-PD at the band's median speed: 6 prefill at 96%
     busy, decode at 96% of its batch; 1,000,000 requests, `pdd-plan simulate -n 1000000`):
-    that wait's P90 0, P99 1.39 s; TTFT P90 / P99 2.83 / 5.02 s against the analytic 2.83 /
-    5.59 s: the prefill law's lean at 96% busy covers it there. An earlier plan (7 prefill,
+    that wait's P90 0, P99 1.39 s; TTFT P90 / P99 2.83 / 5.02 s against the analytic 2.85 /
+    5.62 s: the prefill law's lean at 96% busy covers it there. An earlier plan (7 prefill,
     decode at 97%) read 1.46 s analytic against 2.57 s: where prefill is less busy the
     analytic tail reads low by about that wait."""
     near = {}
@@ -154,7 +154,7 @@ def _admission(ev: paired.Evaluator, caps: dict[str, Caps]) -> list[str]:
     return [
         f"decode runs near its TPOT-target batch ({at}): a request can wait for a free decode "
         "slot, which the analytic TTFT leaves out (the default's IDC-PD at 96%, 1M-request "
-        "replay: that wait's P99 1.39 s; TTFT P99 5.02 s against the analytic 5.59 s, the "
+        "replay: that wait's P99 1.39 s; TTFT P99 5.02 s against the analytic 5.62 s, the "
         "prefill queue's law leaning high there); with a less busy prefill pool the analytic "
         "tail reads low by about that wait"
     ]
