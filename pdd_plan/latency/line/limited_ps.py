@@ -69,6 +69,11 @@ def limited_ps(x: np.ndarray, line: LineConfig, rho: float, weight: np.ndarray |
     return LimitedPS(per_byte, wait, min(n_q * (1.0 - rho) / rho, 1.0))
 
 
+# a slowdown this close to 1 is the per-byte figure's rounding, not a PS share (a share of
+# 1e-9 moves a 10 s transfer by 10 ns)
+SHARE_ROUNDING = 1e-9
+
+
 def delay_shape(
     x: np.ndarray, line: LineConfig, rho: float, weight: np.ndarray | None, queue: LimitedPS
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -98,7 +103,12 @@ def delay_shape(
         return capped
     fastest = fastest_bytes_s(line)
     slowdown = queue.per_byte * fastest
-    extra = x * (queue.per_byte - 1.0 / fastest)
+    # a pool-bound line (every transfer at its cap: E[N_s] = rho x pool) has no PS share, but
+    # its per-byte figure lands an ulp above 1 / f: a share of ~1e-16 x its size would then
+    # carry CMT's variance over its square (a squared CV ~1e15, the whole delay an atom at
+    # zero); below SHARE_ROUNDING of slowdown it is rounding, and the wait's own law applies
+    share = slowdown - 1.0 > SHARE_ROUNDING
+    extra = x * (queue.per_byte - 1.0 / fastest) if share else np.zeros_like(x)
     w = np.ones_like(x) if weight is None else np.asarray(weight, dtype=float)
     tau = x / fastest
     e1 = float(np.dot(w, tau)) / float(np.sum(w))

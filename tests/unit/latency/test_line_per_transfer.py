@@ -171,3 +171,26 @@ def test_a_rare_long_delay_does_not_blow_the_quantile_bracket():
         np.array([0.5]), np.array([1e15]), np.array([1e36]), np.array([0.999]), np.ones(1), (0.5,)
     )
     assert q[0] == pytest.approx(0.5, rel=1e-6)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("rho", [0.5, 0.91, 0.95])
+def test_a_pool_bound_line_has_the_waits_own_delay_shape(rho):
+    """Every transfer at its cap (64 in flight x 4 connections x 0.0275 Gb/s = 7.0 Gb/s of a
+    10 Gb/s line): no PS share, so the delay beyond the bare transfer is the pool wait alone:
+    no delay with chance 1 - P(wait), else exponential, squared CV 2 / P(wait) - 1 (by hand:
+    E[W^2] = 2 (m / p)^2 p). The per-byte figure lands an ulp above 1 / cap; taking that as a
+    share read a squared CV of ~1e15, every class's delay an atom at zero (the law's KV P50
+    jumping with the rate on the default's 96%-busy line)."""
+    from pdd_plan.latency.line import limited_ps
+
+    sku = _sku(connections=256, streams_per_transfer=4, per_connection_gbps=0.0275, loss_rate=0)
+    line = transfer.LineConfig(sku, 1)
+    assert line.pool * line.flow_cap_bytes_s < line.capacity_bytes_s
+    x = np.array([20e6, 80e6, 300e6])
+    w = np.array([0.5, 0.3, 0.2])
+    q = limited_ps.limited_ps(x, line, rho, w)
+    cv2, atom = limited_ps.delay_shape(x, line, rho, w, q)
+    assert 0 < q.p_wait < 1
+    np.testing.assert_allclose(cv2, 2.0 / q.p_wait - 1.0, rtol=1e-12)
+    np.testing.assert_allclose(atom, 1.0 - q.p_wait, rtol=1e-6)
