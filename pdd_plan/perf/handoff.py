@@ -3,14 +3,13 @@ pass joined to its running decode batch."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from pdd_plan.perf import layers, moe_terms, pass_batch, roofline
-from pdd_plan.perf.instance import Instance
+from pdd_plan.perf.instance import Instance, same_profiles, shape_key
 
 
 @dataclass(frozen=True)
@@ -111,27 +110,6 @@ def joined_extends(
         if out[i] is None:
             out[i] = joined_extend(inst, k, context, batch, decode_context, chunk_tokens)
     return out  # type: ignore[return-value]
-
-
-# objects an instance holds by reference, keyed by identity (pydantic models are not hashable;
-# the memos' entries keep them alive, so an id stays theirs)
-_BY_ID = ("model", "gpu", "limits")
-
-
-def shape_key(inst: Instance) -> tuple:
-    """What the perf model reads from `inst`, cheap and hashable: its profiles by identity,
-    every other field by value. Equal keys, equal timings: the uncertainty draws build a fresh
-    instance for every fleet they check, on the same (memoized) profiles of the draw, so an
-    instance's identity misses where this key hits."""
-    return tuple(
-        id(getattr(inst, f.name)) if f.name in _BY_ID else getattr(inst, f.name)
-        for f in dataclasses.fields(inst)
-    )
-
-
-def same_profiles(a: Instance, b: Instance) -> bool:
-    """Whether `a` holds the very profiles `b` does (a `shape_key` hit is one only then)."""
-    return all(getattr(a, f) is getattr(b, f) for f in _BY_ID)
 
 
 # (shape_key, batch, context) -> (the instance, its decode step seconds): the draws price the

@@ -3,7 +3,8 @@ the scalar pass's floats, bit for bit: on hand-built instances that walk every b
 roofline._pass (two-batch overlap on, off and the engine's pick; a stated expert load; TP
 attention with its all-reduce; no all-to-all without DP attention; dense and GQA models;
 single-batch overlap, which takes the scalar pass), at batches from none to large, contexts
-from none to long, and extends of one chunk and of several."""
+from none to long, and extends of one chunk and of several; and roofline.decode_step's memo
+by value gives the unmemoized step."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from pdd_plan.evaluate.fleet import _faster
 from pdd_plan.inputs import profiles
 from pdd_plan.latency import handoff as payload
 from pdd_plan.perf import pass_batch, roofline
@@ -92,3 +94,21 @@ def test_bad_k_is_floored_to_one_token_as_the_scalar():
     md = _inst("deepseek-v3", "h200", 8, 8, 8)
     got = joined_extends(md, [0, -3, 0.5, 2], 4096.0, 16.0, 4096.0)
     assert got == [joined_extend(md, k, 4096.0, 16.0, 4096.0) for k in [0, -3, 0.5, 2]]
+
+
+def test_decode_step_memo_is_the_unmemoized_step(monkeypatch):
+    """roofline.decode_step's memo (by perf.instance.shape_key): a fresh instance equal to one
+    seen gets the very step the pass computes, one on another GPU profile object (a draw's
+    copy 1.25x faster) its own, and a per-request context array bypasses the memo."""
+    monkeypatch.setattr(roofline, "_DECODE_MEMO", {})
+    md = _inst("deepseek-v4-pro", "h200", 16, 16, 16)
+    twin, fast = dataclasses.replace(md), dataclasses.replace(md, gpu=_faster(md.gpu, 1.25))
+    for inst in (md, twin, fast):
+        for b, ctx in ((64, 65_536.0), (65, 65_536.0), (64, 8192.0)):
+            assert roofline.decode_step(inst, b, ctx) == roofline._decode_step(inst, b, ctx)
+    assert len(roofline._DECODE_MEMO) == 6  # twin hit md's entries, fast did not
+    slow, quick = roofline.decode_step(md, 64, 8192.0), roofline.decode_step(fast, 64, 8192.0)
+    assert quick.total_s == pytest.approx(slow.total_s / 1.25, rel=1e-9)
+    ctx = np.array([1000.0, 9000.0, 70_000.0])
+    assert roofline.decode_step(md, 3, ctx) == roofline._decode_step(md, 3, ctx)
+    assert len(roofline._DECODE_MEMO) == 6
