@@ -4,6 +4,7 @@ pass joined to its running decode batch."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -80,7 +81,7 @@ def joined_extend(
 
 def joined_extends(
     inst: Instance,
-    k_tokens: list[float],
+    k_tokens: Sequence[float],
     context: float,
     batch: float,
     decode_context: float,

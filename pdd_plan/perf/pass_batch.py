@@ -12,6 +12,7 @@ when to take the scalar pass instead."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -29,17 +30,17 @@ def joined_totals(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(`roofline.mixed_pass(inst, batch, decode_context, 1.0, n, cached).total_s`, the chunk's
     attention FLOPs) per entry n of `new` (each > 0)."""
-    n = np.asarray(new, dtype=float)
+    n: Any = np.asarray(new, dtype=float)  # the Work's fields hold arrays here
     m = inst.model
     pairs = [layers.prefill_attention_flops(m, x, cached) for x in n.tolist()]
-    attn = np.array([p[0] for p in pairs], dtype=float)
-    expand = np.array([p[1] for p in pairs], dtype=float)
+    attn: Any = np.array([p[0] for p in pairs], dtype=float)
+    expand: Any = np.array([p[1] for p in pairs], dtype=float)
     # roofline._prefill_work at one sequence (1.0 * x is x; x + 0.0 is x)
     per, routed = 2.0 * inst.params.active, 2.0 * inst.params.routed_active
-    head = 2.0 * inst.params.lm_head_matmul * np.maximum(n - 1.0, 0.0)
+    head: Any = 2.0 * inst.params.lm_head_matmul * np.maximum(n - 1.0, 0.0)
     kv_read = float(layers.kv_bytes(m, cached))
     kv_write = np.asarray(layers.kv_bytes(m, cached + n), dtype=float) - kv_read
-    kv = (kv_read + kv_write) * inst.kv_replication
+    kv: Any = (kv_read + kv_write) * inst.kv_replication
     w = roofline.Work(n, routed * n, (per - routed) * n + expand, attn, kv, 1.0, head)
     if batch > 0:
         d_attn = float(layers.attention_flops_per_token(m, decode_context, "decode")) * batch
@@ -48,7 +49,7 @@ def joined_totals(
     return _pass_total(inst, w, "decode" if batch > 0 else "prefill"), attn
 
 
-def _imbalance(inst: Instance, tokens: np.ndarray) -> np.ndarray | float:
+def _imbalance(inst: Instance, tokens: Any) -> Any:
     """moe_terms.expert_imbalance per entry of `tokens` (each > 0)."""
     if inst.expert_load is not None:
         return float(inst.expert_load)
@@ -62,7 +63,7 @@ def _imbalance(inst: Instance, tokens: np.ndarray) -> np.ndarray | float:
     return inst.expert_imbalance * stat
 
 
-def _a2a(inst: Instance, tokens: np.ndarray, phase: str, imbalance) -> np.ndarray | float:
+def _a2a(inst: Instance, tokens: Any, phase: str, imbalance: Any) -> Any:
     """comm.a2a_seconds per entry of `tokens`."""
     nvl_b, rdma_b = comm.a2a_bytes(inst, tokens, phase)
     if np.isscalar(nvl_b) and nvl_b == 0.0 and rdma_b == 0.0:
@@ -71,14 +72,14 @@ def _a2a(inst: Instance, tokens: np.ndarray, phase: str, imbalance) -> np.ndarra
     return imbalance * np.maximum(nvl_b / nvl_bw, rdma_b / rdma_bw)
 
 
-def _touched(inst: Instance, tokens: np.ndarray) -> np.ndarray:
+def _touched(inst: Instance, k: int, tokens: Any) -> np.ndarray:
     """moe_terms.expected_experts_touched per entry (Python's `**`, as the scalar)."""
-    e, k = inst.expert_slots, inst.model.ffn.moe.experts_per_token
+    e = inst.expert_slots
     base = 1.0 - k / e
     return np.array([e * (1.0 - base**t) if t > 0 else 0.0 for t in tokens.tolist()])
 
 
-def _kernels(inst: Instance, w: roofline.Work, imbalance) -> tuple:
+def _kernels(inst: Instance, w: roofline.Work, imbalance: Any) -> tuple:
     """roofline._kernels per entry."""
     g, e, n = inst.gpu, inst.efficiency, inst.n_gpus
     rate = n * g.peak_flops(inst.compute_dtype) * e.mfu
@@ -89,10 +90,11 @@ def _kernels(inst: Instance, w: roofline.Work, imbalance) -> tuple:
     attn_bw = n * g.memory.hbm_tbps * 1e12 * a_mbu
     other = w.gemm_other - w.head_skipped
     b_other, _ = roofline._weight_bytes_split(inst, 1.0)  # the dense part: not by tokens
-    if inst.model.ffn.moe is None:
-        b_routed = np.zeros_like(w.tokens)
-    else:
-        b_routed = inst.params.moe_layers * _touched(inst, w.tokens) * inst.weights["expert_bytes"]
+    moe = inst.model.ffn.moe
+    b_routed: Any = np.zeros_like(w.tokens)
+    if moe is not None:
+        touched = _touched(inst, moe.experts_per_token, w.tokens)
+        b_routed = inst.params.moe_layers * touched * inst.weights["expert_bytes"]
     c_o, m_o = other / rate, b_other / bw
     c_r, m_r = w.gemm_routed * imbalance / rate_routed, b_routed / bw
     ca, ma = w.attn / attn_rate, w.kv / attn_bw
@@ -100,7 +102,8 @@ def _kernels(inst: Instance, w: roofline.Work, imbalance) -> tuple:
     t_r = np.asarray(moe_terms.kernel_seconds(c_r, m_r), dtype=float)
     t_a = np.maximum(ca, ma)
     rates = (_per(t_o, other), _per(t_r, w.gemm_routed), t_a)
-    cb = mb = 0.0
+    cb: Any = 0.0
+    mb: Any = 0.0
     for c, mem, t in ((c_o, m_o, t_o), (c_r, m_r, t_r), (ca, ma, t_a)):
         on_c = (c >= mem) & (c > 0)
         cb = cb + np.where(on_c, t, 0.0)
@@ -108,13 +111,13 @@ def _kernels(inst: Instance, w: roofline.Work, imbalance) -> tuple:
     return c_o + c_r + ca, m_o + m_r + ma, cb, mb, rates
 
 
-def _per(t: np.ndarray, flops) -> np.ndarray:
+def _per(t: np.ndarray, flops: Any) -> np.ndarray:
     """t / flops where flops > 0, else 0."""
     f = np.broadcast_to(np.asarray(flops, dtype=float), t.shape)
     return np.divide(t, f, out=np.zeros_like(t), where=f > 0)
 
 
-def _covers(inst: Instance, w: roofline.Work, rates: tuple) -> dict[str, np.ndarray]:
+def _covers(inst: Instance, w: roofline.Work, rates: tuple) -> dict[str, Any]:
     """overlap.cover_seconds per entry."""
     s_other, s_routed, t_attn = rates
     m, p = inst.model, inst.params
@@ -136,14 +139,14 @@ def _covers(inst: Instance, w: roofline.Work, rates: tuple) -> dict[str, np.ndar
     }
 
 
-def _exposed_two_batch(dispatch, combine, covers: dict, phase: str) -> np.ndarray:
+def _exposed_two_batch(dispatch: Any, combine: Any, covers: dict, phase: str) -> Any:
     """overlap.exposed_two_batch per entry."""
     tbo = comm.serving().two_batch_overlap
     hides = tbo.prefill if phase == "prefill" else tbo.decode
     total = {"dispatch": dispatch, "combine": combine}
     n = {k: sum(h.comm == k for h in hides) for k in total}
     s = comm.sm_fraction(phase)
-    out = 0.0
+    out: Any = 0.0
     for h in hides:
         k = n[h.comm]
         t, hidden_by = total[h.comm] / k, sum(covers[c] for c in h.cover) / k
@@ -151,9 +154,9 @@ def _exposed_two_batch(dispatch, combine, covers: dict, phase: str) -> np.ndarra
     return out
 
 
-def _pass_total(inst: Instance, w: roofline.Work, phase: str) -> np.ndarray:
+def _pass_total(inst: Instance, w: roofline.Work, phase: str) -> Any:
     """roofline._pass(...).total_s per entry (no single-batch overlap)."""
-    e = inst.efficiency
+    e, tokens = inst.efficiency, np.asarray(w.tokens)
     imbalance = _imbalance(inst, w.tokens)
     a2a = _a2a(inst, w.tokens, phase, imbalance)
     a2a = np.where(np.greater(a2a, 0), a2a + moe_terms.deepep_fixed_seconds(inst, phase), a2a)
@@ -163,7 +166,7 @@ def _pass_total(inst: Instance, w: roofline.Work, phase: str) -> np.ndarray:
     mb = mb + floor
     over = e.step_overhead_ms / 1e3 + moe_terms.step_cpu_seconds(inst, w.requests)
     plain = cb + mb + ((a2a + ar) - 0.0) + over
-    plain = np.broadcast_to(plain, w.tokens.shape)
+    plain = np.broadcast_to(plain, tokens.shape)
     if not inst.tbo:
         return plain
     dispatch = a2a * comm.dispatch_share(inst)
