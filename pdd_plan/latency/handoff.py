@@ -27,7 +27,7 @@ from pdd_plan.inputs.schema.scenario import Policy
 from pdd_plan.latency.line import delay_shape, transfer
 from pdd_plan.latency.line import law as line_law
 from pdd_plan.perf import layers
-from pdd_plan.perf.handoff import joined_extend, same_profiles, shape_key
+from pdd_plan.perf.handoff import joined_extend, joined_extends, same_profiles, shape_key
 from pdd_plan.perf.instance import Instance
 
 
@@ -64,6 +64,33 @@ def recompute(md: Instance, k: float, context: float, batch: float, chunk: int) 
         j = joined_extend(md, k, context, batch, context, chunk)
         hit = _RECOMPUTE[key] = (md, Payload(j.mean_s, j.max_s))
     return hit[1]
+
+
+def _price_together(
+    md: Instance, pairs: list[tuple[int, int]], batch: float, chunk: int
+) -> dict[tuple[int, int], Payload]:
+    """`recompute` of each (k, context) pair, through its memo; the k of one context that it
+    has not priced go in one array pass (`joined_extends`: the same floats as one by one), and
+    the instance's key is made once, not once a pair."""
+    base, b = shape_key(md), round(float(batch), 6)
+    out: dict[tuple[int, int], Payload] = {}
+    todo: dict[int, list[int]] = {}
+    for k, c in pairs:
+        hit = _RECOMPUTE.get((base, float(k), float(c), b, int(chunk)))
+        if hit is None or not same_profiles(hit[0], md):
+            todo.setdefault(c, []).append(k)
+        else:
+            out[(k, c)] = hit[1]
+    for c, ks in todo.items():
+        if len(ks) < 2:
+            out[(ks[0], c)] = recompute(md, ks[0], c, batch, chunk)
+            continue
+        if len(_RECOMPUTE) + len(ks) > 100_000:
+            _RECOMPUTE.clear()
+        for k, j in zip(ks, joined_extends(md, ks, c, batch, c, chunk)):
+            out[(k, c)] = pay = Payload(j.mean_s, j.max_s)
+            _RECOMPUTE[(base, float(k), float(c), b, int(chunk))] = (md, pay)
+    return out
 
 
 def kv(md: Instance, k: np.ndarray | float, line: transfer.LineConfig, rho: float) -> list[Payload]:
@@ -146,5 +173,5 @@ def times(
         return np.interp(kk, kg, mean)  # bytes are linear in k, the law smooth in the bytes
     cc = np.rint(np.asarray(context, dtype=float)).astype(np.int64).tolist()
     pairs = list(zip(kk.astype(np.int64).tolist(), cc))
-    got = {p: recompute(md, p[0], p[1], batch, chunk).mean_s for p in dict.fromkeys(pairs)}
-    return np.array([got[p] for p in pairs], dtype=float)
+    got = _price_together(md, list(dict.fromkeys(pairs)), batch, chunk)
+    return np.array([got[p].mean_s for p in pairs], dtype=float)

@@ -214,6 +214,13 @@ def a2a_seconds(inst, tokens: float, phase: str, imbalance: float | None = None)
     nvl_b, rdma_b = a2a_bytes(inst, tokens, phase)
     if nvl_b == 0.0 and rdma_b == 0.0:
         return 0.0
+    nvl_bw, rdma_bw = a2a_bandwidths(inst, phase)
+    imbalance = inst.expert_imbalance if imbalance is None else imbalance
+    return imbalance * max(nvl_b / nvl_bw, rdma_b / rdma_bw)
+
+
+def a2a_bandwidths(inst, phase: str) -> tuple[float, float]:
+    """(NVLink, RDMA) bytes per second one GPU's all-to-all kernels reach in this phase."""
     d, ic = serving().deepep, inst.gpu.interconnect
     low = phase != "prefill"
     nvl_bw = (
@@ -228,8 +235,7 @@ def a2a_seconds(inst, tokens: float, phase: str, imbalance: float | None = None)
         * 1e9
         * (d.low_latency_rdma_fraction if low else d.normal_rdma_fraction)
     )
-    imbalance = inst.expert_imbalance if imbalance is None else imbalance
-    return imbalance * max(nvl_b / nvl_bw, rdma_b / rdma_bw)
+    return nvl_bw, rdma_bw
 
 
 def allreduce_seconds(inst, tokens: float) -> float:

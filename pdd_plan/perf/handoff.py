@@ -3,12 +3,14 @@ pass joined to its running decode batch."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pdd_plan.perf import layers, moe_terms, roofline
-from pdd_plan.perf.instance import Instance
+import numpy as np
+
+from pdd_plan.perf import layers, moe_terms, pass_batch, roofline
+from pdd_plan.perf.instance import Instance, same_profiles, shape_key
 
 
 @dataclass(frozen=True)
@@ -77,25 +79,38 @@ def joined_extend(
     return JoinedExtend(step, total, chunks, rank_attn)
 
 
-# objects an instance holds by reference, keyed by identity (pydantic models are not hashable;
-# the memos' entries keep them alive, so an id stays theirs)
-_BY_ID = ("model", "gpu", "limits")
-
-
-def shape_key(inst: Instance) -> tuple:
-    """What the perf model reads from `inst`, cheap and hashable: its profiles by identity,
-    every other field by value. Equal keys, equal timings: the uncertainty draws build a fresh
-    instance for every fleet they check, on the same (memoized) profiles of the draw, so an
-    instance's identity misses where this key hits."""
-    return tuple(
-        id(getattr(inst, f.name)) if f.name in _BY_ID else getattr(inst, f.name)
-        for f in dataclasses.fields(inst)
-    )
-
-
-def same_profiles(a: Instance, b: Instance) -> bool:
-    """Whether `a` holds the very profiles `b` does (a `shape_key` hit is one only then)."""
-    return all(getattr(a, f) is getattr(b, f) for f in _BY_ID)
+def joined_extends(
+    inst: Instance,
+    k_tokens: Sequence[float],
+    context: float,
+    batch: float,
+    decode_context: float,
+    chunk_tokens: int = 8192,
+) -> list[JoinedExtend]:
+    """`joined_extend` per entry of `k_tokens`, the same floats: the extends of one chunk (k up
+    to `chunk_tokens`, all of a handoff's on the defaults) priced in one array pass
+    (perf/pass_batch.py), the rest one by one."""
+    ks = [max(float(k), 1.0) for k in k_tokens]
+    per_pass = max(int(chunk_tokens), 1)
+    one = [i for i, k in enumerate(ks) if k <= per_pass]
+    if len(one) < 2 or not pass_batch.supported(inst):
+        one = []
+    out: list[JoinedExtend | None] = [None] * len(ks)
+    if one:
+        step = _step_s(inst, batch, decode_context)
+        a_mfu = (moe_terms.attention_fractions(inst.model) or (inst.efficiency.mfu, 0.0))[0]
+        rate = inst.gpu.peak_flops(inst.model.kv_cache.dtype) * a_mfu
+        n = np.array([ks[i] for i in one])
+        totals, attn = pass_batch.joined_totals(inst, batch, decode_context, n, context + 0.0)
+        on_rank = attn / (inst.attn_tp * rate)
+        excess = on_rank - attn / (inst.n_gpus * rate)
+        total = 0.0 + (totals + np.maximum(excess, 0.0))
+        for i, t, r in zip(one, total.tolist(), on_rank.tolist()):
+            out[i] = JoinedExtend(step, t, 1, 0.0 + r)
+    for i, k in enumerate(ks):
+        if out[i] is None:
+            out[i] = joined_extend(inst, k, context, batch, decode_context, chunk_tokens)
+    return out  # type: ignore[return-value]
 
 
 # (shape_key, batch, context) -> (the instance, its decode step seconds): the draws price the

@@ -348,3 +348,22 @@ def _default_parallelism(
             best = inst
         dp *= 2
     return best
+
+
+# objects an instance holds by reference, keyed by identity (pydantic models are not hashable;
+# the memos' entries keep them alive, so an id stays theirs)
+_BY_ID = ("model", "gpu", "limits")
+_FIELDS = tuple(f.name for f in dataclasses.fields(Instance))
+
+
+def shape_key(inst: Instance) -> tuple:
+    """What the perf model reads from `inst`, cheap and hashable: its profiles by identity,
+    every other field by value. Equal keys, equal timings: the uncertainty draws build a fresh
+    instance for every fleet they check, on the same (memoized) profiles of the draw, so an
+    instance's identity misses where this key hits."""
+    return tuple(id(getattr(inst, f)) if f in _BY_ID else getattr(inst, f) for f in _FIELDS)
+
+
+def same_profiles(a: Instance, b: Instance) -> bool:
+    """Whether `a` holds the very profiles `b` does (a `shape_key` hit is one only then)."""
+    return all(getattr(a, f) is getattr(b, f) for f in _BY_ID)

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from pdd_plan.perf import comm, layers, moe_terms, overlap
-from pdd_plan.perf.instance import Instance
+from pdd_plan.perf.instance import Instance, same_profiles, shape_key
 
 
 @dataclass(frozen=True)
@@ -367,8 +367,25 @@ def extend_time(inst: Instance, k_tokens: float, context: float) -> PassTime:
     return chunk_time(inst, k_tokens, context)
 
 
+# (shape_key, batch, context) -> (the instance, its decode step): the sizing searches time the
+# same steps again on fresh but equal instances (on the default 962 steps, 577 distinct)
+_DECODE_MEMO: dict[tuple, tuple[Instance, PassTime]] = {}
+
+
 def decode_step(inst: Instance, batch: float, context: float | np.ndarray) -> PassTime:
     """One decode step of `batch` requests at mean context `context` (or one context per request)."""
+    if np.ndim(context) != 0:
+        return _decode_step(inst, batch, context)
+    key = (shape_key(inst), float(batch), float(context))
+    hit = _DECODE_MEMO.get(key)
+    if hit is None or not same_profiles(hit[0], inst):
+        if len(_DECODE_MEMO) > 10_000:
+            _DECODE_MEMO.clear()
+        hit = _DECODE_MEMO[key] = (inst, _decode_step(inst, batch, context))
+    return hit[1]
+
+
+def _decode_step(inst: Instance, batch: float, context: float | np.ndarray) -> PassTime:
     m = inst.model
     ctx = (
         np.broadcast_to(np.asarray(context, dtype=float), (max(int(round(batch)), 1),))
