@@ -108,28 +108,34 @@ def transfer_quantiles(
     halvings: far below a microsecond). None when the weights are all zero.
 
     ``bare_sd_s``: each entry's spread of bare times (a stratum of requests whose sizes
-    differ): its bare time then spreads uniformly with that standard deviation over
-    :data:`SPREAD_POINTS` points, so a quantile inside a wide stratum is not its mean's (where
-    a transfer's time follows its size, the mean of the top half of requests is not their
-    median)."""
+    differ): its bare time then spreads uniformly with that standard deviation (half-width
+    ``sqrt(3) sd``, never below zero), its survival the exact convolution
+    (:func:`uniform_delay_survival`), so a quantile inside a wide stratum is not its mean's
+    (where a transfer's time follows its size, the mean of the top half of requests is not
+    their median) and the entry's no-delay chance is no atom of the mixture: a pool-bound
+    line's transfers that get a slot at once (64% of them on the default's) take their bare
+    time, as continuous as their sizes."""
     w = np.asarray(weight, dtype=float)
     if not np.isfinite(w).all() or w.sum() <= 0:
         return None
     w = w / w.sum()
     bare = np.asarray(bare_s, dtype=float)
     law = two_moment(mean_s, var_s2, atom)
+    half = np.zeros_like(bare)
     if bare_sd_s is not None and np.any(np.asarray(bare_sd_s) > 0):
-        bare, w, law = _spread(bare, w, law, np.asarray(bare_sd_s, dtype=float))
+        half = uniform_half_width(bare, np.asarray(bare_sd_s, dtype=float))
     if not (np.isfinite(law.shift).all() and np.isfinite(law.scale).all()):
         return [float("inf")] * len(qs)
-    lo0 = float(bare.min()) if bare.size else 0.0
+    lo0 = float((bare - half).min()) if bare.size else 0.0
     # no entry's own survival at its top quantile is above the mixture's there (a mixture's
     # survival is at most its entries' largest), so every quantile asked lies below the
     # largest of the entries' own: a bracket 60 halvings resolve (a rare, long delay's
     # 60 x scale may be ~1e20 s, which they do not)
     tail = 1.0 - max(qs)
     with np.errstate(divide="ignore"):
-        own = bare + law.shift + law.scale * np.log(np.maximum(law.q / max(tail, 1e-300), 1.0))
+        own = (
+            bare + half + law.shift + law.scale * np.log(np.maximum(law.q / max(tail, 1e-300), 1.0))
+        )
     hi0 = float(np.max(own)) * (1 + 1e-9) + 1e-9
     seen: dict[float, float] = {}  # the mixture's survival at each t asked
 
@@ -141,7 +147,7 @@ def transfer_quantiles(
         if mid in seen:
             return
         ts = [t for t in dict.fromkeys([mid, *midpoints_ahead(lo, hi, 3)]) if t not in seen]
-        rows = delay_survival(np.array(ts)[:, None] - bare, law)
+        rows = uniform_delay_survival(np.array(ts)[:, None] - bare, half, law)
         for t, row in zip(ts, rows):
             seen[t] = float(np.dot(w, row.copy()))
 
@@ -151,7 +157,7 @@ def transfer_quantiles(
     return [bisect(above(q), lo0 - 1e-12, hi0, 60, ahead) for q in qs]
 
 
-SPREAD_POINTS = 4  # points a spread entry's uniform is split into
+SPREAD_POINTS = 4  # points a spread entry's uniform is split into (TTFT's fixed part)
 # entries spread less than this (a share of their value, and seconds) stay one point: the
 # survival passes cost in proportion to the entries, and a narrow stratum moves no quantile
 SPREAD_MIN_REL, SPREAD_MIN_S = 0.01, 1e-3
@@ -178,13 +184,40 @@ def spread_points(
     return v[src] + width[src] * step, wt[src] / n[src], src
 
 
-def _spread(
-    bare: np.ndarray, w: np.ndarray, law: TwoMoment, sd: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, TwoMoment]:
-    """:func:`spread_points` of the bare times, each point with its entry's delay law."""
-    pts, pw, src = spread_points(bare, w, sd)
-    rep = TwoMoment(*(getattr(law, f)[src] for f in ("shift", "q", "scale")))
-    return pts, pw, rep
+def uniform_half_width(values: np.ndarray, sd: np.ndarray) -> np.ndarray:
+    """Half-width of the uniform of standard deviation ``sd`` around each of ``values``
+    (``sqrt(3) sd``), never reaching below zero; 0 where the entry is narrower than
+    :data:`SPREAD_MIN_REL` of its value or :data:`SPREAD_MIN_S` (as :func:`spread_points`)."""
+    v = np.asarray(values, dtype=float)
+    width = np.minimum(np.maximum(sd, 0.0), np.maximum(v, 0.0) / np.sqrt(3.0))
+    wide = (width > SPREAD_MIN_REL * np.abs(v)) & (width > SPREAD_MIN_S)
+    return np.where(wide, np.sqrt(3.0) * width, 0.0)
+
+
+def _delay_integral(u: np.ndarray, law: TwoMoment) -> np.ndarray:
+    """``F(u)`` with ``F' = P(E > u)`` and ``F(0) = 0``: ``u`` below 0, ``q u`` up to the
+    shift, then ``q (shift + scale (1 - e^(-(u - shift) / scale)))``."""
+    x = np.maximum(u - law.shift, 0.0)
+    pos = law.scale > 0
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        tail = np.where(pos, law.scale * -np.expm1(-x / np.where(pos, law.scale, 1.0)), 0.0)
+    body = law.q * (np.minimum(np.maximum(u, 0.0), law.shift) + tail)
+    return np.where(u < 0, u, body)
+
+
+def uniform_delay_survival(u: np.ndarray, half: np.ndarray, law: TwoMoment) -> np.ndarray:
+    """``P(U + E > u)``, ``U`` uniform on ``[-half, half]`` (0: a point, :func:`delay_survival`)
+    and ``E`` of ``law``: the survival's mean over the window, ``(F(u + h) - F(u - h)) / 2h``
+    (:func:`_delay_integral`), exact and continuous in ``u`` however much of ``E`` is an atom."""
+    u = np.asarray(u, dtype=float)
+    point = delay_survival(u, law)
+    if not np.any(half > 0):
+        return point
+    h = np.broadcast_to(half, u.shape)
+    wide = h > 0
+    hs = np.where(wide, h, 1.0)
+    avg = (_delay_integral(u + hs, law) - _delay_integral(u - hs, law)) / (2.0 * hs)
+    return np.where(wide, np.clip(avg, 0.0, 1.0), point)
 
 
 def midpoints_ahead(lo: float, hi: float, depth: int) -> list[float]:

@@ -194,3 +194,39 @@ def test_a_pool_bound_line_has_the_waits_own_delay_shape(rho):
     assert 0 < q.p_wait < 1
     np.testing.assert_allclose(cv2, 2.0 / q.p_wait - 1.0, rtol=1e-12)
     np.testing.assert_allclose(atom, 1.0 - q.p_wait, rtol=1e-6)
+
+
+@pytest.mark.unit
+def test_a_spread_entry_with_no_delay_is_its_uniform():
+    """All of an entry's mass at no delay (the atom) and its bare time spread by sd 0.1 s: its
+    quantiles are the uniform's on 1 +- sqrt(3) 0.1, a - h + 2 h q by hand (no step)."""
+    h = math.sqrt(3.0) * 0.1
+    got = transfer_quantiles(
+        np.ones(1),
+        np.zeros(1),
+        np.zeros(1),
+        np.ones(1),
+        np.ones(1),
+        (0.3, 0.5, 0.9),
+        np.array([0.1]),
+    )
+    assert got == pytest.approx([1 - h + 2 * h * q for q in (0.3, 0.5, 0.9)], abs=1e-9)
+
+
+@pytest.mark.unit
+def test_uniform_delay_survival_is_the_window_mean_of_the_survival():
+    """(F(u + h) - F(u - h)) / 2h against the survival averaged over 20,001 points of the
+    window, for a law with an atom, a shift and an exponential tail."""
+    from pdd_plan.latency.line.delay_shape import (
+        delay_survival,
+        two_moment,
+        uniform_delay_survival,
+    )
+
+    law = two_moment(np.array([0.2]), np.array([0.05]), np.array([0.6]))
+    u = np.linspace(-0.5, 1.5, 41)
+    h = 0.3
+    grid = np.linspace(-h, h, 20_001)
+    want = delay_survival(u[:, None] + grid[None, :], law).mean(axis=1)
+    got = uniform_delay_survival(u[:, None], np.array([h]), law)[:, 0]
+    np.testing.assert_allclose(got, want, atol=2e-4)
