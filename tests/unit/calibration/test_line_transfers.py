@@ -8,29 +8,17 @@ from pathlib import Path
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
 from pdd_plan.calibration.line_transfers import (
     TransferRow,
     calibrate_transfers,
     read_transfers,
 )
-from pdd_plan.cli.main import app
 from pdd_plan.inputs import profiles
 from pdd_plan.inputs.schema.line import LineSKU
+from tests.cli_helpers import invoke
 
 REPORT = "bytes,mean_s,max_s\n4760576,0.185,0.5126\n"  # pdd-facts.md: the KV handoff
-
-
-def _runner() -> CliRunner:
-    try:  # click < 8.2 mixes stderr into stdout unless told not to
-        return CliRunner(mix_stderr=False)
-    except TypeError:
-        return CliRunner()
-
-
-def invoke(*args: str):
-    return _runner().invoke(app, list(args))
 
 
 def _csv(tmp_path: Path, text: str, name: str = "t.csv") -> str:
