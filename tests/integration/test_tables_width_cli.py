@@ -66,10 +66,56 @@ COMMANDS = {
 }  # fmt: skip
 
 
+@pytest.fixture(scope="module")
+def once():
+    """The commands' work done once for both widths: a table's width is the rendering's, and
+    the plan and the fit under it are the same at 80 and 60 columns (deterministic: the same
+    inputs give the same plan and fit, tests/integration/test_determinism.py). Each is computed
+    at the first width and reused, as a frozen Plan or a copy, at the second."""
+    import copy
+    import importlib
+
+    # by module name: `pdd_plan.cli.main` is also the name of the console entry function
+    opt_pkg, cal_cli, cli_main = map(
+        importlib.import_module,
+        ("pdd_plan.optimize", "pdd_plan.cli.calibrate", "pdd_plan.cli.main"),
+    )
+
+    plans, uncertain, fits = {}, {}, {}
+    real_plan, real_uncertain, real_fit = opt_pkg.optimize, cli_main._uncertain, cal_cli._fit_all
+
+    def plan(ctx, **kw):
+        given = sorted((k, v) for k, v in kw.items() if k != "replay_worker")
+        key = (ctx.scenario.model_dump_json(), repr(given))
+        if key not in plans:
+            plans[key] = real_plan(ctx, **kw)
+        return plans[key]
+
+    def with_draws(ctx, plan, *args):
+        key = (id(plan), repr(args[:-1]))  # the progress bar, last, is not an input
+        if key not in uncertain:
+            uncertain[key] = (plan, real_uncertain(ctx, plan, *args))
+        return uncertain[key][1]
+
+    def fit(rows, gpus, targets, name):
+        if targets:  # it writes files: always run
+            return real_fit(rows, gpus, targets, name)
+        key = repr((rows, gpus, name))
+        if key not in fits:
+            fits[key] = real_fit(rows, gpus, targets, name)
+        return copy.deepcopy(fits[key])
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(opt_pkg, "optimize", plan)
+        m.setattr(cli_main, "_uncertain", with_draws)
+        m.setattr(cal_cli, "_fit_all", fit)
+        yield
+
+
 @pytest.mark.integration
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("cmd", list(COMMANDS))
-def test_command_tables_fit(cmd, width, plans):
+def test_command_tables_fit(cmd, width, plans, once):
     text = _run(COMMANDS[cmd](plans), width)
     assert "┃" in text or "│" in text, text  # a table was printed
     _assert_fits(text, width, cmd)
