@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from pdd_plan.sim.queues import P_MD
-from tests.law_fleets import Case, compare, row
+from tests.law_fleets import DEFAULT_PDD, Case, compare, row
 
 pytestmark = pytest.mark.slow
 
@@ -32,11 +32,13 @@ NL = {"line_base": "eth-1g", "example": "narrow-line", "n": 100_000}
 # gets"): after_idle_4 -3.3/+0.6/+0.0, -4.0/+0.7/+0.0; after_idle_30 -0.6/-0.8/-0.2,
 # -4.4/+0.4/+0.1; congestive +1.0/+0.1/-0.0, -4.5/+0.4/+0.1; every_transfer -0.4/-0.8/-0.2,
 # -4.0/+0.5/+0.1; pdd_shared -0.0/+0.4/+0.2, -4.0/+0.8/+0.3; pristine -0.6/+2.1/-1.0,
-# -1.8/+0.4/-4.8; narrow +0.6/-3.1/-4.7, -9.2/-3.2/-4.6; narrow_cv2 +2.2/+3.9/-7.3,
-# -6.8/+5.2/-6.5; narrow_relay -0.1/-5.5/-9.3, -10.6/-0.9/-4.0 (before the law routed as the
+# -1.8/+0.4/-4.8; narrow +0.6/-3.1/-4.7, -9.2/-3.2/-4.6; narrow_cv2 +2.9/+2.3/-9.5,
+# -5.4/+3.6/-9.0 (before the bursts law took a burst member by member: +2.2/+3.9/-7.3,
+# -6.8/+5.2/-6.5); narrow_relay -0.1/-5.5/-9.3, -10.6/-0.9/-4.0 (before the law routed as the
 # router does: +19.1/+15.1/+68.7, +10.3/+44.4/+24.6); shared_relay -4.6/+0.3/+0.9,
 # -3.8/+1.1/+0.7 (before: +7.7/+1.7/+40.5, -3.8/+22.9/+0.7); default_kv -0.5/+1.4/-2.3,
-# -1.6/+1.9/-1.7; microbench +8.3/+0.7/-2.8, +0.3/-1.5/-4.9.
+# -1.6/+1.9/-1.7; default_relay +0.3/-2.2/-2.6, +1.2/+2.6/+0.5; microbench +8.3/+0.7/-2.8,
+# +0.3/-1.5/-4.9.
 CASES = [
     # slow start after idle: at 4 req/s a prefill instance sends every 1.5 s, so its lanes
     # often idle past their RTO (220 ms) and restart; at 30 req/s they seldom do; shared-10g's
@@ -94,6 +96,19 @@ CASES = [
     ),
     # the default workload's KV law on the shared 25 Gb/s line (7 prefill instances ~84% busy)
     Case("default_kv", "pdd", 40.0, (P7, MD1), {}, "shared-25g", n=200_000),
+    # the default's PDD fleet with one more prefill instance (83% busy): an SLA that makes the
+    # MILP relay hit <= 0.8 (12.6% of requests, 1.8% ending on relay decode) on the 84%-used
+    # line, the relay-diverted mix's TTFT (p_md's line wait, the paths' mixture, the handoff)
+    Case(
+        "default_relay",
+        "pdd",
+        40.0,
+        (P7, MD1, RLD),
+        {},
+        "shared-25g",
+        n=200_000,
+        sla={"ttft_p90_s": 3, "ttft_p99_s": 6, "tpot_ms": 60},
+    ),
     Case("microbench", "pdd", 40.0, (P7, MD1), {}, "eth-20g", "wan-microbench", n=100_000),
 ]
 
@@ -118,22 +133,41 @@ def test_relayed_share_is_the_routers(tmp_path):
 
 
 # Bursty arrivals with relay decode on the narrow line (the SLA's 10/15 s make the MILP relay
-# hit <= 0.4, 7% of requests): TTFT +3.4/+0.8/+3.5%, KV -6.9/+16.0/-1.6%. Before the law routed
-# as the router does (the MILP's 5.25% relayed spread evenly over the strata, none on p_rld,
-# where the router relays whole hit bins and ends the singular ones on relay decode, off the
-# line) it read TTFT +13.1/+20.2/+52.0%, KV +6.5/+41.6/+22.0%. What is left is the KV P90: by
-# hit bin the law's mean transfer is within 1-2% for the largest (bins below 0.4, 330-185 MB)
-# but 9-16% long for the mid sizes (hit 0.6-0.95, 110-30 MB), their P90 7-18% and P99 17-40%
-# long, while the largest bins' P90 read 1-5% short: the bursts' size-dependent excess
-# (latency/line/bursts.py, its exponential bridge between the small transfers' slope and the
-# long ones' time-average) over-states the mid sizes, and the relayed mixture's P90 falls among
-# them (without relay it falls among the largest, whose shortfall offsets: +5.2%).
+# hit <= 0.4, 7% of requests): TTFT +4.3/+0.4/-1.7%, KV -5.2/+13.4/-4.0%. Before the law routed
+# as the router does it read TTFT +13.1/+20.2/+52.0%, KV +6.5/+41.6/+22.0%; then, before the
+# bursts law took the rest of a burst member by member (PS: each costs min(its size, what the
+# transfer has left), each late by its own prefill, so the small come first and the large
+# late) and the work found as the size law's residuals, TTFT +3.4/+0.8/+3.5%, KV
+# -6.9/+16.0/-1.6%: the mid sizes (30-130 MB), where the relayed mix's P90 falls, read 12-20%
+# long in their mean delay, now 3-10% (latency/line/bursts.py).
 def test_bursty_relay_on_the_narrow_line(tmp_path):
     sla = {"ttft_p90_s": 10, "ttft_p99_s": 15, "tpot_ms": 60}
     c = Case("narrow_relay_cv2", "pdd", 1.8, (P1, MD_NL, RLD), {}, cv=2.0, sla=sla, **NL)
     e = compare(tmp_path, c).errors()
-    assert all(abs(x) <= 0.15 for x in e[:3] + e[3:4] + e[5:]), e
-    assert 0.0 < e[4] <= 0.20, e  # KV P90: the bursts' mid-size excess, stated above
+    assert all(abs(x) <= 0.15 for x in e), e
+
+
+# The default's PDD fleet itself (tests/law_fleets.py DEFAULT_PDD), which `optimize` verifies
+# with 20,000 requests: its analytic TTFT P50/P90/P99 1.64/4.40/7.89 s against that replay's
+# 1.33/2.36/5.52. The gap is the replay's window, not the relay mix: prefill is 96.8% busy, so
+# its wait relaxes over about as long as 20,000 requests last (500 s), and 20k replays read P90
+# 2.36-6.37 s over seeds 0-5; longer ones close in on the law (200k 3.68; 1M 4.22/3.92/3.96/3.75
+# over four seeds; 2M 4.19), and the KV transfer, the line's law, is within 5% at every length.
+# What is left at 1M-2M, TTFT +5-17% at P90 and +4-21% at P99, is the prefill pool's G/G/c wait
+# at 97% busy: IDC-PD on the same six instances (no line, no relay) reads +3/+8% P90 and +16%
+# P99 against two 4M replays. The relay-diverted mix on the same line is default_relay above.
+def test_default_pdd_fleet_line_law_and_routing(tmp_path):
+    sla = {"ttft_p90_s": 10, "ttft_p99_s": 15, "tpot_ms": 60}
+    c = Case("default_pdd", "pdd", 40.0, DEFAULT_PDD, {}, "shared-25g", sla=sla)
+    r = compare(tmp_path, c)
+    assert all(abs(e) <= 0.15 for e in r.errors()[3:]), r.errors()  # KV P50/P90/P99
+    # the default's routing: relay at hit <= 0.6, 7.9% relayed to main decode, 1.2% ending on
+    # relay decode, and the replay routes the same (to sampling error)
+    assert r.plan.routing.relay_at_or_below_hit_rate == pytest.approx(0.6)
+    got = r.res.summary()["route_share"]
+    for path, share in (("p_md", 0.9085), ("p_rld_md", 0.079), ("p_rld", 0.0124)):
+        assert getattr(r.plan.route_share, path) == pytest.approx(share, abs=5e-4), path
+        assert got[path] == pytest.approx(share, abs=0.005), path
 
 
 # The G/G/c prefill wait end to end: IDC-PD (RDMA, no line) on 7 prefill instances ~84% busy,

@@ -113,8 +113,9 @@ def delay_parts(
     r, i_star, t_star = input_stream.renewal_and_pool(sizes_s, weight, rho, ca2, pool)
     if not np.isfinite(r):
         return d * r, np.zeros_like(d)
-    dv = np.zeros_like(d)
+    dv, lead = np.zeros_like(d), None
     if pool is not None:
         dv = found_shift(service_s, weight, rho, pool.count, t_star)
-    burst = bursts.burst_delay(sizes_s, weight, rho, ca2, dv)
+        lead = np.asarray(service_s, dtype=float)
+    burst = bursts.burst_delay(sizes_s, weight, rho, ca2, dv, lead)
     return d * i_star + dv * delay_response(sizes_s, weight, rho), burst

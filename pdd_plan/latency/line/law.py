@@ -123,7 +123,8 @@ def _transfer_law(
     if 0 < rho < 1 and ca2 != 1.0:
         atom = np.minimum(atom * bursts.idle_ratio(sz, weight, rho, ca2), 1.0)
         with np.errstate(invalid="ignore", over="ignore"):
-            v = bursts.variance_ratio(sz, weight, rho, ca2)
+            lead = None if pool is None else np.asarray(own, dtype=float)  # as delay_parts'
+            v = bursts.variance_ratio(sz, weight, rho, ca2, lead)
             var = np.where(j > 0, cv2 * (base * base * v + burst * burst), 0.0)
     return TransferLaw(lt, bare, j, var, atom)
 

@@ -104,14 +104,69 @@ def test_burst_delay_limits_from_the_wait_law():
     # the whole burst after it, E[tau] (ca2 - 1) / 2, included (the count does not enter)
     huge = bursts.burst_delay(*_probe(1e5), RHO, CA2)[-1]
     assert huge == pytest.approx((ew + E1 * (CA2 - 1) / 2 - v_time) / (1 - RHO), rel=1e-6)
-    # in between, per class: the fresh members found beyond E[W] / m, E[tau] (1 - e^(-tau /
-    # E[tau])) each, plus K' (1 - e^(-tau / L)) with the work found's slope and the rest of K
-    burst = E1 * bursts.burst_mates(TAU * (1 + ew / M), RHO / E1, CA2)
+    # in between, per class: the fresh members found beyond E[W] / m, E[min(tau_j, tau)]
+    # each (PS: equal service until the first leaves); the work found's part with its slope
+    # and the rest of K, shaped as the size law's equilibrium residual E[min(R, x)] / m
+    # (M/M/1's would be 1 - e^(-x / m)); and the rest of the burst, by quadrature
     fresh = n - ew / M
-    slope = (ew + burst) / M - RHO / (1 - RHO)
-    offset = (ew + burst - v_time) / (1 - RHO) - fresh * E1
-    hand = offset * -np.expm1(-TAU * slope / offset) + fresh * E1 * -np.expm1(-TAU / E1)
+    slope = ew / M - RHO / (1 - RHO)
+    offset = (ew - v_time) / (1 - RHO) - fresh * E1
+    x = TAU * slope / offset * M
+    mn = np.minimum(x[:, None], TAU[None, :])
+    residual = (mn * (2 * TAU[None, :] - mn)) @ W / (2 * E1 * M)
+    shared = np.minimum(TAU[:, None], TAU[None, :]) @ W
+    hand = offset * residual + fresh * shared + _mates(TAU * (1 + ew / M), None)
     assert got == pytest.approx(hand, rel=1e-3)  # the count's renewal excess is tabulated
+
+
+def _mates(stay: np.ndarray, lead: np.ndarray | None) -> np.ndarray:
+    """The rest of the burst by hand: sum_j w_j integral (M'(u) - lambda) min(tau_j, r(u +
+    S_j)) du, r falling linearly from tau_i to 0 over the stay, by parts and midpoints on the
+    plain renewal sum, times the M/M/1-PS gain."""
+    lam = RHO / E1
+    s = np.zeros(2) if lead is None else lead
+    out = np.zeros(2)
+    for i in range(2):
+        for j in range(2):
+            hi = stay[i] - s[j]
+            lo = max(stay[i] * (1 - TAU[j] / TAU[i]) - s[j], 0.0)
+            if hi <= lo:
+                continue
+            u = lo + (np.arange(1000) + 0.5) * (hi - lo) / 1000
+            # stays of a few seconds: the terms past n = 600 (P(Gamma(150, 1.5) < 10)) vanish
+            n = np.arange(1, 601)[:, None]
+            r = gammainc(n / CA2, u * lam / CA2).sum(0) - lam * u
+            out[i] += W[j] * TAU[i] / stay[i] * r.mean() * (hi - lo)
+    gain = -np.expm1(-(1 - RHO) * TAU / M) / ((1 - RHO) * -np.expm1(-TAU / M))
+    return out * gain
+
+
+@pytest.mark.unit
+def test_mates_late_by_their_own_prefill():
+    """A burst's members reach the line their own prefill after their start: the small come
+    first, the large late, so a transfer meets less of their work during its stay (by hand,
+    and the tabulated law), and in the long run their whole work, E[tau] (ca2 - 1) / 2."""
+    ew = _wait().mean
+    stay = TAU * (1 + ew / M)
+    lead = np.array([0.05, 0.6])  # the big transfer's prefill is long
+    gain = -np.expm1(-(1 - RHO) * TAU / M) / ((1 - RHO) * -np.expm1(-TAU / M))
+    assert bursts.mates_gain(TAU, M, RHO) == pytest.approx(gain, rel=1e-12)
+    for s in (None, lead):
+        got = bursts.mates_delay(TAU, W, stay, RHO / E1, CA2, s) * gain
+        # tolerance: rel 1e-2, the 129-point table of R(x) / x against 1,000 midpoints
+        assert got == pytest.approx(_mates(stay, s), rel=1e-2)
+    none = bursts.mates_delay(TAU, W, stay, RHO / E1, CA2, None)
+    late = bursts.mates_delay(TAU, W, stay, RHO / E1, CA2, lead)
+    assert np.all(late < none)
+    # small: tau times the members' stay-weighted count; long: their work, whatever the lead
+    lam = RHO / E1
+    tiny = bursts.mates_delay(np.r_[TAU, 1e-3], np.r_[W, 0], np.r_[stay, 1e-3], lam, CA2, None)
+    want = 1e-3 * bursts.burst_mates(np.array([1e-3]), lam, CA2)[0]
+    assert tiny[-1] == pytest.approx(want, rel=1e-2)
+    far = np.r_[stay, 1e6]
+    for s in (None, np.r_[lead, 0.0]):
+        long = bursts.mates_delay(np.r_[TAU, 1e5], np.r_[W, 0], far, lam, CA2, s)
+        assert long[-1] == pytest.approx(E1 * (CA2 - 1) / 2, rel=1e-3)
 
 
 @pytest.mark.unit
