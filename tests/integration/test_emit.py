@@ -20,8 +20,6 @@ from pdd_plan.cli.common import dumps
 from pdd_plan.emit import flags, k8s, sglang, validation
 from pdd_plan.emit.plan import EmitOptions, nodes_for
 from pdd_plan.inputs import profiles
-from pdd_plan.inputs.context import build_context, load_scenario
-from pdd_plan.optimize import optimize
 from pdd_plan.outputs.plan import parse_plan
 from tests.cli_helpers import err_line, invoke
 
@@ -47,9 +45,9 @@ def _row(role, gpu, dc, count, n, dp=None, ep=None):
 
 
 @pytest.fixture(scope="module")
-def plan() -> dict:
-    path = profiles.example_path()
-    return optimize(build_context(load_scenario(path), str(path)), verify=False).dump()
+def plan(example_plan) -> dict:
+    # the default scenario's unverified plan, planned once a session (conftest.py); a copy
+    return copy.deepcopy(example_plan)
 
 
 @pytest.fixture(scope="module")
