@@ -41,6 +41,7 @@ RUNS = [ROOT / "benchmarks/data/h200_layers_2026-12-01_run1.json",
         ROOT / "benchmarks/data/h200_layers_2026-12-01_run4_extend.json",
         ROOT / "benchmarks/data/h200_layers_2026-12-01_run5_extend_merge.json"]  # fmt: skip
 OUT = ROOT / "pdd_plan/data/calibration/h200-kernels"
+DATA = ROOT / "benchmarks/data"
 SOURCE = (
     "measured 2026-12-01 on one NVIDIA H200 SXM (141 GB, driver 580.159.04, 700 W, torch "
     "2.11.0+cu130) by benchmarks/h200_layers.py: random weights, CUDA-graph replay, median of "
@@ -181,7 +182,47 @@ def main() -> int:
         print(
             f"{label}: {len(e)} rows, median |error| {statistics.median(e):.1%}, max {max(e):.1%}"
         )
+    print(f"\n{SPLIT_TABLE}")
+    print(split_kv_table())
     return 0
+
+
+SPLIT_TABLE = "| decode step | plain SDPA ms (attention) | split-KV ms (attention) |"
+
+
+def split_kv_table() -> str:
+    """The negative control: each decode step of the split-KV call (FlashDecoding, partial
+    attentions merged by their log-sum-exp) beside the same step of the plain call made in the
+    same session just before it (run 2), pass and attention milliseconds as measured."""
+
+    def decode(name: str) -> dict[tuple, dict]:
+        runs = json.loads((DATA / f"h200_layers_2026-12-01_{name}.json").read_text())["runs"]
+        return {
+            (r["model"], r["dtype"], r["batch"], r["context"]): r
+            for r in runs
+            if r.get("phase") == "decode" and "error" not in r
+        }
+
+    plain, split = decode("run2"), decode("run3_split")
+    lines = ["|---|---|---|"]
+    for k, s in split.items():
+        p = plain[k]
+        lines.append(
+            f"| {k[0]} {k[1]} b{k[2]} @{k[3]} | {p['pass_s'] * 1e3:.2f} "
+            f"({p['attention_s'] * 1e3:.2f}) | {s['pass_s'] * 1e3:.2f} ({s['attention_s'] * 1e3:.2f}) |"
+        )
+    return "\n".join(lines)
+
+
+def render(data: dict) -> dict[str, str]:
+    """The stored output's two blocks: the comparison with the model, and the split-KV table."""
+    from benchmarks.results import stamp_line
+
+    main, _, split = data["output"].partition(f"\n{SPLIT_TABLE}\n")
+    return {
+        "output": f"{stamp_line(data)}\n\n{main.strip()}",
+        "split_kv": f"{SPLIT_TABLE}\n{split}",
+    }
 
 
 if __name__ == "__main__":

@@ -68,8 +68,9 @@ def _row(label: str, n: int, tables_s: float, sets: int, pts: points.OperatingPo
     t0 = time.perf_counter()
     sol = milp.solve_points(pts, time_limit_s=120.0)
     solve_s = time.perf_counter() - t0
-    if sol is None:
-        return f"| {label} | {n} | {tables_s:.2f} | {sets} | infeasible | | | {solve_s:.2f} | | |"
+    if sol is None:  # past the time limit HiGHS may stop with no incumbent: not infeasibility
+        why = "none within 120 s" if solve_s >= 120.0 else "infeasible"
+        return f"| {label} | {n} | {tables_s:.2f} | {sets} | {why} | | | {solve_s:.2f} | | |"
     z = sol.size
     return (
         f"| {label} | {n} | {tables_s:.2f} | {sets} | {z['rows']:,} | {z['columns']:,} | "

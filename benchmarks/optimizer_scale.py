@@ -27,7 +27,7 @@ from pathlib import Path
 import yaml
 
 from benchmarks.oracles import bruteforce
-from pdd_plan.common.errors import InfeasibleError
+from pdd_plan.common.errors import InfeasibleError, InputError
 from pdd_plan.inputs.context import Context, build_context
 from pdd_plan.inputs.profiles import example_path
 from pdd_plan.inputs.schema.scenario import Scenario
@@ -102,7 +102,11 @@ def dinkelbach_rows(d: dict) -> list[str]:
     d["objective"] = "bcr"
     ctx = _ctx(d)
     t0 = time.perf_counter()
-    plan = optimize(ctx, verify=False, timings=True).dump()  # seconds only with timings
+    try:
+        plan = optimize(ctx, verify=False, timings=True).dump()  # seconds only with timings
+    except InputError as e:  # search.time_limit_s ran out: a row, not a crash of the harness
+        took = time.perf_counter() - t0
+        return [f"| default, rate free | all | {e.problem[:90]} | | | {took:.2f} | | | | |"]
     total = time.perf_counter() - t0
     rows = []
     for a, p in plan["plans"].items():

@@ -46,7 +46,8 @@ def block(name: str, which: str) -> str:
     if which != "output":
         raise KeyError(f"benchmarks/{name}.py has no render; its only block is `output`")
     out = data["output"].strip()
-    if "\n|---" not in f"\n{out}" and not out.startswith("#"):  # plain text: shown as printed
+    plain = "\n|---" not in f"\n{out}" and "```" not in out and not out.startswith("#")
+    if plain:  # plain text: shown as printed
         out = f"```\n{out}\n```"
     return f"{results.stamp_line(data)}\n\n{out}"
 

@@ -56,7 +56,18 @@ def load(name: str) -> dict[str, Any]:
 
 
 def stamp_line(data: dict[str, Any]) -> str:
-    """The figures' provenance, as the documents print it above a generated table."""
+    """The figures' provenance, as the documents print it above a generated table.
+
+    A result with ``carried`` holds figures measured before their section was generated (the
+    section's text as it stood, with the measurement's own date and machine): the line says
+    so and names the command whose stored output would replace them."""
+    if data.get("carried"):
+        return (
+            f"Carried from an earlier measurement, not yet rerun by its harness: measured "
+            f"{data['date']} on {data['machine']}; {data['carried']} "
+            f"`{data['command'].replace('benchmarks.', 'benchmarks.store ', 1)}` replaces "
+            "it with what the harness prints."
+        )
     wall = data.get("wall_s")
     took = f", {wall:,.0f} s wall" if isinstance(wall, (int, float)) else ""
     return f"Measured {data['date']} on {data['machine']}{took}: `{data['command']}`."

@@ -2,7 +2,7 @@
 
 Usage: ``python -m benchmarks.serve_vs_replay``
 
-The grid of tests/unit/sim/test_serve_replay.py (two instances, SGLang's and vLLM's
+The grid of tests/integration/test_serve_vs_replay.py (two instances, SGLang's and vLLM's
 schedulers, three length mixes, concurrency 1 / 16 / 48, 6 C prompts), plus cases outside the
 test's bar: fixed lengths at concurrency 64 under vLLM (prompt groups that drift), and open
 loops at a finite rate (three seeds of 800 prompts). Errors: analytic / replay - 1.
@@ -19,7 +19,7 @@ from pdd_plan.perf.serve import Load, serve
 from pdd_plan.perf.serve_engine import serve_engine
 from pdd_plan.perf.serve_step import StepCost
 from pdd_plan.sim.serve_replay import replay
-from tests.unit.sim import test_serve_replay as grid
+from tests.integration import test_serve_vs_replay as grid
 
 
 def _row(label: str, a, reps) -> tuple[str, float, float, float]:

@@ -1,7 +1,7 @@
 """Accuracy on the serving rows: the calibration CSV's concurrency sweeps and benchmark-client
 runs (``pdd_plan/data/calibration/serving_rows.yaml``) read through ``perf --phase serve``.
 
-Usage: ``python -m benchmarks.serving_loso [--markdown]``
+Usage: ``python -m benchmarks.serving_loso``
 
 Leave-one-source-out: for each source S of the serving rows, the efficiency factors are
 fitted jointly (``calibration.joint.fit_joint``, what ``pdd-plan calibrate`` runs) on every

@@ -73,6 +73,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pdd_plan.calibration.fit import BOUNDS, FACTORS, Measurement, predict
+from pdd_plan.calibration.measurements import engine_build
 from pdd_plan.common.errors import InputError
 from pdd_plan.inputs import profiles
 from pdd_plan.inputs.calibrated import with_efficiency
@@ -216,9 +217,9 @@ class JointFit:
 
     def profile(self, gpu: GPUProfile, engine: str | None = None) -> GPUProfile:
         """`gpu` with its fitted dense factors and its MoE ones (marked calibrated), its step
-        overhead under `engine` (default: the reference engine's)."""
+        overhead under `engine` (default: the planner's, the reference engine's build for it)."""
         z = balance(gpu)
-        off = self.engine_overhead.get(engine, 0.0) if engine else 0.0
+        off = self.engine_overhead.get(engine or engine_build(REFERENCE_ENGINE, gpu.name), 0.0)
         fm, fd = self.factors(gpu.name, "moe", z), self.factors(gpu.name, "dense", z)
         for f in (fm, fd):
             f["step_overhead_ms"] = max(0.0, f["step_overhead_ms"] + off)

@@ -10,13 +10,26 @@ import numpy as np
 import yaml
 
 from pdd_plan.calibration.fit import BOUNDS, FACTORS
-from pdd_plan.calibration.joint import JointFit
+from pdd_plan.calibration.joint import REFERENCE_ENGINE, JointFit
+from pdd_plan.calibration.measurements import engine_build
 
 DIGITS = {"mfu": 4, "mbu": 4, "step_overhead_ms": 3}
 
 
 def _factors(f: dict[str, float], source: str) -> dict:
     return {**{k: round(f[k], DIGITS[k]) for k in FACTORS}, "source": source}
+
+
+def deployed_offset(jf: JointFit, gpu: str) -> float:
+    """ms a step of the engine build the planner deploys on `gpu` (SGLang; its ROCm build on
+    an AMD GPU) against the reference engine's, which the fitted factors are under."""
+    return jf.engine_overhead.get(engine_build(REFERENCE_ENGINE, gpu), 0.0)
+
+
+def _deployed(jf: JointFit, gpu: str, family: str) -> dict[str, float]:
+    f = dict(jf.factors(gpu, family))
+    f["step_overhead_ms"] = max(0.0, f["step_overhead_ms"] + deployed_offset(jf, gpu))
+    return f
 
 
 def gpu_errors(jf: JointFit, rows_gpu: dict[int, str], gpu: str) -> list[float]:
@@ -43,12 +56,19 @@ def calibration_yaml(
         f"(shared mean {shift}; a GPU with both families deviates from it under a normal prior "
         f"of spread tau, log, {tau or 'not estimated'}, estimated by DerSimonian-Laird)"
     )
+    off = deployed_offset(jf, gpu)
+    if off:
+        build = engine_build(REFERENCE_ENGINE, gpu)
+        method += (
+            f"; step overhead under {build}, the build of SGLang the planner deploys on this "
+            f"GPU: its fitted offset ({off:+.3f} ms a step, fit.engine_overhead_ms) added"
+        )
     data = {
         "gpu": gpu,
         "efficiency": _factors(
-            jf.factors(gpu, "dense"), f"dense models: {jf.basis(gpu, 'dense')}; {method}"
+            _deployed(jf, gpu, "dense"), f"dense models: {jf.basis(gpu, 'dense')}; {method}"
         ),
-        "moe": _factors(jf.factors(gpu, "moe"), f"MoE models: {jf.basis(gpu, 'moe')}"),
+        "moe": _factors(_deployed(jf, gpu, "moe"), f"MoE models: {jf.basis(gpu, 'moe')}"),
         "fit": {
             "measurements": csv_name,
             "rows": mine,
@@ -60,7 +80,8 @@ def calibration_yaml(
             },
             "moe_shift_tau_log": {k: round(v, 4) for k, v in jf.tau.items()},
             "balance_slope_log": round(jf.balance_slope, 4),
-            # each engine's step overhead against SGLang's (the factors above), ms a step
+            # each engine's step overhead against SGLang's (the factors above; an AMD GPU's
+            # include its ROCm build's), ms a step
             "engine_overhead_ms": {k: round(v, 3) for k, v in sorted(jf.engine_overhead.items())},
             "errors_calibrated": [round(e, 4) for e in errs],
             "median_abs_error_calibrated": round(float(np.median(np.abs(errs))), 4)

@@ -51,6 +51,18 @@ FRAMEWORK_OF_SOURCE = {
     "lm-sys": "sglang",
     "vllm-project": "vllm",
 }
+# An engine's ROCm build is an engine of its own: SGLang on AMD GPUs runs from its ROCm images
+# (lmsysorg/sglang:*-rocm*, the rows' stated image or ROCm version) with other attention and
+# MoE kernels (aiter), HIP graphs and RCCL, so its per-step overhead is fitted apart from the
+# CUDA build's (calibration/joint.py: one offset per engine, shared by every GPU it ran on)
+ROCM_BUILDS = {"sglang": "sglang-rocm"}
+
+
+def engine_build(engine: str, gpu: str) -> str:
+    """The build of `engine` that runs on `gpu`: its ROCm build on an AMD GPU."""
+    if engine in ROCM_BUILDS and profiles.gpu(gpu).display_name.startswith("AMD"):
+        return ROCM_BUILDS[engine]
+    return engine
 
 
 # The regimes the accuracy and the error band are reported for (Measurement.regime): the
@@ -117,8 +129,9 @@ class Measurement:
 
     @property
     def engine_name(self) -> str:
-        """The serving engine that measured the row (the reading's, else the source's)."""
-        return self.framework or framework_of(self.source)
+        """The serving engine (its build for the row's GPU) that measured the row (the
+        reading's, else the source's)."""
+        return engine_build(self.framework or framework_of(self.source), self.gpu)
 
     @property
     def is_latency(self) -> bool:

@@ -53,11 +53,11 @@ def evaluate_cmd(
         0.02, "--step", help="One rate step, as a fraction of the rate (0.001-0.5)."
     ),
     no_simulate: bool = typer.Option(
-        False, "--no-simulate", help="Analytic search only (no simulator confirmation)."
+        False, "--no-simulate", help="Analytic search only (no simulator verification)."
     ),
 ) -> None:
     """The highest request rate each architecture's fleet serves within the scenario's P90/P99
-    TTFT and TPOT SLAs: analytic bisection, confirmed by the simulator at that rate and one step
+    TTFT and TPOT SLAs: analytic bisection, verified by the simulator at that rate and one step
     above. Cost, BCR, percentiles, path shares, and what gives out first."""
     from pdd_plan.evaluate import Options, evaluate
 

@@ -83,8 +83,12 @@ def optimize(
         help="Plan robust fleets: each architecture's cheapest fleet found meeting the SLA in "
         "at least this share of independent draws (e.g. 0.9; scenario search.robust).",
     ),
-    confirm: int = typer.Option(
-        0, "--confirm", help="Replay this many of the uncertainty draws in the simulator."
+    verify_draws: int = typer.Option(
+        0,
+        "--verify-draws",
+        "--confirm",
+        help="Verify this many of the uncertainty draws: replay each in the simulator "
+        "(--confirm: the same).",
     ),
     replan: bool = typer.Option(
         False,
@@ -113,7 +117,7 @@ def optimize(
             )
         limits.check("REQUESTS", sim_requests, None, "--sim-requests")
         q = robust if robust is not None else sc.search.robust
-        _check_uncertainty_flags(sc, path, draws, robust, q, confirm, replan)
+        _check_uncertainty_flags(sc, path, draws, robust, q, verify_draws, replan)
         ctx = build_context(sc, path)
         with Stages("optimize", wanted(fmt)) as bar:
             bar.stage("planning" if no_verify else "planning and replaying each plan")
@@ -124,7 +128,7 @@ def optimize(
                 timings=timings,
                 replay_worker=replayer,
             )
-            plan = _uncertain(ctx, plan, draws, q, confirm, replan, sim_requests, bar)
+            plan = _uncertain(ctx, plan, draws, q, verify_draws, replan, sim_requests, bar)
         if out is not None:
             write_atomic(out, plan.to_text("yaml"))
         if fmt == "table":
@@ -135,18 +139,18 @@ def optimize(
             echo(plan.to_text(fmt))
 
 
-def _uncertain(ctx, plan, draws, q, confirm, replan, sim_requests, bar):
+def _uncertain(ctx, plan, draws, q, verify_draws, replan, sim_requests, bar):
     """The plan with its uncertainty block (draws, robust fleets, replays, re-plans) where
     asked or on by default (the flags were checked before planning); the bar names the stage."""
     # on by default for a plan at one rate (a day's plan has no single fleet to draw on)
     asked = draws != 0 and (draws is not None or plan.day is None)
-    if asked or q is not None or confirm or replan:
+    if asked or q is not None or verify_draws or replan:
         from pdd_plan.uncertainty import Options, plan_under_uncertainty
 
         opt = Options(
             draws=draws or None,
             robust=q,
-            confirm=confirm,
+            verify_draws=verify_draws,
             sim_requests=sim_requests,
             replan=replan,
         )
@@ -156,19 +160,27 @@ def _uncertain(ctx, plan, draws, q, confirm, replan, sim_requests, bar):
     return plan
 
 
-def _check_uncertainty_flags(sc, path, draws, robust, q, confirm, replan) -> None:
+def _check_uncertainty_flags(sc, path, draws, robust, q, verify_draws, replan) -> None:
     """The draw flags, before any planning: each one honoured or refused in one line, never
-    silently dropped (`--draws 0` skips the draws that --robust, --confirm and --replan need)."""
+    silently dropped (`--draws 0` skips the draws that --robust, --verify-draws and --replan need)."""
     if draws is not None:
         if draws == 1 or draws < 0:
             raise InputError(None, "--draws", f"must be 0 or >= 2 (got {draws})", "e.g. 32")
         limits.check("DRAWS", draws, None, "--draws")
     if q is not None and not 0 < q < 1:
         raise InputError(None, "--robust", f"must be a share in (0, 1) (got {q:g})", "e.g. 0.9")
-    if confirm < 0:
-        raise InputError(None, "--confirm", f"must be >= 0 (got {confirm})", "e.g. 4")
-    limits.check("CONFIRM", confirm, None, "--confirm")
-    flag = "--robust" if q is not None else "--confirm" if confirm else "--replan" if replan else ""
+    if verify_draws < 0:
+        raise InputError(None, "--verify-draws", f"must be >= 0 (got {verify_draws})", "e.g. 4")
+    limits.check("CONFIRM", verify_draws, None, "--verify-draws")
+    flag = (
+        "--robust"
+        if q is not None
+        else "--verify-draws"
+        if verify_draws
+        else "--replan"
+        if replan
+        else ""
+    )
     if draws == 0 and flag:
         what = "search.robust" if robust is None and q is not None else flag
         raise InputError(
@@ -178,11 +190,11 @@ def _check_uncertainty_flags(sc, path, draws, robust, q, confirm, replan) -> Non
             f"drop --draws 0 (or drop {what})",
         )
     n = draws or (sc.uncertainty.draws if sc.uncertainty is not None else 32)
-    if confirm > n:
+    if verify_draws > n:
         raise InputError(
             None,
-            "--confirm",
-            f"{confirm} replays of {n} draws",
+            "--verify-draws",
+            f"{verify_draws} replays of {n} draws",
             f"use at most {n}, or more --draws",
         )
     w = sc.workload

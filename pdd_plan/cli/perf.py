@@ -401,10 +401,9 @@ def perf(
         extend_tokens,
         engine,
     )
-    from pdd_plan.calibration.error_band import band_for_model
-
     # how far off such predictions were on held-out measurements of the model's family
     from pdd_plan.calibration.measurements import regime_of
+    from pdd_plan.inputs.error_band import band_for_model
 
     batch_n = res.get("batch") if phase in ("decode", "extend") else None
     regime = regime_of(phase, batch_n, float(input_tokens), phase in ("prefill", "offline"))

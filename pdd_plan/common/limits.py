@@ -149,8 +149,8 @@ LIMITS: dict[str, Limit] = {
             "CONFIRM",
             64,
             "replays",
-            "optimize --confirm",
-            "each confirmation is a simulator replay per architecture, not an analytic draw: 8 "
+            "optimize --verify-draws",
+            "each verified draw is a simulator replay per architecture, not an analytic draw: 8 "
             "added 1.4 s of CPU to the default's optimize, so 1,000 ran past a minute",
         ),
         Limit(

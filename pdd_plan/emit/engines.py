@@ -96,11 +96,29 @@ def vllm_args(dep: Deployment, g: Group, role_flag: bool = True) -> list[str]:
     a += ["--gpu-memory-utilization", f"{g.mem_fraction:g}"]
     if g.role == "prefill":
         a += ["--max-num-batched-tokens", str(dep.chunk_tokens)]
+    a += vllm_limit_args(dep, g)
     if dep.model.page_size > 1:
         a += ["--block-size", str(dep.model.page_size)]
     if role_flag:
         a += ["--disaggregation-mode", g.mode]
     a += ["--kv-transfer-config", json.dumps(VLLM_NIXL, separators=(",", ":"))]
+    return a
+
+
+def vllm_limit_args(dep: Deployment, g: Group) -> list[str]:
+    """The scenario's engine limits on a decode instance as vLLM's flags: each DP rank is an
+    engine core with its own scheduler, so `--max-num-seqs` is the instance's running-request
+    limit divided among the ranks (as SGLang divides its own) and `--max-num-batched-tokens`
+    one scheduler's budget, as the scenario's is. vLLM has no flag for the largest CUDA-graph
+    batch in the flag tables bundled here (emit/data), so that limit is left to its default."""
+    lim = dep.engine_limits
+    if g.role == "prefill" or not lim:
+        return []
+    a: list[str] = []
+    if "max_running_requests" in lim:
+        a += ["--max-num-seqs", str(max(1, lim["max_running_requests"] // g.dp))]
+    if "max_num_tokens" in lim:
+        a += ["--max-num-batched-tokens", str(lim["max_num_tokens"])]
     return a
 
 

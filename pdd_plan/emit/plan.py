@@ -241,6 +241,9 @@ class Deployment:
     staging_buffer: bool  # SGLANG_DISAGG_STAGING_BUFFER=1 (non-MLA model, prefill TP != decode TP)
     notes: list[str] = field(default_factory=list)
     line_settings: LineSettings | None = None  # what the line model assumed (transfer.py)
+    # the scenario's `engine:` limits that it sets (schema/engine.py): the decode batch the
+    # planner sized with, passed to the engines as their own flags (sglang.limit_flags)
+    engine_limits: dict[str, int] = field(default_factory=dict)
 
     @property
     def arch_dns(self) -> str:
@@ -413,6 +416,7 @@ def build(
         staging_buffer=model.attention.kind == "gqa" and len(tps) > 1,
         notes=notes,
         line_settings=line_settings(_line_profile(p, lines)),
+        engine_limits=inputs.engine.model_dump(exclude_none=True) if inputs.engine else {},
     )
 
 

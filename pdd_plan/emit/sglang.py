@@ -44,9 +44,36 @@ def server_flags(dep: Deployment, g: Group) -> Flags:
     f += moe_flags(g)
     f.append(("--mem-fraction-static", (f"{g.mem_fraction:g}",)))
     if g.role == "prefill":
-        f.append(("--chunked-prefill-size", (str(dep.chunk_tokens),)))
+        # the plan's chunk is one DP-attention group's (perf/roofline.py); SGLang divides the
+        # flag by dp_size under DP attention (server_args.py), so it is written times dp
+        f.append(("--chunked-prefill-size", (str(dep.chunk_tokens * g.dp),)))
+    f += limit_flags(dep, g)
     if dep.model.page_size > 1:
         f.append(("--page-size", (str(dep.model.page_size),)))
+    return f
+
+
+def limit_flags(dep: Deployment, g: Group) -> Flags:
+    """The scenario's engine limits on a decode instance, as SGLang's flags (runtime.md §1.1),
+    so that the engine runs the batch the planner sized it with (perf/engine_limits.py).
+    `--max-running-requests` is the whole instance's (SGLang divides it among the attention-DP
+    ranks, as the planner does); `--cuda-graph-max-bs` is one rank's, as the scenario's is; the
+    scenario's token budget is one scheduler's, and SGLang's `--chunked-prefill-size` is the
+    instance's, divided by dp_size under DP attention (server_args.py: `chunked_prefill_size //
+    dp_size`), so it is written times dp. Prefill instances keep the plan's prefill chunk
+    (search.prefill_chunk_tokens); the limits bound the decode batch only. A limit the scenario
+    leaves out is left to SGLang's default, which is what the planner assumed
+    (data/profiles/runtime/engines.yaml)."""
+    lim = dep.engine_limits
+    if g.role == "prefill" or not lim:
+        return []
+    f: Flags = []
+    if "max_running_requests" in lim:
+        f.append(("--max-running-requests", (str(lim["max_running_requests"]),)))
+    if "cuda_graph_max_batch" in lim:
+        f.append(("--cuda-graph-max-bs", (str(lim["cuda_graph_max_batch"]),)))
+    if "max_num_tokens" in lim:
+        f.append(("--chunked-prefill-size", (str(lim["max_num_tokens"] * g.dp),)))
     return f
 
 

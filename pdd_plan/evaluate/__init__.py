@@ -1,6 +1,6 @@
 """`pdd-plan evaluate`: the SLA goodput of a fleet that already exists (fleet in,
-the highest rate that meets the SLA out; bisection on the analytic law, confirmed by the
-simulator). `fleet` reads the fleet, `analytic` searches, `confirm` replays, `run` reports."""
+the highest rate that meets the SLA out; bisection on the analytic law, verified by the
+simulator). `fleet` reads the fleet, `analytic` searches, `verify` replays, `run` reports."""
 
 from __future__ import annotations
 

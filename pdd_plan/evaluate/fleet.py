@@ -19,8 +19,8 @@ from pdd_plan.inputs import profiles
 from pdd_plan.inputs.context import Context
 from pdd_plan.inputs.pieces import Profiles, ReplaySetup, Sites
 from pdd_plan.inputs.schema.fleet import ArchitectureFleet, FleetGroup, fleet_of
-from pdd_plan.inputs.schema.gpu import GPUProfile
 from pdd_plan.inputs.schema.line import LineSKU
+from pdd_plan.inputs.speed import _faster, deployed, speed_of, stated  # noqa: F401 (re-exported)
 from pdd_plan.latency.line.transfer import LineConfig
 from pdd_plan.optimize.problem import Problem
 from pdd_plan.outputs.placement import allowed_sites, check_sites
@@ -40,6 +40,9 @@ class FleetSpec:
     unused: list[InstanceGroup]  # groups of roles this architecture does not have
     where: str  # the field the fleet came from (errors and output name it)
     speed_factor: float = 1.0  # the deployment's engine speed over the perf model's
+    # one instance of an optional role the fleet runs none of, which a draw's resize may add
+    # (PDD planned without relay decode: uncertainty/sizing.relay_option)
+    addable: tuple[InstanceGroup, ...] = ()
 
     @property
     def cost_per_hour(self) -> float:
@@ -48,85 +51,12 @@ class FleetSpec:
         return sum(g.cost_per_hour for g in self.instances) + line
 
 
-def _faster(gpu: GPUProfile, k: float) -> GPUProfile:
-    """`gpu` with every rate a forward pass uses (peak FLOP/s, HBM and scale-up/RDMA
-    bandwidth) times k and the per-pass overhead (both families') and the runtime profile's
-    fixed costs over k: each term of a pass is FLOPs or bytes over a rate, or such a fixed time
-    (perf/roofline.py, perf/comm.py, perf/moe_terms.py), so every prefill, extend and decode
-    pass takes exactly 1/k of its time. Memory sizes, and so the KV pool, stay."""
-    c, m, ic, e = gpu.compute, gpu.memory, gpu.interconnect, gpu.efficiency
-
-    def times(x: float | None) -> float | None:
-        return None if x is None else x * k
-
-    compute = c.model_copy(
-        update={f: times(getattr(c, f)) for f in ("bf16_tflops", "fp8_tflops", "fp4_tflops")}
-    )
-    link = ic.model_copy(
-        update={
-            "scale_up_gbytes_bidir": ic.scale_up_gbytes_bidir * k,
-            "rdma_gbps_per_gpu": ic.rdma_gbps_per_gpu * k,
-        }
-    )
-    moe = (
-        e.moe.model_copy(update={"step_overhead_ms": e.moe.step_overhead_ms / k}) if e.moe else None
-    )
-    eff = e.model_copy(
-        update={
-            "step_overhead_ms": e.step_overhead_ms / k,
-            "moe": moe,
-            "fixed_time_scale": e.fixed_time_scale / k,
-            "source": f"{e.source} (the fleet's speed_factor {k:g} applied to every pass)",
-        }
-    )
-    return gpu.model_copy(
-        update={
-            "compute": compute,
-            "memory": m.model_copy(update={"hbm_tbps": m.hbm_tbps * k}),
-            "interconnect": link,
-            "efficiency": eff,
-        }
-    )
-
-
-def deployed(profiles: Profiles, speed_factor: float) -> Profiles:
-    """The profiles a fleet runs with when its engine runs at `speed_factor` times the perf
-    model's speed. Applied to the GPU profiles, not to one Instance, because the simulator
-    builds its own instances from them (sim/setup.py): scaled here, the analytic search
-    (through `instance`) and every replay see the same engine. The intra-datacenter KV
-    transfer over RDMA scales with the NICs' rate too (sub-millisecond for a 64K context on
-    16 GPUs, so immaterial); the line does not."""
-    if speed_factor == 1.0:
-        return profiles
-    gpus = {name: _faster(g, speed_factor) for name, g in profiles.gpus.items()}
-    if len(_BASE) > 4096:
-        _BASE.clear()
-    for name, g in gpus.items():
-        base, k = speed_of(profiles.gpus[name])
-        _BASE[id(g)] = (g, base, k * speed_factor)
-    return dataclasses.replace(profiles, gpus=gpus)
-
-
-# a `deployed` profile's id -> (it, the perf model's profile it scales, the factor); the
-# entry keeps the copy alive, so its id stays its own
-_BASE: dict[int, tuple[GPUProfile, GPUProfile, float]] = {}
-
-
-def speed_of(gpu: GPUProfile) -> tuple[GPUProfile, float]:
-    """(the profile `gpu` was `deployed` from, the speed factor): every pass on `gpu` takes
-    exactly 1/k of its time on the first (`_faster`), so times on `gpu` may be derived from
-    the nominal ones. `(gpu, 1.0)` for a profile not made by `deployed`."""
-    hit = _BASE.get(id(gpu))
-    if hit is None or hit[0] is not gpu:
-        return gpu, 1.0
-    return hit[1], hit[2]
-
-
 def deployed_inputs(
     pb: Problem, rs: ReplaySetup, speed_factor: float
 ) -> tuple[Problem, ReplaySetup]:
-    """The planner's and the replay's inputs with the GPU profiles `deployed` scales."""
-    prof = deployed(rs.profiles, speed_factor)
+    """The planner's and the replay's inputs with the GPU profiles `deployed` at the fleet's
+    `speed_factor` over the perf model's (1: the plan's speed, the context's: inputs/speed)."""
+    prof = deployed(rs.profiles, stated(rs.profiles.gpus, speed_factor))
     if prof is rs.profiles:
         return pb, rs
     catalog = dataclasses.replace(pb.catalog, gpus=prof.gpus)

@@ -10,7 +10,7 @@ from typing import Any
 @dataclass(frozen=True)
 class GivesOut:
     """What gives out first one step above the goodput, at what rate, and who said so
-    (``simulator``: the confirming replay's bottleneck; else ``analytic``)."""
+    (``simulator``: the verifying replay's bottleneck; else ``analytic``)."""
 
     resource: str
     at_rps: float
@@ -20,7 +20,7 @@ class GivesOut:
 @dataclass(frozen=True)
 class ArchitectureEvaluation:
     """One architecture's SLA goodput (req/s) on its fleet, its cost and BCR (requests per
-    dollar), and the figures at that rate: simulated when confirmed, else analytic."""
+    dollar), and the figures at that rate: simulated when verified, else analytic."""
 
     title: str
     goodput_rps: float
@@ -34,7 +34,7 @@ class ArchitectureEvaluation:
     gives_out_first: GivesOut
     fleet: dict[str, Any]  # the fleet as evaluated (from, speed_factor, instances, line, unused)
     analytic: dict[str, Any]  # the analytic search's goodput and figures
-    simulated: dict[str, Any] | None  # the simulator's confirmation; None without it
+    simulated: dict[str, Any] | None  # the simulator's verification; None without it
 
     def as_dict(self) -> dict[str, Any]:
         out = {f: getattr(self, f) for f in self.__dataclass_fields__}

@@ -1,5 +1,5 @@
 """SLA goodput of an existing fleet, per architecture: the analytic search, the simulator's
-confirmation, and the figures at the goodput (cost, BCR, percentiles, path shares, and what
+verification, and the figures at the goodput (cost, BCR, percentiles, path shares, and what
 gives out first one step above). Returns a typed `Evaluation` (evaluate/result.py); the CLI
 renders it."""
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pdd_plan import architectures
-from pdd_plan.evaluate import analytic, confirm
+from pdd_plan.evaluate import analytic, verify
 from pdd_plan.evaluate.fleet import FleetSpec, deployed_inputs
 from pdd_plan.evaluate.result import ArchitectureEvaluation, Evaluation, GivesOut
 from pdd_plan.inputs.context import Context
@@ -93,8 +93,8 @@ def _quantiles(q: dict, keys: tuple[str, ...]) -> dict:
     return {k: q.get(k) for k in keys}
 
 
-def _simulated(c: confirm.Confirmed, n: int) -> dict:
-    assert c.passed is not None  # a confirmed rate has a passing replay
+def _simulated(c: verify.VerifiedRates, n: int) -> dict:
+    assert c.passed is not None  # a verified rate has a passing replay
     s: Any = c.passed.verdict.figures
     above = c.failed
     return {
@@ -196,10 +196,10 @@ def evaluate_one(
     if opt.simulate:
         stable = analytic.stability_bound(fm)
         at = analytic.at_rate(fm, stable)
-        rep = confirm.replayer(
+        rep = verify.replayer(
             rs, lo.plan, fs.architecture, opt.sim_requests, stable, at.first_limit
         )
-        c = confirm.confirm(rep, lo.rate, opt.step, opt.max_replays)
+        c = verify.verify_rates(rep, lo.rate, opt.step, opt.max_replays)
         if c.passed is None:
             last = c.runs[-1]
             msg = (

@@ -8,7 +8,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from pdd_plan.common.errors import InputError
-from pdd_plan.inputs import profiles
+from pdd_plan.inputs import profiles, speed
 from pdd_plan.inputs.pieces import ClassSpec, Profiles, ReplaySetup, Sites, singular_split
 from pdd_plan.inputs.schema.gpu import GPUProfile
 from pdd_plan.inputs.schema.io import load, validation_to_input_error
@@ -28,6 +28,9 @@ class Context:
     relay_dc: str
     main_dc: str
     base_dir: Path
+    # the speed over the perf model's the GPU profiles above run at, and why (inputs/speed)
+    speed: float = 1.0
+    speed_note: str | None = None
 
     def available(self, dc: str) -> dict[str, int]:
         return next(d.gpus for d in self.scenario.datacenters if d.name == dc)
@@ -80,6 +83,9 @@ def build_context(sc: Scenario, file: str) -> Context:
                 update={"usd_per_gpu_hour": sc.prices[name], "source": "scenario prices"}
             )
             gpus[name] = g.model_copy(update={"price": price})
+    k, why = speed.planned_speed(sc.uncertainty, model)
+    if k != 1.0:  # the plan stands on the speed band's median, as on the state band's
+        gpus = speed.at_speed(gpus, k, f"the plan's speed, {k:.4g} x the perf model's,")
     lines: list[LineSKU] = []
     if sc.link is not None:
         for i, c in enumerate(sc.link.candidates):
@@ -89,7 +95,7 @@ def build_context(sc: Scenario, file: str) -> Context:
     prefill_dc = p.prefill or names[0]
     relay_dc = p.relay_decode or prefill_dc
     main_dc = p.main_decode or (names[1] if len(names) > 1 else names[0])
-    return Context(sc, file, model, gpus, lines, prefill_dc, relay_dc, main_dc, base)
+    return Context(sc, file, model, gpus, lines, prefill_dc, relay_dc, main_dc, base, k, why)
 
 
 def _centred_state(sc: Scenario, model: ModelProfile) -> ModelProfile:

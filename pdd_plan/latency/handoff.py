@@ -27,7 +27,7 @@ from pdd_plan.inputs.schema.scenario import Policy
 from pdd_plan.latency.line import delay_shape, transfer
 from pdd_plan.latency.line import law as line_law
 from pdd_plan.perf import layers
-from pdd_plan.perf.handoff import joined_extend
+from pdd_plan.perf.handoff import joined_extend, same_profiles, shape_key
 from pdd_plan.perf.instance import Instance
 
 
@@ -48,16 +48,17 @@ class Choice:
     kv: Payload | None  # None without a line (nothing to send the KV over)
 
 
-# (id(md), k, context, batch, chunk) -> (md, Payload): the optimizer prices the same few
-# handoffs under every line option and rate; the entry keeps its instance alive (ids unique)
+# (shape_key(md), k, context, batch, chunk) -> (md, Payload): the optimizer prices the same
+# few handoffs under every line option and rate, and the draws' sizing search on fresh but
+# equal instances; the entry keeps its instance's profiles alive (their ids unique)
 _RECOMPUTE: dict[tuple, tuple[Instance, Payload]] = {}
 
 
 def recompute(md: Instance, k: float, context: float, batch: float, chunk: int) -> Payload:
     """Main decode extends the k tokens joined to its running batch (at the same context)."""
-    key = (id(md), float(k), float(context), round(float(batch), 6), int(chunk))
+    key = (shape_key(md), float(k), float(context), round(float(batch), 6), int(chunk))
     hit = _RECOMPUTE.get(key)
-    if hit is None or hit[0] is not md:
+    if hit is None or not same_profiles(hit[0], md):
         if len(_RECOMPUTE) > 100_000:
             _RECOMPUTE.clear()
         j = joined_extend(md, k, context, batch, context, chunk)
@@ -79,7 +80,7 @@ def kv(md: Instance, k: np.ndarray | float, line: transfer.LineConfig, rho: floa
     return [Payload(float(m), float(max(w, m))) for m, w in zip(law.total, p99)]
 
 
-# (id(md), kmax, id(line.sku), line.count, rho) -> (md, line.sku, k grid, payloads)
+# (shape_key(md), kmax, id(line.sku), line.count, rho) -> (md, line.sku, k grid, payloads)
 _KV_GRID: dict[tuple, tuple] = {}
 
 
@@ -88,9 +89,9 @@ def _kv_grid(
 ) -> tuple[np.ndarray, list[Payload]]:
     """The KV payload from one token to `kmax` on a grid (its last point `kmax`), for
     interpolation: one law evaluation per plan instead of one per class."""
-    key = (id(md), float(kmax), id(line.sku), int(line.count), float(rho))
+    key = (shape_key(md), float(kmax), id(line.sku), int(line.count), float(rho))
     hit = _KV_GRID.get(key)
-    if hit is None or hit[0] is not md or hit[1] is not line.sku:
+    if hit is None or not same_profiles(hit[0], md) or hit[1] is not line.sku:
         if len(_KV_GRID) > 10_000:
             _KV_GRID.clear()
         kg = np.unique(np.rint(np.geomspace(1.0, max(kmax, 1.0), 12)))

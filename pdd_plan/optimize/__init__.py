@@ -7,6 +7,7 @@ from pdd_plan.common.errors import InfeasibleError
 from pdd_plan.inputs.context import Context
 from pdd_plan.optimize import summary as optimize_summary
 from pdd_plan.optimize.caps import Caps
+from pdd_plan.optimize.contains import take_contained
 from pdd_plan.optimize.owned import OwnedPrices
 from pdd_plan.optimize.problem import Catalog, Problem
 from pdd_plan.optimize.search.objectives import dinkelbach, solve_architecture
@@ -82,6 +83,8 @@ def optimize(
             # a baseline that cannot meet the SLA is an answer too (e.g. CDC-PD's P99 over a
             # narrow line); only when no architecture can is the scenario itself infeasible
             infeasible[a] = infeasible_of(e)
+    if verify:  # PDD contains CDC-PD: a replay must not leave it dearer (optimize/contains)
+        take_contained(plans, raw, infeasible, sc.objective, fixed_rate is not None)
     if not plans:
         raise InfeasibleError(
             "; ".join(

@@ -59,15 +59,16 @@ def bcr(rate: float, cost_per_hour: float) -> float:
 def instances(p: SolverResult, prefill_dc: str) -> list[InstanceGroup]:
     """The plan's instance groups: its prefill pool, then every decode option it buys."""
     pi = p.prefill
-    out = [_group("prefill", pi.gpu.name, prefill_dc, p.prefill_count, pi)]
+    out = [group("prefill", pi.gpu.name, prefill_dc, p.prefill_count, pi)]
     for o in p.options:
         k = p.solution.counts.get(o.cand.key, 0)
         if k > 0:
-            out.append(_group(o.cand.role, o.cand.gpu, o.cand.datacenter, k, o.inst))
+            out.append(group(o.cand.role, o.cand.gpu, o.cand.datacenter, k, o.inst))
     return out
 
 
-def _group(role: str, gpu: str, dc: str, count: int, inst: Instance) -> InstanceGroup:
+def group(role: str, gpu: str, dc: str, count: int, inst: Instance) -> InstanceGroup:
+    """`count` instances of `inst` in one plan group, priced at the instance's $/hour."""
     return InstanceGroup(
         role=role,
         gpu=gpu,
@@ -405,11 +406,17 @@ def comparison(
 
     def gain(a: str, b: str) -> float | None:
         if a in plans and b in plans and plans[b].bcr > 0:  # bcr rounds to 0 at huge costs
-            return _r(plans[a].bcr / plans[b].bcr - 1.0)
+            # 5 places: printed to 0.1%, a gain kept to 4 would be rounded twice (-7.945% kept
+            # as -7.95%, printed -8.0%, where the draws' own figure prints -7.9%)
+            return _r(plans[a].bcr / plans[b].bcr - 1.0, 5)
         return None
 
     red = direct = None
-    if relay in raw:
+    if relay in plans and not plans[relay].groups("relay_decode"):
+        # no relay decode: the fleet already sends all P -> MD (the laws' two routes to that
+        # figure differ in the last digits, and a "reduction" on no relay would be noise)
+        direct, red = plans[relay].ttft_s.p90, 0.0
+    elif relay in raw:
         direct = p90_on_fleet_all_direct(
             raw[relay], decode_context(classes) if classes is not None else None
         )

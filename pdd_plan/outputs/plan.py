@@ -180,7 +180,7 @@ class Simulated(_Out):
     replay). ``requests``: the replay length the figures are over; ``early_stop``: present
     when the replay stopped before its full length."""
 
-    _omit_if_none = ("warmup", "early_stop", "ttft_s_ci", "tpot_ms_ci", "unsettled")
+    _omit_if_none = ("warmup", "early_stop", "ttft_s_ci", "tpot_ms_ci", "unsettled", "note")
     ttft_s: Quantiles
     tpot_ms: Quantiles
     # each percentile's 95% batch-means interval [lo, hi] (sim.sequential.quantile_interval;
@@ -200,6 +200,8 @@ class Simulated(_Out):
     sla_met: bool
     checks: dict[str, Check]
     rounds: list[Round]
+    # where the plan runs another architecture's verified fleet, why (optimize/contains.py)
+    note: str | None = Field(default=None, max_length=600)
 
 
 class ArchitecturePlan(_Out):

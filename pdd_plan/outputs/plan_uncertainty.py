@@ -103,7 +103,7 @@ class Robust(Strict):
     architectures: dict[str, RobustArchitecture]
 
 
-class Confirmed(Strict):
+class VerifiedDraws(Strict):
     """K of the draws replayed in the simulator (uncertainty/replay.py)."""
 
     replays: int = Field(ge=1)
@@ -148,7 +148,7 @@ class PlanUncertainty(Strict):
     comparisons: dict[str, Versus]
     break_even: str | None = None
     robust: Robust | None = None
-    confirmed: dict[str, Confirmed] = {}
+    confirmed: dict[str, VerifiedDraws] = {}  # the JSON key readers know: the verified draws
     plan_flips: PlanFlips | None = None
     margin_costs: list[MarginCost] = Field(default=[], exclude_if=lambda v: not v)
     per_draw: list[DrawRow]

@@ -3,6 +3,7 @@ pass joined to its running decode batch."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -58,7 +59,7 @@ def joined_extend(
     so its attention over the cached context runs on that group alone while `mixed_pass`
     spreads attention over every GPU; the excess is added to the pass."""
     k = max(float(k_tokens), 1.0)
-    step = roofline.decode_step(inst, batch, decode_context).total_s
+    step = _step_s(inst, batch, decode_context)
     per_pass = max(int(chunk_tokens), 1)
     a_mfu = (moe_terms.attention_fractions(inst.model) or (inst.efficiency.mfu, 0.0))[0]
     rate = inst.gpu.peak_flops(inst.model.kv_cache.dtype) * a_mfu  # one GPU's attention FLOP/s
@@ -74,3 +75,40 @@ def joined_extend(
         done += n
         chunks += 1
     return JoinedExtend(step, total, chunks, rank_attn)
+
+
+# objects an instance holds by reference, keyed by identity (pydantic models are not hashable;
+# the memos' entries keep them alive, so an id stays theirs)
+_BY_ID = ("model", "gpu", "limits")
+
+
+def shape_key(inst: Instance) -> tuple:
+    """What the perf model reads from `inst`, cheap and hashable: its profiles by identity,
+    every other field by value. Equal keys, equal timings: the uncertainty draws build a fresh
+    instance for every fleet they check, on the same (memoized) profiles of the draw, so an
+    instance's identity misses where this key hits."""
+    return tuple(
+        id(getattr(inst, f.name)) if f.name in _BY_ID else getattr(inst, f.name)
+        for f in dataclasses.fields(inst)
+    )
+
+
+def same_profiles(a: Instance, b: Instance) -> bool:
+    """Whether `a` holds the very profiles `b` does (a `shape_key` hit is one only then)."""
+    return all(getattr(a, f) is getattr(b, f) for f in _BY_ID)
+
+
+# (shape_key, batch, context) -> (the instance, its decode step seconds): the draws price the
+# extend at up to `relay_max_tokens` k for one running batch, each joined to the same step
+_STEPS: dict[tuple, tuple[Instance, float]] = {}
+
+
+def _step_s(inst: Instance, batch: float, context: float) -> float:
+    """`roofline.decode_step(inst, batch, context).total_s`, memoized by value."""
+    key = (shape_key(inst), float(batch), float(context))
+    hit = _STEPS.get(key)
+    if hit is None or not same_profiles(hit[0], inst):
+        if len(_STEPS) > 10_000:
+            _STEPS.clear()
+        hit = _STEPS[key] = (inst, roofline.decode_step(inst, batch, context).total_s)
+    return hit[1]

@@ -89,7 +89,10 @@ def legend(plan: Plan) -> str:
             text += f" (TTFT {'/'.join(shown)} not settled within +-5%)"
         by_text.setdefault(text, []).append(a)
     parts = [f"{', '.join(a)} {t}" for t, a in by_text.items()]
-    return LEGEND.replace("(- : not verified).", f"(- : not verified): {'; '.join(parts)}.", 1)
+    notes = "".join(f" {a}: {s.note}." for a, s in sims.items() if s.note)
+    return (
+        LEGEND.replace("(- : not verified).", f"(- : not verified): {'; '.join(parts)}.", 1) + notes
+    )
 
 
 def _sim_cell(p: ArchitecturePlan, q: str) -> str:
@@ -168,8 +171,12 @@ def render_plan(plan: Plan, console: Console) -> None:
         "BCR at the planned rate (each side's cheapest fleet meeting the SLA): "
         f"{relay} vs {local} {gain(c.bcr_gain_vs_idc_pd, LOCAL_BASELINE)}, "
         f"vs {line} {gain(c.bcr_gain_vs_cdc_pd, LINE_BASELINE)}. "
-        f"P90 TTFT on the {relay} fleet, relay vs all P->MD: "
-        f"{_pct(c.p90_ttft_reduction_vs_cdc_pd)} reduction."
+        + (
+            f"P90 TTFT on the {relay} fleet, relay vs all P->MD: "
+            f"{_pct(c.p90_ttft_reduction_vs_cdc_pd)} reduction."
+            if RELAY_ARCH not in plan.plans or plan.plans[RELAY_ARCH].groups("relay_decode")
+            else f"{relay} plans no relay decode: every request goes P->MD, as {line} routes."
+        )
     )
     for a, why in plan.infeasible.items():
         console.print(f"[yellow]{a}: {not_met_label(why)}[/yellow]: {why.message}")

@@ -1,12 +1,13 @@
 """A replay's verdict against the SLA: the one typed, immutable result that `sim.run.verify`
 returns and that every reader of a replay's pass/fail takes (the optimizer's verification,
-evaluate's confirmation, the uncertainty block's confirming replays, the day's periods).
+evaluate's rate search, the uncertainty block's verified draws, the day's periods).
 
 The words, one act each: a *replay* runs requests through the simulator (`sim.replay`); its
-*verdict* is this judgment against the SLA (`sim.run.verify`); *verification* is the
-optimizer's loop that re-solves with a tighter cap while a plan's verdict fails
-(`optimize/verify.py`); *confirmation* is the search over rates that finds where a fleet's
-verdict turns (`evaluate/confirm.py`, and the uncertainty block's `--confirm`)."""
+*verdict* is this judgment against the SLA (`sim.run.verify`); to *verify* a plan or fleet is to
+replay it and take that verdict, one act wherever it runs: the optimizer's loop that re-solves
+with a tighter cap while a plan's verdict fails (`optimize/verify.py`), evaluate's search over
+rates for where a fleet's verdict turns (`evaluate/verify.py`), and the uncertainty block's
+`--verify-draws`."""
 
 from __future__ import annotations
 

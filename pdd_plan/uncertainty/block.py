@@ -16,17 +16,17 @@ from pdd_plan.optimize.caps import Caps
 from pdd_plan.outputs.plan import Plan
 from pdd_plan.outputs.plan_uncertainty import (
     ArchitectureUncertainty,
-    Confirmed,
     DrawRow,
     InputLaw,
     MarginCost,
     PlanUncertainty,
     RobustArchitecture,
+    VerifiedDraws,
     Versus,
 )
 from pdd_plan.outputs.plan_uncertainty import Robust as RobustBlock
 from pdd_plan.uncertainty import draws as draws_mod
-from pdd_plan.uncertainty import paired, replan, replay, robust, sensitivity, split
+from pdd_plan.uncertainty import paired, replan, replay, robust, sensitivity, sizing, split
 from pdd_plan.uncertainty.n_minus_1 import at_reach, n_minus_1
 from pdd_plan.workload.classes import build_classes
 from pdd_plan.workload.requests import RequestClasses
@@ -39,7 +39,7 @@ class Options:
     iid: bool = False  # independent draws instead of the Latin hypercube
     n_minus_1: bool = True
     robust: float | None = None  # plan robust fleets meeting the SLA in this share of draws
-    confirm: int = 0  # replay this many of the draws in the simulator
+    verify_draws: int = 0  # replay this many of the draws in the simulator
     replan: bool = False  # re-plan at the corners of the two strongest inputs
     sim_requests: int = 5000
 
@@ -61,6 +61,7 @@ def settings(ctx: Context, opt: Options) -> tuple[Uncertainty, bool]:
 def make_draws(ctx: Context, opt: Options) -> tuple[draws_mod.Draws, list[str], Uncertainty]:
     u, _ = settings(ctx, opt)
     ms, notes = draws_mod.marginals(ctx.scenario.uncertainty, ctx.model, ctx.lines)
+    notes = ([ctx.speed_note] if ctx.speed_note else []) + notes  # what the plan stands on
     d = draws_mod.draw(ms, u.draws, u.seed, u.inputs.perf_correlation, iid=opt.iid)
     w = ctx.scenario.workload
     if w.periods is not None or w.periods_from_trace is not None:  # said, not implied
@@ -133,10 +134,14 @@ ADMISSION = 0.9  # decode use of its TPOT-target batch from which slot waits sho
 
 
 def _admission(ev: paired.Evaluator, caps: dict[str, Caps]) -> list[str]:
-    """Plans whose decode runs near its TPOT-target batch: the analytic TTFT has no wait for a
-    free decode slot (a request admitted when one finishes), which the replay has, so there
-    the analytic TTFT tail reads low (measured: the default's IDC-PD at 97%, TTFT P99 1.46 s
-    analytic against 2.57 s in a 1M-request replay; at 90% they agree within 3%)."""
+    """Plans whose decode runs near its TPOT-target batch: a request can wait for a free decode
+    slot (admitted when one finishes), which the replay has and the analytic TTFT leaves out.
+    Measured (2026-12-07, the default's IDC-PD at the band's median speed: 6 prefill at 96%
+    busy, decode at 96% of its batch; 1,000,000 requests, `pdd-plan simulate -n 1000000`):
+    that wait's P90 0, P99 1.39 s; TTFT P90 / P99 2.83 / 5.02 s against the analytic 2.83 /
+    5.59 s: the prefill law's lean at 96% busy covers it there. An earlier plan (7 prefill,
+    decode at 97%) read 1.46 s analytic against 2.57 s: where prefill is less busy the
+    analytic tail reads low by about that wait."""
     near = {}
     for a, fs in ev.fleets.items():
         ok, _, use = ev.check({}, a, fs, ev.planned[a])
@@ -147,9 +152,11 @@ def _admission(ev: paired.Evaluator, caps: dict[str, Caps]) -> list[str]:
         return []
     at = ", ".join(f"{a} {u:.0%}" for a, u in near.items())
     return [
-        f"decode runs near its TPOT-target batch ({at}): the analytic TTFT leaves out the wait "
-        "for a free decode slot, so its tail reads low there (the default's IDC-PD at 97%: P99 "
-        "1.46 s analytic, 2.57 s in a 1M-request replay; at 90% within 3%); the sim rows have it"
+        f"decode runs near its TPOT-target batch ({at}): a request can wait for a free decode "
+        "slot, which the analytic TTFT leaves out (the default's IDC-PD at 96%, 1M-request "
+        "replay: that wait's P99 1.39 s; TTFT P99 5.02 s against the analytic 5.59 s, the "
+        "prefill queue's law leaning high there); with a less busy prefill pool the analytic "
+        "tail reads low by about that wait"
     ]
 
 
@@ -211,9 +218,11 @@ def plan_under_uncertainty(ctx: Context, plan: Plan, opt: Options) -> Plan:
     return plan.model_copy(update={"uncertainty": u.model_copy(update={"robust": block})})
 
 
-def _confirmed(ctx, cls, plan: Plan, d, pr: paired.Paired, opt: Options) -> dict[str, Confirmed]:
-    """The first `opt.confirm` draws replayed per architecture, against the analytic verdict."""
-    k = min(opt.confirm, len(d))
+def _verified_draws(
+    ctx, cls, plan: Plan, d, pr: paired.Paired, opt: Options
+) -> dict[str, VerifiedDraws]:
+    """The first `opt.verify_draws` draws replayed per architecture, against the analytic verdict."""
+    k = min(opt.verify_draws, len(d))
     out = {}
     for j, a in enumerate(pr.archs):
         sim, partial = [], False
@@ -222,7 +231,7 @@ def _confirmed(ctx, cls, plan: Plan, d, pr: paired.Paired, opt: Options) -> dict
             sim.append(r.sla_met)
             partial = partial or r.partial
         an = [bool(pr.meets[i, j]) for i in range(k)]
-        out[a] = Confirmed(
+        out[a] = VerifiedDraws(
             replays=k,
             sim_requests=opt.sim_requests,
             sim_met_share=round(sum(sim) / k, 4),
@@ -301,6 +310,10 @@ def assess(
     cls = classes or build_classes(ctx.class_spec)
     d, notes, u = make_draws(ctx, opt)
     fleets = fleet.from_plan(ctx, plan, "plan")
+    if RELAY_ARCH in fleets:  # planned without relay decode, a draw may still add one
+        fleets[RELAY_ARCH] = sizing.relay_option(
+            fleets[RELAY_ARCH], paired.pb_of(ctx), ctx.relay_dc
+        )
     planned = {a: float(p.goodput_rps) for a, p in plan.plans.items()}
     caps = plan_caps(ctx, plan)
     ev = paired.Evaluator(ctx, cls, fleets, planned, caps)
@@ -346,7 +359,7 @@ def assess(
         architectures=archs,
         comparisons=comps,
         break_even=sensitivity.line_break_even(ev, d, RELAY_ARCH, LOCAL_BASELINE),
-        confirmed=_confirmed(ctx, cls, plan, d, pr, opt) if opt.confirm > 0 else {},
+        confirmed=_verified_draws(ctx, cls, plan, d, pr, opt) if opt.verify_draws > 0 else {},
         plan_flips=replan.plan_flips(ctx, cls, plan, d, replan.strongest(comps, ls))
         if opt.replan and ls
         else None,

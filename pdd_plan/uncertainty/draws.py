@@ -7,7 +7,7 @@ with the scenario's `perf_correlation`. `iid` gives plain Monte Carlo draws inst
 scenario approach's guarantee and the out-of-sample check need independent draws). Every
 architecture is evaluated under the same draws (paired), so a comparison's noise cancels.
 
-The perf band (calibration/error_band.py) gives, per model family, the median absolute error
+The perf band (inputs/error_band.py) gives, per model family, the median absolute error
 m and the mean signed error b of predicted against measured throughput (error = predicted /
 measured - 1, + optimistic). The speed factor is measured / predicted = 1 / (1 + error); its
 logarithm is taken as normal, centred on the bias (-ln(1 + b)), with the spread at which its
@@ -25,7 +25,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from pdd_plan.calibration import error_band
+from pdd_plan.inputs import error_band, speed
 from pdd_plan.inputs.schema.line import LineSKU
 from pdd_plan.inputs.schema.model import ModelProfile
 from pdd_plan.inputs.schema.uncertainty import NAMES, Spread, Uncertainty, kind
@@ -108,22 +108,13 @@ def band_sigma(median_abs: float) -> float:
 
 
 def perf_marginal(model: ModelProfile, name: str) -> tuple[Marginal | None, str]:
-    """The speed factor's law from the shipped band of the model's family (None: no band)."""
+    """The speed factor's law from the shipped band of the model's family (None: no band),
+    centred on its median (`inputs.speed.band_centre`, the speed plans stand on)."""
     band, note = error_band.band_for_model(model)
-    if band is None:
+    median, src = speed.band_centre(model)
+    if band is None or median is None:
         return None, note
-    # centred on the median signed error where the band has it (one row cannot move it: the
-    # mean was +12 % for MoE, mostly one MI300X row at +526 %), else on the mean
-    b = band.get("bias")
-    b = band.get("mean_signed_error") or 0.0 if b is None else b
-    mu = float(np.log1p(b))  # of ln(1 + error)
-    sigma = band_sigma(band["median_abs_error"])
-    median = float(np.exp(-mu))
-    src = (
-        f"shipped error band ({band['family']}, {band['rows']} held-out rows, {band['basis']}): "
-        f"median |error| {band['median_abs_error']:.0%}, bias {b:+.0%}"
-    )
-    params = {"median": median, "sigma": sigma}
+    params = {"median": median, "sigma": band_sigma(band["median_abs_error"])}
     return Marginal(name, "lognormal", params, src, Law("lognormal", params)), note
 
 

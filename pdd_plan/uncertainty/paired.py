@@ -216,8 +216,9 @@ class Evaluator:
 
     def _sized_key(self, values: dict[str, float], arch: str) -> tuple[tuple, float]:
         rate = self.planned[arch] * values.get("rate", 1.0)
-        # equal fleets (PDD as CDC-PD) at one rate size alike
-        return ("sized", self.key(arch), tuple(sorted(values.items())), rate), rate
+        # equal fleets (PDD as CDC-PD) at one rate size alike, unless one may add a role
+        more = self.fleets[arch].addable
+        return ("sized", self.key(arch), more, tuple(sorted(values.items())), rate), rate
 
     def _search(
         self, values: dict[str, float], arch: str, rate: float, start: tuple | None

@@ -4,8 +4,10 @@ analytic bisection, `evaluate.analytic.search`, on the drawn inputs).
 How each input enters, exactly where the models allow it:
 
 - `prefill_speed`, `decode_speed`: the GPU profiles every prefill (decode) instance is built
-  from run every pass at that factor (`evaluate.fleet.deployed`: peak rates times k, fixed
-  times over k), so service times, the batch at the TPOT target and every TTFT term move;
+  from run every pass at that factor over the perf model's (`inputs.speed.deployed`: peak
+  rates times k, fixed times over k; the plan's profiles run at the band's median already,
+  so a draw moves them by k over it), so service times, the batch at the TPOT target and
+  every TTFT term move;
 - `kv_bytes`: the KV a request holds in decode memory times k; what crosses the line is
   carried by a line whose rates (capacity and per connection) are over k, the same transfer
   times and line load as k times the bytes (its RTT and slow start, a few ms, stay); the
@@ -28,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pdd_plan.evaluate import analytic
-from pdd_plan.evaluate.fleet import FleetSpec, deployed
+from pdd_plan.evaluate.fleet import FleetSpec, deployed, speed_of
 from pdd_plan.inputs.pieces import Profiles
 from pdd_plan.inputs.schema.line import LineSKU
 from pdd_plan.latency.line import tcp, transfer
@@ -50,6 +52,7 @@ class Applied:
     gpu_price: float
     line_price: float
     rate: float
+    centre: float = 1.0  # the plan's speed over the perf model's (inputs/speed)
 
 
 def scaled_line(sku: LineSKU, line_rate: float, kv: float) -> LineSKU:
@@ -89,7 +92,7 @@ _APPLIED: dict[tuple, tuple[Problem, RequestClasses, Applied]] = {}
 
 
 def faster(pb: Problem, k: float) -> Problem:
-    """`pb` with every GPU profile's passes k times as fast (`evaluate.fleet.deployed`)."""
+    """`pb` with every GPU profile's passes k times as fast (`inputs.speed.deployed`)."""
     prof = deployed(Profiles(pb.model, pb.catalog.gpus, pb.lines, pb.catalog.engine), k)
     if prof.gpus is pb.catalog.gpus:
         return pb
@@ -129,7 +132,8 @@ def _apply(pb: Problem, classes: RequestClasses, values: dict[str, float]) -> Ap
     base = dataclasses.replace(pb, lines=lines) if (kv, lr) != (1.0, 1.0) else pb
     if "request_state_bytes" in values:
         base = with_state(base, values["request_state_bytes"])
-    kp, kd = values.get("prefill_speed", 1.0), values.get("decode_speed", 1.0)
+    c = centre(pb)  # the draws are over the perf model's speed, the plan's profiles at c
+    kp, kd = values.get("prefill_speed", c) / c, values.get("decode_speed", c) / c
     p_pb = faster(base, kp)
     d_pb = p_pb if kd == kp else faster(base, kd)
     return Applied(
@@ -140,7 +144,14 @@ def _apply(pb: Problem, classes: RequestClasses, values: dict[str, float]) -> Ap
         values.get("gpu_price", 1.0),
         values.get("line_price", 1.0),
         values.get("rate", 1.0),
+        c,
     )
+
+
+def centre(pb: Problem) -> float:
+    """The speed over the perf model's that `pb`'s GPU profiles run at (the plan's)."""
+    gpus = pb.catalog.gpus
+    return speed_of(next(iter(gpus.values())))[1] if gpus else 1.0
 
 
 def fleet_model(ap: Applied, fs: FleetSpec, caps: Caps | None = None) -> analytic.FleetModel:
@@ -148,8 +159,9 @@ def fleet_model(ap: Applied, fs: FleetSpec, caps: Caps | None = None) -> analyti
     its verification ended with, so the draws ask the question the plan answered), or by
     default decode up to its TPOT-target batch, as `evaluate` measures an existing fleet."""
     p_pb, d_pb = ap.prefill, ap.decode
-    if fs.speed_factor != 1.0:  # a deployment's own engine speed on top of the draw's
-        p_pb, d_pb = faster(p_pb, fs.speed_factor), faster(d_pb, fs.speed_factor)
+    if fs.speed_factor != 1.0:  # a deployment's measured speed in place of the plan's, moved
+        k = fs.speed_factor / ap.centre  # by the draw as the plan's is
+        p_pb, d_pb = faster(p_pb, k), faster(d_pb, k)
     caps = caps or Caps(decode=1.0)
     fm = analytic.fleet_model(p_pb, fs, ap.classes, caps, decode_pb=d_pb)
     if ap.kv != 1.0:

@@ -62,7 +62,7 @@ def replay(
         ap.prefill.model, ap.prefill.catalog.gpus, ap.prefill.lines, ap.prefill.catalog.engine
     )
     rs = dataclasses.replace(ctx.replay_setup, profiles=prof)
-    # the simulator (~0.02 s of imports) only with --confirm: a plan's block replays nothing
+    # the simulator (~0.02 s of imports) only with --verify-draws: a plan's block replays nothing
     from pdd_plan.sim.run import verify
 
     return Replayed(verify(rs, p, arch, n_requests, seed), rate, partial)

@@ -10,7 +10,11 @@ misses, the cheapest addition that meets taken first, else the one that leaves t
 overrun resource; then removed while it still meets, the largest saving first. A local
 search from the plan, not a new MILP per draw (that costs about 0.1 s per architecture and
 draw): it keeps the plan's GPU types, sizes and line option, which is what a draw's few
-percent move; a draw that would want other types is what `--replan` shows.
+percent move; a draw that would want other types is what `--replan` shows. One exception: a
+PDD plan without relay decode may add a relay instance (`relay_option`) where no addition of
+its own types brings the fleet closer to the SLA (a slow line's transfer tail, which more
+prefill or lines do not shorten): PDD without relay is CDC-PD, and read as that alone it
+would show no fleet (-100%) where the planner itself would add relay decode.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from collections.abc import Callable
 
 from pdd_plan.architectures import ROLE_ORDER
 from pdd_plan.evaluate.fleet import FleetSpec
+from pdd_plan.optimize.problem import Problem
+from pdd_plan.optimize.summary import group
 
 MAX_STEPS = 64  # additions before a fleet is taken as unable to meet the SLA at the rate
 
@@ -47,6 +53,36 @@ def _group_moved(fs: FleetSpec, role: str, by: int) -> FleetSpec | None:
             update={"count": n, "cost_per_hour": g.cost_per_hour / g.count * n}
         )
     return dataclasses.replace(fs, instances=groups)
+
+
+def relay_option(fs: FleetSpec, pb: Problem, dc: str) -> FleetSpec:
+    """`fs` with one relay decode instance it may add (`FleetSpec.addable`) where it runs none:
+    the cheapest instance that fits the model on a GPU the relay datacenter `dc` has (ties:
+    fewer GPUs), as the planner's own relay instances are of its catalog."""
+    if any(g.role == "relay_decode" for g in fs.instances):
+        return fs
+    best = None
+    for gpu, have in sorted(pb.sites.available(dc).items()):
+        if have <= 0 or gpu not in pb.catalog.gpus:
+            continue
+        for inst in pb.catalog.instances(gpu):
+            if inst.n_gpus <= have and (
+                best is None
+                or (inst.cost_per_hour, inst.n_gpus) < (best[1].cost_per_hour, best[1].n_gpus)
+            ):
+                best = (gpu, inst)
+    if best is None:
+        return fs
+    return dataclasses.replace(fs, addable=(group("relay_decode", best[0], dc, 1, best[1]),))
+
+
+def _added(fs: FleetSpec) -> FleetSpec | None:
+    """`fs` with its addable groups in (None: none to add)."""
+    have = {g.role for g in fs.instances if g.count > 0}
+    new = [g for g in fs.addable if g.role not in have]
+    if not new:
+        return None
+    return dataclasses.replace(fs, instances=[*fs.instances, *new], addable=())
 
 
 def _line_moved(fs: FleetSpec, by: int) -> FleetSpec | None:
@@ -129,6 +165,11 @@ def cheapest(
             _, cur, use, added = min(meeting, key=lambda x: x[0])
             break
         better = [(r[1], c, f, r[2]) for r, c, f, _ in tried if r[1] < worst * (1 - 1e-9)]
+        more = _added(cur) if not better else None
+        if more is not None and steps < MAX_STEPS:  # none of its own types helps: the
+            cur, added = more, more.instances[-1].role  # optional role (see the module doc)
+            ok, worst, use = check(cur)
+            continue
         if not better or steps >= MAX_STEPS:
             return None
         worst, _, cur, use = min(better, key=lambda x: (x[0], x[1]))

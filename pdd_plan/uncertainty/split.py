@@ -42,21 +42,57 @@ PURE = ("check", "meets")
 MIN_DRAWS = 8  # fewer: a fork and its pickles cost more than the child saves
 
 
+class Claims:
+    """The tornado's points shared out between the two processes, each point sized once: the
+    child claims from the first, this process from the last, under one lock, in memory both
+    share (made before the fork)."""
+
+    def __init__(self, points: list[dict]) -> None:
+        import multiprocessing as mp  # only where a child is forked
+
+        self.points = list(points)
+        self._lock = mp.Lock()
+        self._ends = mp.RawArray("i", [0, len(self.points)])  # [next first, one past last]
+
+    def first(self) -> dict | None:
+        """The first point neither process has claimed (None: none left)."""
+        return self._claim(0)
+
+    def last(self) -> dict | None:
+        """The last point neither process has claimed (None: none left)."""
+        return self._claim(1)
+
+    def _claim(self, end: int) -> dict | None:
+        # held for microseconds: not had in a second, its holder died holding it (none left)
+        if not self._lock.acquire(timeout=1.0):
+            return None
+        try:
+            i, j = self._ends[0], self._ends[1]
+            if i >= j:
+                return None
+            self._ends[end] = i + 1 if end == 0 else j - 1
+        finally:
+            self._lock.release()
+        return self.points[i if end == 0 else j - 1]
+
+
 class Pending:
     """A child filling in an Evaluator's memo; `join` merges what it found (or nothing)."""
 
-    def __init__(
-        self, ev: paired.Evaluator, pid: int, conn: Connection, points: list[dict]
-    ) -> None:
-        self.ev, self.pid, self.conn, self.points = ev, pid, conn, list(points)
+    def __init__(self, ev: paired.Evaluator, pid: int, conn: Connection, claims: Claims) -> None:
+        self.ev, self.pid, self.conn, self.claims = ev, pid, conn, claims
 
     def join(self) -> bool:
         """Wait for the child's entries and merge them; False where it failed (the loop then
         computes them here). Meanwhile this process sizes the tornado's points from the last
-        (the child from the first), kept apart as the child's are (`Evaluator.size_ahead`)."""
+        (the child from the first; each point by one of them), kept apart as the child's are
+        (`Evaluator.size_ahead`)."""
         try:
-            while self.points and not self.conn.poll():
-                _size(self.ev, self.points.pop())
+            while not self.conn.poll():
+                point = self.claims.last()
+                if point is None:
+                    break
+                _size(self.ev, point)
             got = self.conn.recv()
         except (EOFError, OSError):
             got = None
@@ -109,6 +145,7 @@ def start(
 
     edges_in, edges_out = Pipe(duplex=False)
     found_in, found_out = Pipe(duplex=False)
+    claims = Claims(points or [])
     sys.stdout.flush()  # nothing buffered here is written twice
     sys.stderr.flush()
     pid = os.fork()
@@ -117,7 +154,7 @@ def start(
         try:
             edges_out.close()
             found_in.close()
-            found_out.send(_child(ev, draws, planned, mine, edges_in, points or []))
+            found_out.send(_child(ev, draws, planned, mine, edges_in, claims))
         except BaseException:  # noqa: BLE001  (interrupted or broken pipe: the parent computes)
             code = 1
         finally:
@@ -147,7 +184,7 @@ def start(
         raise
     finally:
         edges_out.close()
-    return Pending(ev, pid, found_in, points or [])
+    return Pending(ev, pid, found_in, claims)
 
 
 def _child(
@@ -156,29 +193,32 @@ def _child(
     planned: dict[str, float],
     mine: set,
     conn: Connection,
-    points: list[dict],
+    claims: Claims,
 ) -> tuple[dict, dict, dict, int]:
     """The child's part, in `paired.evaluate`'s order: each draw's edges from the parent (the
     chains of `mine`), then every fleet's meets and sizing, and the chains of the others; and
-    every fleet's sizing at `points`, while it waits for the parent's edges and after."""
+    every fleet's sizing at the tornado's points it claims (from the first), while it waits
+    for the parent's edges and after."""
     before = ev.evaluations
-    todo = list(points)
 
-    def size_next() -> None:
-        _size(ev, todo.pop(0))
+    def size_next() -> bool:
+        point = claims.first()
+        if point is not None:
+            _size(ev, point)
+        return point is not None
 
     for i in range(len(draws)):
         vals = draws.draw(i)
-        while todo and not conn.poll():
-            size_next()
+        while not conn.poll() and size_next():
+            pass
         for k, e in conn.recv():
             ev._memo[k] = e
         for a in ev.fleets:
             ev.goodput(vals, a)  # a chain of `mine`: the parent's, in the memo already
             ev.meets(vals, a, planned[a] * vals.get("rate", 1.0))
             ev.planned_cost(vals, a)
-    while todo:
-        size_next()
+    while size_next():
+        pass
     memo: dict[Any, Any] = {}
     for k, v in ev._memo.items():
         kind = k[0]
@@ -194,17 +234,21 @@ def _child(
 
 def tornado_points(draws: Draws, levers: list, search: Any) -> list[dict]:
     """The inputs the tornado asks every fleet's verdict at (`sensitivity.tornado`'s bars, the
-    planning margins' included), and the median and nominal inputs: worth sizing ahead. Only
+    planning margins' included), the median and nominal inputs, and the margins' bars at the
+    nominal inputs (`sensitivity.nominal_margins`): worth sizing ahead. Only
     a matter of speed: a fleet sized at a point the verdict never asks about goes unused, and
     one it asks about from another start is sized again (`Evaluator.sized`)."""
     own = {k: float(getattr(search, k)) for k in paired.MARGINS}
+    margins = sensitivity.margin_levers(own)
     out: list[dict] = []
-    for lv in [*levers, *sensitivity.margin_levers(own)]:
+    for lv in [*levers, *margins]:
         for level in (sensitivity.LOW, sensitivity.HIGH):
             v = lv.at(draws, level)
             if v not in out:
                 out.append(v)
-    for v in (draws.at(), {}):
+    # the margins' bars at the plan's own inputs (sensitivity.nominal_margins)
+    at_plan = [{m.name: v} if v != m.own else {} for m in margins for v in (m.low, m.high)]
+    for v in (draws.at(), {}, *at_plan):
         if v not in out:
             out.append(v)
     return out

@@ -353,7 +353,10 @@ def test_server_flags_follow_plan_and_profiles(relay_plan) -> None:
         assert val(a, "--mem-fraction-static") == f"{profiles.gpu(gpu).efficiency.mem_fraction:g}"
         assert ("--chunked-prefill-size" in a) == (mode == "prefill")
         if mode == "prefill":
-            assert val(a, "--chunked-prefill-size") == "8192"
+            # the plan's 8192-token chunk is one DP-attention group's; SGLang divides the flag
+            # by dp_size, so it is written times dp (8 x 8192 = 65536 on the default's prefill)
+            dp = int(val(a, "--dp-size")) if "--dp-size" in a else 1
+            assert int(val(a, "--chunked-prefill-size")) == 8192 * dp
         md = h.startswith("main-decode")
         assert ("--disaggregation-decode-enable-radix-cache" in a) == md, role
         # the default backend, NIXL over UCX, picks RDMA or TCP per peer: no ib device

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from pdd_plan.calibration import error_band
 from pdd_plan.cli.main import app
+from pdd_plan.inputs import error_band
 from tests.cli_helpers import runner
 from tests.unit.calibration.test_error_band import BAND, _write  # noqa: F401 (shared with the unit tests)
 

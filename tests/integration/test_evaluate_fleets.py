@@ -118,7 +118,7 @@ def test_removing_an_instance_never_raises_goodput():
 
 @pytest.mark.integration
 def test_shrunk_plan_fleet_simulated_is_not_above():
-    """The same property after the simulator's confirmation: one prefill instance fewer."""
+    """The same property after the simulator's verification: one prefill instance fewer."""
     d = _fleet_data()
     d["architectures"] = ["idc_pd"]
     ctx, fl = _scenario(d)

@@ -53,5 +53,8 @@ def test_lower_rates_get_their_own_tables_and_never_raise_the_cost(default_pdd):
             assert np.all(low <= peak + 1e-9)
         assert pts.line_level[0, o] < pts.line_level[1, o] or t.lines[o].config is None
     sol = milp.solve_points(pts)
-    assert sol.cost_per_hour >= p.cost_per_hour - 1e-9
+    # tolerance: relative 1e-7, HiGHS's default primal feasibility tolerance: the two solves'
+    # line costs part in the 6th decimal (the default at the band's median speed, no relay:
+    # 347.6191716 against 347.6191781 $/h, the prefill and decode parts equal)
+    assert sol.cost_per_hour >= p.cost_per_hour * (1 - 1e-7)
     assert [pt.rate_rps for pt in sol.points] == [16.0, 40.0, 16.0, 28.0]

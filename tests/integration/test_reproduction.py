@@ -1,4 +1,4 @@
-"""The PDD report's experiment (examples/pdd-report/) stays runnable, and its one calibrated
+"""The PDD report's experiment (studies/pdd-report/) stays runnable, and its one calibrated
 number, the fleet's `speed_factor`, does what it says: every pass 1/k as long, the same in
 the analytic search and the replays, bounded, and IDC-PD's goodput at the file's value
 within a stated tolerance of the report's 9.0 req/s."""
@@ -26,10 +26,10 @@ from pdd_plan.perf import roofline
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-STUDY = ROOT / "examples" / "pdd-report"
+STUDY = ROOT / "studies" / "pdd-report"
 SCENARIO = STUDY / "pdd-report.yaml"
 REPORT_IDC_RPS = 9.0
-# Tolerance on the calibrated goodput: the simulator confirms rates on a grid of 2% steps
+# Tolerance on the calibrated goodput: the simulator verifies rates on a grid of 2% steps
 # (evaluate's --step) and the bisection stops within 0.5% of the target, so 3% holds it.
 TOL = 0.03
 # the calibration's own replay length (evaluate's default, 5,000): at 1,000 requests the
@@ -181,7 +181,7 @@ def test_docs_reproduction_is_what_the_script_writes():
     rep = _script("reproduce")
     figs = json.loads(FIGURES.read_text())
     assert DOC.read_text() == rep.doc.document(figs), (
-        "docs/reproduction.md drifted: python examples/pdd-report/reproduce.py --doc "
+        "docs/reproduction.md drifted: python studies/pdd-report/reproduce.py --doc "
         "docs/reproduction.md"
     )
     assert PDD_PLAN_KEYS <= set(figs["pdd_plan"])
@@ -196,9 +196,7 @@ def test_reproduction_figures_do_not_drift():
     stored = json.loads(FIGURES.read_text())
     got = json.loads(json.dumps(rep.slim(rep.study(SCENARIO, stored["evaluate"]["sim_requests"]))))
     got["scenario"] = stored["scenario"] = ""
-    assert got == stored, (
-        "rerun: python examples/pdd-report/reproduce.py --doc docs/reproduction.md"
-    )
+    assert got == stored, "rerun: python studies/pdd-report/reproduce.py --doc docs/reproduction.md"
 
 
 def test_an_architecture_with_no_sla_goodput_is_a_result(tmp_path):

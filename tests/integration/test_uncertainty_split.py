@@ -133,3 +133,40 @@ def test_an_error_while_the_child_works_leaves_no_child_behind(planned, monkeypa
     assert started[0] is not None
     with pytest.raises(ProcessLookupError):  # killed and reaped
         os.kill(started[0].pid, 0)
+
+
+def test_points_the_parent_sizes_give_the_same_block(planned, monkeypatch):
+    """The tornado's points sized here instead of in the child (the child claims none, so this
+    process sizes every one while it waits): the same block as one process's."""
+    ctx, plan = planned
+    one, _ = _block(ctx, plan, monkeypatch, fork=False)
+    monkeypatch.setattr(split.Claims, "first", lambda self: None)
+    two, started = _block(ctx, plan, monkeypatch, fork=True)
+    assert started[0] is not None
+    assert two == one
+
+
+def test_claims_give_each_point_to_one_process():
+    """The child claims from the first, this process from the last, each point once."""
+    import os
+
+    claims = split.Claims([{"i": i} for i in range(9)])
+    r, w = os.pipe()
+    with warnings.catch_warnings():  # fork with execnet's thread alive
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # the child: every other claim from the first, until none is left
+        got = []
+        while (p := claims.first()) is not None:
+            got.append(p["i"])
+        os.write(w, (",".join(map(str, got)) or "-").encode())
+        os._exit(0)
+    mine = []
+    while (p := claims.last()) is not None:
+        mine.append(p["i"])
+    os.waitpid(pid, 0)
+    theirs = [int(x) for x in os.read(r, 1000).decode().split(",") if x != "-"]
+    os.close(r)
+    os.close(w)
+    assert sorted(mine + theirs) == list(range(9))
+    assert mine == sorted(mine, reverse=True) and theirs == sorted(theirs)

@@ -8,6 +8,7 @@ CDC-PD's replay, missing P99, says)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -58,31 +59,14 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 AT_ONE_RATE = ("pdd-paper", "pdd-paper-uncertain", "narrow-line", "mooncake-conversation")
 
 
-# Known miss (2026-12-07, after the perf refit under Student-t rows): on the default the
-# headline is -17.4% and the gain at the median inputs -7.9% (pdd-paper-uncertain: -18.1% against
-# -8.7%): at the band's median perf speed PDD's re-sized fleet sheds one H100 prefill instance
-# ($347.6/h) while IDC-PD's stays at $320/h. The plan predicts at the perf model's own speed,
-# the draws at the band's median; planning at the band's median (as a stated
-# request_state_bytes band already is) would move it. Kept strict so the fix is noticed.
-_MEDIAN_MISS = pytest.mark.xfail(
-    strict=True, reason="the headline is at the perf model's speed, not the band's median"
-)
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(n, marks=_MEDIAN_MISS) if n in ("pdd-paper", "pdd-paper-uncertain") else n
-        for n in AT_ONE_RATE
-    ],
-)
+@pytest.mark.parametrize("name", AT_ONE_RATE)
 def test_headline_is_the_draws_figure_at_the_median_inputs(name):
     """The headline (the plan's fleets at the plan's inputs) is the verdict at the median
-    inputs within a point: the plan stands on the stated bands' medians (a stated
-    request_state_bytes band's median is the plan's value: pdd-paper-uncertain was -7.1% at the
-    profile's 0 B against -10.1% at the median, now -7.8% against -8.7%); what is left is the
-    perf band's bias (its median speed 1.055 x the perf model's, which plans predict with)."""
+    inputs within a point: the plan stands on the bands' medians (a stated request_state_bytes
+    band's median is the plan's per-request state; the perf band's median speed, 1.0074 x the
+    perf model's for MoE, the plan's speed: at the perf model's own speed the default read
+    -17.4% against -7.9% at the median, a 0.2% faster speed dropping PDD's relay)."""
     golden = GOLDEN / f"{name}.optimize.yaml"
     if golden.exists():
         plan = load_plan(golden)
@@ -138,3 +122,29 @@ def test_n_minus_1_agrees_with_the_replay_on_narrow_line():
     # and the replay says the same of the fleet with no relay decode: CDC-PD's misses P99
     (why,) = plan.infeasible["cdc_pd"].reasons
     assert why.kind == "replay_sla" and "TTFT P99" in why.message
+
+
+def test_the_admission_note_quotes_the_default_plans_own_figures():
+    """The note on a decode near its TPOT-target batch quotes the default's IDC-PD: its analytic
+    TTFT P99 is the plan's own (the table's row), so a plan that moves leaves no stale figure
+    beside it (it once quoted 1.46 s beside a table reading 6.85 s)."""
+    plan = load_plan(GOLDEN / "pdd-paper.optimize.yaml")
+    (note,) = [n for n in plan.uncertainty.notes if "free decode slot" in n]
+    quoted = float(re.search(r"against the analytic ([0-9.]+) s", note).group(1))
+    assert quoted == pytest.approx(plan.plans["idc_pd"].ttft_s.p99, abs=0.005)
+    # the 1M-request replay it quotes is over the plan's own fleet: 6 x 16 H100 prefill and
+    # 1 x 32 H100 decode (benchmarks: `pdd-plan simulate PLAN -a idc_pd -n 1000000`)
+    counts = {g.role: (g.count, g.gpus_per_instance) for g in plan.plans["idc_pd"].instances}
+    assert counts == {"prefill": (6, 16), "decode": (1, 32)}
+
+
+def test_the_headline_prints_the_cost_ratio_once_rounded():
+    """At one planned rate the BCR gain is the inverse cost ratio: on the default 320.0 /
+    347.62 - 1 = -7.945%, printed -7.9% (kept to 4 places it was -7.95%, printed -8.0%, beside
+    the draws' -7.9%)."""
+    plan = load_plan(GOLDEN / "pdd-paper.optimize.yaml")
+    cost = {a: p.cost_per_hour for a, p in plan.plans.items()}
+    by_hand = cost["idc_pd"] / cost["pdd"] - 1.0
+    head = plan.comparison.bcr_gain_vs_idc_pd
+    assert f"{head * 100:+.1f}" == f"{by_hand * 100:+.1f}"
+    assert head == pytest.approx(by_hand, abs=1e-4)

@@ -99,7 +99,8 @@ class Inputs(Strict):
     prefill_speed: Spread | None = None
     """Factor on the perf model's prefill speed (every pass 1/factor as long). Omitted: the
     shipped error band of the model's family (data/calibration/error_band.yaml), its bias
-    included."""
+    included. The plan is made at its median when decode_speed's median is the same (one GPU
+    profile runs both roles), else at the perf model's speed."""
     decode_speed: Spread | None = None
     """Factor on the perf model's decode speed. Omitted: the shipped error band, like
     prefill_speed."""

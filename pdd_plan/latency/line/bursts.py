@@ -330,7 +330,7 @@ def _shared(tau: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 
 def _shape(
-    slope: np.ndarray, offset: np.ndarray, m: float, rho: float
+    slope: np.ndarray | float, offset: np.ndarray | float, m: float, rho: float
 ) -> tuple[np.ndarray, np.ndarray]:
     """(``K``, ``L``) of ``K Psi(tau m / L)`` (:func:`_residual`: slope ``K / L`` at 0, ``K``
     in the limit) with slope ``slope`` at 0 and limit ``offset``."""

@@ -35,6 +35,7 @@ in ``T`` (the caller adds it); the arrival's found law is used as if it started 
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -197,13 +198,26 @@ def _atom_part(
     return lam_a, (left @ v) * (v.T @ right)
 
 
+@dataclass(frozen=True)
+class _Chain:
+    """What :func:`tagged_law` computes before the mean size enters (the chain and its
+    eigen-decomposition are in units of one mean size: ``mu = 1``)."""
+
+    lam: np.ndarray
+    v: np.ndarray
+    half: np.ndarray
+    left: np.ndarray
+    s: np.ndarray
+    a: np.ndarray
+    inv: np.ndarray
+    atom_lam: np.ndarray
+    atom_coef: np.ndarray
+
+
 @lru_cache(maxsize=256)
-def tagged_law(
-    c: int, rho: float, capacity: float, flow_cap: float, mean_bytes: float
-) -> TaggedLaw:
-    """The decomposition of :mod:`this module <tagged_transfer>` for a line of ``c`` pool
-    slots, ``capacity`` and per-transfer ``flow_cap`` bytes/s at utilization ``rho`` (< 1) of
-    its usable rate, mean size ``mean_bytes``; memoized (the optimizer asks per line option)."""
+def _chain(c: int, rho: float, capacity: float, flow_cap: float) -> _Chain:
+    """The line's chain at one load, decomposed: shared by every mean size asked at it (the
+    plan's classes and the handoff's KV grid ask the same line and load with other sizes)."""
     logpi, birth, death, s = _chains(c, rho, capacity, flow_cap)
     diag, off, logphi = _symmetric(birth, death)
     lam, v = eigh_tridiagonal(diag, off)
@@ -211,9 +225,30 @@ def tagged_law(
     half = np.exp(0.5 * (logphi - logphi.max()))
     # pi D^(-1/2) in logs: pi is tiny where D is, their ratio is not
     left = np.exp(logpi - 0.5 * (logphi - logphi.max()))
-    g = mean_bytes / s  # seconds per tagged mean size in each state
     a = left @ v
-    h = v.T @ (half * g)
+    dl = lam[None, :] - lam[:, None]  # l_k - l_j
+    off_diag = ~np.eye(lam.size, dtype=bool)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv = np.where(off_diag, 1.0 / np.where(off_diag, dl, 1.0), 0.0)
+    lam_a, atom_coef = _atom_part(logpi, birth, death, s, flow_cap)
+    out = _Chain(lam, v, half, left, s, a, inv, lam_a, atom_coef)
+    for f in dataclasses.fields(out):  # memoized: shared by every caller
+        getattr(out, f.name).setflags(write=False)
+    return out
+
+
+@lru_cache(maxsize=256)
+def tagged_law(
+    c: int, rho: float, capacity: float, flow_cap: float, mean_bytes: float
+) -> TaggedLaw:
+    """The decomposition of :mod:`this module <tagged_transfer>` for a line of ``c`` pool
+    slots, ``capacity`` and per-transfer ``flow_cap`` bytes/s at utilization ``rho`` (< 1) of
+    its usable rate, mean size ``mean_bytes``; memoized (the optimizer asks per line option),
+    the chain's decomposition per load (:func:`_chain`)."""
+    ch = _chain(c, rho, capacity, flow_cap)
+    lam, v, a = ch.lam, ch.v, ch.a
+    g = mean_bytes / ch.s  # seconds per tagged mean size in each state
+    h = v.T @ (ch.half * g)
     # M = V' G V: G is g's last value wherever the tagged transfer shares the pool's c slots
     # (n >= c - 1 others), so M = g_c I + V_r' (G - g_c)_r V_r over the r < c states before:
     # O(r K^2), not O(K^3); the identity part is diagonal (no divided difference)
@@ -222,14 +257,9 @@ def tagged_law(
     low = (vr.T * (g[:r] - g[-1])) @ vr
     amat = a[:, None] * low * h[None, :]
     diag_m = g[-1] + np.diag(low)
-    dl = lam[None, :] - lam[:, None]  # l_k - l_j
-    off_diag = ~np.eye(lam.size, dtype=bool)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        inv = np.where(off_diag, 1.0 / np.where(off_diag, dl, 1.0), 0.0)
     # sum_{j != k} A_jk (I_k - I_j) / (l_k - l_j) = sum_k I_k sum_{j != k} (A_jk + A_kj) / (l_k - l_j)
-    w = np.sum((amat + amat.T) * inv, axis=0)
-    lam_a, atom_coef = _atom_part(logpi, birth, death, s, flow_cap)
-    return TaggedLaw(lam, a * h, w, a * diag_m * h, lam_a, atom_coef, mean_bytes)
+    w = np.sum((amat + amat.T) * ch.inv, axis=0)
+    return TaggedLaw(lam, a * h, w, a * diag_m * h, ch.atom_lam, ch.atom_coef, mean_bytes)
 
 
 def tagged_moments(

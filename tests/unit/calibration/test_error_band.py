@@ -10,9 +10,8 @@ import os
 import pytest
 import yaml
 
-from pdd_plan.calibration import error_band
 from pdd_plan.common.errors import InputError
-from pdd_plan.inputs import profiles
+from pdd_plan.inputs import error_band, profiles
 
 BAND = {
     "basis": "leave-one-source-out",

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from pdd_plan.calibration import error_band, measurements
 from pdd_plan.calibration import fit as cal
+from pdd_plan.calibration import measurements
 from pdd_plan.common.errors import InputError
-from pdd_plan.inputs import profiles
+from pdd_plan.inputs import error_band, profiles
 from pdd_plan.inputs.calibrated import calibration_dir
 from pdd_plan.perf import comm, roofline
 

@@ -119,8 +119,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("optimize", "evaluate", "sim"),  # planning
     ("uncertainty",),  # every plan under draws of the uncertain inputs
     ("sweep",),  # many runs
-    ("report", "emit", "cli", "data", "api"),  # edges (data: the example scripts shipped with
-    # it; api: the Python entry points)
+    ("report", "emit", "cli", "api"),  # edges (api: the Python entry points)
 )
 LAYER_OF = {pkg: i for i, row in enumerate(LAYERS) for pkg in row}
 
@@ -197,7 +196,8 @@ OPTIMIZE_STAGES: tuple[tuple[str, ...], ...] = (
     ("summary",),  # measures a solved plan (the routed figures, the percentiles)
     ("search",),  # the drivers: one architecture at one rate, or with the rate free
     ("day",),  # a day of periods, over the single-rate drivers
-    ("verify", "lifted", ""),  # the top: verification's loop and optimize() itself ("")
+    # the top: verification's loop, what it compares after, and optimize() itself ("")
+    ("verify", "contains", "lifted", ""),
 )
 OPTIMIZE_STAGE_OF = {m: i for i, row in enumerate(OPTIMIZE_STAGES) for m in row}
 
@@ -414,3 +414,9 @@ def test_no_two_modules_share_a_confusable_name():
     for name in ("model.py", "tables.py", "queueing.py"):
         assert names.count(name) <= 1, f"{names.count(name)} modules named {name}"
     assert not (set(names) >= {"queues.py", "queueing.py"})
+
+
+def test_the_package_data_holds_no_code():
+    """pdd_plan/data/ is data (profiles, examples, calibration rows); scripts live beside the
+    study they reproduce (studies/), not in the installed package's data."""
+    assert not sorted((PKG / "data").rglob("*.py"))

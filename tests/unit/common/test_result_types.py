@@ -27,7 +27,7 @@ RESULT_TYPES = {
     "pdd_plan.sim.warmup": ("Truncation",),
     "pdd_plan.sim.verdict": ("Verdict", "Check", "EarlyStop"),
     "pdd_plan.evaluate.analytic": ("AtRate",),
-    "pdd_plan.evaluate.confirm": ("Replay", "Confirmed"),
+    "pdd_plan.evaluate.verify": ("Replay", "VerifiedRates"),
     "pdd_plan.evaluate.result": ("Evaluation", "ArchitectureEvaluation", "GivesOut"),
     "pdd_plan.uncertainty.replay": ("Replayed",),
     "pdd_plan.uncertainty.robust": ("Robust",),
@@ -35,7 +35,9 @@ RESULT_TYPES = {
     "pdd_plan.outputs.day_plan": ("DayPlan", "PeriodReplay"),
 }
 # a class named like a result is one, wherever it is defined
-RESULT_NAME = re.compile(r"(Result|Solution|Solved|Verdict|Evaluation|Replay|Replayed|Confirmed)$")
+RESULT_NAME = re.compile(
+    r"(Result|Solution|Solved|Verdict|Evaluation|Replay|Replayed|Verified[A-Z]\w*)$"
+)
 
 
 def _frozen(cls: type) -> bool:

@@ -4,9 +4,12 @@ case, as the PDD report chose recompute for its bounded worst case."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
+from pdd_plan.evaluate.fleet import _faster
 from pdd_plan.inputs import profiles
 from pdd_plan.inputs.schema.scenario import Policy
 from pdd_plan.latency import handoff
@@ -80,3 +83,13 @@ def test_times_follow_the_choice(md):
     rc = handoff.Choice("recompute", "", kv.recompute, None)
     got = handoff.times(rc, md, k, ctx, 64, 8192, ln, 0.3, 256)
     assert got == pytest.approx([handoff.recompute(md, x, CTX, 64, 8192).mean_s for x in k])
+
+
+def test_recompute_memo_is_the_joined_extend_on_fresh_equal_instances(md):
+    """recompute's memo, keyed by the instance's value (perf.handoff.shape_key), gives a fresh
+    equal instance exactly the joined extend it would compute, and a faster profile its own."""
+    for inst in (md, dataclasses.replace(md), dataclasses.replace(md, gpu=_faster(md.gpu, 1.1))):
+        for k, b in ((1.0, 64.0), (37.0, 64.0), (256.0, 100.5)):
+            p = handoff.recompute(inst, k, CTX, b, 8192)
+            j = joined_extend(inst, k, CTX, b, CTX, 8192)
+            assert (p.mean_s, p.worst_s) == (j.mean_s, j.max_s)

@@ -153,3 +153,25 @@ def test_one_blas_thread_restores_the_thread_count():
     with tt.one_blas_thread(flapack):
         assert setter(1) == 1
     assert setter(before) == before
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "c,rho,cap,f", [(8, 0.6, 10.0, 3.0), (4, 0.93, 25.0, 2.5), (16, 0.3, 5.0, 1.0)]
+)
+def test_the_chain_memo_gives_each_mean_size_what_a_fresh_law_gives(c, rho, cap, f):
+    """The chain's decomposition is shared across mean sizes (tagged._chain): a law built on a
+    memoized chain, after another size's, is the law built from nothing, bit for bit."""
+    x = np.array([2e5, 1e6, 3e7])
+    means = (1e6, 4.7e6)
+    fresh = []
+    for mean in means:
+        tt._chain.cache_clear()
+        tt.tagged_law.cache_clear()
+        fresh.append(tt.tagged_moments(tt.tagged_law(c, rho, cap, f, mean), x))
+    tt.tagged_law.cache_clear()  # the chain stays: the second size's law is built on it
+    for mean, want in zip(means, fresh):
+        got = tt.tagged_moments(tt.tagged_law(c, rho, cap, f, mean), x)
+        for g, w in zip(got, want):
+            assert g.tobytes() == w.tobytes()
+    assert tt._chain.cache_info().hits >= 1

@@ -12,6 +12,7 @@ import pytest
 
 from pdd_plan.architectures import PATHS
 from pdd_plan.inputs.context import build_context, load_scenario
+from pdd_plan.inputs.schema.uncertainty import Uncertainty
 from pdd_plan.optimize import problem_of, summary
 from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.search.objectives import solve_architecture
@@ -24,8 +25,12 @@ ROOT = Path(__file__).resolve().parents[3]
 
 @pytest.fixture(scope="module")
 def solved() -> tuple[SolverResult, ArchitecturePlan]:
+    # the default at the perf model's own speed (a stated speed band centred on it)
     path = ROOT / "examples" / "pdd-paper.yaml"
-    ctx = build_context(load_scenario(path), str(path))
+    one = {"dist": "lognormal", "median": 1.0, "sigma": 0.1, "source": "test"}
+    unc = Uncertainty.model_validate({"inputs": {"prefill_speed": one, "decode_speed": one}})
+    ctx = build_context(load_scenario(path).model_copy(update={"uncertainty": unc}), str(path))
+    assert ctx.speed == 1.0
     cls = build_classes(ctx.class_spec)
     caps = Caps(decode=ctx.scenario.search.decode_utilization)
     raw = solve_architecture(problem_of(ctx), "pdd", cls, ctx.scenario.workload.rate_rps, caps)
@@ -35,9 +40,9 @@ def solved() -> tuple[SolverResult, ArchitecturePlan]:
 @pytest.mark.unit
 def test_route_shares_are_the_solution_flows_over_the_rate(solved):
     # the flows as the plan is served: the router's rule (whole hit bins relay, routed.py) where
-    # the plan relays, else the MILP's; the default's PDD plan relays
+    # the plan relays, else the MILP's (the default's PDD plan, at seven prefill instances, does
+    # not relay; the router's rule has its own tests)
     raw, plan = solved
-    assert raw.routed is not None
     for p in PATHS:
         flow = float(np.sum(raw.flows[p])) if p in raw.flows else 0.0
         # tolerance: the plan rounds route shares to 4 decimals (3 paths: 1e-3 for their sum)

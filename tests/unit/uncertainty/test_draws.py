@@ -11,8 +11,7 @@ import pytest
 import yaml
 from scipy import stats
 
-from pdd_plan.calibration import error_band
-from pdd_plan.inputs import profiles
+from pdd_plan.inputs import error_band, profiles
 from pdd_plan.inputs.schema.uncertainty import Uncertainty
 from pdd_plan.uncertainty import draws
 

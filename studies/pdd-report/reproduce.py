@@ -1,6 +1,6 @@
 """The PDD report's experiment, reproduced: every prediction beside the report's figure.
 
-    python examples/pdd-report/reproduce.py [--requests N] [--json FILE] [--doc FILE]
+    python studies/pdd-report/reproduce.py [--requests N] [--json FILE] [--doc FILE]
 
 Two numbers are fitted, nothing else: the engine's speed factor on IDC-PD's goodput (the file's
 `speed_factor`, by calibrate_speed.py) and the line, by `pdd-plan line calibrate --transfers`
@@ -31,7 +31,7 @@ from repro_figures import REPORT  # noqa: E402
 from pdd_plan.common.atomic import write_atomic  # noqa: E402
 
 SCENARIO = HERE / "pdd-report.yaml"
-DOC = HERE.parents[3] / "docs" / "reproduction.md"
+DOC = HERE.parents[1] / "docs" / "reproduction.md"
 FIGURES = HERE / "reproduction.json"  # the figures docs/reproduction.md is written from
 # the pdd_plan keys `--json` has always had, and what it adds
 KEYS = (

@@ -56,7 +56,7 @@ def family(model: ModelProfile) -> str:
     return "moe" if model.ffn.moe is not None else "dense"
 
 
-def _fraction(entry: dict, field: str, file: str, fam: str) -> float | None:
+def _fraction(entry: dict[str, Any], field: str, file: str, fam: str) -> float | None:
     for key in KEYS[field]:
         if key in entry:
             v = entry[key]
@@ -68,7 +68,9 @@ def _fraction(entry: dict, field: str, file: str, fam: str) -> float | None:
     return None
 
 
-def _bias(entry: dict, file: str, fam: str, key: str = "mean_signed_error") -> float | None:
+def _bias(
+    entry: dict[str, Any], file: str, fam: str, key: str = "mean_signed_error"
+) -> float | None:
     """A signed error (+: the model over-predicts throughput), when the file has it."""
     v = entry.get(key)
     if v is None:
@@ -78,7 +80,7 @@ def _bias(entry: dict, file: str, fam: str, key: str = "mean_signed_error") -> f
     return float(v)
 
 
-def _rows(entry: dict, file: str, fam: str) -> int:
+def _rows(entry: dict[str, Any], file: str, fam: str) -> int:
     v = entry.get("rows")
     if isinstance(v, list):
         return len(v)
@@ -87,7 +89,7 @@ def _rows(entry: dict, file: str, fam: str) -> int:
     return v
 
 
-def _band(entry: Any, file: str, where: str, fam: str, data: dict) -> dict:
+def _band(entry: Any, file: str, where: str, fam: str, data: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(entry, dict):
         raise InputError(file, where, "not a mapping", "median_abs_error, max_abs_error, rows")
     band: dict[str, Any] = {"family": fam}
@@ -105,11 +107,11 @@ def _band(entry: Any, file: str, where: str, fam: str, data: dict) -> dict:
     return band
 
 
-def parse_bands(data: Any, file: str) -> dict[str, dict]:
+def parse_bands(data: Any, file: str) -> dict[str, dict[str, Any]]:
     """family -> band (and, under the key `regimes`, family -> regime -> band), from the YAML
     document of an error-band file."""
     if not isinstance(data, dict):
-        raise InputError(file, None, "not a mapping", "see pdd_plan/calibration/error_band.py")
+        raise InputError(file, None, "not a mapping", "see pdd_plan/inputs/error_band.py")
     fams = data.get("families", data)
     if not isinstance(fams, dict):
         raise InputError(file, "families", "not a mapping", "family -> band")
@@ -132,7 +134,7 @@ def parse_bands(data: Any, file: str) -> dict[str, dict]:
 
 
 @lru_cache(maxsize=8)
-def _load(path: str, mtime_ns: int) -> dict[str, dict]:
+def _load(path: str, mtime_ns: int) -> dict[str, dict[str, Any]]:
     try:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
@@ -140,7 +142,7 @@ def _load(path: str, mtime_ns: int) -> dict[str, dict]:
     return parse_bands(data, path)
 
 
-def load_bands(path: Path | None = None) -> dict[str, dict] | None:
+def load_bands(path: Path | None = None) -> dict[str, dict[str, Any]] | None:
     """family -> band from the error-band file, or None when there is no file."""
     p = Path(path) if path is not None else band_path()
     if not p.is_file():
@@ -150,7 +152,7 @@ def load_bands(path: Path | None = None) -> dict[str, dict] | None:
 
 def band_for_model(
     model: ModelProfile, path: Path | None = None, regime: str | None = None
-) -> tuple[dict | None, str]:
+) -> tuple[dict[str, Any] | None, str]:
     """(band of the model's family, or of its `regime` where that has MIN_REGIME_ROWS held-out
     rows, or None; a note saying where it comes from or why none)."""
     fam = family(model)

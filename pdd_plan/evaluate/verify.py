@@ -51,7 +51,7 @@ class Replay:
 
 
 @dataclass(frozen=True)
-class Confirmed:
+class VerifiedRates:
     """The highest replayed rate that met the SLA (None: none did), the lowest that did not,
     and every replay in the order run."""
 
@@ -75,7 +75,7 @@ def replayer(
         if rate >= stable_below:
             return Replay(rate, Verdict.unreplayed(saturates))
         # the simulator (~0.02 s of imports) when a replay runs: a plan's uncertainty block
-        # and `evaluate` without --confirm reach this module and replay nothing
+        # and `evaluate --no-simulate` reach this module and replay nothing
         from pdd_plan.sim.run import verify
 
         p = plan.model_copy(update={"goodput_rps": float(rate)})
@@ -84,9 +84,9 @@ def replayer(
     return run
 
 
-def confirm(
+def verify_rates(
     replay: Callable[[float], Replay], rate: float, step: float = 0.02, max_runs: int = 8
-) -> Confirmed:
+) -> VerifiedRates:
     """Replay at `rate` and `rate * (1 + step)`. If `rate` fails, step down (1, 2, 4... steps)
     until a rate passes; if the step above passes, step up likewise; then bisect the bracket
     down to one step. At most `max_runs` replays."""
@@ -121,4 +121,4 @@ def confirm(
             if r <= 0:
                 break
         run(r)
-    return Confirmed(passed(), failed(), tuple(runs))
+    return VerifiedRates(passed(), failed(), tuple(runs))

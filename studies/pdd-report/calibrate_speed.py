@@ -2,9 +2,9 @@
 9.0 req/s on its fleet: the first of the reproduction's two calibrations (the line, fitted on
 the report's handoff microbenchmark, is the other: reproduce.py).
 
-    python examples/pdd-report/calibrate_speed.py [--write] [--requests N]
+    python studies/pdd-report/calibrate_speed.py [--write] [--requests N]
 
-Bisection on log(speed_factor) over [0.1, 2]: IDC-PD's SLA goodput (the simulator-confirmed
+Bisection on log(speed_factor) over [0.1, 2]: IDC-PD's SLA goodput (the simulator-verified
 figure `evaluate` reports, with the same requests and seed as `pdd-plan evaluate`) rises
 with the speed, so the bracket halves until it is within `--tol` (relative) of the speed or
 the goodput is within 0.5% of 9.0 req/s. Nothing about PDD is read: its goodput is a

@@ -10,17 +10,17 @@ from pdd_plan.architectures import P_RLD, P_RLD_MD
 
 HEAD = """# The PDD report's experiment, reproduced
 
-<!-- Written by `python examples/pdd-report/reproduce.py --doc docs/reproduction.md`: do not
+<!-- Written by `python studies/pdd-report/reproduce.py --doc docs/reproduction.md`: do not
 edit by hand; tests/integration/test_reproduction.py fails when this file and the script's
 figures drift apart. -->
 
 The PDD report (arXiv 2609.13161, figures as quoted in `docs/reference/pdd-facts.md`) holds
 its hardware fixed and measures how much SLA-compliant traffic each architecture serves.
-`examples/pdd-report/pdd-report.yaml` is that experiment as a `pdd-plan evaluate` scenario;
+`studies/pdd-report/pdd-report.yaml` is that experiment as a `pdd-plan evaluate` scenario;
 one command computes every figure below:
 
 ```console
-$ python examples/pdd-report/reproduce.py      # --json FILE keeps every figure
+$ python studies/pdd-report/reproduce.py      # --json FILE keeps every figure
 ```
 """
 
@@ -42,7 +42,7 @@ def _fitted(s: dict) -> list[str]:
         "## What is fitted, what is read, what is predicted",
         "",
         f"- **Fitted, the engine's speed:** `speed_factor` = **{k}** "
-        f"(`examples/pdd-report/calibrate_speed.py`: bisection on IDC-PD's `evaluate` goodput "
+        f"(`studies/pdd-report/calibrate_speed.py`: bisection on IDC-PD's `evaluate` goodput "
         f"to the report's 9.0 req/s; {render.fmt(idc['goodput_rps'] if idc else None)} req/s "
         "at the file's value). Which phases it scales was decided on IDC-PD alone, before any "
         f"PDD figure was looked at: IDC-PD's goodput gives out first on **{bind}**, so its one "
@@ -193,7 +193,7 @@ def document(s: dict) -> str:
     parts += [
         "## Predictions beside the report",
         "",
-        f"`evaluate`'s simulator-confirmed goodputs ({s['evaluate']['sim_requests']}-request "
+        f"`evaluate`'s simulator-verified goodputs ({s['evaluate']['sim_requests']}-request "
         f"replays, seed {s['evaluate']['seed']}, 2% rate steps); TTFT and KV transfers replayed "
         f"at one load, PDD's SLA goodput ({render.fmt(s['compared_load_rps'])} req/s), as the "
         "report compares them.",

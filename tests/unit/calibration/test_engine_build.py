@@ -1,0 +1,64 @@
+"""An engine's ROCm build is its own engine in the joint fit: a row of SGLang on an AMD GPU
+(its ROCm images) gets the `sglang-rocm` scheduling offset, a CUDA GPU's the reference engine's,
+and a calibrated AMD profile carries the ROCm build's offset (what the planner deploys there).
+The InferenceX rows read the same runs' KV dtype in both row files."""
+
+from __future__ import annotations
+
+import pytest
+
+from pdd_plan.calibration import fit as cal
+from pdd_plan.calibration.joint import JointFit
+from pdd_plan.calibration.measurements import engine_build
+from pdd_plan.calibration.serving_rows import load_serving_rows
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.fixture(scope="module")
+def rows():
+    return cal.read_rows(str(cal.calibration_dir() / "calibration_measurements.csv"))[0]
+
+
+def test_build_by_gpu() -> None:
+    assert engine_build("sglang", "mi300x") == "sglang-rocm"
+    assert engine_build("sglang", "mi355x") == "sglang-rocm"
+    assert engine_build("sglang", "h200") == "sglang"
+    assert engine_build("atom", "mi355x") == "atom"  # AMD's own engine: ROCm only already
+    assert engine_build("tensorrt-llm", "b200") == "tensorrt-llm"
+
+
+def test_rows_take_their_build(rows) -> None:
+    by = {r.row: r.engine_name for r in rows}
+    assert by[77] == "sglang-rocm"  # SGLang v0.4.10 on ROCm 6.3, MI300X
+    assert by[97] == "sglang-rocm"  # lmsysorg/sglang:v0.5.12-rocm700-mi30x
+    assert by[90] == "sglang"  # H200
+    assert by[101] == "atom"
+
+
+def test_profile_default_is_the_deployed_build() -> None:
+    fit = JointFit(
+        gpus={},
+        population={"mfu": 0.5, "mbu": 0.8, "step_overhead_ms": 1.0},
+        shift={"mfu": 0.0, "mbu": 0.0},
+        counts={},
+        rows=[],
+        errors=[],
+        success=True,
+        message="",
+        engine_overhead={"sglang-rocm": 3.0, "vllm": 0.5},
+    )
+    amd, nv = cal.analytic_gpu("mi300x"), cal.analytic_gpu("h200")
+    assert fit.profile(amd).efficiency.step_overhead_ms == pytest.approx(4.0)  # 1 + 3
+    assert fit.profile(nv).efficiency.step_overhead_ms == pytest.approx(1.0)
+    assert fit.profile(nv, "vllm").efficiency.step_overhead_ms == pytest.approx(1.5)
+    assert fit.profile(amd, "sglang").efficiency.step_overhead_ms == pytest.approx(1.0)
+
+
+def test_rows_and_serving_rows_agree_on_kv(rows) -> None:
+    serving = load_serving_rows().rows
+    both = [r for r in rows if r.row in serving and "InferenceX-app" in r.source]
+    assert len(both) >= 20
+    for r in both:
+        assert r.kv_dtype == serving[r.row].kv_dtype, r.row
+        assert r.gpu == serving[r.row].gpu
