@@ -28,3 +28,13 @@ def refused(*args, needle: str | tuple[str, ...], code: int = 2) -> str:
     for n in (needle,) if isinstance(needle, str) else needle:
         assert n in lines[0], text
     return lines[0]
+
+
+def err_line(r) -> str:
+    """The one `error: ` line a refused command printed (no traceback), for tests that check
+    its exit code themselves."""
+    text = (r.stderr if hasattr(r, "stderr") else r.output).strip()
+    assert "Traceback" not in text
+    lines = text.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), text
+    return lines[0]

@@ -8,27 +8,15 @@ from pathlib import Path
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
 from pdd_plan.calibration import fit
-from pdd_plan.cli.main import app
+from tests.cli_helpers import invoke
 from tests.unit.calibration.test_engine_results import CSV, SGL, TRT, TRT_TXT, VLLM  # noqa: F401 (shared with the unit tests)
 
 pytestmark = pytest.mark.integration
 
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "engine_results"
-
-
-def _runner() -> CliRunner:
-    try:
-        return CliRunner(mix_stderr=False)
-    except TypeError:
-        return CliRunner()
-
-
-def invoke(*args):
-    return _runner().invoke(app, [str(a) for a in args])
 
 
 @pytest.mark.integration

@@ -92,6 +92,8 @@ def test_base_at_base_price_elastic_at_on_demand_in_every_table_and_the_json(tmp
         assert len(p["instances"]) == len(groups), a
         for g in p["instances"]:
             want = groups[g["role"], g["gpu"], g["datacenter"], g["gpus_per_instance"]]
+            # tolerance: $0.006: the plan prints each group's $/h rounded to the cent (up to $0.005
+            # from the exact hand price), plus float slack
             assert g["cost_per_hour"] == pytest.approx(want, abs=0.006), (a, g["role"])
             row = [x for x in fleet["rows"] if x[0] == a and x[1] == g["role"] and x[2] == g["gpu"]]
             assert any(float(x[-1]) == pytest.approx(want, abs=0.006) for x in row), (a, row)
@@ -100,8 +102,13 @@ def test_base_at_base_price_elastic_at_on_demand_in_every_table_and_the_json(tmp
                 a in ln and g["role"] in ln and f"{want:.1f}" in ln for ln in table.splitlines()
             ), (a, g["role"], want)
         total = sum(groups.values()) + (p["line"]["cost_per_hour"] if p["line"] else 0.0)
+        # tolerance: $0.011 for each group and the line: the plan's total and the hand total are
+        # sums of figures rounded to the cent on the plan's side ($0.005 each) and, where the hand
+        # price is read from a printed line cost, on this side too
         assert p["cost_per_hour"] == pytest.approx(total, abs=0.011 * (len(groups) + 1)), a
         row = next(x for x in costs["rows"] if x[0] == a)
+        # tolerance: $0.02: the costs table's total, printed to the cent, is summed from the groups'
+        # and the line's costs each rounded to the cent (up to 4 terms of $0.005)
         assert float(row[costs["columns"].index("total $/h")]) == pytest.approx(total, abs=0.02)
         for got, want in zip(day["periods"], periods):
             assert got["cost_per_hour"] == pytest.approx(want, abs=0.011 * (len(groups) + 1)), a

@@ -14,42 +14,20 @@ from pathlib import Path
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
 from pdd_plan import emit
 from pdd_plan.cli.common import dumps
-from pdd_plan.cli.main import app
 from pdd_plan.emit import flags, k8s, sglang, validation
 from pdd_plan.emit.plan import EmitOptions, nodes_for
 from pdd_plan.inputs import profiles
-from pdd_plan.inputs.context import build_context, load_scenario
-from pdd_plan.optimize import optimize
 from pdd_plan.outputs.plan import parse_plan
+from tests.cli_helpers import err_line, invoke
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ("lws", "rbg", "disaggregatedset")
 CRD_KINDS = {"LeaderWorkerSet", "RoleBasedGroup", "DisaggregatedSet"}
-
-
-def _runner() -> CliRunner:
-    try:
-        return CliRunner(mix_stderr=False)
-    except TypeError:
-        return CliRunner()
-
-
-def invoke(*args: str):
-    return _runner().invoke(app, [str(a) for a in args])
-
-
-def _err_line(r) -> str:
-    text = (r.stderr if hasattr(r, "stderr") else r.output).strip()
-    assert "Traceback" not in text
-    lines = text.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), text
-    return lines[0]
 
 
 def _row(role, gpu, dc, count, n, dp=None, ep=None):
@@ -67,9 +45,9 @@ def _row(role, gpu, dc, count, n, dp=None, ep=None):
 
 
 @pytest.fixture(scope="module")
-def plan() -> dict:
-    path = profiles.example_path()
-    return optimize(build_context(load_scenario(path), str(path)), verify=False).dump()
+def plan(example_plan) -> dict:
+    # the default scenario's unverified plan, planned once a session (conftest.py); a copy
+    return copy.deepcopy(example_plan)
 
 
 @pytest.fixture(scope="module")
@@ -582,7 +560,7 @@ def test_cli_bad_input(plan_file, tmp_path) -> None:
     for args, needle in cases:
         r = invoke("emit", *args)
         assert r.exit_code == 2, (args, r.output)
-        assert needle in _err_line(r), (needle, r.output)
+        assert needle in err_line(r), (needle, r.output)
     assert not (tmp_path / "o").exists()  # nothing written on bad input
 
 
@@ -595,7 +573,7 @@ def test_cli_plan_without_architecture(plan, tmp_path) -> None:
     f.write_text(json.dumps(p))
     r = invoke("emit", f, "-t", "sglang", "-a", "cdc_pd", "-o", tmp_path / "o")
     assert r.exit_code == 2
-    line = _err_line(r)
+    line = err_line(r)
     assert "has no 'cdc_pd'" in line and "infeasible: TTFT P99" in line
 
 

@@ -12,9 +12,6 @@ import yaml
 from pdd_plan import emit
 from pdd_plan.emit.plan import EmitOptions
 from pdd_plan.evaluate import fleet
-from pdd_plan.inputs import profiles
-from pdd_plan.inputs.context import build_context, load_scenario
-from pdd_plan.optimize import optimize
 from pdd_plan.outputs.plan import parse_plan
 from tests.unit.emit.test_emit_moe import _fleet_ctx  # noqa: F401 (shared with the unit tests)
 
@@ -27,9 +24,9 @@ FLEET = (
 
 
 @pytest.fixture(scope="module")
-def plan() -> dict:
-    path = profiles.example_path()
-    return optimize(build_context(load_scenario(path), str(path)), verify=False).dump()
+def plan(example_plan) -> dict:
+    # the default scenario's unverified plan, planned once a session (conftest.py); a copy
+    return copy.deepcopy(example_plan)
 
 
 def _server_lines(p: dict, arch: str) -> dict[str, str]:
@@ -93,7 +90,10 @@ def test_plan_row_with_redundant_experts_on_a_dense_model_names_the_row(tmp_path
 
     tiny = Path(__file__).resolve().parents[2] / "benchmarks" / "scenarios" / "tiny.yaml"
     out = tmp_path / "plan.yaml"
-    r = CliRunner().invoke(app, ["optimize", str(tiny), "--no-verify", "--out", str(out)])
+    # --draws 0: the plan's fleet is what is edited; its uncertainty block is not read
+    r = CliRunner().invoke(
+        app, ["optimize", str(tiny), "--no-verify", "--draws", "0", "--out", str(out)]
+    )
     assert r.exit_code == 0, r.output
     d = yaml.safe_load(out.read_text())
     d["plans"]["pdd"]["instances"][0]["redundant_experts"] = 4

@@ -16,17 +16,15 @@ from pdd_plan.emit import engines, transfer
 from pdd_plan.emit.plan import EmitOptions
 from pdd_plan.inputs import profiles
 from pdd_plan.inputs.context import build_context, load_scenario
-from pdd_plan.optimize import optimize
 from pdd_plan.outputs.plan import parse_plan
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def plan() -> dict:
-    path = profiles.example_path()
-    p = optimize(build_context(load_scenario(path), str(path)), verify=False).dump()
-    p = copy.deepcopy(p)
+def plan(example_plan) -> dict:
+    # the default scenario's unverified plan, planned once a session (conftest.py); a copy
+    p = copy.deepcopy(example_plan)
     # a relay pool beside prefill, so the prefill -> relay hop inside dc-a is exercised
     row = dict(role="relay_decode", gpu="h100", datacenter="dc-a", count=2, gpus_per_instance=8)
     row.update(tp=8, dp=8, ep=8, cost_per_hour=1.0)

@@ -12,7 +12,8 @@ import pytest
 from pdd_plan.evaluate import Options, analytic, evaluate, fleet
 from pdd_plan.inputs.context import build_context
 from pdd_plan.outputs.plan import load_plan
-from tests.unit.evaluate.test_evaluate import ANALYTIC, FLEET, _fleet_data, _invoke, _scenario  # noqa: F401 (shared with the unit tests)
+from tests.cli_helpers import invoke
+from tests.unit.evaluate.test_evaluate import ANALYTIC, FLEET, _fleet_data, _scenario  # noqa: F401 (shared with the unit tests)
 
 pytestmark = pytest.mark.integration
 
@@ -135,7 +136,7 @@ def test_shrunk_plan_fleet_simulated_is_not_above():
 @pytest.mark.integration
 def test_cli_json_is_deterministic_and_names_everything():
     args = ("evaluate", str(FLEET), "--no-simulate", "-f", "json")
-    a, b = _invoke(*args), _invoke(*args)
+    a, b = invoke(*args), invoke(*args)
     assert a.exit_code == 0, a.output
     assert a.stdout == b.stdout
     out = json.loads(a.stdout)

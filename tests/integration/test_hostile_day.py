@@ -129,6 +129,8 @@ def test_a_day_plan_never_contradicts_itself(tmp, case):
         n = len(d.periods)
         assert d.peak_plan_cost_day is not None, a  # $0 included
         assert d.cost_day <= d.peak_plan_cost_day + 0.01, (a, d.cost_day, d.peak_plan_cost_day)
+        # tolerance: $0.02: the four figures are each rounded to the cent in the plan
+        # (day/summary.py), $0.005 each
         assert d.cost_day == pytest.approx(d.cost_base + d.cost_elastic + d.cost_line, abs=0.02)
         assert min(d.cost_base, d.cost_elastic, d.cost_line) >= 0, a
         for g in d.groups:
@@ -136,8 +138,10 @@ def test_a_day_plan_never_contradicts_itself(tmp, case):
         elastic = sum(max(g.per_period) - g.base for g in d.groups)
         if kind in ("held", "free"):  # no elastic instance pays: the peak fleet, held
             assert elastic == 0 and d.cost_elastic == 0, (a, d.groups)
+            # tolerance: $0.01: both day costs are rounded to the cent ($0.005 each)
             assert d.cost_day == pytest.approx(d.peak_plan_cost_day, abs=0.01), a
         if kind == "free":  # owned GPUs cost nothing: the day pays only the line
+            # tolerance: $0.01: both day costs are rounded to the cent ($0.005 each)
             assert d.cost_base == 0 and d.cost_day == pytest.approx(d.cost_line, abs=0.01), a
     if kind == "elastic":  # the cases where elastic instances save: some are bought
         assert any(

@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 from pdd_plan.cli.main import app
 from pdd_plan.common.errors import InputError
 from pdd_plan.inputs.schema.io import MAX_YAML_MB_ENV, read_yaml
+from tests.cli_helpers import refused, runner
 
 pytestmark = pytest.mark.integration
 
@@ -27,25 +28,6 @@ TINY = ROOT / "benchmarks" / "scenarios" / "tiny.yaml"
 CALIBRATION = ROOT / "pdd_plan" / "data" / "calibration" / "calibration_measurements.csv"
 HF = ROOT / "tests" / "data" / "hf_configs" / "Meta-Llama-3.1-8B.json"
 MOONCAKE = ROOT / "traces" / "mooncake_conversation_trace.jsonl"
-
-
-def _runner() -> CliRunner:
-    try:
-        return CliRunner(mix_stderr=False)
-    except TypeError:
-        return CliRunner()
-
-
-def refused(*args: str, needle: str | tuple[str, ...]) -> str:
-    """Run the command; it must fail with exit 2 and one error line containing `needle`."""
-    r = _runner().invoke(app, list(args))
-    text = f"exit {r.exit_code}\nstdout:\n{r.stdout}\nstderr:\n{r.stderr}"
-    lines = [x for x in r.stderr.splitlines() if x.strip()]
-    assert r.exit_code == 2, text
-    assert len(lines) == 1 and lines[0].startswith("error: "), text
-    for n in (needle,) if isinstance(needle, str) else needle:
-        assert n in lines[0], text
-    return lines[0]
 
 
 def tiny() -> dict:
@@ -114,7 +96,7 @@ def test_objective_cost_without_rate_refused_by_validate(tmp_path):
 
 def test_booleans_still_accepted_where_booleans_belong(tmp_path):
     f = scenario(tmp_path, _set("policy", {"drc": False}))
-    r = _runner().invoke(app, ["validate", f])
+    r = runner().invoke(app, ["validate", f])
     assert r.exit_code == 0, r.output
 
 
@@ -299,7 +281,7 @@ def test_validate_and_optimize_agree_on_goodput_budget(tmp_path):
 
 def test_scenario_without_bool_fields_unchanged():
     d = copy.deepcopy(tiny())
-    r = _runner().invoke(app, ["validate", str(TINY)])
+    r = runner().invoke(app, ["validate", str(TINY)])
     assert r.exit_code == 0 and d == tiny(), r.output
 
 
@@ -368,7 +350,6 @@ def test_fast_mooncake_reading_still_names_the_bad_line(tmp_path, bad, needle):
 def test_perf_gpus_alone_is_named_not_the_tp_it_defaulted():
     """--tp defaults to --gpus: an impossible --gpus must be blamed on --gpus, and a count past
     the GPUS limit refused before any instance is built."""
-    from typer.testing import CliRunner
 
     from pdd_plan.cli.main import app
 

@@ -24,7 +24,6 @@ from pathlib import Path
 import pytest
 import typer
 import yaml
-from typer.testing import CliRunner
 
 from pdd_plan import emit
 from pdd_plan.cli.common import guarded
@@ -36,6 +35,7 @@ from pdd_plan.emit import flags, sglang
 from pdd_plan.emit.plan import build, dns
 from pdd_plan.inputs.schema.io import read_yaml
 from pdd_plan.outputs.plan import parse_plan
+from tests.cli_helpers import runner
 
 pytestmark = pytest.mark.integration
 
@@ -51,15 +51,8 @@ def _fresh_inputs():
     atomic.forget_inputs()
 
 
-def _runner() -> CliRunner:
-    try:
-        return CliRunner(mix_stderr=False)
-    except TypeError:
-        return CliRunner()
-
-
 def invoke(*args: object, application: typer.Typer = app):
-    return _runner().invoke(application, [str(a) for a in args])
+    return runner().invoke(application, [str(a) for a in args])
 
 
 def err_line(r) -> str:

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from pdd_plan.uncertainty import split
+
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,10 +61,12 @@ def test_a_plan_without_verification_loads_neither_numba_nor_scipy_linalg():
 
 
 def test_the_uncertainty_block_without_verification_loads_no_simulator():
-    # the block evaluates fleets analytically; the simulator loads only where something replays
+    # the block evaluates fleets analytically; the simulator loads only where something replays.
+    # split.MIN_DRAWS draws (8, not the default 32): the fewest with which the block forks its
+    # second process, so every path the default takes runs, on a quarter of the draws
     got = _run(
         "import json, sys\n"
-        + _cli(["optimize", "--no-verify", "-f", "json"])
+        + _cli(["optimize", "--no-verify", "-f", "json", "--draws", str(split.MIN_DRAWS)])
         + "\nprint(json.dumps({m: m in sys.modules for m in SIM}))".replace("SIM", repr(SIM))
     )
     assert not any(got.values()), got  # (sim.worker, the replays' light front, may load)

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from pdd_plan.inputs.schema.line import LineSKU
-from tests.unit.calibration.test_iperf3 import _runner, invoke  # noqa: F401 (shared with the unit tests)
+from tests.cli_helpers import invoke
 
 pytestmark = pytest.mark.integration
 

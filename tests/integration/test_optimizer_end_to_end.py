@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from typer.testing import CliRunner
 
 from pdd_plan.cli.main import app
 from pdd_plan.common.errors import InfeasibleError
@@ -22,6 +21,7 @@ from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.search import fixed_rate
 from pdd_plan.optimize.search.plan import plan_architecture
 from pdd_plan.workload.classes import build_classes
+from tests.cli_helpers import runner
 from tests.unit.optimize.test_optimizer import _agree  # noqa: F401 (shared with the unit tests)
 
 pytestmark = pytest.mark.integration
@@ -146,13 +146,6 @@ def test_cheap_relay_case_against_brute_force(monkeypatch):
     _check_against_every_combination(monkeypatch, _cheap_relay_scenario(), brute=True)
 
 
-def _runner() -> CliRunner:
-    try:
-        return CliRunner(mix_stderr=False)  # click < 8.2
-    except TypeError:
-        return CliRunner()
-
-
 def _example() -> dict:
     return yaml.safe_load(EXAMPLE.read_text())
 
@@ -160,7 +153,11 @@ def _example() -> dict:
 def _run(tmp_path: Path, d: dict, name: str = "s.yaml"):
     p = tmp_path / name
     p.write_text(yaml.safe_dump(d, sort_keys=False))
-    r = _runner().invoke(app, ["optimize", str(p), "--format", "json", "--no-verify"])
+    # --draws 0: these tests read the plans and the diagnosis, which come before the
+    # uncertainty block (its draws re-evaluate a finished plan; tests/integration/test_uncertainty*)
+    r = runner().invoke(
+        app, ["optimize", str(p), "--format", "json", "--no-verify", "--draws", "0"]
+    )
     assert r.exception is None or isinstance(r.exception, SystemExit), r.output
     return r
 

@@ -8,26 +8,14 @@ import json
 import numpy as np
 import pytest
 import yaml
-from typer.testing import CliRunner
 
 from pdd_plan.calibration import fit
-from pdd_plan.cli.main import app
 from pdd_plan.inputs.schema import ModelProfile
 from pdd_plan.perf import layers
+from tests.cli_helpers import invoke
 from tests.unit.perf.test_perf import CSV, HF  # noqa: F401 (shared with the unit tests)
 
 pytestmark = pytest.mark.integration
-
-
-def _runner() -> CliRunner:
-    try:
-        return CliRunner(mix_stderr=False)
-    except TypeError:
-        return CliRunner()
-
-
-def invoke(*args: str):
-    return _runner().invoke(app, [str(a) for a in args])
 
 
 @pytest.mark.integration

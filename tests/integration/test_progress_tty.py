@@ -75,12 +75,10 @@ def _on_pipe(argv: list[str]) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def small_plan(tmp_path_factory) -> Path:
-    plan = tmp_path_factory.mktemp("progress") / "plan.yaml"
-    r = _on_pipe(["optimize", "pdd-paper", "--sim-requests", "1000", "--draws", "0",
-                  "-o", str(plan), "-f", "json"])  # fmt: skip
-    assert r.returncode == 0, r.stderr
-    return plan
+def small_plan() -> Path:
+    """A verified plan for `report`: the default's golden snapshot (what `optimize -f yaml`
+    prints, checked by test_golden.py), read only, instead of planning one in a subprocess."""
+    return ROOT / "tests" / "golden" / "pdd-paper.optimize.yaml"
 
 
 def _cases(plan: Path, tmp: Path) -> dict[str, list[str]]:

@@ -19,7 +19,7 @@ from pdd_plan.sweep.regimes.axes import (
     RegimeAxis,
 )
 from pdd_plan.sweep.regimes.grid import GAIN_LINE, GAIN_LOCAL, regime_map
-from tests.unit.sweep.test_regimes import EXAMPLE, Y, _runner, invoke  # noqa: F401 (shared with the unit tests)
+from tests.unit.sweep.test_regimes import EXAMPLE, Y, invoke  # noqa: F401 (shared with the unit tests)
 
 pytestmark = pytest.mark.integration
 

@@ -14,39 +14,19 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from typer.testing import CliRunner
 
 from pdd_plan.cli.common import dumps
-from pdd_plan.cli.main import app
 from pdd_plan.outputs.plan import parse_plan
 from pdd_plan.report import plots
 from pdd_plan.report.inputs_section import dist_text
 from pdd_plan.report.render import markdown
 from pdd_plan.report.sections import build_report, cost_breakdown
 from pdd_plan.report.table import render_plan
+from tests.cli_helpers import err_line, invoke
 
 pytestmark = pytest.mark.integration
 
 PNG = b"\x89PNG\r\n\x1a\n"
-
-
-def _runner() -> CliRunner:
-    try:
-        return CliRunner(mix_stderr=False)
-    except TypeError:
-        return CliRunner()
-
-
-def invoke(*args):
-    return _runner().invoke(app, [str(a) for a in args])
-
-
-def _err_line(r) -> str:
-    text = (r.stderr if hasattr(r, "stderr") else r.output).strip()
-    assert "Traceback" not in text
-    lines = text.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), text
-    return lines[0]
 
 
 @pytest.fixture(scope="module")
@@ -293,4 +273,4 @@ def test_report_bad_input(plan_file, tmp_path) -> None:
     for args, needle in cases:
         r = invoke("report", *args)
         assert r.exit_code == 2, (args, r.output)
-        assert needle in _err_line(r), (needle, r.output)
+        assert needle in err_line(r), (needle, r.output)

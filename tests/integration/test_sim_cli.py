@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from pdd_plan.cli.sim import LazyProgress
-from tests.cli_helpers import invoke
+from tests.cli_helpers import err_line, invoke
 
 pytestmark = pytest.mark.integration
 
@@ -21,20 +21,12 @@ EXAMPLE = ROOT / "examples" / "pdd-paper.yaml"
 AZURE = ROOT / "traces" / "azure2023_conv.csv"
 
 
-def _err_line(r) -> str:
-    text = (r.stderr if hasattr(r, "stderr") else r.output).strip()
-    assert "Traceback" not in text
-    lines = text.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), text
-    return lines[0]
-
-
 @pytest.fixture(scope="module")
-def plan_file(tmp_path_factory) -> Path:
-    p = tmp_path_factory.mktemp("plan") / "plan.yaml"
-    r = invoke("optimize", str(EXAMPLE), "--out", str(p), "--format", "json")
-    assert r.exit_code == 0, r.output
-    return p
+def plan_file() -> Path:
+    """The default scenario's verified plan: its golden snapshot, byte for byte what
+    `optimize examples/pdd-paper.yaml -f yaml` prints (tests/golden/make.py wrote it,
+    test_golden.py checks it); simulate only reads it."""
+    return ROOT / "tests" / "golden" / "pdd-paper.optimize.yaml"
 
 
 def test_json_has_the_issue_fields() -> None:
@@ -106,18 +98,18 @@ def test_bad_options_are_one_line(args, where: str) -> None:
             pass
     r = invoke("simulate", str(EXAMPLE), "-n", "100", *args)
     assert r.exit_code == 2
-    assert where in _err_line(r)
+    assert where in err_line(r)
 
 
 def test_bad_files_are_one_line(plan_file: Path, tmp_path: Path) -> None:
     r = invoke("simulate", str(tmp_path / "missing.yaml"))
-    assert r.exit_code == 2 and "file not found" in _err_line(r)
+    assert r.exit_code == 2 and "file not found" in err_line(r)
     data = yaml.safe_load(plan_file.read_text())
     only = {**data, "plans": {"pdd": data["plans"]["pdd"]}}
     p = tmp_path / "only-pdd.yaml"
     p.write_text(yaml.safe_dump(only))
     r = invoke("simulate", str(p), "-a", "idc_pd", "-n", "100")
-    assert r.exit_code == 2 and "no 'idc_pd'" in _err_line(r)
+    assert r.exit_code == 2 and "no 'idc_pd'" in err_line(r)
     bad = {**data}
     bad["plans"] = {"pdd": {**data["plans"]["pdd"]}}
     bad["plans"]["pdd"]["instances"] = [
@@ -125,11 +117,11 @@ def test_bad_files_are_one_line(plan_file: Path, tmp_path: Path) -> None:
     ] + bad["plans"]["pdd"]["instances"][1:]
     p.write_text(yaml.safe_dump(bad))
     r = invoke("simulate", str(p), "-n", "100")
-    assert r.exit_code == 2 and "b200" in _err_line(r)
+    assert r.exit_code == 2 and "b200" in err_line(r)
     inputs = {**data, "inputs": {**data["inputs"], "sla": {"ttft_p90_s": -1}}}
     p.write_text(yaml.safe_dump(inputs))
     r = invoke("simulate", str(p), "-n", "100")
-    assert r.exit_code == 2 and "sla" in _err_line(r)
+    assert r.exit_code == 2 and "sla" in err_line(r)
 
 
 def test_progress_bar_is_lazy_and_quiet_off_a_terminal() -> None:

@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from pdd_plan.cli.main import app
 from pdd_plan.sweep.executors import run_all
 from pdd_plan.sweep.pareto import pareto_indices
+from tests.cli_helpers import err_line, runner
 from tests.unit.sweep.test_sweep import _square  # noqa: F401 (shared with the unit tests)
 
 pytestmark = pytest.mark.integration
@@ -26,23 +26,8 @@ EXAMPLE = str(ROOT / "examples" / "pdd-paper.yaml")
 RATES = "workload.rate_rps=20:60:20"
 
 
-def _runner() -> CliRunner:
-    try:
-        return CliRunner(mix_stderr=False)
-    except TypeError:
-        return CliRunner()
-
-
 def invoke(*args: str):
-    return _runner().invoke(app, ["sweep", *args])
-
-
-def _err_line(r) -> str:
-    text = (r.stderr if hasattr(r, "stderr") else r.output).strip()
-    assert "Traceback" not in text
-    lines = text.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), text
-    return lines[0]
+    return runner().invoke(app, ["sweep", *args])
 
 
 def _ok(r) -> str:
@@ -67,7 +52,7 @@ def _ok(r) -> str:
 def test_cli_bad_vary_is_one_line_exit_2(spec, words):
     r = invoke(EXAMPLE, "--vary", spec, "--executor", "serial")
     assert r.exit_code == 2
-    line = _err_line(r)
+    line = err_line(r)
     assert all(w in line for w in words), line
 
 
@@ -85,7 +70,7 @@ def test_cli_bad_vary_is_one_line_exit_2(spec, words):
 def test_cli_bad_options(args, words):
     r = invoke(EXAMPLE, *args)
     assert r.exit_code == 2
-    line = _err_line(r)
+    line = err_line(r)
     assert all(w in line for w in words), line
 
 

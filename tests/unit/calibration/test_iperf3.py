@@ -10,26 +10,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
 from pdd_plan.calibration.iperf3 import calibrate, read_iperf3, to_yaml
-from pdd_plan.cli.main import app
 from pdd_plan.inputs.schema.line import LineSKU
+from tests.cli_helpers import invoke
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "iperf3"
 P1, P4 = str(DATA / "loopback-p1.json"), str(DATA / "loopback-p4.json")
 P1R, P4R = str(DATA / "loopback-p1-reverse.json"), str(DATA / "loopback-p4-reverse.json")
-
-
-def _runner() -> CliRunner:
-    try:  # click < 8.2 mixes stderr into stdout unless told not to
-        return CliRunner(mix_stderr=False)
-    except TypeError:
-        return CliRunner()
-
-
-def invoke(*args: str):
-    return _runner().invoke(app, list(args))
 
 
 def raw(path: str) -> dict:

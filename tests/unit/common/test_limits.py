@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
 from pdd_plan.cli.main import app
 from pdd_plan.common import limits
@@ -25,6 +24,7 @@ from pdd_plan.common.errors import InputError
 from pdd_plan.inputs.schema import Scenario
 from pdd_plan.inputs.schema.io import parse
 from pdd_plan.outputs.plan import parse_plan
+from tests.cli_helpers import runner
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "pdd_plan" / "data" / "examples" / "pdd-paper.yaml"
@@ -32,15 +32,8 @@ TINY = ROOT / "benchmarks" / "scenarios" / "tiny.yaml"
 PLAN = ROOT / "tests" / "golden" / "pdd-paper.optimize.yaml"
 
 
-def _runner() -> CliRunner:
-    try:
-        return CliRunner(mix_stderr=False)
-    except TypeError:
-        return CliRunner()
-
-
 def _one_line_error(args: list[str], *words: str) -> str:
-    r = _runner().invoke(app, args)
+    r = runner().invoke(app, args)
     text = (r.stderr if hasattr(r, "stderr") else r.output).strip()
     assert r.exit_code == 2, (r.exit_code, text)
     assert "Traceback" not in text and len(text.splitlines()) == 1, text

@@ -8,14 +8,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
-from pdd_plan.cli.main import app
 from pdd_plan.evaluate import Options, evaluate, fleet
 from pdd_plan.inputs.context import build_context
 from pdd_plan.inputs.schema import Scenario
 from pdd_plan.inputs.schema import fleet as fleet_schema
 from pdd_plan.outputs import plan as plan_schema
+from tests.cli_helpers import err_line, invoke
 
 ROOT = Path(__file__).resolve().parents[3]
 FLEET = ROOT / "pdd_plan" / "data" / "examples" / "pdd-paper-fleet.yaml"
@@ -65,22 +64,6 @@ def test_bounds_match_the_plan_schema():
     assert fleet_schema.MAX_GPUS_PER_INSTANCE == plan_schema.MAX_GPUS_PER_INSTANCE
 
 
-def _invoke(*args: str):
-    try:
-        runner = CliRunner(mix_stderr=False)
-    except TypeError:
-        runner = CliRunner()
-    return runner.invoke(app, list(args))
-
-
-def _one_line(r) -> str:
-    text = (r.stderr if hasattr(r, "stderr") else r.output).strip()
-    assert "Traceback" not in text
-    lines = text.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), text
-    return lines[0]
-
-
 def _edit(tmp_path: Path, edit) -> Path:
     d = _fleet_data()
     edit(d)
@@ -114,15 +97,15 @@ def _grp(d: dict, i: int = 0, key: str = "all") -> dict:
     ],
 )
 def test_bad_fleet_files_are_one_line_errors(tmp_path, edit, field, words):
-    r = _invoke("evaluate", str(_edit(tmp_path, edit)), "--no-simulate", "-f", "json")
+    r = invoke("evaluate", str(_edit(tmp_path, edit)), "--no-simulate", "-f", "json")
     assert r.exit_code == 2
-    line = _one_line(r)
+    line = err_line(r)
     assert f"field '{field}'" in line and words in line, line
 
 
 @pytest.mark.unit
 def test_cli_bad_flags():
-    r = _invoke("evaluate", str(FLEET), "--step", "2")
-    assert r.exit_code == 2 and "--step" in _one_line(r)
-    r = _invoke("evaluate", str(FLEET), "-n", "5")
-    assert r.exit_code == 2 and "--requests" in _one_line(r)
+    r = invoke("evaluate", str(FLEET), "--step", "2")
+    assert r.exit_code == 2 and "--step" in err_line(r)
+    r = invoke("evaluate", str(FLEET), "-n", "5")
+    assert r.exit_code == 2 and "--requests" in err_line(r)

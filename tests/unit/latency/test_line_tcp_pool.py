@@ -243,6 +243,9 @@ def test_pool_behind_a_busy_line_matches_the_replay(connections, per_connection_
     sim = float(np.mean(end - ready))
     xs = _strata(size)
     got = float(np.mean(transfer_law(xs, np.ones(xs.size), line, rho).total))
+    # tolerance: 8%: the replay's seed-to-seed scatter (the docstring): over seeds 1-5 and 11 the
+    # law is -7.7% to +1.5% off the 300,000-transfer replay in these four cases (SD about 3%); seed
+    # 11 is the low end in all four
     assert got == pytest.approx(sim, rel=0.08)
 
 

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
 from pdd_plan.cli.main import app
 from pdd_plan.inputs.context import build_context
@@ -21,6 +20,7 @@ from pdd_plan.inputs.schema.scenario import Scenario
 from pdd_plan.optimize import optimize
 from pdd_plan.outputs.plan import Plan
 from pdd_plan.report.sections import build_report
+from tests.cli_helpers import runner
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "pdd-paper.yaml"
@@ -71,13 +71,6 @@ def test_report_without_owned_has_no_split(base):
 # ------------------------------------------------------------------ bad input
 
 
-def _runner() -> CliRunner:
-    try:
-        return CliRunner(mix_stderr=False)
-    except TypeError:
-        return CliRunner()
-
-
 BAD = {
     "unknown datacenter": (dict(gpus=[("dc-z", "h100", 8, 0.0)]), "unknown datacenter 'dc-z'"),
     "GPU not in the datacenter": (dict(gpus=[("dc-a", "h200", 8, 0.0)]), "not listed"),
@@ -101,7 +94,7 @@ def test_bad_owned_section_is_one_line_exit_2(tmp_path, case):
     kw, needle = BAD[case]
     f = tmp_path / "s.yaml"
     f.write_text(yaml.safe_dump(with_owned(**kw), sort_keys=False))
-    r = _runner().invoke(app, ["optimize", str(f), "--no-verify"])
+    r = runner().invoke(app, ["optimize", str(f), "--no-verify"])
     assert r.exit_code == 2, r.output
     assert r.exception is None or isinstance(r.exception, SystemExit)
     lines = r.stderr.strip().splitlines()

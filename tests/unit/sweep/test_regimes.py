@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from pdd_plan.cli.main import app
 from pdd_plan.common.errors import InputError
@@ -25,29 +24,15 @@ from pdd_plan.sweep.regimes.axes import (
     low_hit_histogram,
 )
 from pdd_plan.sweep.regimes.grid import regime_map
+from tests.cli_helpers import err_line, runner
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = str(ROOT / "examples" / "pdd-paper.yaml")
 Y = RegimeAxis("rate_rps", (2, 10))
 
 
-def _runner() -> CliRunner:
-    try:
-        return CliRunner(mix_stderr=False)
-    except TypeError:
-        return CliRunner()
-
-
 def invoke(*args: str):
-    return _runner().invoke(app, ["regimes", *map(str, args)])
-
-
-def _err_line(r) -> str:
-    text = (r.stderr if hasattr(r, "stderr") else r.output).strip()
-    assert "Traceback" not in text
-    lines = text.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), text
-    return lines[0]
+    return runner().invoke(app, ["regimes", *map(str, args)])
 
 
 # ------------------------------------------------------------------------------ axis readings
@@ -141,7 +126,7 @@ def test_bad_axis_is_one_line(args, field, tmp_path) -> None:
     args = [tmp_path / a if a.endswith(".txt") else a for a in args]
     r = invoke("--executor", "serial", *args)
     assert r.exit_code == 2
-    assert f"field '{field}'" in _err_line(r)
+    assert f"field '{field}'" in err_line(r)
 
 
 @pytest.mark.unit

@@ -12,10 +12,9 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from typer.testing import CliRunner
 
-from pdd_plan.cli.main import app
 from pdd_plan.cli.sweep_table import OPTIONAL, choose, sweep_table
+from tests.cli_helpers import invoke
 
 ROOT = Path(__file__).resolve().parents[3]
 RESULT = json.loads((ROOT / "tests" / "data" / "sweep-rates-lines.json").read_text())
@@ -85,11 +84,7 @@ def test_the_replay_verdict_is_in_the_status_of_a_verified_sweep():
 
 @pytest.mark.unit
 def test_bad_columns_is_one_line_before_any_point():
-    try:
-        runner = CliRunner(mix_stderr=False)
-    except TypeError:
-        runner = CliRunner()
-    r = runner.invoke(app, ["sweep", "--vary", "workload.rate_rps=20:40:20", "--columns", "cost2"])
+    r = invoke("sweep", "--vary", "workload.rate_rps=20:40:20", "--columns", "cost2")
     assert r.exit_code == 2
     lines = [x for x in r.stderr.splitlines() if x.strip()]
     assert len(lines) == 1 and "--columns" in lines[0] and "cost2" in lines[0], r.stderr

@@ -108,7 +108,9 @@ def test_finite_cache_table_matches_sources_and_falls_with_capacity(path):
     for cap, want in SOURCES_FINITE[path].items():
         reqs, _ = read_trace(path, cache=CacheSpec(prefill_blocks=cap, drc_blocks=cap))
         tw[cap] = _pp(trace_stats(reqs)["token_weighted_hit_rate"])
-        assert tw[cap] == pytest.approx(want, abs=0.5), cap
+        # tolerance: 0.05 points: traces/SOURCES.md gives each hit rate to 0.1 points (today's
+        # figures are within 0.041 of it)
+        assert tw[cap] == pytest.approx(want, abs=0.05), cap
         np.testing.assert_array_equal(reqs.hit_d, reqs.hit_p)  # all on MD, equal capacity
     caps = [1000, 4000, 16000, 64000, None]
     assert all(tw[a] <= tw[b] for a, b in pairwise(caps))
