@@ -123,6 +123,7 @@ CASES = [
 def test_law_within_15_percent_of_the_replay(tmp_path, c):
     r = compare(tmp_path, c)
     assert len(r.law) == 6
+    # tolerance: 15%, the line issue's stated bar for the law against the replay at P50/P90/P99
     assert all(abs(e) <= 0.15 for e in r.errors()), (c.name, r.law, r.sim)
 
 
@@ -133,6 +134,8 @@ def test_relayed_share_is_the_routers(tmp_path):
     k = r.res.kept()
     assert r.plan.routing.relay_at_or_below_hit_rate == pytest.approx(0.8)
     got = r.res.summary()["route_share"]
+    # tolerance: 0.005, sampling error: a share p of 20,000 replayed requests has a standard
+    # error sqrt(p (1 - p) / n), 0.0028 at p = 0.2, so 0.005 is about two of them at most
     for path in ("p_md", "p_rld_md", "p_rld"):
         assert getattr(r.plan.route_share, path) == pytest.approx(got[path], abs=0.005), path
     assert (r.res.route[k] != P_MD).mean() == pytest.approx(1 - r.plan.route_share.p_md, abs=5e-3)
@@ -170,10 +173,14 @@ def test_default_pdd_fleet_line_law_and_routing(tmp_path):
     sla = {"ttft_p90_s": 10, "ttft_p99_s": 14, "tpot_ms": 60}
     c = Case("default_pdd", "pdd", 40.0, DEFAULT_PDD, {}, "shared-25g", sla=sla)
     r = compare(tmp_path, c)
-    assert all(abs(e) <= 0.15 for e in r.errors()[3:]), r.errors()  # KV P50/P90/P99
+    # tolerance: 15%, the line issue's bar (KV P50/P90/P99 only: a 20k replay of a pool 96%
+    # busy leaves TTFT unsettled, the comment above)
+    assert all(abs(e) <= 0.15 for e in r.errors()[3:]), r.errors()
     # the law's routing, and the replay routes the same (to sampling error)
     assert r.plan.routing.relay_at_or_below_hit_rate == pytest.approx(0.4)
     got = r.res.summary()["route_share"]
+    # tolerance: 5e-4 pins the law's shares as measured (3-4 digits); 0.005 for the replay's,
+    # its sampling error (standard error 0.0018 at p = 0.07 over 20,000 requests)
     for path, share in (("p_md", 0.93), ("p_rld_md", 0.0599), ("p_rld", 0.0101)):
         assert getattr(r.plan.route_share, path) == pytest.approx(share, abs=5e-4), path
         assert got[path] == pytest.approx(share, abs=0.005), path
@@ -187,6 +194,7 @@ def test_default_pdd_fleet_line_law_and_routing(tmp_path):
 def test_prefill_wait_law_within_15_percent(tmp_path, cv, n):
     c = Case(f"idc_cv{cv}", "idc_pd", 40.0, (P7, IDC), None, cv=cv, n=n)
     r = compare(tmp_path, c, decode_cap=0.9)
+    # tolerance: 15%, the line issue's bar, here on the prefill wait alone
     assert all(abs(e) <= 0.15 for e in r.errors()), (r.law, r.sim)
 
 
