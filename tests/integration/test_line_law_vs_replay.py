@@ -204,7 +204,10 @@ def test_first_token_is_one_step_at_the_operating_batch(tmp_path):
     r = compare(tmp_path, next(c for c in CASES if c.name == "microbench"))
     res, k = r.res, r.res.kept()
     first = (res.dec.first_s - res.kv_at_decode_s)[k][res.route[k] == P_MD]
-    assert float(np.mean(first)) == pytest.approx(r.plan.tpot_ms.p50 / 1e3, rel=0.03)
+    # tolerance: 1%: measured -0.07% (96,435 first tokens, the mean's standard error 0.004%);
+    # what is left is the batch's wander about its operating point, which Little's law holds
+    # only on average
+    assert float(np.mean(first)) == pytest.approx(r.plan.tpot_ms.p50 / 1e3, rel=0.01)
 
 
 def test_slow_start_after_idle_costs_what_the_replay_says(tmp_path):
