@@ -91,13 +91,17 @@ def day_points(
     line_level_factor: np.ndarray | None = None,
     pools: np.ndarray | None = None,
     base_prefill: int | None = None,
+    main_joins: bool | None = None,
 ) -> points.OperatingPoints:
     """The day's points over combination `cb` and line options `lines` (carrying the peak);
     `decode_speed` and `line_level_factor` (per period) tighten a period's caps after a missed
     replay (verify.py); `pools`: each period's prefill pool (default: the combination's),
-    `base_prefill` the instances of it paid all day (the tables' fixed cost; default: all)."""
+    `base_prefill` the instances of it paid all day (the tables' fixed cost; default: all);
+    `main_joins` whether main-decode instances join during the day (default: with elastic
+    capacity), which is what puts their cold caches' bytes on the line."""
     r = rates(day)
-    f = warmup_factor(sh, day, model, joins=elastic is not None)
+    joins = elastic is not None if main_joins is None else main_joins
+    f = warmup_factor(sh, day, model, joins=joins)
     peak = float(r.max())
     chunk = sh.prefill_chunk_tokens
     pool = prefill_pool.PrefillPool.of(cb.pinst, cb.n_lo, sh.classes, chunk, peak)

@@ -205,13 +205,41 @@ def _solve(
         pd = prefill.plan_prefill(dp, day, cb, pools, lag)
         taken = prefill.taken(dp, cb, pd)
         el = elastic_of(dp, day, day.classes, [o.cand for o in cb.md + cb.rld], lag, taken)
-        pts = day_points.day_points(
-            sh, dp.pb.model, cb, lines, day, el, pooled, tight.decode, tight.line, pools, pd.base
-        )
-        sol = milp.solve_points(pts, "cost", 0.0, dp.pb.search.time_limit_s)
-        if sol is not None:
-            return DaySolved(sh.spec.name, cb, lines, pts, sol, sh, 0.0, 0, pd, day)
+        found = []
+        for e, joins in _main_decode_ways(el, cb):
+            pts = day_points.day_points(
+                sh, dp.pb.model, cb, lines, day, e, pooled, tight.decode, tight.line, pools,
+                pd.base, main_joins=joins,
+            )  # fmt: skip
+            sol = milp.solve_points(pts, "cost", 0.0, dp.pb.search.time_limit_s)
+            if sol is not None:
+                found.append(DaySolved(sh.spec.name, cb, lines, pts, sol, sh, 0.0, 0, pd, day))
+        if found:  # the cheaper (the first of equals: main decode elastic)
+            return min(found, key=lambda d: round(d.cost_per_hour, 6))
     return None
+
+
+def _main_decode_ways(
+    el: points.Elastic | None, cb: Combo
+) -> list[tuple[points.Elastic | None, bool | None]]:
+    """The elastic capacity as given (main-decode instances may join, and a joining one's
+    cold cache puts its prefixes on the line: day_points' warm-up), and, where relay decode
+    can scale at sites of its own, the same with main decode held all day: nothing joins
+    across the line, so no warm-up bytes. Without the second, an elastic day paid warm-up bytes
+    even where only relay instances were added, and could be infeasible where the held day
+    was not (a held fleet is an elastic day that buys nothing)."""
+    if el is None or not cb.rld:
+        return [(el, None)]
+    md_sites = {(o.cand.datacenter, o.cand.gpu) for o in cb.md}
+    rld_sites = {(o.cand.datacenter, o.cand.gpu) for o in cb.rld}
+    if md_sites & rld_sites:
+        return [(el, None)]
+    cols = [j for j, site in enumerate(el.sites) if site in md_sites]
+    if not cols:
+        return [(el, None)]
+    gpus = el.gpus.copy()
+    gpus[:, cols] = 0
+    return [(el, None), (dataclasses.replace(el, gpus=gpus), False)]
 
 
 def search_all(
