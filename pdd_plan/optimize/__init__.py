@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from pdd_plan.common import limits
 from pdd_plan.common.errors import InfeasibleError
 from pdd_plan.inputs.context import Context
@@ -26,6 +28,7 @@ def optimize(
     max_rounds: int = 4,
     timings: bool = False,
     replay_worker: bool | Forked | None = False,
+    tail_requests: int = 0,
 ) -> Plan:
     """Plan every architecture the scenario lists.
 
@@ -34,9 +37,13 @@ def optimize(
     An architecture with no plan is reported with its reasons; InfeasibleError only when none
     has one. With `replay_worker` (True, or a child `sim.worker.started` earlier) the replays
     run in a forked child process beside the planning (the same plans, sooner on two cores).
+    `tail_requests`: the prefill stage's replay length for each replay's TTFT tails
+    (`sim.tails`; 0: the replay's own).
     """
     sc = ctx.scenario
     pb, replay = problem_of(ctx), ctx.replay_setup
+    if tail_requests:
+        replay = dataclasses.replace(replay, stage_requests=int(tail_requests))
     if periods.is_day(
         ctx.scenario.workload
     ):  # a day of periods: one fleet for the day (optimize/day)

@@ -24,6 +24,7 @@ SIM_KEYS = (
     "ttft_s_ci",  # each printed percentile's batch-means interval (sim.sequential)
     "tpot_ms_ci",
     "unsettled",  # the percentiles whose interval is wider than +-5%
+    "tails",  # present where the TTFT figures compose a long prefill-stage replay (sim.tails)
     "kv_transfer_s",
     "line_utilization",
     "route_share",

@@ -180,7 +180,15 @@ class Simulated(_Out):
     replay). ``requests``: the replay length the figures are over; ``early_stop``: present
     when the replay stopped before its full length."""
 
-    _omit_if_none = ("warmup", "early_stop", "ttft_s_ci", "tpot_ms_ci", "unsettled", "note")
+    _omit_if_none = (
+        "warmup",
+        "early_stop",
+        "ttft_s_ci",
+        "tpot_ms_ci",
+        "unsettled",
+        "tails",
+        "note",
+    )
     ttft_s: Quantiles
     tpot_ms: Quantiles
     # each percentile's 95% batch-means interval [lo, hi] (sim.sequential.quantile_interval;
@@ -189,6 +197,9 @@ class Simulated(_Out):
     ttft_s_ci: dict[str, list[float] | None] | None = None
     tpot_ms_ci: dict[str, list[float] | None] | None = None
     unsettled: list[str] | None = None
+    # where the TTFT figures are a long replay of the prefill stage composed with the rest of
+    # each replayed request's first token (sim.tails): its method and lengths
+    tails: dict[str, str | int] | None = None
     kv_transfer_s: Quantiles
     line_utilization: float | None
     route_share: RouteShare

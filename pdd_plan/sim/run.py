@@ -15,7 +15,7 @@ from pdd_plan.inputs.schema.model import ModelProfile
 from pdd_plan.inputs.schema.scenario import SLA
 from pdd_plan.perf.comm import serving
 from pdd_plan.perf.engine_limits import engines
-from pdd_plan.sim import sequential, setup
+from pdd_plan.sim import sequential, setup, tails
 from pdd_plan.sim.queues import Progress
 from pdd_plan.sim.replay import replay_requests
 from pdd_plan.sim.result import SimResult, sig
@@ -133,13 +133,25 @@ def verify_replay(
     p = setup.arch_plan(plan, architecture)
     s = rs.seed if seed is None else int(seed)
     reqs = setup.requests(rs, n_requests, s, p.goodput_rps)
+    stage = _stage(rs, p, architecture, len(reqs), s)
     if stop_early:
         for share in sequential.LOOKS:
-            got = _look(rs, p, architecture, reqs, s, int(len(reqs) * share))
+            got = _look(rs, p, architecture, reqs, s, int(len(reqs) * share), stage)
             if got is not None:
                 return got
     res = _replayed(rs, p, architecture, reqs, s, None, WINDOW)
-    return checked(rs, res), res
+    return checked(rs, res, stage), res
+
+
+def _stage(rs: ReplaySetup, p, architecture: str, n: int, s: int) -> tails.StageWaits | None:
+    """The prefill stage replayed over ``rs.stage_requests`` (:mod:`pdd_plan.sim.tails`),
+    or None: not asked for, no longer than the replay, or a trace (its requests are all there
+    is to replay)."""
+    m = int(rs.stage_requests)
+    if m <= n or rs.workload.trace is not None:
+        return None
+    fl = setup.fleet(rs.profiles, rs.file, p, architecture)
+    return tails.stage_waits(rs, fl, p.goodput_rps, m, s)
 
 
 def _checks(rs: ReplaySetup, res: SimResult) -> list[sequential.Check]:
@@ -154,7 +166,7 @@ def _checks(rs: ReplaySetup, res: SimResult) -> list[sequential.Check]:
 
 
 def _look(
-    rs: ReplaySetup, p, architecture: str, reqs, s: int, upto: int
+    rs: ReplaySetup, p, architecture: str, reqs, s: int, upto: int, stage=None
 ) -> tuple[Verdict, SimResult] | None:
     """The verdict at one look (see :mod:`pdd_plan.sim.sequential`), or None when it is not
     settled there (or the look cannot be taken: too few requests, an unstable line, no
@@ -177,17 +189,22 @@ def _look(
     verdicts = {c.name: sequential.settled(c, batch, tail) for c in checks}
     if any(x is None for x in verdicts.values()):
         return None
-    v = checked(rs, seen)
+    v = checked(rs, seen, stage)
     if any(verdicts[c] != v.checks[c].ok for c in verdicts):
         return None  # the point verdict on the other side (interpolation at the edge): go on
     stop = EarlyStop(int(upto), int(len(reqs)), 1.0 - sequential.ALPHA)
     return dataclasses.replace(v, early_stop=stop), seen
 
 
-def checked(rs: ReplaySetup, res: SimResult) -> Verdict:
+def checked(rs: ReplaySetup, res: SimResult, stage: tails.StageWaits | None = None) -> Verdict:
     """A replay's verdict: its summary with its SLA checks, tail breakdown and bottleneck
-    (see verify)."""
+    (see verify). With ``stage`` (a long replay of the prefill stage) the TTFT figures, and
+    the checks on them, are the stage's waits composed with the rest of each replayed
+    request's first token (:mod:`pdd_plan.sim.tails`); a replay with no steady state keeps
+    its own (its stated window from empty)."""
     s = res.summary()
+    if stage is not None and not s.get("unstable") and not res.unstable:
+        s.update(composed_summary(res, stage, s))
     sla = rs.sla
     checks = {
         "ttft_p90": Check.of(s["ttft_s"]["p90"], sla.ttft_p90_s),
@@ -221,3 +238,25 @@ def checked(rs: ReplaySetup, res: SimResult) -> Verdict:
         else:
             bottleneck = "decode"
     return Verdict(met, bottleneck, checks, brk, s)
+
+
+def composed_summary(res: SimResult, stage: tails.StageWaits, s: dict) -> dict:
+    """The summary keys the composition replaces: ``ttft_s`` (its percentiles and mean),
+    ``ttft_s_ci`` (sectioning intervals), ``unsettled`` (again, on those intervals) and
+    ``tails`` (what the TTFT figures are)."""
+    k = res.kept()
+    rest = (res.ttft_s - (res.prefill_start_s - res.arrival_s))[k]
+    c = tails.composed(stage.waits, rest)
+    ttft = {f"p{round(q * 100)}": sig(v) for q, v in zip(tails.QS, c.points)}
+    ttft["mean"] = sig(c.mean)
+    ci = {f"p{round(q * 100)}": [sig(lo), sig(hi)] for q, lo, hi in zip(tails.QS, c.lo, c.hi)}
+    unsettled = sequential.unsettled(
+        {"ttft_s": ci, "tpot_ms": s["tpot_ms_ci"]}, {"ttft_s": ttft, "tpot_ms": s["tpot_ms"]}
+    )
+    how = {
+        "method": tails.METHOD,
+        "prefill_stage_requests": stage.requests,
+        "prefill_stage_warmup": stage.warmup,
+        "rest_requests": int(rest.size),
+    }
+    return {"ttft_s": ttft, "ttft_s_ci": ci, "unsettled": unsettled, "tails": how}
