@@ -1,0 +1,62 @@
+"""sim.tails on a real plan: the prefill stage replayed alone is a full replay's prefill, bit for
+bit; a verification with a long stage states composed TTFT figures, deterministically, each
+inside its interval, with the checks on them; 0 leaves the replay's own figures."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from pdd_plan.inputs.context import build_context
+from pdd_plan.inputs.schema import Scenario
+from pdd_plan.optimize import optimize
+from pdd_plan.sim import setup, tails
+from pdd_plan.sim.replay import replay_requests
+from pdd_plan.sim.run import verify
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def narrow():
+    path = ROOT / "examples" / "narrow-line.yaml"
+    ctx = build_context(Scenario.model_validate(yaml.safe_load(path.read_text())), str(path))
+    return ctx.replay_setup, optimize(ctx, verify=False).plans["idc_pd"]
+
+
+def test_stage_is_the_full_replays_prefill(narrow) -> None:
+    rs, p = narrow
+    n = 6000
+    full = replay_requests(rs, p, "idc_pd", setup.requests(rs, n, rs.seed, p.goodput_rps))
+    fl = setup.fleet(rs.profiles, rs.file, p, "idc_pd")
+    tails._CACHE.clear()
+    st = tails.stage_waits(rs, fl, p.goodput_rps, n, rs.seed)
+    waits = full.prefill_start_s - full.arrival_s
+    assert st.requests == n
+    assert np.array_equal(st.waits, waits[st.warmup :])
+
+
+def test_verify_composes_a_long_stage(narrow) -> None:
+    rs, p = narrow
+    plain = verify(rs, p, "idc_pd", 4000, stop_early=False)
+    long = dataclasses.replace(rs, stage_requests=40_000)
+    v = verify(long, p, "idc_pd", 4000, stop_early=False)
+    again = verify(long, p, "idc_pd", 4000, stop_early=False)
+    f = v.figures
+    assert "tails" not in plain.figures
+    assert f["tails"]["prefill_stage_requests"] == 40_000
+    assert f["ttft_s"] == again.figures["ttft_s"] and f["ttft_s_ci"] == again.figures["ttft_s_ci"]
+    assert f["ttft_s"] != plain.figures["ttft_s"]
+    for k in ("p50", "p90", "p99"):
+        lo, hi = f["ttft_s_ci"][k]
+        assert lo <= f["ttft_s"][k] <= hi
+    assert f["ttft_s"]["p50"] <= f["ttft_s"]["p90"] <= f["ttft_s"]["p99"]
+    assert v.checks["ttft_p99"].simulated == f["ttft_s"]["p99"]
+    # the rest of each first token is the replay's: the TPOT figures are untouched
+    assert f["tpot_ms"] == plain.figures["tpot_ms"]
