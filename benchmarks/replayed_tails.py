@@ -2,15 +2,16 @@
 
 Usage: ``python -m benchmarks.replayed_tails [--long 1000000] [--seeds 0 1 2] [--repeat 3]``
 
-``optimize`` on the default scenario (examples/pdd-paper.yaml, no draws) twice: as shipped
-(``--tail-requests 0``: the figures are the 20,000-request verification replay's own) and with
-the prefill stage replayed over ``--long`` requests (``sim.tails``). For PDD and IDC-PD: each
+``optimize`` on the default scenario (examples/pdd-paper.yaml, no draws) twice: with
+``--tail-requests 0`` (the figures are the 20,000-request verification replay's own) and with
+the prefill stage replayed over ``--long`` requests (``sim.tails``; the CLI's default). For PDD and IDC-PD: each
 printed TTFT P90 / P99 with its interval, against full replays of the same plan over
 ``--long`` requests at ``--seeds`` (the first is the scenario's seed, the plan's own): the
 error against the same-seed replay, and the range over the seeds (what a 1M replay itself
-varies by). Then the whole ``pdd-plan optimize`` process on the default, wall seconds, median
-of ``--repeat`` fresh processes each way, run alternately (a shared machine's load falls on
-both alike).
+varies by). Then the whole ``pdd-plan optimize`` process on the default (its draws included:
+the composed replays run in the replay child beside them, ``optimize.tails``), wall and CPU
+seconds, median of ``--repeat`` fresh processes each way, run alternately (a shared machine's
+load falls on both alike).
 """
 
 from __future__ import annotations
@@ -96,17 +97,18 @@ def main(argv: list[str] | None = None) -> int:
                     f"| {a} | {pct} | {ref[0, j]:.2f} | {ref[:, j].min():.2f}-{ref[:, j].max():.2f}"
                     f" | {v:.2f}{band} ({how}) | {v / ref[0, j] - 1:+.1%} |"
                 )
-    got: dict[str, list[tuple[float, float]]] = {"shipped": [], "tails": []}
+    got: dict[str, list[tuple[float, float]]] = {"off": [], "tails": []}
     for _ in range(args.repeat):
-        got["shipped"].append(_wall([]))
+        got["off"].append(_wall(["--tail-requests", "0"]))
         got["tails"].append(_wall(["--tail-requests", str(args.long)]))
     med = {k: [statistics.median(x[i] for x in v) for i in (0, 1)] for k, v in got.items()}
     print(
         f"\n`pdd-plan optimize` (default scenario, json), median of {args.repeat} fresh "
-        f"processes, run alternately: shipped {med['shipped'][0]:.2f} s wall "
-        f"({med['shipped'][1]:.2f} s CPU); with --tail-requests {args.long:,} "
+        f"processes, run alternately: --tail-requests 0 {med['off'][0]:.2f} s wall "
+        f"({med['off'][1]:.2f} s CPU); --tail-requests {args.long:,} "
         f"{med['tails'][0]:.2f} s wall ({med['tails'][1]:.2f} s CPU). In-process optimize() "
-        f"(no child, no draws): {runs[0][2]:.2f} vs {runs[args.long][2]:.2f} s."
+        f"(no child, no draws, composed verdicts in the rounds): {runs[0][2]:.2f} vs "
+        f"{runs[args.long][2]:.2f} s."
     )
     return 0
 

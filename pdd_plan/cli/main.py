@@ -68,11 +68,11 @@ def optimize(
         20000, "--sim-requests", help="Requests per verification replay."
     ),
     tail_requests: int = typer.Option(
-        0,
+        1_000_000,
         "--tail-requests",
-        help="Replay the prefill stage alone over this many requests (e.g. 1000000) for each "
-        "replay's TTFT percentiles, composed with the rest of each replayed first token: "
-        "settles their tails near a busy prefill pool (~0.5 s per 1M requests). 0: off.",
+        help="Each replay's TTFT percentiles and checks: its prefill stage replayed alone over "
+        "up to this many requests (fewer for a less busy pool), composed with the rest of each "
+        "replayed first token. 0: the replay's own (unsettled near a busy prefill pool).",
     ),
     timings: bool = typer.Option(
         False, "--timings", help="Add solver wall-clock seconds (output then differs run to run)."
@@ -133,6 +133,7 @@ def optimize(
         ctx = build_context(sc, path)
         with Stages("optimize", wanted(fmt)) as bar:
             bar.stage("planning" if no_verify else "planning and replaying each plan")
+            later: list = []
             plan = run(
                 ctx,
                 verify=not no_verify,
@@ -140,8 +141,22 @@ def optimize(
                 timings=timings,
                 replay_worker=replayer,
                 tail_requests=tail_requests,
+                deferred=later,
             )
             plan = _uncertain(ctx, plan, draws, q, verify_draws, replan, sim_requests, bar)
+            if later:  # the composed replays ran beside the draws (optimize.tails)
+                settled = later[0].settle(plan)
+                if settled is None:  # a composed verdict differs: plan on them throughout
+                    plan = run(
+                        ctx,
+                        sim_requests=sim_requests,
+                        timings=timings,
+                        replay_worker=replayer,
+                        tail_requests=tail_requests,
+                    )
+                    plan = _uncertain(ctx, plan, draws, q, verify_draws, replan, sim_requests, bar)
+                else:
+                    plan = settled
         if out is not None:
             write_atomic(out, plan.to_text("yaml"))
         if fmt == "table":

@@ -72,9 +72,6 @@ class ReplaySetup:
     base_dir: Path  # relative trace paths are relative to the scenario file's folder
     file: str  # the scenario file, named in errors
     seed: int
-    # requests the prefill stage alone is replayed over for a verification's TTFT tails
-    # (sim.tails); 0: the tails are the verification replay's own
-    stage_requests: int = 0
 
 
 @dataclass(frozen=True)

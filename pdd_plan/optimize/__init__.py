@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 from pdd_plan.common import limits
 from pdd_plan.common.errors import InfeasibleError
 from pdd_plan.inputs.context import Context
@@ -29,6 +27,7 @@ def optimize(
     timings: bool = False,
     replay_worker: bool | Forked | None = False,
     tail_requests: int = 0,
+    deferred: list | None = None,
 ) -> Plan:
     """Plan every architecture the scenario lists.
 
@@ -37,13 +36,14 @@ def optimize(
     An architecture with no plan is reported with its reasons; InfeasibleError only when none
     has one. With `replay_worker` (True, or a child `sim.worker.started` earlier) the replays
     run in a forked child process beside the planning (the same plans, sooner on two cores).
-    `tail_requests`: the prefill stage's replay length for each replay's TTFT tails
-    (`sim.tails`; 0: the replay's own).
+    `tail_requests`: each replay's TTFT figures and checks compose the prefill stage replayed
+    over up to that many requests (`sim.tails`; 0: the replay's own). With `deferred` (a list)
+    the rounds run on the plain replays' verdicts and the composed ones are left running: the
+    `optimize.tails.Pending` appended to it settles the plan later (None: plan again without
+    `deferred`).
     """
     sc = ctx.scenario
     pb, replay = problem_of(ctx), ctx.replay_setup
-    if tail_requests:
-        replay = dataclasses.replace(replay, stage_requests=int(tail_requests))
     if periods.is_day(
         ctx.scenario.workload
     ):  # a day of periods: one fleet for the day (optimize/day)
@@ -69,6 +69,8 @@ def optimize(
             sim_requests,
             max_rounds,
             fork=replay_worker,
+            stage=int(tail_requests),
+            speculate=deferred,
         )
         if verify
         else {}

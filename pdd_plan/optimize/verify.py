@@ -13,26 +13,11 @@ from pdd_plan.optimize.caps import Caps
 from pdd_plan.optimize.problem import Problem
 from pdd_plan.optimize.search.objectives import solve_architecture
 from pdd_plan.optimize.solved import SolverResult
-from pdd_plan.outputs.plan import ArchitecturePlan, Reason, Simulated
+from pdd_plan.optimize.tails import Pending, simulated_of
+from pdd_plan.outputs.plan import ArchitecturePlan, Reason
 from pdd_plan.sim.verdict import Verdict
 from pdd_plan.sim.worker import Forked, replays
 from pdd_plan.workload.requests import RequestClasses
-
-SIM_KEYS = (
-    "ttft_s",
-    "tpot_ms",
-    "ttft_s_ci",  # each printed percentile's batch-means interval (sim.sequential)
-    "tpot_ms_ci",
-    "unsettled",  # the percentiles whose interval is wider than +-5%
-    "tails",  # present where the TTFT figures compose a long prefill-stage replay (sim.tails)
-    "kv_transfer_s",
-    "line_utilization",
-    "route_share",
-    "rld_token_share",
-    "goodput_rps",
-    "warmup",  # the replay's first requests left out of the figures above
-    "early_stop",  # where the replay stopped, its verdicts settled (sim.sequential)
-)
 
 
 def verification(
@@ -82,17 +67,7 @@ def verification(
     if not v.sla_met:
         why = replay_miss(summary.cost_per_hour, v, n_requests, history)
         raise InfeasibleError(f"{a}: no plan meets the scenario: {why.message}", reasons=[why])
-    d = v.as_dict()
-    sim = {k: d[k] for k in SIM_KEYS if k in d}
-    sim.update(
-        {
-            "requests": d["requests"],  # replayed: a trace shorter than n_requests is all of it
-            "sla_met": v.sla_met,
-            "checks": d["checks"],
-            "rounds": history,
-        }
-    )
-    return raw, summary.model_copy(update={"simulated": Simulated.model_validate(sim)})
+    return raw, summary.model_copy(update={"simulated": simulated_of(v, history)})
 
 
 Outcome = tuple[SolverResult, ArchitecturePlan] | InfeasibleError
@@ -107,6 +82,8 @@ def verified_all(
     n_requests: int,
     rounds: int,
     fork: bool | Forked | None = False,
+    stage: int = 0,
+    speculate: list | None = None,
 ) -> dict[str, Outcome]:
     """:func:`verification` of every architecture, each plan's replay handed to
     `sim.worker.replays` as soon as it is solved: with `fork` (True, or a child started
@@ -114,7 +91,13 @@ def verified_all(
     solved here. Every architecture's first solve runs before any replay's result is awaited;
     after that each is taken up in turn, as driving them one after another would, so the
     outcomes and the first error raised (other than InfeasibleError, which is an outcome) are
-    the same as theirs. An architecture's `search.time_limit_s` runs from its first solve."""
+    the same as theirs. An architecture's `search.time_limit_s` runs from its first solve.
+
+    `stage`: each replay's TTFT figures and checks composed with the prefill stage replayed
+    over up to that many requests (`sim.run.verify`'s `stage_requests`). With `speculate` (a
+    list) the rounds run on the replays' own verdicts, and the composed replays of every round
+    are handed to the child to run while the caller goes on: the `optimize.tails.Pending`
+    appended to `speculate` settles the plan later, the same as `stage` would have made it."""
 
     def deadline(a: str, started: float | None = None):
         what = f"planning {a}"
@@ -123,13 +106,21 @@ def verified_all(
     out: dict[str, Outcome] = {}
     steps, tickets, started, failed = {}, {}, {}, {}
     sim = replays(replay, n_requests, replay.seed, fork)
+    now = 0 if speculate is not None else stage  # speculating: the replays' own verdicts first
+    log: dict[str, list] = {a: [] for a in architectures}  # each round's plan and its verdict
+
+    def submit(plan: ArchitecturePlan, a: str) -> int:
+        log[a].append([plan, None])
+        return sim.submit(plan, a, now)
+
+    pending = None
     try:
         for a in architectures:
             with deadline(a) as d:
                 started[a] = d.end - d.seconds
                 steps[a] = verification(pb, a, classes, rate, n_requests, rounds)
                 try:
-                    tickets[a] = sim.submit(next(steps[a]), a)
+                    tickets[a] = submit(next(steps[a]), a)
                 except Exception as e:  # raised in its turn, below
                     failed[a] = e
         for a in architectures:
@@ -138,16 +129,21 @@ def verified_all(
                     raise failed[a]
                 while True:
                     v = sim.result(tickets[a])
+                    log[a][-1][1] = v
                     with deadline(a, started[a]):
                         try:
-                            tickets[a] = sim.submit(steps[a].send(v), a)
+                            tickets[a] = submit(steps[a].send(v), a)
                         except StopIteration as done:
                             out[a] = done.value
                             break
             except InfeasibleError as e:
                 out[a] = e
+        if speculate is not None and stage:
+            pending = Pending.of(sim, log, stage, own=not isinstance(fork, Forked))
+            speculate.append(pending)
     finally:
-        sim.close()
+        if pending is None:
+            sim.close()
     return out
 
 

@@ -98,6 +98,7 @@ def verify(
     n_requests: int = 20_000,
     seed: int | None = None,
     stop_early: bool = True,
+    stage_requests: int = 0,
 ) -> Verdict:
     """Simulate one architecture's plan and check it against the scenario's SLA.
 
@@ -116,8 +117,13 @@ def verify(
     the SLA is met, else which cap to tighten: ``"prefill"`` (prefill utilization),
     ``"line"`` (line utilization), or ``"decode"`` (decode batch / utilization; also when
     only TPOT fails).
+
+    ``stage_requests`` (more than the replay's): its TTFT figures, and the checks on them, are
+    the prefill stage replayed over up to that many requests composed with the rest of each
+    replayed first token (:mod:`pdd_plan.sim.tails`); where the replay stops is still its
+    own rule's (the look compares its own point verdicts).
     """
-    return verify_replay(rs, plan, architecture, n_requests, seed, stop_early)[0]
+    return verify_replay(rs, plan, architecture, n_requests, seed, stop_early, stage_requests)[0]
 
 
 def verify_replay(
@@ -127,13 +133,14 @@ def verify_replay(
     n_requests: int = 20_000,
     seed: int | None = None,
     stop_early: bool = True,
+    stage_requests: int = 0,
 ) -> tuple[Verdict, SimResult]:
     """:func:`verify`'s figures and the replay they are over (the requests it saw, its warm-up
     marked): the report draws its CDF from the very replay whose percentiles the plan states."""
     p = setup.arch_plan(plan, architecture)
     s = rs.seed if seed is None else int(seed)
     reqs = setup.requests(rs, n_requests, s, p.goodput_rps)
-    stage = _stage(rs, p, architecture, len(reqs), s)
+    stage = _stage(rs, p, architecture, reqs, s, stage_requests)
     if stop_early:
         for share in sequential.LOOKS:
             got = _look(rs, p, architecture, reqs, s, int(len(reqs) * share), stage)
@@ -143,14 +150,20 @@ def verify_replay(
     return checked(rs, res, stage), res
 
 
-def _stage(rs: ReplaySetup, p, architecture: str, n: int, s: int) -> tails.StageWaits | None:
-    """The prefill stage replayed over ``rs.stage_requests`` (:mod:`pdd_plan.sim.tails`),
-    or None: not asked for, no longer than the replay, or a trace (its requests are all there
-    is to replay)."""
-    m = int(rs.stage_requests)
-    if m <= n or rs.workload.trace is not None:
+def _stage(
+    rs: ReplaySetup, p, architecture: str, reqs, s: int, most: int
+) -> tails.StageWaits | None:
+    """The prefill stage replayed over :func:`tails.stage_length` requests, at most
+    ``most`` (:mod:`pdd_plan.sim.tails`), or None: not asked for, no longer than the replay,
+    or a trace (its requests are all there is to replay)."""
+    n = len(reqs)
+    if int(most) <= n or rs.workload.trace is not None:
         return None
     fl = setup.fleet(rs.profiles, rs.file, p, architecture)
+    rho, cs2 = tails.load(rs, fl, reqs)
+    m = min(int(most), tails.stage_length(n, rho, cs2, rs.workload.arrival_cv**2))
+    if m <= n:
+        return None
     return tails.stage_waits(rs, fl, p.goodput_rps, m, s)
 
 
@@ -189,9 +202,11 @@ def _look(
     verdicts = {c.name: sequential.settled(c, batch, tail) for c in checks}
     if any(x is None for x in verdicts.values()):
         return None
-    v = checked(rs, seen, stage)
+    v = checked(rs, seen)
     if any(verdicts[c] != v.checks[c].ok for c in verdicts):
         return None  # the point verdict on the other side (interpolation at the edge): go on
+    if stage is not None:  # stopped by the replay's own rule; the figures are composed
+        v = checked(rs, seen, stage)
     stop = EarlyStop(int(upto), int(len(reqs)), 1.0 - sequential.ALPHA)
     return dataclasses.replace(v, early_stop=stop), seen
 

@@ -38,7 +38,8 @@ import numpy as np
 
 from pdd_plan.sim import sequential, setup
 from pdd_plan.sim.queues import fifo_least_loaded
-from pdd_plan.sim.timings import PrefillTimes
+from pdd_plan.sim.replay import _groups  # the replay's own grouping: the same tables
+from pdd_plan.sim.timings import PrefillTimes, _instance_key
 from pdd_plan.sim.warmup import mser
 
 METHOD = "prefill stage x composed"
@@ -82,8 +83,6 @@ def stage_length(n: int, rho: float, cs2: float, ca2: float = 1.0) -> int:
 
 def _services(rs, fl, reqs) -> tuple[list[np.ndarray], list[int]]:
     """Each prefill group's service of every request, as ``replay._prefill`` computes it."""
-    from pdd_plan.sim.replay import _groups  # the replay's own grouping (same tables)
-
     r = reqs.req
     inp = r.input_tokens.astype(float)
     cached = np.floor(inp * np.nan_to_num(r.hit_p, nan=0.0))
@@ -114,8 +113,6 @@ def stage_waits(rs, fl, rate_rps: float, n: int, seed: int) -> StageWaits:
     """The prefill waits of ``n`` requests drawn as a replay of ``n`` draws them, through the
     prefill stage alone; the one-sided MSER-5 warm-up (``sim.warmup``) left out. Memoized by
     the pool, rate, length and seed (optimize replays several plans on one prefill pool)."""
-    from pdd_plan.sim.timings import _instance_key
-
     key = (  # by value: each replay in optimize's child gets its own copy of the setup
         tuple(_instance_key(i) for i in fl.prefill),
         rs.workload.model_dump_json(),

@@ -20,10 +20,12 @@ if TYPE_CHECKING:  # hints only: the CLI imports this module before anything hea
     from pdd_plan.sim.verdict import Verdict
 
 
-def _verify(rs: ReplaySetup, plan: Any, architecture: str, n: int, seed: int) -> Verdict:
+def _verify(
+    rs: ReplaySetup, plan: Any, architecture: str, n: int, seed: int, stage: int = 0
+) -> Verdict:
     from pdd_plan.sim.run import verify  # the simulator loads only where a replay runs
 
-    return verify(rs, plan, architecture, n, seed)
+    return verify(rs, plan, architecture, n, seed, stage_requests=stage)
 
 
 class Inline:
@@ -31,17 +33,18 @@ class Inline:
 
     def __init__(self, rs: ReplaySetup, n_requests: int, seed: int) -> None:
         self.rs, self.n, self.seed = rs, n_requests, seed
-        self._jobs: dict[int, tuple[Any, str]] = {}
+        self._jobs: dict[int, tuple[Any, str, int]] = {}
         self._tickets = 0
 
-    def submit(self, plan: Any, architecture: str) -> int:
+    def submit(self, plan: Any, architecture: str, stage: int = 0) -> int:
+        """A replay to run; ``stage``: `sim.run.verify`'s ``stage_requests``."""
         ticket, self._tickets = self._tickets, self._tickets + 1
-        self._jobs[ticket] = (plan, architecture)
+        self._jobs[ticket] = (plan, architecture, stage)
         return ticket
 
     def result(self, ticket: int) -> Verdict:
-        plan, architecture = self._jobs.pop(ticket)
-        return _verify(self.rs, plan, architecture, self.n, self.seed)
+        plan, architecture, stage = self._jobs.pop(ticket)
+        return _verify(self.rs, plan, architecture, self.n, self.seed, stage)
 
     def close(self) -> None:
         self._jobs.clear()
@@ -50,7 +53,7 @@ class Inline:
 def _serve(conn: Connection) -> None:
     """The child: load the kernels and the simulator at once (the parent is reading the
     scenario and planning meanwhile), then replay each (ticket, setup, plan, architecture, n,
-    seed) received, in order, until the parent closes its end."""
+    seed, stage) received, in order, until the parent closes its end."""
     # numba and the simulator: loaded in the child (not the parent), ready before the first plan
     from pdd_plan.sim import kernels, run
 
@@ -61,9 +64,9 @@ def _serve(conn: Connection) -> None:
             job = conn.recv()
         except EOFError:
             return
-        ticket, rs, plan, architecture, n, seed = job
+        ticket, rs, plan, architecture, n, seed, stage = job
         try:
-            out: tuple = (ticket, True, _verify(rs, plan, architecture, n, seed))
+            out: tuple = (ticket, True, _verify(rs, plan, architecture, n, seed, stage))
         except Exception:  # the parent replays it itself, so the error is its own, unpickled
             out = (ticket, False, None)
         conn.send(out)
@@ -79,7 +82,7 @@ class Forked:
         from multiprocessing import Pipe  # only where a child is forked
 
         self.inline: Inline | None = None
-        self._sent: dict[int, tuple[Any, str]] = {}
+        self._sent: dict[int, tuple[Any, str, int]] = {}
         self._done: dict[int, tuple[bool, Any]] = {}
         self.conn: Connection | None
         self.conn, child = Pipe()
@@ -102,13 +105,13 @@ class Forked:
         self.inline = Inline(rs, n_requests, seed)
         return self
 
-    def submit(self, plan: Any, architecture: str) -> int:
+    def submit(self, plan: Any, architecture: str, stage: int = 0) -> int:
         ticket = len(self._sent)
-        self._sent[ticket] = (plan, architecture)
+        self._sent[ticket] = (plan, architecture, stage)
         if self.conn is not None:
             i: Any = self.inline
             try:
-                self.conn.send((ticket, i.rs, plan, architecture, i.n, i.seed))
+                self.conn.send((ticket, i.rs, plan, architecture, i.n, i.seed, stage))
             except OSError:
                 self._lost()
         return ticket

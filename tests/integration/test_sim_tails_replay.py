@@ -4,7 +4,6 @@ inside its interval, with the checks on them; 0 leaves the replay's own figures.
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -24,14 +23,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def narrow():
-    path = ROOT / "examples" / "narrow-line.yaml"
+def busy():
+    """The default's IDC-PD plan: its prefill pool ~96% busy."""
+    path = ROOT / "examples" / "pdd-paper.yaml"
     ctx = build_context(Scenario.model_validate(yaml.safe_load(path.read_text())), str(path))
     return ctx.replay_setup, optimize(ctx, verify=False).plans["idc_pd"]
 
 
-def test_stage_is_the_full_replays_prefill(narrow) -> None:
-    rs, p = narrow
+def test_stage_is_the_full_replays_prefill(busy) -> None:
+    rs, p = busy
     n = 6000
     full = replay_requests(rs, p, "idc_pd", setup.requests(rs, n, rs.seed, p.goodput_rps))
     fl = setup.fleet(rs.profiles, rs.file, p, "idc_pd")
@@ -42,15 +42,14 @@ def test_stage_is_the_full_replays_prefill(narrow) -> None:
     assert np.array_equal(st.waits, waits[st.warmup :])
 
 
-def test_verify_composes_a_long_stage(narrow) -> None:
-    rs, p = narrow
+def test_verify_composes_a_long_stage(busy) -> None:
+    rs, p = busy
     plain = verify(rs, p, "idc_pd", 4000, stop_early=False)
-    long = dataclasses.replace(rs, stage_requests=40_000)
-    v = verify(long, p, "idc_pd", 4000, stop_early=False)
-    again = verify(long, p, "idc_pd", 4000, stop_early=False)
+    v = verify(rs, p, "idc_pd", 4000, stop_early=False, stage_requests=40_000)
+    again = verify(rs, p, "idc_pd", 4000, stop_early=False, stage_requests=40_000)
     f = v.figures
     assert "tails" not in plain.figures
-    assert f["tails"]["prefill_stage_requests"] == 40_000
+    assert f["tails"]["prefill_stage_requests"] == 40_000  # 96% busy: the most asked for
     assert f["ttft_s"] == again.figures["ttft_s"] and f["ttft_s_ci"] == again.figures["ttft_s_ci"]
     assert f["ttft_s"] != plain.figures["ttft_s"]
     for k in ("p50", "p90", "p99"):
@@ -60,3 +59,24 @@ def test_verify_composes_a_long_stage(narrow) -> None:
     assert v.checks["ttft_p99"].simulated == f["ttft_s"]["p99"]
     # the rest of each first token is the replay's: the TPOT figures are untouched
     assert f["tpot_ms"] == plain.figures["tpot_ms"]
+
+
+def test_deferred_tails_are_the_synchronous_plan(monkeypatch) -> None:
+    """`optimize` runs its rounds on the plain replays' verdicts and settles the composed ones
+    after the draws (optimize.tails); forced to plan on the composed verdicts throughout
+    instead, it prints the same plan, byte for byte."""
+    from typer.testing import CliRunner
+
+    from pdd_plan.cli import app
+    from pdd_plan.optimize import tails as pending
+
+    args = ["optimize", "-f", "json", "--draws", "0", "--sim-requests", "4000"]
+    args += ["--tail-requests", "100000"]
+    first = CliRunner().invoke(app, args)
+    assert first.exit_code == 0, first.output
+    settle = pending.Pending.settle
+    monkeypatch.setattr(pending.Pending, "settle", lambda self, plan: settle(self, plan) and None)
+    again = CliRunner().invoke(app, args)
+    assert again.exit_code == 0, again.output
+    assert again.stdout == first.stdout
+    assert '"tails"' in first.stdout

@@ -197,7 +197,7 @@ OPTIMIZE_STAGES: tuple[tuple[str, ...], ...] = (
     ("search",),  # the drivers: one architecture at one rate, or with the rate free
     ("day",),  # a day of periods, over the single-rate drivers
     # the top: verification's loop, what it compares after, and optimize() itself ("")
-    ("verify", "contains", "lifted", ""),
+    ("verify", "tails", "contains", "lifted", ""),
 )
 OPTIMIZE_STAGE_OF = {m: i for i, row in enumerate(OPTIMIZE_STAGES) for m in row}
 

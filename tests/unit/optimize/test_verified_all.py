@@ -44,7 +44,7 @@ def _fake(script: dict, log: list):
 def _run(monkeypatch, script):
     log: list = []
     monkeypatch.setattr(verify, "verification", _fake(script, log))
-    monkeypatch.setattr(worker, "_verify", lambda rs, plan, a, n, seed: {"plan": plan})
+    monkeypatch.setattr(worker, "_verify", lambda rs, plan, a, n, seed, stage=0: {"plan": plan})
 
     class Rs:
         seed = 3
@@ -71,7 +71,7 @@ def test_a_later_architectures_error_waits_for_the_earlier_ones(monkeypatch):
     log: list = []
     script = {"pdd": "resolve", "cdc_pd": "input_error_first", "idc_pd": "plain"}
     monkeypatch.setattr(verify, "verification", _fake(script, log))
-    monkeypatch.setattr(worker, "_verify", lambda rs, plan, a, n, seed: {"plan": plan})
+    monkeypatch.setattr(worker, "_verify", lambda rs, plan, a, n, seed, stage=0: {"plan": plan})
 
     class Rs:
         seed = 3

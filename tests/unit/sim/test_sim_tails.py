@@ -91,3 +91,10 @@ def test_relaxation_grows_near_saturation():
     assert tails.relaxation(0.96, 2.9) == pytest.approx(3.9 / 0.04**2)
     assert tails.relaxation(0.8, 1.0) < tails.relaxation(0.9, 1.0)
     assert math.isinf(tails.relaxation(1.0, 1.0))
+
+
+def test_stage_length_spans_relaxation_times():
+    """400 relaxation times, at least the replay's length, at most MAX_STAGE."""
+    assert tails.stage_length(20_000, 0.5, 1.0) == 20_000  # 3,200 wanted: the replay's own
+    assert tails.stage_length(20_000, 0.96, 2.9) == 975_000  # 400 x 3.9 / 0.04^2
+    assert tails.stage_length(20_000, 1.0, 1.0) == tails.MAX_STAGE

@@ -18,13 +18,20 @@ from pdd_plan.sim import worker
 pytestmark = pytest.mark.unit
 
 
-def _fake_verify(rs, plan, architecture, n, seed):
+def _fake_verify(rs, plan, architecture, n, seed, stage=0):
     """Which process replayed what: the child's answers carry its pid, the parent's its own."""
     if plan == "bad":
         raise InputError("scenario.yaml", "sla.tpot_ms", "must be > 0", "e.g. 60")
     if plan == "slow":
         time.sleep(30)
-    return {"plan": plan, "architecture": architecture, "n": n, "seed": seed, "pid": os.getpid()}
+    return {
+        "plan": plan,
+        "architecture": architecture,
+        "n": n,
+        "seed": seed,
+        "stage": stage,
+        "pid": os.getpid(),
+    }
 
 
 @pytest.fixture
@@ -56,6 +63,8 @@ def test_forked_answers_in_the_child_in_any_order(forked):
         7,
     )
     assert {first["pid"], last["pid"], w.result(t[1])["pid"]} == {w.pid} != {os.getpid()}
+    staged = w.result(w.submit("plan3", "pdd", 1_000_000))  # a composed replay's stage length
+    assert (staged["stage"], first["stage"], staged["pid"]) == (1_000_000, 0, w.pid)
 
 
 def test_inline_answers_here():
