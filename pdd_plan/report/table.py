@@ -83,6 +83,8 @@ def legend(plan: Plan) -> str:
             f"verdict settled at {e.confidence:.0%}), figures over the {s.requests:,} finished "
             "by then"
         )
+        if s.tails:  # the TTFT figures compose a long replay of the prefill stage (sim.tails)
+            text += f", TTFT with its prefill stage over {s.tails['prefill_stage_requests']:,}"
         shown = [u.split(".")[1].upper() for u in s.unsettled or [] if u.startswith("ttft_s.")]
         shown = [u for u in shown if u != "P50"]
         if shown:  # the printed tails whose 95% interval is wider than +-5%
