@@ -36,10 +36,11 @@ from pdd_plan.inputs.context import build_context, load_scenario
 from pdd_plan.latency.prefill.pool import PrefillPool, prefill_strata_service_s
 from pdd_plan.optimize import problem_of
 from pdd_plan.optimize.caps import Caps
+from pdd_plan.perf import grid
 from pdd_plan.sim import setup as sim_setup
 from pdd_plan.sim.queues import fifo_least_loaded
 from pdd_plan.sim.timings import PrefillTimes
-from pdd_plan.workload.classes import build_classes, classes_of
+from pdd_plan.workload.classes import build_classes, classes_of, scenario_requests
 from pdd_plan.workload.distributions import sample_requests
 from pdd_plan.workload.requests import Requests
 from tests.law_fleets import DEFAULT_PDD, Case, scenario
@@ -66,7 +67,38 @@ def _pool_inputs(tmp: Path):
         prefill_strata_service_s(fm.pinst, iid, chunk),
         iid.fine.weight / iid.fine.weight.sum(),
     )
-    return ctx.replay_setup, fm, cls, iid_law
+    members = scenario_requests(spec)  # the Latin hypercube draw the classes are built from
+    return ctx.replay_setup, fm, cls, iid_law, float(np.mean(_exact_s(fm.pinst, members, chunk)))
+
+
+def _exact_s(inst, r, chunk: int) -> np.ndarray:
+    """The roofline's prefill seconds of each request (perf.grid, no table interpolation)."""
+    inp = np.asarray(r.input_tokens, dtype=float)
+    cached = np.floor(inp * np.nan_to_num(np.asarray(r.hit_p, dtype=float), nan=0.0))
+    return grid.prefill_times(inst, np.maximum(inp - cached, 1.0), cached, chunk)
+
+
+def _quadrature_mean(rs, inst, points: int = 20_000) -> float | None:
+    """E[S] by quadrature over the hit-rate histogram (midpoints, ``points`` per bin), for a
+    fixed input length (the default's); None otherwise."""
+    w = rs.workload
+    if w.input_tokens.fixed is None or w.prefix_hit.histogram is None:
+        return None
+    b = np.asarray(w.prefix_hit.histogram, dtype=float)
+    u = (np.arange(points) + 0.5) / points
+    hit = np.concatenate([lo + (hi - lo) * u for lo, hi, _ in b])
+    wt = np.repeat(b[:, 2] / b[:, 2].sum() / points, points)
+    inp = float(w.input_tokens.fixed)
+    cached = np.floor(inp * hit)
+    s = grid.prefill_times(inst, np.maximum(inp - cached, 1.0), cached, rs.prefill_chunk_tokens)
+    return float(np.dot(wt, s))
+
+
+def _slopes(x: np.ndarray) -> list[float]:
+    """The wait's local decay rates, d(-ln P(W > t)) / dt, between its P50, P90, P99, P99.9."""
+    qs = np.array([0.5, 0.9, 0.99, 0.999])
+    t = np.quantile(x, qs)
+    return list(np.diff(-np.log(1 - qs)) / np.diff(t))
 
 
 def _services(rs, fm, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -97,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rho", type=float, nargs="+", default=[0.80, 0.90, 0.95, 0.97])
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as d:
-        rs, fm, cls, (iid_s, iid_w) = _pool_inputs(Path(d))
+        rs, fm, cls, (iid_s, iid_w), es_members = _pool_inputs(Path(d))
     c = fm.n_prefill
     _, big = _services(rs, fm, 4_000_000, 99)
     es = float(big.mean())
@@ -106,8 +138,22 @@ def main(argv: list[str] | None = None) -> int:
     es_law = float(np.dot(w, fm.strata_service))
     print(
         f"prefill pool: {c} instances; E[S] {es * 1e3:.2f} ms (replay's mix), "
-        f"{es_law * 1e3:.2f} ms (planner's strata, {es_law / es - 1:+.2%})\n"
+        f"{es_law * 1e3:.2f} ms (planner's strata, {es_law / es - 1:+.2%})"
     )
+    exact = _quadrature_mean(rs, fm.pinst)
+    if exact is not None:
+        ck = float(rs.prefill_chunk_tokens)
+        at = grid.prefill_times(fm.pinst, np.array([ck, ck + 1]), np.array([0.0, 0.0]), int(ck))
+        print(
+            f"E[S] exact (quadrature of the hit histogram, roofline times) {exact * 1e3:.3f} ms; "
+            f"the classes' Latin hypercube members {es_members * 1e3:.3f} ms "
+            f"({es_members / exact - 1:+.3%}); their strata, two-point rule "
+            f"{es_law * 1e3:.3f} ms ({es_law / exact - 1:+.3%}); the replay's mix "
+            f"{es * 1e3:.3f} ms ({es / exact - 1:+.3%}). Prefill time steps up "
+            f"{(at[1] - at[0]) * 1e3:.1f} ms where one more chunk pass starts ({ck:.0f} -> "
+            f"{ck + 1:.0f} uncached tokens)"
+        )
+    print()
     print(
         "rho   what               mean     P50     P90     P99   (s; replays: min-max over seeds)"
     )
@@ -130,6 +176,12 @@ def main(argv: list[str] | None = None) -> int:
         exact = _law_row(PrefillPool(fm.pinst, c, xs, rate, xw / xw.sum(), 1.0).wait_law)
         print(f"{rho:.2f}  replay           " + " ".join(f"{v:7.3f}" for v in sim))
         print("      seeds range      " + " ".join(f"{a:.2f}-{b:.2f}" for a, b in zip(lo, hi)))
+        delta = getattr(PrefillPool(fm.pinst, c, xs, rate, xw / xw.sum(), 1.0).wait_law, "delta", 0)
+        print(
+            "      local decay /s   "
+            + " ".join(f"{v:.3f}" for v in _slopes(pooled))
+            + f"  (P50-P90, P90-P99, P99-P99.9; the law's exact asymptotic rate {delta:.3f})"
+        )
         for name, law in (("law", planner), ("law, iid classes", iid), ("law, exact mix", exact)):
             err = " ".join(f"{v / s - 1:+6.1%}" for v, s in zip(law, sim))
             print(f"      {name:<16} " + " ".join(f"{v:7.3f}" for v in law) + "   err " + err)
