@@ -179,4 +179,48 @@ def line_events(
     out_n[2] = opened
 
 
-__all__ = ["least_loaded", "line_events", "ready", "wanted", "np"]
+@jit(void(F1, F1, F2, F1, F1, F1), defer=True)
+def bilinear(xg, yg, z, x, y, out):
+    """``sim.timings._bilinear`` into ``out``, element by element with its float operations
+    in its order (the clamp, the cell by ``searchsorted(side="right") - 1``, the four corners
+    summed left to right), so the bits are the same: a 1M-request prefill stage spent ~0.25 s
+    in the vectorized one's temporaries."""
+    nx = xg.shape[0]
+    ny = yg.shape[0]
+    for k in range(x.shape[0]):
+        xv = x[k]
+        xv = xv if xv > xg[0] else xg[0]  # np.clip: max with the low end, then min with the high
+        xv = xv if xv < xg[nx - 1] else xg[nx - 1]
+        yv = y[k]
+        yv = yv if yv > yg[0] else yg[0]
+        yv = yv if yv < yg[ny - 1] else yg[ny - 1]
+        lo, hi = 0, nx
+        while lo < hi:  # elements <= xv
+            mid = (lo + hi) >> 1
+            if xg[mid] <= xv:
+                lo = mid + 1
+            else:
+                hi = mid
+        i = lo - 1
+        i = 0 if i < 0 else (nx - 2 if i > nx - 2 else i)
+        lo, hi = 0, ny
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if yg[mid] <= yv:
+                lo = mid + 1
+            else:
+                hi = mid
+        j = lo - 1
+        j = 0 if j < 0 else (ny - 2 if j > ny - 2 else j)
+        fx = (xv - xg[i]) / (xg[i + 1] - xg[i])
+        fy = (yv - yg[j]) / (yg[j + 1] - yg[j])
+        gx = 1.0 - fx
+        gy = 1.0 - fy
+        a = z[i, j] * gx * gy
+        b = z[i + 1, j] * fx * gy
+        c = z[i, j + 1] * gx * fy
+        d = z[i + 1, j + 1] * fx * fy
+        out[k] = a + b + c + d
+
+
+__all__ = ["bilinear", "least_loaded", "line_events", "ready", "wanted", "np"]

@@ -150,6 +150,28 @@ def verify_replay(
     return checked(rs, res, stage), res
 
 
+def recomposed(
+    rs: ReplaySetup,
+    plan: PlanLike,
+    architecture: str,
+    plain: tuple[Verdict, SimResult],
+    n_requests: int,
+    seed: int | None,
+    stage_requests: int,
+) -> Verdict:
+    """:func:`verify` with ``stage_requests`` from the same call's plain ``verify_replay``
+    (stage 0): the replay is the same (where it stops is its own rule's), only the figures
+    and checks are composed, so this is that verdict without replaying again."""
+    p = setup.arch_plan(plan, architecture)
+    s = rs.seed if seed is None else int(seed)
+    v, res = plain
+    reqs = setup.requests(rs, n_requests, s, p.goodput_rps)
+    stage = _stage(rs, p, architecture, reqs, s, stage_requests)
+    if stage is None:
+        return v
+    return dataclasses.replace(checked(rs, res, stage), early_stop=v.early_stop)
+
+
 def _stage(
     rs: ReplaySetup, p, architecture: str, reqs, s: int, most: int
 ) -> tails.StageWaits | None:

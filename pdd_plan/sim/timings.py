@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import bisect
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -29,7 +30,21 @@ T = TypeVar("T")
 def _bilinear(
     xg: np.ndarray, yg: np.ndarray, z: np.ndarray, x: np.ndarray, y: np.ndarray
 ) -> np.ndarray:
-    """z[i, j] at (xg[i], yg[j]), linear in both, clamped to the grid."""
+    """z[i, j] at (xg[i], yg[j]), linear in both, clamped to the grid. In compiled code
+    (``queue_kernel.bilinear``, the same bits) where the kernels are loaded and it pays."""
+    kernel = _compiled_bilinear(len(x))
+    if kernel is not None:
+        out = np.empty(len(x))
+        f = np.ascontiguousarray
+        kernel(
+            np.array(xg, dtype=float),  # copies: the memoized tables are read-only
+            np.array(yg, dtype=float),
+            np.array(z, dtype=float),
+            f(x, dtype=float),
+            f(y, dtype=float),
+            out,
+        )
+        return out
     x = np.clip(x, xg[0], xg[-1])
     y = np.clip(y, yg[0], yg[-1])
     i = np.clip(np.searchsorted(xg, x, side="right") - 1, 0, len(xg) - 2)
@@ -40,6 +55,16 @@ def _bilinear(
     zf, m = z.ravel(), z.shape[1]
     ij = i * m + j  # one flat gather per corner instead of a 2-D fancy index
     return zf[ij] * gx * gy + zf[ij + m] * fx * gy + zf[ij + 1] * gx * fy + zf[ij + m + 1] * fx * fy
+
+
+def _compiled_bilinear(n: int):
+    """``queue_kernel.bilinear`` where a replay has loaded the kernels and ``n`` points pay for
+    it (``queue_kernel.wanted``), else None (the vectorized loop: a process without numba)."""
+    qk = sys.modules.get("pdd_plan.sim.queue_kernel")
+    if qk is None or not qk.wanted(qk.bilinear, n):
+        return None
+    qk.ready(qk.bilinear)
+    return qk.bilinear
 
 
 # Tables already computed, by (what, instance, arguments). optimize replays every

@@ -80,3 +80,15 @@ def test_deferred_tails_are_the_synchronous_plan(monkeypatch) -> None:
     assert again.exit_code == 0, again.output
     assert again.stdout == first.stdout
     assert '"tails"' in first.stdout
+
+
+def test_recomposed_is_the_composed_verify(busy) -> None:
+    """A composed verdict from the plain replay of the same call (what optimize's replay
+    child does) is the composed verify's, figure for figure."""
+    from pdd_plan.sim.run import recomposed, verify_replay
+
+    rs, p = busy
+    plain = verify_replay(rs, p, "idc_pd", 4000)
+    got = recomposed(rs, p, "idc_pd", plain, 4000, None, 40_000)
+    assert got.as_dict() == verify(rs, p, "idc_pd", 4000, stage_requests=40_000).as_dict()
+    assert got.figures["tails"]["prefill_stage_requests"] == 40_000

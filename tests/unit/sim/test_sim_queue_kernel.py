@@ -82,3 +82,22 @@ def test_which_loop_a_replay_runs(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr(queue_kernel, "ready_now", lambda _e, v=now: v)
         monkeypatch.setattr(queue_kernel, "cached", lambda _e, v=cached: v)
         assert queue_kernel.wanted(e, n) is want, (now, cached, n)
+
+
+def test_bilinear_matches_the_vectorized_one(monkeypatch) -> None:
+    """The compiled table lookup against timings._bilinear's numpy one: the same bits, points
+    off the grid (clamped) and on its nodes included."""
+    import sys
+
+    from pdd_plan.sim import timings
+
+    rng = np.random.default_rng(3)
+    xg, yg = np.sort(rng.uniform(0, 10, 9)), np.sort(rng.uniform(0, 10, 6))
+    z = rng.random((9, 6))
+    x = np.concatenate([rng.uniform(-1, 11, 5000), xg])
+    y = np.concatenate([rng.uniform(-1, 11, 5000), yg[rng.integers(0, 6, 9)]])
+    queue_kernel.ready(queue_kernel.bilinear)
+    got = np.empty(x.size)
+    queue_kernel.bilinear(xg, yg, z, x, y, got)
+    monkeypatch.delitem(sys.modules, "pdd_plan.sim.queue_kernel")  # the numpy path
+    assert np.array_equal(got, timings._bilinear(xg, yg, z, x, y))
