@@ -11,8 +11,9 @@ goes on (the uncertainty draws). `Pending.settle` then takes each round's compos
   and every figure derived from them are those the composed verdicts would have given, so the
   plan is the same; each verified plan's `simulated` takes its final composed verdict (its
   TTFT figures, intervals, checks), exactly as verifying with the stage throughout makes it;
-* any round different, or an architecture the replays left without a plan: None, and the
-  caller plans again with the stage in every verdict (`optimize(..., tail_requests=...)`).
+* any round different, or an architecture the replays left without a plan whose reason quotes
+  figures the stage would compose: None, and the caller plans again with the stage in every
+  verdict (`optimize(..., tail_requests=...)`).
 
 So the plan is byte for byte the one the composed verdicts give, whichever way it was reached.
 """
@@ -88,8 +89,11 @@ class Pending:
                     if (w.sla_met, w.bottleneck) != (v.sla_met, v.bottleneck):
                         return None
                     final[a] = w
-            if any(r.kind == "replay_sla" for i in plan.infeasible.values() for r in i.reasons):
-                return None  # its reason quotes the plain replay's figures: plan again
+            for a, i in plan.infeasible.items():
+                w = final.get(a)
+                composed = w is not None and bool((w.figures or {}).get("tails"))
+                if composed and any(r.kind == "replay_sla" for r in i.reasons):
+                    return None  # its reason quotes the plain replay's figures: plan again
             plans = dict(plan.plans)
             for a, p in plan.plans.items():
                 s = p.simulated
