@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pdd_plan.common.errors import InputError
-from pdd_plan.perf import layers
+from pdd_plan.perf import layers, serve_open
 from pdd_plan.perf.instance import Instance
 from pdd_plan.perf.serve_engine import ServeEngine
 from pdd_plan.perf.serve_lengths import Lengths
@@ -56,6 +56,16 @@ class Stat:
     p50: float
     p90: float
     p99: float
+
+    @staticmethod
+    def weighted(x: np.ndarray, w: np.ndarray) -> Stat:
+        """Mean and percentiles of values x carrying weights w (the lower value at a tie)."""
+        if len(x) == 0 or float(np.sum(w)) <= 0:
+            return Stat(0.0, 0.0, 0.0, 0.0)
+        order = np.argsort(x, kind="stable")
+        xs, cw = x[order], np.cumsum(w[order]) / np.sum(w)
+        p = [float(xs[min(np.searchsorted(cw, q), len(xs) - 1)]) for q in (0.5, 0.9, 0.99)]
+        return Stat(float(np.dot(x, w) / np.sum(w)), *p)
 
     @staticmethod
     def of(x: np.ndarray) -> Stat:
@@ -243,10 +253,9 @@ def serve(
     n_prompts = load.num_prompts
     if load.rate is not None:
         s, saturated = _solve_open(cost, eng, load, cap)
-        if not (saturated and n_prompts):
-            return _open_result(s, load, cap, limit, saturated)
-        # arrivals outrun the instance: the finite run piles up as if sent at once
-        load = Load(load.isl, load.osl, concurrency=n_prompts, num_prompts=n_prompts)
+        if n_prompts:  # a finite run: followed as it unfolds (perf/serve_open.py)
+            return _finite_open(cost, eng, load, s, cap, limit)
+        return _open_result(s, load, cap, limit, saturated)
     c = int(load.concurrency)  # type: ignore[arg-type]
     n_engine = min(c, cap)
     limit = "concurrency" if c <= cap else limit
@@ -296,19 +305,27 @@ def serve(
 
 
 def _open_result(s: Steady, load: Load, cap: int, limit: str, saturated: bool) -> ServeResult:
+    """The steady state of an endless open loop."""
     x = s.requests_per_s if saturated else float(load.rate)  # type: ignore[arg-type]
     e_o, e_i = load.osl.mean, load.isl.mean
     ttft, tpot, itl = _percentiles(s, load, np.zeros(0), 0)
-    n = load.num_prompts
-    duration = None
-    if n:
-        duration = n / x + ttft.mean + (e_o - 1.0) * tpot.mean
-        if saturated:  # the queue grows over the run: a request waits half its growth
-            grow = 0.5 * (n / x - n / float(load.rate))  # type: ignore[arg-type]
-            ttft = Stat(*(v + grow for v in (ttft.mean, ttft.p50, ttft.p90, ttft.p99)))
-    rate = n / duration if duration else x
     lat = ttft.mean + (e_o - 1.0) * tpot.mean
     return ServeResult(
-        rate * e_o, rate * (e_o + e_i), rate, ttft, tpot, itl, x * lat, duration, s, cap,
+        x * e_o, x * (e_o + e_i), x, ttft, tpot, itl, x * lat, None, s, cap,
         "rate" if not saturated else limit, saturated, 0.0, 0.0, False,
+    )  # fmt: skip
+
+
+def _finite_open(cost, eng, load: Load, s: Steady, cap: int, limit: str) -> ServeResult:
+    """A finite open-loop run: its ramp-up, queue and drain to the last completion."""
+    n = int(load.num_prompts)  # type: ignore[arg-type]
+    r = serve_open.run(cost, eng, load.isl, load.osl, float(load.rate), n, cap)  # type: ignore[arg-type]
+    e_o, e_i = load.osl.mean, load.isl.mean
+    ttft, tpot = Stat.weighted(r.ttft_s, r.ttft_w), Stat.weighted(r.tpot_s, r.tpot_w)
+    itl = Stat.weighted(r.itl_s, r.itl_w)
+    x = n / r.duration_s
+    saturated = r.queued_at_last_arrival >= 1.0
+    return ServeResult(
+        x * e_o, x * (e_o + e_i), x, ttft, tpot, itl, x * r.latency_mean_s, r.duration_s, s,
+        cap, limit if saturated else "rate", saturated, 0.0, 0.0, False,
     )  # fmt: skip

@@ -49,3 +49,29 @@ def test_serve_phase_agrees_with_the_replay(kind, engine, lengths, c):
     assert abs(thr) <= 0.10, f"throughput {thr:+.1%}"
     assert abs(tpot) <= 0.10, f"TPOT {tpot:+.1%}"
     assert abs(ttft90) <= 0.15, f"P90 TTFT {ttft90:+.1%}"
+
+
+# finite open loops (bench_serving --request-rate R --num-prompts n): below, near and past
+# what the instance serves in steady state, with SGLang's random lengths (range ratio 0: the
+# widest spread, so the run's end is a late long output decoding alone)
+OPEN = [("sglang", 2.0), ("sglang", 8.0), ("sglang", 32.0), ("vllm", 8.0), ("vllm", 32.0)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine,rate", OPEN)
+def test_finite_open_loop_agrees_with_the_replay(engine, rate):
+    """The fluid run (perf/serve_open.py) against the replay's mean over three seeds: output
+    tokens/s within 10 % (the replay's drawn totals, not the mean lengths, set its figure) and
+    mean TPOT within 15 %."""
+    inst = _inst("dense")
+    eng = serve_engine(engine, inst.gpu.memory.hbm_gb)
+    cost = StepCost(inst, eng)
+    isl, osl = sl.sglang_random(1024, 0.0), sl.sglang_random(512, 0.0)
+    n = 160
+    reps = [replay(inst, eng, isl, osl, n, rate=rate, seed=s, cost=cost) for s in (1, 2, 3)]
+    ana = serve(inst, eng, Load(isl, osl, rate=rate, num_prompts=n), cost=cost)
+    # tokens per second of run, each replay's tokens scaled to the mean lengths
+    dur = float(np.mean([r.duration_s for r in reps]))
+    assert ana.duration_s == pytest.approx(dur, rel=0.10)
+    tpot = float(np.mean([np.mean(r.tpot_s) for r in reps]))
+    assert ana.tpot_s.mean == pytest.approx(tpot, rel=0.15)
