@@ -159,15 +159,18 @@ def _burst(cost: StepCost, eng: ServeEngine, isl: Lengths, n: int) -> np.ndarray
 
 
 def _drain(cost: StepCost, s: Steady, load: Load, n: int, ctx: float) -> tuple[float, float]:
-    """(seconds, output tokens) from the last send to the last completion, the batch falling
-    from n as the residual outputs run out."""
+    """(seconds, output tokens) from the last send to the last completion. The n requests
+    left have the equilibrium residual law P(residual > k) = E[(O - k)+] / E[O] = p(k); a
+    step runs while any remains, P = 1 - (1 - p)^n, at the batch left given that, n p / P;
+    the last one's residual reaches the longest output, not the mean."""
     o = load.osl
-    k = np.linspace(0.0, o.mean, DRAIN_POINTS + 1)[:-1] + o.mean / DRAIN_POINTS / 2
+    k = np.linspace(0.0, o.high, DRAIN_POINTS + 1)[:-1] + o.high / DRAIN_POINTS / 2
     share = np.array([o.mean_of(lambda v, kk=kk: np.maximum(v - kk, 0.0)) for kk in k]) / o.mean
-    b = 1.0 + (n - 1.0) * share
-    dt = o.mean / DRAIN_POINTS
-    t = sum(interp(lambda x: cost.decode(x, ctx), bb) for bb in b) * dt
-    return t + s.ttft_s, float(b.sum() * dt)
+    alive = 1.0 - (1.0 - np.minimum(share, 1.0)) ** n
+    b = np.where(alive > 0, n * share / np.maximum(alive, 1e-300), 0.0)
+    dt = o.high / DRAIN_POINTS
+    t = sum(a * interp(lambda x: cost.decode(x, ctx), max(bb, 1.0)) for a, bb in zip(alive, b))
+    return t * dt + s.ttft_s, float(n * share.sum() * dt)
 
 
 def _waves(cost, eng, load: Load, n: int, n_total: int) -> tuple[float, float, np.ndarray, float]:

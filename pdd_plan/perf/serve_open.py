@@ -37,6 +37,7 @@ from pdd_plan.perf.serve_step import StepCost
 BLOCKS = 1500  # decode-step blocks the run is cut into (about)
 O_POINTS = 48  # output lengths a cohort's TPOT is averaged over
 MAX_BLOCKS = 200_000  # a bound on the loop
+RESIDUAL = (np.arange(4) + 0.5) / 4.0  # where in the step under way a request arrives
 
 
 @dataclass(frozen=True)
@@ -103,8 +104,9 @@ def run(
     dk = max(1.0, math.ceil((span / max(t_one, 1e-9) + o_max) / BLOCKS))
     k_adm: list[float] = []  # cohorts: the step they start decoding at, mass, TTFT
     m_adm: list[float] = []
-    ttft: list[np.ndarray] = []  # per cohort, over the input lengths i_pts
+    ttft: list[np.ndarray] = []  # per cohort, over (input length, residual)
     i_pts, i_w = _points(isl)
+    i_w_r = np.repeat(i_w, len(RESIDUAL)) / len(RESIDUAL)  # over (input length, residual)
     ks, ts, itl, itl_w = [0.0], [0.0], [], []
     t = k = admitted = prev = 0.0
     queued_at_last = 0.0
@@ -123,11 +125,15 @@ def run(
             # a request sees x others beside it on average, x the block's mean arrivals)
             own = [_prefill_s(cost, eng, x * e_i + v, e_i) for v in i_pts]
         else:
+            # whole prompts ride a share f of the steps (as the engine takes them, one request
+            # at a time), not a smear over all of them: a step's time is not linear in tokens
+            room = max(eng.step_tokens - b, 1.0)
             if x > 0:
-                t_d = _prompt_chunks(cost, max(b, 1.0), ctx, x * e_i / dk, e_i)
+                q = min(room, max(e_i, x * e_i / dk))
+                f = min(x * e_i / (dk * q), 1.0)
+                t_d = f * _prompt_chunks(cost, max(b, 1.0), ctx, q, e_i) + (1.0 - f) * t_d
             block = dk * t_d
             # its prompt's own steps, each carrying what the budget left after the decodes holds
-            room = max(eng.step_tokens - b, 1.0)
             # (first come first served: half the others' prompts go before it)
             own = [math.ceil((x * e_i / 2.0 + v) / room)
                    * _prompt_chunks(cost, max(b, 1.0), ctx, min(x * e_i + v, room), v)
@@ -136,10 +142,10 @@ def run(
             # the queue: from arrival (the slice's mean, FIFO) to this block, less the half
             # block the fluid adds by admitting at block starts; then the step under way
             arr = float(np.mean(_arrival_time(np.array([admitted, admitted + x]), rate)))
-            wait = max(t - arr - prev / 2.0, 0.0) + t_d / 2.0
+            wait = max(t - arr - prev / 2.0, 0.0)
             k_adm.append(k)
             m_adm.append(x)
-            ttft.append(wait + np.array(own))
+            ttft.append((wait + np.array(own)[:, None] + t_d * RESIDUAL[None, :]).ravel())
             admitted += x
         if b > 0:
             itl.append(t_d)
@@ -169,13 +175,13 @@ def run(
     tpot = (end - start[:, None]) / (o[None, :] - 1.0)
     w = mm[:, None] * w_o[None, :]
     ttft_m = np.array(ttft)  # cohorts x input lengths
-    lat = (ttft_m @ i_w)[:, None] + end - start[:, None]
+    lat = (ttft_m @ i_w_r)[:, None] + end - start[:, None]
     return OpenRun(
         duration_s=duration,
         ttft_s=ttft_m.ravel(),
         tpot_s=tpot.ravel(),
         tpot_w=w.ravel(),
-        ttft_w=(mm[:, None] * i_w[None, :]).ravel(),
+        ttft_w=(mm[:, None] * i_w_r[None, :]).ravel(),
         itl_s=np.array(itl),
         itl_w=np.array(itl_w),
         queued_at_last_arrival=float(queued_at_last),
