@@ -25,7 +25,7 @@ flight. This module predicts them:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -328,6 +328,7 @@ def _finite_open(cost, eng, load: Load, s: Steady, cap: int, limit: str) -> Serv
     itl = Stat.weighted(r.itl_s, r.itl_w)
     x = n / r.duration_s
     saturated = r.queued_at_last_arrival >= 1.0
+    s = replace(s, batch=r.batch_mean)  # the run's mean batch, not the steady state's
     return ServeResult(
         x * e_o, x * (e_o + e_i), x, ttft, tpot, itl, x * r.latency_mean_s, r.duration_s, s,
         cap, limit if saturated else "rate", saturated, 0.0, 0.0, False,

@@ -51,6 +51,7 @@ class OpenRun:
     itl_w: np.ndarray  # requests decoding through them
     queued_at_last_arrival: float  # requests waiting for admission when the last one arrives
     latency_mean_s: float  # arrival to last token, over the requests
+    batch_mean: float  # requests running, time-weighted over the run
 
 
 class _Survival:
@@ -108,7 +109,7 @@ def run(
     i_pts, i_w = _points(isl)
     i_w_r = np.repeat(i_w, len(RESIDUAL)) / len(RESIDUAL)  # over (input length, residual)
     ks, ts, itl, itl_w = [0.0], [0.0], [], []
-    t = k = admitted = prev = 0.0
+    t = k = admitted = prev = busy = 0.0
     queued_at_last = 0.0
     for _ in range(MAX_BLOCKS):
         arrived = min(n, 1.0 + rate * t)
@@ -119,8 +120,10 @@ def run(
             x = min(x, dk * max(eng.step_tokens - running, 1.0) / e_i)
         b = running + x
         t_d = interp(lambda y: cost.decode(y, ctx), max(b, 1.0))
+        t_pre = 0.0
         if eng.schedule == "separate":
-            block = _prefill_s(cost, eng, x * e_i, e_i) + dk * t_d
+            t_pre = _prefill_s(cost, eng, x * e_i, e_i)
+            block = t_pre + dk * t_d
             # its own prompt, batched with the others sent within the same block (Poisson:
             # a request sees x others beside it on average, x the block's mean arrivals)
             own = [_prefill_s(cost, eng, x * e_i + v, e_i) for v in i_pts]
@@ -147,9 +150,10 @@ def run(
             m_adm.append(x)
             ttft.append((wait + np.array(own)[:, None] + t_d * RESIDUAL[None, :]).ravel())
             admitted += x
-        if b > 0:
-            itl.append(t_d)
-            itl_w.append(b * dk)
+        if running > 0:  # the gaps the running requests see: one spans the prefill batch
+            itl += [t_d, t_d + t_pre]
+            itl_w += [running * (dk - 1.0), running]
+        busy += b * block
         t += block
         prev = block
         k += dk
@@ -186,4 +190,5 @@ def run(
         itl_w=np.array(itl_w),
         queued_at_last_arrival=float(queued_at_last),
         latency_mean_s=float(np.sum(lat * w) / max(np.sum(w), 1e-12)),
+        batch_mean=busy / max(t, 1e-12),
     )

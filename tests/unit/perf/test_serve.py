@@ -140,3 +140,11 @@ def test_finite_open_loop_throughput_grows_with_the_rate():
     thr = [serve(inst, eng, Load(isl, osl, rate=r, num_prompts=200), cost=cost).output_tokens_per_s
            for r in (1.0, 4.0, 16.0)]  # fmt: skip
     assert thr == sorted(thr)
+
+
+def test_a_prompt_of_a_few_tokens_costs_a_step_not_nothing():
+    """SGLang's range ratio 0 draws prompts from 1 token: a 3-token chunk is a real (short)
+    pass, at least the cost of a 1-token one and at most a 16-token one's."""
+    cost = StepCost(_inst(), serve_engine("sglang", 80))
+    t3 = cost.time(seqs=1.0, new=3.0)
+    assert 0.0 < cost.time(seqs=1.0, new=1.0) <= t3 <= cost.time(seqs=1.0, new=16.0)
