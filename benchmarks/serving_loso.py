@@ -120,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
         sub = [e["error"] for e in ok if (e["figure"].endswith("_ms")) == (fig == "latency")]
         if sub:
             print(f"serve phase, {fig} figures: {_stats(sub)}")
+    nv = [e["error"] for e in ok if not e["gpu"].startswith("mi")]
+    print(f"serve phase, NVIDIA GPUs (the AMD rows left out): {_stats(nv)}")
     for doc in sorted({e["doc"] for e in ok}):
         print(f"source {doc}: {_stats([e['error'] for e in ok if e['doc'] == doc])}")
     both = [e for e in ok if e["offline_error"] is not None]

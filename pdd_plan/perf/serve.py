@@ -183,7 +183,13 @@ def _waves(cost, eng, load: Load, n: int, n_total: int) -> tuple[float, float, n
     first = _burst(cost, eng, load.isl, n)
     t_d = cost.decode(n, ctx)
     tpot, later, t_later = t_d, first, float(first[-1] + (e_o - 1.0) * t_d)
-    if eng.schedule == "mixed" and e_i > eng.step_tokens:
+    t_first = None
+    if eng.schedule == "separate":
+        # the decodes start when the wave's last prefill batch ends: a request prefilled
+        # earlier waits for it between its first and second token
+        tpot = t_d + float(np.mean(first[-1] - first)) / max(e_o - 1.0, 1.0)
+        t_first = t_later
+    elif e_i > eng.step_tokens:
         # long prompts: request j decodes through the chunk steps of the prompts behind it
         n_pass = float(np.ceil(n * e_i / eng.step_tokens))
         done_at = np.ceil(np.arange(1, n + 1) * e_i / eng.step_tokens)
@@ -201,7 +207,9 @@ def _waves(cost, eng, load: Load, n: int, n_total: int) -> tuple[float, float, n
     share = min(n / max(n_total, 1), 1.0)
     m = int(round(DRAWS * share))
     ttft = np.concatenate([first[(np.arange(m) * n) // max(m, 1)], np.resize(later, DRAWS - m)])
-    return float(first[-1] + (e_o - 1.0) * tpot), t_later, ttft, tpot
+    if t_first is None:
+        t_first = float(first[-1] + (e_o - 1.0) * tpot)
+    return t_first, t_later, ttft, tpot
 
 
 def _percentiles(s: Steady, load: Load, burst: np.ndarray, n_total: int, seed: int = 0):
@@ -266,7 +274,14 @@ def serve(
     outside = (c - n_engine) / s.requests_per_s if c > n_engine else 0.0
     n = n_prompts or 0
     e_o, e_i = load.osl.mean, load.isl.mean
-    waves = load.isl.fixed and load.osl.fixed and n > 0
+    # fixed lengths stay in lockstep only while a prompt fits one step: a longer one is
+    # chunked over several, so a wave's first tokens come one prompt's chunks apart, its
+    # completions as far apart, and the next wave is sent as a stream, not a burst (the
+    # replay: Qwen3-235B 30K-token prompts at C = 64, TTFT 13.5 s, not the 25.9 s of a
+    # second burst)
+    # (SGLang's separate prefill keeps it: the decodes wait until the whole wave is prefilled)
+    lockstep = eng.schedule == "separate" or e_i <= eng.step_tokens
+    waves = load.isl.fixed and load.osl.fixed and n > 0 and lockstep
     if waves or (n and n <= n_engine):
         w = min(n, n_engine)
         t_first, t_later, ttft_w, tpot = _waves(cost, eng, load, w, n)
