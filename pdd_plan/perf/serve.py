@@ -14,9 +14,13 @@ flight. This module predicts them:
    are prefilled in full batches (their TTFTs spread over that burst) and the run gains the
    burst's time over what the same prompts cost in steady state; at the end the last C
    requests drain, the batch falling as they finish (their residual outputs follow the
-   equilibrium law P(residual > k) = E[(O - k)+] / E[O]), which costs the drain's time over
-   the steady state's for the same tokens. With fixed lengths the C requests never
-   desynchronize: the run is num_prompts / C such waves.
+   equilibrium law P(residual > k) = E[(O - k)+] / E[O], up to the longest), which costs the
+   drain's time over the steady state's for the same tokens. With fixed lengths the C
+   requests stay in lockstep where a prompt fits one step (or under SGLang's separate
+   prefill, which holds the decodes until the whole wave is prefilled): the run is
+   num_prompts / C such waves; a longer prompt under mixed steps is chunked, its wave spreads
+   and the run takes the steady path. An open loop with a stated num_prompts is a finite run
+   that rarely reaches its steady state: perf/serve_open.py follows it as it unfolds.
 3. Percentiles: TTFT = the fixed part + the prompt's own steps (by its length) for the
    steady requests, the burst's times for the first C; TPOT per request = decode step +
    the prompt-carrying steps among its O - 1 (binomial); ITL = the two step kinds. Computed
