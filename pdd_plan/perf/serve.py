@@ -138,7 +138,7 @@ def _solve_open(cost, eng, load: Load, cap: int) -> tuple[Steady, bool]:
         else:
             hi = mid
     s = steady(cost, eng, load.isl, load.osl, hi, None)
-    return s, s.in_engine > cap
+    return s, bool(s.in_engine > cap)
 
 
 def _burst(cost: StepCost, eng: ServeEngine, isl: Lengths, n: int) -> np.ndarray:
@@ -269,7 +269,9 @@ def serve(
     if load.rate is not None:
         s, saturated = _solve_open(cost, eng, load, cap)
         if n_prompts:  # a finite run: followed as it unfolds (perf/serve_open.py)
-            return _finite_open(cost, eng, load, s, cap, limit)
+            r = serve_open.run(cost, eng, load.isl, load.osl, float(load.rate), n_prompts, cap)
+            if r is not None:
+                return _finite_open(load, s, r, cap, limit)
         return _open_result(s, load, cap, limit, saturated)
     c = int(load.concurrency)  # type: ignore[arg-type]
     n_engine = min(c, cap)
@@ -327,21 +329,30 @@ def serve(
 
 
 def _open_result(s: Steady, load: Load, cap: int, limit: str, saturated: bool) -> ServeResult:
-    """The steady state of an endless open loop."""
+    """The steady state of an open loop; a finite run many request lifetimes long adds its
+    last request's latency to its arrivals' span, and past capacity its queue's growth (a
+    request waits half of it on average)."""
     x = s.requests_per_s if saturated else float(load.rate)  # type: ignore[arg-type]
     e_o, e_i = load.osl.mean, load.isl.mean
     ttft, tpot, itl = _percentiles(s, load, np.zeros(0), 0)
+    n = load.num_prompts
+    duration = None
+    if n:
+        duration = n / x + ttft.mean + (e_o - 1.0) * tpot.mean
+        if saturated:
+            grow = 0.5 * (n / x - n / float(load.rate))  # type: ignore[arg-type]
+            ttft = Stat(*(v + grow for v in (ttft.mean, ttft.p50, ttft.p90, ttft.p99)))
+    rate = n / duration if duration else x
     lat = ttft.mean + (e_o - 1.0) * tpot.mean
     return ServeResult(
-        x * e_o, x * (e_o + e_i), x, ttft, tpot, itl, x * lat, None, s, cap,
+        rate * e_o, rate * (e_o + e_i), rate, ttft, tpot, itl, x * lat, duration, s, cap,
         "rate" if not saturated else limit, saturated, 0.0, 0.0, False,
     )  # fmt: skip
 
 
-def _finite_open(cost, eng, load: Load, s: Steady, cap: int, limit: str) -> ServeResult:
+def _finite_open(load: Load, s: Steady, r: serve_open.OpenRun, cap: int, limit: str) -> ServeResult:
     """A finite open-loop run: its ramp-up, queue and drain to the last completion."""
     n = int(load.num_prompts)  # type: ignore[arg-type]
-    r = serve_open.run(cost, eng, load.isl, load.osl, float(load.rate), n, cap)  # type: ignore[arg-type]
     e_o, e_i = load.osl.mean, load.isl.mean
     ttft, tpot = Stat.weighted(r.ttft_s, r.ttft_w), Stat.weighted(r.tpot_s, r.tpot_w)
     itl = Stat.weighted(r.itl_s, r.itl_w)

@@ -37,6 +37,7 @@ from pdd_plan.perf.serve_step import StepCost
 BLOCKS = 1500  # decode-step blocks the run is cut into (about)
 O_POINTS = 48  # output lengths a cohort's TPOT is averaged over
 MAX_BLOCKS = 200_000  # a bound on the loop
+DK_PER_OUTPUT = 8.0  # a block is at most 1/8 of a mean request's decode steps
 RESIDUAL = (np.arange(4) + 0.5) / 4.0  # where in the step under way a request arrives
 
 
@@ -95,14 +96,22 @@ def _prefill_s(cost: StepCost, eng: ServeEngine, tokens: float, e_i: float) -> f
 
 def run(
     cost: StepCost, eng: ServeEngine, isl: Lengths, osl: Lengths, rate: float, n: int, cap: int
-) -> OpenRun:
-    """Follow n requests arriving at `rate` through the instance (module docstring)."""
+) -> OpenRun | None:
+    """Follow n requests arriving at `rate` through the instance (module docstring); None
+    when the run is too long for BLOCKS blocks of at most E[O - 1] / DK_PER_OUTPUT steps (a
+    block's batch is held over its steps, so a block must be short against a request's life):
+    there the ramp and drain are a small share of the run and the steady state reads it."""
     e_i, surv = isl.mean, _Survival(osl)
     ctx = decode_context(isl, osl)
     o_max = float(surv.steps[-1])
     t_one = interp(lambda x: cost.decode(x, ctx), 1.0)
     span = (n - 1) / rate
-    dk = max(1.0, math.ceil((span / max(t_one, 1e-9) + o_max) / BLOCKS))
+    # decode steps the run takes: its arrivals' span at one step per t_one, or (past what the
+    # running limit lets decode at once) its tokens over that limit; then the longest output
+    steps = max(span / max(t_one, 1e-9), n * max(osl.mean - 1.0, 0.0) / max(cap, 1)) + o_max
+    dk = max(1.0, math.ceil(steps / BLOCKS))
+    if dk > max(1.0, (osl.mean - 1.0) / DK_PER_OUTPUT):
+        return None  # a run many lifetimes long: its steady state is the reading
     k_adm: list[float] = []  # cohorts: the step they start decoding at, mass, TTFT
     m_adm: list[float] = []
     ttft: list[np.ndarray] = []  # per cohort, over (input length, residual)
@@ -189,6 +198,8 @@ def run(
         itl_s=np.array(itl),
         itl_w=np.array(itl_w),
         queued_at_last_arrival=float(queued_at_last),
-        latency_mean_s=float(np.sum(lat * w) / max(np.sum(w), 1e-12)),
+        latency_mean_s=(
+            float(np.sum(lat * w) / np.sum(w)) if np.sum(w) > 0 else float(ttft_m @ i_w_r @ mm / n)
+        ),
         batch_mean=busy / max(t, 1e-12),
     )
