@@ -269,7 +269,9 @@ def serve(
     if load.rate is not None:
         s, saturated = _solve_open(cost, eng, load, cap)
         if n_prompts:  # a finite run: followed as it unfolds (perf/serve_open.py)
-            r = serve_open.run(cost, eng, load.isl, load.osl, float(load.rate), n_prompts, cap)
+            lim = eng.max_running or n_prompts
+            r = serve_open.run(cost, eng, load.isl, load.osl, float(load.rate), n_prompts, lim,
+                               inst.kv_capacity_tokens)  # fmt: skip
             if r is not None:
                 return _finite_open(load, s, r, cap, limit)
         return _open_result(s, load, cap, limit, saturated)

@@ -95,12 +95,22 @@ def _prefill_s(cost: StepCost, eng: ServeEngine, tokens: float, e_i: float) -> f
 
 
 def run(
-    cost: StepCost, eng: ServeEngine, isl: Lengths, osl: Lengths, rate: float, n: int, cap: int
+    cost: StepCost,
+    eng: ServeEngine,
+    isl: Lengths,
+    osl: Lengths,
+    rate: float,
+    n: int,
+    cap: int,
+    kv_tokens: float | None = None,
 ) -> OpenRun | None:
     """Follow n requests arriving at `rate` through the instance (module docstring); None
     when the run is too long for BLOCKS blocks of at most E[O - 1] / DK_PER_OUTPUT steps (a
     block's batch is held over its steps, so a block must be short against a request's life):
-    there the ramp and drain are a small share of the run and the steady state reads it."""
+    there the ramp and drain are a small share of the run and the steady state reads it.
+    `cap` bounds the requests running; with `kv_tokens`, the KV pool bounds them as the
+    engine admits (a prompt goes in while the live contexts, prompts and the tokens made so
+    far, leave room for it), in place of `cap`'s mean-context reading of the pool."""
     e_i, surv = isl.mean, _Survival(osl)
     ctx = decode_context(isl, osl)
     o_max = float(surv.steps[-1])
@@ -123,8 +133,13 @@ def run(
     for _ in range(MAX_BLOCKS):
         arrived = min(n, 1.0 + rate * t)
         km, mm = np.array(k_adm), np.array(m_adm)
-        running = float(mm @ surv.alive(k - km)) if len(km) else 0.0
-        x = max(min(arrived - admitted, cap - running), 0.0)
+        alive = surv.alive(k - km) if len(km) else np.zeros(0)
+        running = float(mm @ alive) if len(km) else 0.0
+        room_n = cap - running
+        if kv_tokens is not None:  # live contexts: each alive request's prompt and output so far
+            live = float(mm @ (alive * (e_i + np.maximum(k - km, 0.0)))) if len(km) else 0.0
+            room_n = min(room_n, (kv_tokens - live) / e_i)
+        x = max(min(arrived - admitted, room_n), 0.0)
         if eng.schedule != "separate":  # prompt tokens ride the steps, up to the budget left
             x = min(x, dk * max(eng.step_tokens - running, 1.0) / e_i)
         b = running + x
