@@ -116,3 +116,17 @@ def test_a_faster_line_never_loses_the_sla(setting, rate):
     # met at one line rate: met at every faster one
     first = ok.index(True) if True in ok else len(ok)
     assert all(ok[first:]), (name, rate, dict(zip(LINE_RATES, ok)))
+
+
+def test_a_lower_rate_never_loses_the_sla(setting):
+    """The same premise along the rate (evaluate's search bisects on it): a fleet that meets
+    the SLA at a rate meets it at every lower one. With the gate on the class-mean time each
+    fleet here failed at 4-7 req/s, below the rates it served (bought 15-21 req/s, one_line
+    8-12, three_prefill 17-21, the last two with a hole; line x1.0, 1 req/s steps): a quiet
+    prefill pool closed the gate while the classes' long strata still missed the 0.5 s P90."""
+    name, pb, cls, fs = setting
+    fm = perturb.fleet_model(perturb.apply(pb, cls, {}), fs)
+    rates = (4.0, 7.0, 10.0, 13.0, 16.0, 19.0, 22.0)
+    ok = [analytic.at_rate(fm, r).ok for r in rates]
+    last = max((i for i, o in enumerate(ok) if o), default=-1)
+    assert last >= 0 and all(ok[: last + 1]), (name, dict(zip(rates, ok)))
