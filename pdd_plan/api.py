@@ -58,13 +58,20 @@ def build_context(scenario: Scenario | str | Path, file: str | Path | None = Non
     return context.build_context(scenario, scenario_file(file) if file is not None else "")
 
 
-def optimize(ctx: Context, verify: bool = True, sim_requests: int = 20_000, **kw: Any) -> Plan:
+def optimize(
+    ctx: Context,
+    verify: bool = True,
+    sim_requests: int = 20_000,
+    tail_requests: int = 1_000_000,
+    **kw: Any,
+) -> Plan:
     """Plan every architecture the scenario lists (`pdd-plan optimize`); `verify` replays
-    each plan and re-solves while its replay misses the SLA. See
-    :func:`pdd_plan.optimize.optimize` for the other options."""
+    each plan and re-solves while its replay misses the SLA, its TTFT figures and checks
+    composed with the prefill stage replayed over up to `tail_requests` (0: the replay's own),
+    as the command does. See :func:`pdd_plan.optimize.optimize` for the other options."""
     from pdd_plan.optimize import optimize as run  # (as above)
 
-    return run(ctx, verify=verify, sim_requests=sim_requests, **kw)
+    return run(ctx, verify=verify, sim_requests=sim_requests, tail_requests=tail_requests, **kw)
 
 
 def simulate(
