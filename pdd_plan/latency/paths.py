@@ -1,4 +1,4 @@
-"""Per-path TTFT/TPOT composition and the routing rule.
+"""Per-path TTFT/TPOT composition (the routing rule over them: `optimize/tables.py`).
 
 The paths are the architecture spec's (:data:`pdd_plan.architectures.PATHS`): `p_md` (prefill
 -> line -> main decode), `p_rld_md` (prefill -> RDMA -> relay decode, handing off to main decode
@@ -235,11 +235,3 @@ def path_times(
         {P_MD: atom},
         choice,
     )
-
-
-def relay_wanted(
-    ttft_p_md_s: np.ndarray, pool: PrefillPool, budget_s: float, q: float = 0.9
-) -> np.ndarray:
-    """The routing rule: relay a class when its direct path (mean line time included) would
-    break the TTFT budget at the q-quantile of the prefill wait."""
-    return ttft_p_md_s + pool.wait_law.quantile(q) > budget_s

@@ -216,6 +216,17 @@ def _relay_paths(spec: Architecture, rld: list[DecodeOption]) -> tuple[str, ...]
     return tuple(p for p in RELAY_PATHS if p in spec.paths) if rld else ()
 
 
+def relay_wanted(direct_miss: dict[float, np.ndarray]) -> np.ndarray:
+    """The routing rule (`policy.router: plan`): relay a class when its direct path breaks
+    the SLA's share at a percentile it states: more than 10% of its requests over the P90
+    target, or 1% over the P99 (`direct_miss`: quantile -> per class, P_MD's miss chance with
+    its line wait, over the class's strata). A faster line only lowers those chances, so it
+    closes the gate only for a class that then meets both shares on its own: it never takes a
+    relay path from a class that needs one (a rule on the class's mean time did, where the
+    class's long strata still missed)."""
+    return np.logical_or.reduce([direct_miss[q] > (1.0 - q) * (1 + 1e-9) for q in direct_miss])
+
+
 def _hit_threshold_paths(
     policy: Policy, hit_p: np.ndarray, singular: np.ndarray, relay: tuple[str, ...]
 ) -> dict[str, np.ndarray]:
@@ -298,25 +309,25 @@ def path_table(
     ft = fine_times(policy, prefill_chunk_tokens, classes, pool, service_s, md, rld, line, caps)
     times = ft.class_mean(classes)
     n = len(classes)
-    allowed = {P_MD: np.ones(n, bool)}
     # no line (every role in one datacenter): nothing to relay around
     relay = _relay_paths(spec, rld) if line.config is not None else ()
+    slas = (sla.ttft_p90_s, sla.ttft_p99_s)
+    paths = (P_MD, *relay)
+    fixed = {p: ft.ttft_fixed_s[p] for p in paths}
+    waits = [{p: f(p) for p in paths} for f in (ft.line_wait, ft.line_wait_var, ft.line_wait_atom)]
+    rows = ttft.miss_probabilities(fixed, pool, slas, *waits)
+    every = {q: {p: classes.class_mean(row[p]) for p in paths} for q, row in zip(QUANTILES, rows)}
+    allowed = {P_MD: np.ones(n, bool)}
     if relay:
         lim = policy.singular_max_output_tokens
         singular = classes.output_tokens <= (lim if lim is not None else -1)
         if policy.router == "hit_threshold":
             allowed = _hit_threshold_paths(policy, classes.hit_p, singular, relay)
         else:
-            wants = latency_paths.relay_wanted(times.ttft_mean_s(P_MD), pool, sla.ttft_p90_s)
+            wants = relay_wanted({q: every[q][P_MD] for q in QUANTILES})
             for p in relay:
                 allowed[p] = wants & singular if p == P_RLD else wants
-    slas = (sla.ttft_p90_s, sla.ttft_p99_s)
-    fixed = {p: ft.ttft_fixed_s[p] for p in allowed}
-    waits = [
-        {p: f(p) for p in allowed} for f in (ft.line_wait, ft.line_wait_var, ft.line_wait_atom)
-    ]
-    rows = ttft.miss_probabilities(fixed, pool, slas, *waits)
-    miss = {q: {p: classes.class_mean(row[p]) for p in allowed} for q, row in zip(QUANTILES, rows)}
+    miss = {q: {p: every[q][p] for p in allowed} for q in QUANTILES}
     return PathTable(
         allowed=allowed,
         miss=miss,

@@ -134,9 +134,10 @@ class Evaluator:
 
     def meets(self, values: dict[str, float], arch: str, rate: float) -> bool:
         """Whether the fleet meets the SLA at `rate` under the draw: its goodput covers it,
-        and, for a fleet with relay decode, the check at that rate itself passes (the relay
-        gate opens with P->MD's TTFT, so such a fleet can fail at a rate below one it
-        serves: its feasibility need not be monotone in the rate)."""
+        and, for a fleet with relay decode, the check at that rate itself passes (a guard:
+        the relay gate moves with the rate, closing only for classes that then meet both
+        TTFT shares directly, so feasibility is monotone in the rate on the tested fleets,
+        tests/unit/optimize/test_relay_gate.py, but not proven so)."""
         if self.goodput(values, arch) < rate * (1 - 1e-9):
             return False
         fs = self.fleets[arch]

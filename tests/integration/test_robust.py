@@ -1,8 +1,8 @@
 """Robust plans out of sample (the small version of benchmarks/robust.py): a Q = 0.9 plan of
 a small scenario, planned over a few independent draws, replayed in the simulator under fresh
 independent draws (another seed), meets the SLA in at least 85% of them by the models it is
-planned on (the replays: a strict xfail at 85%, the decode model's gap, and a binomial floor);
-a fleet that already meets the share is kept as it is."""
+planned on and in the replays (and in the replays at least the binomial floor); a fleet that
+already meets the share is kept as it is."""
 
 from __future__ import annotations
 
@@ -71,15 +71,6 @@ def out_of_sample() -> OutOfSample:
     return OutOfSample(plan, found, met, an, len(fresh))
 
 
-# Found, not fixed (measured 2026-12-07 on the merged main): the Q = 0.9 plan meets 11+ of its
-# 12 design draws but, by the analytic models, only 8 of the 12 fresh ones (P = 2.6% for a
-# fleet that truly meets 90%). Bisected: it passes with the median-speed plans (a42b168) and
-# fails from the Latin-hypercube classes (aa92e38). The draws it misses are the easy ones (the
-# line 1.05-1.46x faster, the rate 0.88-1.03x): there the check leaves relay decode at 2% of
-# its capacity and misses TTFT by 1.1-1.7x, while harder draws (line 0.78-0.91x) pass with
-# 40% finishing on relay decode. A faster line should never hurt: which relay paths the path
-# table allows is not monotone in the line's rate.
-@pytest.mark.xfail(strict=True, reason="analytic out-of-sample 8/12 < the 85% target")
 @pytest.mark.slow
 def test_q90_plan_meets_the_sla_out_of_sample(out_of_sample):
     o = out_of_sample
@@ -97,14 +88,8 @@ def test_q90_plan_meets_the_sla_out_of_sample(out_of_sample):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="the replays miss the two slowest fresh draws (decode their bottleneck at speed "
-    "0.92-0.94 and 1.04-1.05x the rate, in 1,000- and 4,000-request replays alike): the "
-    "planner's decode model is optimistic there on this tiny scenario; 10 of 12 met",
-)
 def test_q90_plan_replays_meet_the_benchmark_target(out_of_sample):
-    # the benchmark's 85% (benchmarks/robust.py) held in the replays too: 11 of 12 here
+    # the benchmark's 85% (benchmarks/robust.py) held in the replays too
     assert out_of_sample.replayed / out_of_sample.draws >= 0.85, out_of_sample.replayed
 
 

@@ -218,8 +218,12 @@ def test_transfer_law_gives_the_numbers_of_the_two_composition_points(key):
     law = transfer_law(
         SIZES, SHARES, LINES[name](), rho, stretch, ca2, feed, PREFILL_S if fed else None
     )
+    # tolerance: 1e-12, the pins' own rounding; fed by a pool, 1e-9: the pool's busy-time
+    # variance is now the infinite M/M/c chain's, inverted to ~1e-10 (latency/laplace.py), where
+    # the pins were taken on a chain truncated at 1e-9 of its stationary mass (moved 3e-11)
+    rtol = 1e-9 if fed else 1e-12
     for field, want in BEFORE_LINE[key].items():
-        np.testing.assert_allclose(getattr(law, field), want, rtol=1e-12, err_msg=field)
+        np.testing.assert_allclose(getattr(law, field), want, rtol=rtol, err_msg=field)
 
 
 @pytest.mark.parametrize("key", sorted(BEFORE_TTFT))
