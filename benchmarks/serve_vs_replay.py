@@ -5,7 +5,9 @@ Usage: ``python -m benchmarks.serve_vs_replay``
 The grid of tests/integration/test_serve_vs_replay.py (two instances, SGLang's and vLLM's
 schedulers, three length mixes, concurrency 1 / 16 / 48, 6 C prompts), plus cases outside the
 test's bar: fixed lengths at concurrency 64 under vLLM (prompt groups that drift), and open
-loops at a finite rate (three seeds of 800 prompts). Errors: analytic / replay - 1.
+loops at a finite rate (three seeds of 800 prompts), and the finite open loops and long fixed
+prompts of the same test file (their output tokens/s as the replay's run length over the
+analytic's). Errors: analytic / replay - 1.
 """
 
 from __future__ import annotations
@@ -55,6 +57,33 @@ def main() -> None:
         a = serve(inst, eng, Load(isl, osl, rate=rate, num_prompts=800), cost=cost)
         reps = [replay(inst, eng, isl, osl, 800, rate=rate, seed=s, cost=cost) for s in (1, 2, 3)]
         _row(f"dense {name} open loop {rate:g}/s", a, reps)
+    print(
+        "\n| the tests' finite open loops and long prompts | output tok/s | mean TPOT | mean TTFT |"
+    )
+    print("|---|---|---|---|")
+    for name, rate in grid.OPEN:  # 160 prompts, U[1, 1024] / U[1, 512], three seeds
+        eng = serve_engine(name, 80)
+        cost = StepCost(inst, eng)
+        isl, osl = sl.sglang_random(1024, 0.0), sl.sglang_random(512, 0.0)
+        a = serve(inst, eng, Load(isl, osl, rate=rate, num_prompts=160), cost=cost)
+        reps = [replay(inst, eng, isl, osl, 160, rate=rate, seed=s, cost=cost) for s in (1, 2, 3)]
+        _mean_row(f"dense {name} {rate:g}/s, 160 prompts", a, reps)
+    for name, (i, o, c, n) in itertools.product(["sglang", "vllm"], grid.LONG):
+        eng = serve_engine(name, 80)
+        cost = StepCost(inst, eng)
+        isl, osl = sl.fixed(i), sl.fixed(o)
+        a = serve(inst, eng, Load(isl, osl, concurrency=c, num_prompts=n), cost=cost)
+        reps = [replay(inst, eng, isl, osl, n, c, seed=7, cost=cost)]
+        _mean_row(f"dense {name} fixed {i}/{o} C={c}, {n} prompts", a, reps)
+
+
+def _mean_row(label: str, a, reps) -> None:
+    """Errors on the run's length (tokens/s at the replay's drawn totals) and the means."""
+    dur = np.mean([r.duration_s for r in reps])
+    tpot = np.mean([np.mean(r.tpot_s) for r in reps])
+    ttft = np.mean([np.mean(r.ttft_s) for r in reps])
+    errs = (dur / a.duration_s - 1, a.tpot_s.mean / tpot - 1, a.ttft_s.mean / ttft - 1)
+    print(f"| {label} | {errs[0]:+.1%} | {errs[1]:+.1%} | {errs[2]:+.1%} |")
 
 
 if __name__ == "__main__":

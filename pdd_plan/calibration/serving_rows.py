@@ -49,6 +49,7 @@ class ServingRows(Strict):
     date: str
     documents: dict[str, str]
     set_aside: dict[int, str] = {}
+    noted_ttft_ms: dict[int, PositiveFloat] = {}  # evidence only: a row's record's TTFT
     rows: dict[int, ServingRow]
 
 

@@ -14,9 +14,13 @@ flight. This module predicts them:
    are prefilled in full batches (their TTFTs spread over that burst) and the run gains the
    burst's time over what the same prompts cost in steady state; at the end the last C
    requests drain, the batch falling as they finish (their residual outputs follow the
-   equilibrium law P(residual > k) = E[(O - k)+] / E[O]), which costs the drain's time over
-   the steady state's for the same tokens. With fixed lengths the C requests never
-   desynchronize: the run is num_prompts / C such waves.
+   equilibrium law P(residual > k) = E[(O - k)+] / E[O], up to the longest), which costs the
+   drain's time over the steady state's for the same tokens. With fixed lengths the C
+   requests stay in lockstep where a prompt fits one step (or under SGLang's separate
+   prefill, which holds the decodes until the whole wave is prefilled): the run is
+   num_prompts / C such waves; a longer prompt under mixed steps is chunked, its wave spreads
+   and the run takes the steady path. An open loop with a stated num_prompts is a finite run
+   that rarely reaches its steady state: perf/serve_open.py follows it as it unfolds.
 3. Percentiles: TTFT = the fixed part + the prompt's own steps (by its length) for the
    steady requests, the burst's times for the first C; TPOT per request = decode step +
    the prompt-carrying steps among its O - 1 (binomial); ITL = the two step kinds. Computed
@@ -25,12 +29,12 @@ flight. This module predicts them:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from pdd_plan.common.errors import InputError
-from pdd_plan.perf import layers
+from pdd_plan.perf import layers, serve_open
 from pdd_plan.perf.instance import Instance
 from pdd_plan.perf.serve_engine import ServeEngine
 from pdd_plan.perf.serve_lengths import Lengths
@@ -56,6 +60,16 @@ class Stat:
     p50: float
     p90: float
     p99: float
+
+    @staticmethod
+    def weighted(x: np.ndarray, w: np.ndarray) -> Stat:
+        """Mean and percentiles of values x carrying weights w (the lower value at a tie)."""
+        if len(x) == 0 or float(np.sum(w)) <= 0:
+            return Stat(0.0, 0.0, 0.0, 0.0)
+        order = np.argsort(x, kind="stable")
+        xs, cw = x[order], np.cumsum(w[order]) / np.sum(w)
+        p = [float(xs[min(np.searchsorted(cw, q), len(xs) - 1)]) for q in (0.5, 0.9, 0.99)]
+        return Stat(float(np.dot(x, w) / np.sum(w)), *p)
 
     @staticmethod
     def of(x: np.ndarray) -> Stat:
@@ -124,7 +138,7 @@ def _solve_open(cost, eng, load: Load, cap: int) -> tuple[Steady, bool]:
         else:
             hi = mid
     s = steady(cost, eng, load.isl, load.osl, hi, None)
-    return s, s.in_engine > cap
+    return s, bool(s.in_engine > cap)
 
 
 def _burst(cost: StepCost, eng: ServeEngine, isl: Lengths, n: int) -> np.ndarray:
@@ -149,15 +163,18 @@ def _burst(cost: StepCost, eng: ServeEngine, isl: Lengths, n: int) -> np.ndarray
 
 
 def _drain(cost: StepCost, s: Steady, load: Load, n: int, ctx: float) -> tuple[float, float]:
-    """(seconds, output tokens) from the last send to the last completion, the batch falling
-    from n as the residual outputs run out."""
+    """(seconds, output tokens) from the last send to the last completion. The n requests
+    left have the equilibrium residual law P(residual > k) = E[(O - k)+] / E[O] = p(k); a
+    step runs while any remains, P = 1 - (1 - p)^n, at the batch left given that, n p / P;
+    the last one's residual reaches the longest output, not the mean."""
     o = load.osl
-    k = np.linspace(0.0, o.mean, DRAIN_POINTS + 1)[:-1] + o.mean / DRAIN_POINTS / 2
+    k = np.linspace(0.0, o.high, DRAIN_POINTS + 1)[:-1] + o.high / DRAIN_POINTS / 2
     share = np.array([o.mean_of(lambda v, kk=kk: np.maximum(v - kk, 0.0)) for kk in k]) / o.mean
-    b = 1.0 + (n - 1.0) * share
-    dt = o.mean / DRAIN_POINTS
-    t = sum(interp(lambda x: cost.decode(x, ctx), bb) for bb in b) * dt
-    return t + s.ttft_s, float(b.sum() * dt)
+    alive = 1.0 - (1.0 - np.minimum(share, 1.0)) ** n
+    b = np.where(alive > 0, n * share / np.maximum(alive, 1e-300), 0.0)
+    dt = o.high / DRAIN_POINTS
+    t = sum(a * interp(lambda x: cost.decode(x, ctx), max(bb, 1.0)) for a, bb in zip(alive, b))
+    return t * dt + s.ttft_s, float(n * share.sum() * dt)
 
 
 def _waves(cost, eng, load: Load, n: int, n_total: int) -> tuple[float, float, np.ndarray, float]:
@@ -170,7 +187,13 @@ def _waves(cost, eng, load: Load, n: int, n_total: int) -> tuple[float, float, n
     first = _burst(cost, eng, load.isl, n)
     t_d = cost.decode(n, ctx)
     tpot, later, t_later = t_d, first, float(first[-1] + (e_o - 1.0) * t_d)
-    if eng.schedule == "mixed" and e_i > eng.step_tokens:
+    t_first = None
+    if eng.schedule == "separate":
+        # the decodes start when the wave's last prefill batch ends: a request prefilled
+        # earlier waits for it between its first and second token
+        tpot = t_d + float(np.mean(first[-1] - first)) / max(e_o - 1.0, 1.0)
+        t_first = t_later
+    elif e_i > eng.step_tokens:
         # long prompts: request j decodes through the chunk steps of the prompts behind it
         n_pass = float(np.ceil(n * e_i / eng.step_tokens))
         done_at = np.ceil(np.arange(1, n + 1) * e_i / eng.step_tokens)
@@ -188,7 +211,9 @@ def _waves(cost, eng, load: Load, n: int, n_total: int) -> tuple[float, float, n
     share = min(n / max(n_total, 1), 1.0)
     m = int(round(DRAWS * share))
     ttft = np.concatenate([first[(np.arange(m) * n) // max(m, 1)], np.resize(later, DRAWS - m)])
-    return float(first[-1] + (e_o - 1.0) * tpot), t_later, ttft, tpot
+    if t_first is None:
+        t_first = float(first[-1] + (e_o - 1.0) * tpot)
+    return t_first, t_later, ttft, tpot
 
 
 def _percentiles(s: Steady, load: Load, burst: np.ndarray, n_total: int, seed: int = 0):
@@ -243,10 +268,13 @@ def serve(
     n_prompts = load.num_prompts
     if load.rate is not None:
         s, saturated = _solve_open(cost, eng, load, cap)
-        if not (saturated and n_prompts):
-            return _open_result(s, load, cap, limit, saturated)
-        # arrivals outrun the instance: the finite run piles up as if sent at once
-        load = Load(load.isl, load.osl, concurrency=n_prompts, num_prompts=n_prompts)
+        if n_prompts:  # a finite run: followed as it unfolds (perf/serve_open.py)
+            lim = eng.max_running or n_prompts
+            r = serve_open.run(cost, eng, load.isl, load.osl, float(load.rate), n_prompts, lim,
+                               inst.kv_capacity_tokens)  # fmt: skip
+            if r is not None:
+                return _finite_open(load, s, r, cap, limit)
+        return _open_result(s, load, cap, limit, saturated)
     c = int(load.concurrency)  # type: ignore[arg-type]
     n_engine = min(c, cap)
     limit = "concurrency" if c <= cap else limit
@@ -254,7 +282,14 @@ def serve(
     outside = (c - n_engine) / s.requests_per_s if c > n_engine else 0.0
     n = n_prompts or 0
     e_o, e_i = load.osl.mean, load.isl.mean
-    waves = load.isl.fixed and load.osl.fixed and n > 0
+    # fixed lengths stay in lockstep only while a prompt fits one step: a longer one is
+    # chunked over several, so a wave's first tokens come one prompt's chunks apart, its
+    # completions as far apart, and the next wave is sent as a stream, not a burst (the
+    # replay: Qwen3-235B 30K-token prompts at C = 64, TTFT 13.5 s, not the 25.9 s of a
+    # second burst)
+    # (SGLang's separate prefill keeps it: the decodes wait until the whole wave is prefilled)
+    lockstep = eng.schedule == "separate" or e_i <= eng.step_tokens
+    waves = load.isl.fixed and load.osl.fixed and n > 0 and lockstep
     if waves or (n and n <= n_engine):
         w = min(n, n_engine)
         t_first, t_later, ttft_w, tpot = _waves(cost, eng, load, w, n)
@@ -296,6 +331,9 @@ def serve(
 
 
 def _open_result(s: Steady, load: Load, cap: int, limit: str, saturated: bool) -> ServeResult:
+    """The steady state of an open loop; a finite run many request lifetimes long adds its
+    last request's latency to its arrivals' span, and past capacity its queue's growth (a
+    request waits half of it on average)."""
     x = s.requests_per_s if saturated else float(load.rate)  # type: ignore[arg-type]
     e_o, e_i = load.osl.mean, load.isl.mean
     ttft, tpot, itl = _percentiles(s, load, np.zeros(0), 0)
@@ -303,7 +341,7 @@ def _open_result(s: Steady, load: Load, cap: int, limit: str, saturated: bool) -
     duration = None
     if n:
         duration = n / x + ttft.mean + (e_o - 1.0) * tpot.mean
-        if saturated:  # the queue grows over the run: a request waits half its growth
+        if saturated:
             grow = 0.5 * (n / x - n / float(load.rate))  # type: ignore[arg-type]
             ttft = Stat(*(v + grow for v in (ttft.mean, ttft.p50, ttft.p90, ttft.p99)))
     rate = n / duration if duration else x
@@ -311,4 +349,19 @@ def _open_result(s: Steady, load: Load, cap: int, limit: str, saturated: bool) -
     return ServeResult(
         rate * e_o, rate * (e_o + e_i), rate, ttft, tpot, itl, x * lat, duration, s, cap,
         "rate" if not saturated else limit, saturated, 0.0, 0.0, False,
+    )  # fmt: skip
+
+
+def _finite_open(load: Load, s: Steady, r: serve_open.OpenRun, cap: int, limit: str) -> ServeResult:
+    """A finite open-loop run: its ramp-up, queue and drain to the last completion."""
+    n = int(load.num_prompts)  # type: ignore[arg-type]
+    e_o, e_i = load.osl.mean, load.isl.mean
+    ttft, tpot = Stat.weighted(r.ttft_s, r.ttft_w), Stat.weighted(r.tpot_s, r.tpot_w)
+    itl = Stat.weighted(r.itl_s, r.itl_w)
+    x = n / r.duration_s
+    saturated = r.queued_at_last_arrival >= 1.0
+    s = replace(s, batch=r.batch_mean)  # the run's mean batch, not the steady state's
+    return ServeResult(
+        x * e_o, x * (e_o + e_i), x, ttft, tpot, itl, x * r.latency_mean_s, r.duration_s, s,
+        cap, limit if saturated else "rate", saturated, 0.0, 0.0, False,
     )  # fmt: skip

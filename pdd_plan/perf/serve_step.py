@@ -20,6 +20,8 @@ def _round_rel(x: float, floor: float) -> float:
     """x rounded to a 1/64 step of its own size (at least `floor`)."""
     if x <= 0:
         return 0.0
+    if x < floor:  # a short prompt (a few tokens) stays itself: never rounded to nothing
+        return float(max(round(x), 1))
     q = max(floor, 2.0 ** math.floor(math.log2(x)) / 64.0)
     return round(x / q) * q
 

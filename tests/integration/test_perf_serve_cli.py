@@ -30,6 +30,22 @@ def test_serve_json_has_the_benchmark_figures():
     assert 0 < d["in_flight_mean"] <= 16
 
 
+@pytest.mark.parametrize("prompts", [None, 200, 1_000_000])
+def test_open_loop_json_below_capacity_serves_the_offered_rate(prompts):
+    """An open loop at 2 requests/s of 256 outputs, far below what one H100 serves: endless,
+    finite (followed as it unfolds) and a million prompts (many lifetimes long: the steady
+    state) all give JSON; the endless and the long runs serve the offered 512 tokens/s, the
+    200-prompt run less (its last completions come after its last arrival)."""
+    extra = [] if prompts is None else ["--num-prompts", str(prompts)]
+    r = CliRunner().invoke(app, [*BASE, "--rate", "2", *extra, "--engine", "vllm", "-f", "json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    if prompts == 200:
+        assert 0.9 * 512 < d["throughput_tokens_per_s"] < 512
+    else:
+        assert d["throughput_tokens_per_s"] == pytest.approx(512, rel=0.001)
+
+
 @pytest.mark.parametrize(
     ("args", "needle"),
     [

@@ -62,3 +62,15 @@ def test_rows_and_serving_rows_agree_on_kv(rows) -> None:
     for r in both:
         assert r.kv_dtype == serving[r.row].kv_dtype, r.row
         assert r.gpu == serving[r.row].gpu
+
+
+def test_noted_ttfts_belong_to_low_concurrency_tpot_rows() -> None:
+    """The evidence TTFTs restate records of serving rows whose figure is a TPOT at concurrency
+    1-4 (a TTFT row's record is not repeated), and no statistic reads them."""
+    data = load_serving_rows()
+    assert len(data.noted_ttft_ms) >= 10
+    for row in data.noted_ttft_ms:
+        r = data.rows[row]
+        assert r.figure == "tpot_ms" and r.concurrency is not None and r.concurrency <= 4, row
+    ttft_rows = {k for k, r in data.rows.items() if r.figure == "ttft_ms"}
+    assert not ttft_rows & set(data.noted_ttft_ms)

@@ -113,3 +113,38 @@ def test_host_cost_bounds_a_small_model_at_large_batch():
     inst, eng = _inst(), serve_engine("vllm", 80)
     cost = StepCost(inst, eng)
     assert cost.decode(2048, 64) >= 2048 * eng.host_per_token_s
+
+
+def test_finite_open_loop_ends_at_its_last_completion():
+    """A 100-prompt run at 2 requests/s, far below capacity, lasts at least its arrivals' span
+    ((n - 1) / R = 49.5 s) and less than that plus the longest output decoding alone after it
+    (plus one prompt); its throughput is then below the offered rate's; a run at an arrival rate
+    past capacity leaves requests waiting at the last arrival and is flagged saturated."""
+    inst, eng = _inst(), serve_engine("sglang", 80)
+    cost = StepCost(inst, eng)
+    isl, osl = sl.sglang_random(512, 0.0), sl.sglang_random(256, 0.0)
+    r = serve(inst, eng, Load(isl, osl, rate=2.0, num_prompts=100), cost=cost)
+    alone = 255 * cost.decode(1, 512) + cost.prefill_tokens(512, 512)
+    assert 49.5 < r.duration_s < 49.5 + alone * 1.05
+    assert r.output_tokens_per_s < 2.0 * osl.mean
+    assert not r.saturated
+    over = serve(inst, eng, Load(isl, osl, rate=1e4, num_prompts=2000), cost=cost)
+    assert over.saturated
+    assert over.ttft_s.mean > r.ttft_s.mean
+
+
+def test_finite_open_loop_throughput_grows_with_the_rate():
+    inst, eng = _inst(), serve_engine("vllm", 80)
+    cost = StepCost(inst, eng)
+    isl, osl = sl.sglang_random(1024, 0.8), sl.sglang_random(256, 0.8)
+    thr = [serve(inst, eng, Load(isl, osl, rate=r, num_prompts=200), cost=cost).output_tokens_per_s
+           for r in (1.0, 4.0, 16.0)]  # fmt: skip
+    assert thr == sorted(thr)
+
+
+def test_a_prompt_of_a_few_tokens_costs_a_step_not_nothing():
+    """SGLang's range ratio 0 draws prompts from 1 token: a 3-token chunk is a real (short)
+    pass, at least the cost of a 1-token one and at most a 16-token one's."""
+    cost = StepCost(_inst(), serve_engine("sglang", 80))
+    t3 = cost.time(seqs=1.0, new=3.0)
+    assert 0.0 < cost.time(seqs=1.0, new=1.0) <= t3 <= cost.time(seqs=1.0, new=16.0)
