@@ -119,9 +119,28 @@ def _scaled(meas: Measurement, tps: float) -> float:
     return tps * (meas.value_gpus or meas.n_gpus) / meas.n_gpus
 
 
+# points of a uniform length spread a mean TTFT is taken over (midpoints of equal-width bins:
+# exact for a quadratic in the length to 1 / (12 n^2) of the spread's variance)
+SPREAD_POINTS = 16
+
+
+def _ttft_ms(meas: Measurement, inst: Instance, isl: float) -> float:
+    """Mean TTFT of one request alone (its prefill passes) at mean prompt `isl`, over the
+    row's length spread if it has one (TTFT is convex in the length)."""
+    lens = [float(isl)]
+    if meas.isl_range is not None:
+        lo, hi = meas.isl_range
+        shift = isl - (lo + hi) / 2.0  # the spread's mean at `isl`
+        step = (hi - lo) / SPREAD_POINTS
+        lens = [max(lo + (j + 0.5) * step + shift, 1.0) for j in range(SPREAD_POINTS)]
+    t = [roofline.prefill_time(inst, n, meas.cached, meas.chunk).total_s for n in lens]
+    return 1e3 * sum(t) / len(t)
+
+
 def _prefill(meas: Measurement, inst: Instance) -> float:
     if meas.figure == "ttft_ms":  # one request alone: its prefill passes
-        return roofline.prefill_time(inst, meas.isl, meas.cached, meas.chunk).total_s * 1e3
+        t = _ttft_ms(meas, inst, meas.isl)
+        return t - (_ttft_ms(meas, inst, meas.less_isl) if meas.less_isl else 0.0)
     b = meas.batch or 1
     p = roofline.batch_prefill_time(inst, b, meas.isl, meas.cached, meas.chunk)
     return _scaled(meas, b * meas.isl / (p.total_s - p.overhead_s * meas.kernels_only))

@@ -24,8 +24,10 @@ of freedom, else Gaussian):
 A GPU's step overhead is its overhead under the reference engine (SGLang, what the planner
 deploys); each other engine's scheduling overhead is one offset (ms a step) shared by every GPU,
 fitted with the rest under a N(0, SIGMA_ENGINE^2) prior: the CPU side of a step is the engine's,
-not the GPU's. A GPU with at most FEW_ROWS rows is pooled under a normal prior narrowed by its
-row count, not the Student-t: too few rows to pin its factors, they stay near the population.
+not the GPU's. A factor of a GPU that at most FEW_ROWS rows inform is pooled under a normal prior
+narrowed by that count, not the Student-t: too few rows to pin it, it stays near the population
+(joint_pooling.py: mfu and mbu count the GPU's rows, the step overhead each row by how much it
+moves the row's figure, so that one batch-1 row among large-batch ones does not set it alone).
 
 The shift is partially pooled: a GPU with rows of both families (the same GPU, the same engines,
 dense against MoE) has its own shift, shrunk toward the shared mean by the normal prior
@@ -73,6 +75,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pdd_plan.calibration.fit import BOUNDS, FACTORS, Measurement, predict
+from pdd_plan.calibration.joint_pooling import dersimonian_laird, effective_rows, student_t_residual
 from pdd_plan.calibration.measurements import engine_build
 from pdd_plan.common.errors import InputError
 from pdd_plan.inputs import profiles
@@ -95,10 +98,10 @@ NF = len(FACTORS)  # factors per GPU
 NU_GPU = 4.0
 NU_ROW = 4.0  # the same tail on a row's error: a row the model cannot explain stays off
 TAU_FLOOR = 0.01  # a between-GPU spread below 1 %: every GPU takes the shared mean
-# A GPU with at most FEW_ROWS rows is pooled under a normal prior (no heavy tail) whose spread
-# shrinks with its rows, SIGMA_GPU x n / (n + FEW_ROWS): one or two rows, each mixing
-# all three factors, cannot pin one down, so they must not drag it to a bound (H20's mfu went
-# to 1.0 on one MoE row, MI300X's step overhead to 19.6 ms on one batch-1 row of three)
+# A factor at most FEW_ROWS rows inform is pooled under a normal prior (no heavy tail) of spread
+# SIGMA_GPU x n / (n + FEW_ROWS): one or two rows cannot pin it, so they must not drag it to a
+# bound (H20's mfu went to 1.0 on one MoE row, MI300X's step overhead to 19.6 ms on one batch-1
+# row of three, GB200's to 0 on its one batch-1 row of six)
 FEW_ROWS = 3
 # the serving engine's own scheduling overhead: an offset (ms a step) of each engine's against
 # REFERENCE_ENGINE's, which the GPUs' step overheads are (the planner deploys SGLang), under a
@@ -117,13 +120,6 @@ SIGMA_SLOPE = 1.0
 def balance(gpu: GPUProfile) -> float:
     """z of `gpu`: log of its BF16 FLOPs per byte of HBM over BALANCE_CENTER."""
     return math.log(gpu.peak_flops("bf16") / (gpu.memory.hbm_tbps * 1e12) / BALANCE_CENTER)
-
-
-def student_t_residual(r: np.ndarray, nu: float = NU_GPU) -> np.ndarray:
-    """The residual whose square is Student-t's negative log density (up to a constant),
-    nu log(1 + r^2 / nu), with r's sign: least squares on it is a t prior on r. Equal to r near
-    0; grows like sqrt(log r) far out, so one GPU far from the others barely moves their mean."""
-    return np.sign(r) * np.sqrt(nu * np.log1p(r * r / nu))
 
 
 def _to_x(factors: dict[str, float]) -> list[float]:
@@ -246,14 +242,18 @@ class _Problem:
         self.both = [g for g in self.gpus if len(fams[g]) == 2] if tau is not None else []
         self.tau = np.array([tau[k] for k in SHIFTED]) if tau is not None else None
         e0 = analytic[self.gpus[0]].efficiency  # the analytic defaults (the same on every GPU)
-        self.x_prior = np.array(_to_x({k: getattr(e0, k) for k in FACTORS}))
+        prior = {k: getattr(e0, k) for k in FACTORS}
+        self.x_prior = np.array(_to_x(prior))
         n_rows = Counter(r.gpu for r in rows)
         z = {g: balance(analytic[g]) for g in self.gpus}
         informed = [z[g] for g in self.gpus if n_rows[g] > FEW_ROWS] or list(z.values())
         self.z_range = (min(informed), max(informed))
         self.z = np.clip([z[g] for g in self.gpus], *self.z_range)
-        self.few = np.array([n_rows[g] <= FEW_ROWS for g in self.gpus])
-        self.shrink = np.array([n_rows[g] / (n_rows[g] + FEW_ROWS) for g in self.gpus])
+        # the rows that inform each factor (joint_pooling.py), not the GPU's rows
+        sig = (SIGMA_ROW, SIGMA_GPU)
+        n_eff = effective_rows(rows, analytic, self.models, prior, sig, LOG)
+        self.few = np.array([n_eff[g] <= FEW_ROWS for g in self.gpus])
+        self.shrink = np.array([n_eff[g] / (n_eff[g] + FEW_ROWS) for g in self.gpus])
         self.engines = sorted({r.engine_name for r in rows} - {REFERENCE_ENGINE})
         self.row_engine = [r.engine_name for r in rows]
         self._seen: dict[tuple, float] = {}  # (row, its factors) -> predicted figure
@@ -326,10 +326,9 @@ class _Problem:
         for i in range(len(self.gpus)):
             lift[0] = x[self.beta] * self.z[i]  # log mfu's mean at this GPU's balance
             r = x[NF * i : NF * i + NF] - mu - lift
-            if self.few[i]:  # few rows: a normal prior, narrower with fewer rows
-                pool.append(r / (np.array(SIGMA_GPU) * self.shrink[i]))
-            else:
-                pool.append(student_t_residual(r / SIGMA_GPU))
+            # a factor few rows inform: a normal prior, narrower with fewer rows
+            few = r / (np.array(SIGMA_GPU) * self.shrink[i])
+            pool.append(np.where(self.few[i], few, student_t_residual(r / SIGMA_GPU, NU_GPU)))
         prior = (mu - self.x_prior) / SIGMA_PRIOR
         devs = [x[self.dev(g)] / self.tau for g in self.both]
         slope = [x[self.beta] / SIGMA_SLOPE]
@@ -381,18 +380,6 @@ class _Problem:
             ftol=1e-6,
             xtol=1e-6,
         )
-
-
-def dersimonian_laird(s: np.ndarray, v: np.ndarray) -> float:
-    """The method-of-moments between-study variance tau^2 of estimates `s` with within-study
-    variances `v` (DerSimonian & Laird 1986); 0 when the spread is no more than `v` explains."""
-    if len(s) < 2:
-        return 0.0
-    w = 1.0 / v
-    mean = float(np.sum(w * s) / np.sum(w))
-    q = float(np.sum(w * (s - mean) ** 2))
-    denom = float(np.sum(w) - np.sum(w**2) / np.sum(w))
-    return max(0.0, (q - (len(s) - 1)) / denom) if denom > 0 else 0.0
 
 
 def between_gpu_spread(rows: list[Measurement], analytic: dict[str, GPUProfile]) -> dict:

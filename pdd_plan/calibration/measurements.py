@@ -118,6 +118,8 @@ class Measurement:
     kernels_only: bool = False  # a kernel timing: predicted without the step overhead
     cached: int = 0  # prefill on top of this many cached tokens (an extend)
     figure: str = "throughput"  # readings.Figure
+    isl_range: tuple[int, int] | None = None  # ttft_ms: lengths uniform over it (readings.py)
+    less_isl: int | None = None  # ttft_ms: value is the figure less the same run's at less_isl
     framework: str = ""  # the serving engine (tensorrt-llm, sglang, vllm, atom); "" = the source's
     document: str = ""  # leave-one-source-out group
     reading: str = ""
@@ -275,6 +277,11 @@ def _engine(r: Reading, base: Engine, source: str) -> Engine:
 
 def _from_reading(i: int, r: dict, rd: Reading, base: Engine, doc: str, f: str) -> Measurement:
     n = rd.n_gpus or 1
+    value = _number(r["value"], f, "value", i) - (rd.less.value if rd.less else 0.0)
+    if value <= 0:
+        raise InputError(
+            f, f"row {i}", "the value is not above the reading's less.value", "check the reading"
+        )
     return Measurement(
         row=i,
         source=r["source"],
@@ -286,7 +293,7 @@ def _from_reading(i: int, r: dict, rd: Reading, base: Engine, doc: str, f: str) 
         kv_dtype=rd.kv_dtype,
         isl=rd.isl or 0,
         osl=rd.osl,
-        value=_number(r["value"], f, "value", i),
+        value=value,
         engine=_engine(rd, base, r["source"]),
         phase=rd.phase,
         ep=rd.ep,
@@ -302,6 +309,8 @@ def _from_reading(i: int, r: dict, rd: Reading, base: Engine, doc: str, f: str) 
         kernels_only=rd.kernels_only,
         cached=rd.cached,
         figure=rd.figure,
+        isl_range=rd.isl_range,
+        less_isl=rd.less.isl if rd.less else None,
         framework=rd.framework or "",
         document=doc,
         reading=rd.reading,

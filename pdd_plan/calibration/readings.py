@@ -38,6 +38,14 @@ class EngineLimits(Strict):
     kv_free_fraction: float | None = Field(default=None, gt=0, le=1)
 
 
+class SameRun(Strict):
+    """The same run's figure at another prompt length (another record of one benchmark run)."""
+
+    row: str  # where it is stated (a CSV row or the record it comes from)
+    isl: PositiveInt
+    value: float = Field(gt=0)
+
+
 class Reading(Strict):
     use: Use
     reading: str
@@ -66,6 +74,14 @@ class Reading(Strict):
     kernels_only: bool = False
     cached: int = Field(default=0, ge=0)  # prefill: tokens already in the KV cache (an extend)
     figure: Figure = "throughput"
+    # ttft_ms: prompt lengths spread uniformly over [lo, hi] (isl their mean): the figure is the
+    # mean of the requests' TTFTs, which is convex in the length (attention is quadratic), so it
+    # exceeds the TTFT of the mean length
+    isl_range: tuple[PositiveInt, PositiveInt] | None = None
+    # ttft_ms: the figure less `less`'s (the same run at another prompt length): the difference
+    # is the prefill of the extra tokens, without the per-request part both carry (HTTP,
+    # tokenizer, scheduling), which the perf model does not predict
+    less: SameRun | None = None
     # the serving engine that ran it, where the source cell does not say (measurements.py)
     framework: Literal["tensorrt-llm", "sglang", "vllm", "atom"] | None = None
 
@@ -79,6 +95,15 @@ class Reading(Strict):
             raise ValueError("request_latency_ms is an offline run's request latency")
         if self.figure == "ttft_ms" and self.phase != "prefill":
             raise ValueError("ttft_ms is one request's prefill: give phase prefill")
+        if (self.isl_range or self.less) and self.figure != "ttft_ms":
+            raise ValueError("isl_range and less are for a ttft_ms figure")
+        if self.isl_range and self.less:
+            raise ValueError("give isl_range or less, not both")
+        lo_hi = self.isl_range
+        if lo_hi and not (lo_hi[0] <= (self.isl or 0) <= lo_hi[1]):
+            raise ValueError("isl_range [lo, hi] must hold isl (their mean)")
+        if self.less and self.less.isl >= (self.isl or 0):
+            raise ValueError("less: the other record's prompt must be shorter than isl")
         per_request = ("tpot_ms", "user_tokens_per_s")
         if self.figure in per_request and self.phase == "prefill":
             raise ValueError(f"{self.figure} is a decode figure: give phase offline or decode")
