@@ -136,10 +136,11 @@ ADMISSION = 0.9  # decode use of its TPOT-target batch from which slot waits sho
 def _admission(ev: paired.Evaluator, caps: dict[str, Caps]) -> list[str]:
     """Plans whose decode runs near its TPOT-target batch: a request can wait for a free decode
     slot (admitted when one finishes), which the replay has and the analytic TTFT leaves out.
-    Measured (2026-12-07, the default's IDC-PD at the band's median speed: 6 prefill at 96%
-    busy, decode at 96% of its batch; 1,000,000 requests, `pdd-plan simulate -n 1000000`):
-    that wait's P90 0, P99 1.39 s; TTFT P90 / P99 2.83 / 5.02 s against the analytic 2.85 /
-    5.62 s: the prefill law's lean at 96% busy covers it there. An earlier plan (7 prefill,
+    Measured (2026-12-07, the default's IDC-PD at the band's median speed after perf v4's
+    refit: 6 prefill at 96% busy, decode at 97% of its batch; 1,000,000 requests, `pdd-plan
+    simulate tests/golden/pdd-paper.optimize.yaml -a idc_pd -n 1000000`): that wait's P90 0,
+    P99 2.00 s; TTFT P90 / P99 3.07 / 5.26 s against the analytic 2.83 / 5.59 s: the prefill
+    law's lean at 96% busy covers it at P99, not at P90 (-8%). An earlier plan (7 prefill,
     decode at 97%) read 1.46 s analytic against 2.57 s: where prefill is less busy the
     analytic tail reads low by about that wait."""
     near = {}
@@ -153,8 +154,8 @@ def _admission(ev: paired.Evaluator, caps: dict[str, Caps]) -> list[str]:
     at = ", ".join(f"{a} {u:.0%}" for a, u in near.items())
     return [
         f"decode runs near its TPOT-target batch ({at}): a request can wait for a free decode "
-        "slot, which the analytic TTFT leaves out (the default's IDC-PD at 96%, 1M-request "
-        "replay: that wait's P99 1.39 s; TTFT P99 5.02 s against the analytic 5.62 s, the "
+        "slot, which the analytic TTFT leaves out (the default's IDC-PD at 97%, 1M-request "
+        "replay: that wait's P99 2.00 s; TTFT P99 5.26 s against the analytic 5.59 s, the "
         "prefill queue's law leaning high there); with a less busy prefill pool the analytic "
         "tail reads low by about that wait"
     ]

@@ -46,7 +46,7 @@ def _exact_mean_service(times: PrefillTimes) -> float:
 def test_classes_mean_service_is_the_distributions(pool_inputs):
     """The planner's strata carry the distribution's mean prefill service to 0.15%; an
     independent 20k draw was 0.39% off."""
-    rs, fm, cls, (iid_s, iid_w) = pool_inputs
+    rs, fm, cls, (iid_s, iid_w), _ = pool_inputs
     exact = _exact_mean_service(PrefillTimes(fm.pinst, rs.prefill_chunk_tokens))
     w = cls.fine.weight / cls.fine.weight.sum()
     assert float(np.dot(w, fm.strata_service)) == pytest.approx(exact, rel=1.5e-3)
@@ -57,7 +57,7 @@ def test_strata_service_is_their_members_mean_not_their_mean_members(pool_inputs
     """IDC-PD's classes (no singular split: 81 strata, wider ones): each stratum's time at its
     mean request understates E[S] by 0.26% (prefill is convex in uncached tokens); the
     two-point rule over the members' spread brings it within 0.15%."""
-    rs, fm, _, _ = pool_inputs
+    rs, fm, _, _, _ = pool_inputs
     path = str(example_path("pdd-paper"))
     ctx = build_context(load_scenario(path), path)
     spec = replace(ctx.class_spec, singular_split=None)
@@ -76,7 +76,7 @@ def test_wait_law_within_15_percent_of_the_prefill_replay_at_90_percent(pool_inp
     """300k Poisson requests (seed 0, the first 10% dropped) through the simulator's prefill
     stage on the default's six instances at 90% busy: mean and P50/P90/P99 of the wait. The
     4x4M benchmark reads -3.3/-1.9/-2.9/-2.4%; seed 0 at 300k reads within 15%."""
-    rs, fm, cls, _ = pool_inputs
+    rs, fm, cls, _, _ = pool_inputs
     c = fm.n_prefill
     rate = 0.9 * c / float(np.dot(cls.fine.weight, fm.strata_service))
     arrival, svc = _services(rs, fm, 300_000, 0)
