@@ -105,10 +105,12 @@ class Pending:
                 s = p.simulated
                 if s is not None and s.note:  # PDD runs CDC-PD's verified fleet, as replayed
                     c = plans[LINE_BASELINE]
+                    if c.simulated is None:  # CDC-PD's plan was verified (its fleet is PDD's)
+                        continue
                     note = {"note": s.note}
                     plans[a] = c.model_copy(
                         update={"simulated": c.simulated.model_copy(update=note)}
-                    )  # type: ignore[union-attr]
+                    )
             return plan.model_copy(update={"plans": plans})
         finally:
             if self.own:

@@ -68,7 +68,7 @@ class Stat:
             return Stat(0.0, 0.0, 0.0, 0.0)
         order = np.argsort(x, kind="stable")
         xs, cw = x[order], np.cumsum(w[order]) / np.sum(w)
-        p = [float(xs[min(np.searchsorted(cw, q), len(xs) - 1)]) for q in (0.5, 0.9, 0.99)]
+        p = [float(xs[min(int(np.searchsorted(cw, q)), len(xs) - 1)]) for q in (0.5, 0.9, 0.99)]
         return Stat(float(np.dot(x, w) / np.sum(w)), *p)
 
     @staticmethod
