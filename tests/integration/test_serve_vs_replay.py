@@ -60,9 +60,9 @@ OPEN = [("sglang", 2.0), ("sglang", 8.0), ("sglang", 32.0), ("vllm", 8.0), ("vll
 @pytest.mark.slow
 @pytest.mark.parametrize("engine,rate", OPEN)
 def test_finite_open_loop_agrees_with_the_replay(engine, rate):
-    """The fluid run (perf/serve_open.py) against the replay's mean over three seeds: output
-    tokens/s within 10 % (the replay's drawn totals, not the mean lengths, set its figure) and
-    mean TPOT within 15 %."""
+    """The fluid run (perf/serve_open.py) against the replay's mean over three seeds: the run's
+    length and mean TPOT within 10 %, the closed-loop issue's bar for throughput and TPOT
+    (measured: length -1.8..-4.7 %, TPOT -4.4..+1.0 %, benchmarks/serve_vs_replay.py)."""
     inst = _inst("dense")
     eng = serve_engine(engine, inst.gpu.memory.hbm_gb)
     cost = StepCost(inst, eng)
@@ -74,7 +74,7 @@ def test_finite_open_loop_agrees_with_the_replay(engine, rate):
     dur = float(np.mean([r.duration_s for r in reps]))
     assert ana.duration_s == pytest.approx(dur, rel=0.10)
     tpot = float(np.mean([np.mean(r.tpot_s) for r in reps]))
-    assert ana.tpot_s.mean == pytest.approx(tpot, rel=0.15)
+    assert ana.tpot_s.mean == pytest.approx(tpot, rel=0.10)
 
 
 # fixed prompts longer than a step's tokens (chunked): under vLLM's mixed steps a wave's first
@@ -87,7 +87,11 @@ LONG = [(12000, 256, 16, 48), (30000, 1000, 8, 16), (20000, 100, 10, 20)]
 @pytest.mark.parametrize("engine", ["sglang", "vllm"])
 @pytest.mark.parametrize("lengths", LONG, ids=lambda x: "-".join(map(str, x)))
 def test_long_fixed_prompts_agree_with_the_replay(engine, lengths):
-    """Output tokens/s within 10 %, mean TPOT and mean TTFT within 15 % of the replay."""
+    """Output tokens/s within 10 % (the closed-loop issue's bar), mean TTFT within 15 % (its P90
+    TTFT bar, for the mean), mean TPOT within 15 %: looser than the issue's 10 % because vLLM's
+    20000/100 case reads +13.4 % (a wave's chunked prefill mixed into its decode steps: the
+    fluid spreads it evenly, the replay step by step); the other five cases read -0.3..+7.2 %
+    (benchmarks/serve_vs_replay.py)."""
     i, o, c, n = lengths
     inst = _inst("dense")
     eng = serve_engine(engine, inst.gpu.memory.hbm_gb)
@@ -107,7 +111,8 @@ def test_finite_open_loop_bound_by_the_kv_pool_agrees_with_the_replay(engine):
     and U[500, 1000] out at 100/s): the fluid admits as the replay does, while the live
     contexts leave room for a prompt, not at the pool over a mean context (which would hold
     back the run's first seconds: its length was 16-18 % over the replay's). Run length within
-    5 %, mean TPOT within 15 % of the replay's mean over two seeds."""
+    5 % (the gap the fix closed was 16-18 %), mean TPOT within 10 % (the closed-loop issue's
+    bar) of the replay's mean over two seeds."""
     inst = _inst("moe")
     eng = serve_engine(engine, inst.gpu.memory.hbm_gb)
     cost = StepCost(inst, eng)
@@ -116,4 +121,4 @@ def test_finite_open_loop_bound_by_the_kv_pool_agrees_with_the_replay(engine):
     ana = serve(inst, eng, Load(isl, osl, rate=100.0, num_prompts=400), cost=cost)
     assert ana.duration_s == pytest.approx(float(np.mean([r.duration_s for r in reps])), rel=0.05)
     tpot = float(np.mean([np.mean(r.tpot_s) for r in reps]))
-    assert ana.tpot_s.mean == pytest.approx(tpot, rel=0.15)
+    assert ana.tpot_s.mean == pytest.approx(tpot, rel=0.10)
