@@ -179,6 +179,22 @@ def line_events(
     out_n[2] = opened
 
 
+@jit(i8(F1, f8), defer=True, python=False)
+def _cell(g, v):
+    """The cell of ``v`` in the sorted grid ``g`` as ``sim.timings._bilinear`` finds it:
+    ``searchsorted(g, v, side="right") - 1``, clipped to ``0 .. len(g) - 2``."""
+    n = g.shape[0]
+    lo, hi = 0, n
+    while lo < hi:  # elements <= v
+        mid = (lo + hi) >> 1
+        if g[mid] <= v:
+            lo = mid + 1
+        else:
+            hi = mid
+    i = lo - 1
+    return 0 if i < 0 else (n - 2 if i > n - 2 else i)
+
+
 @jit(void(F1, F1, F2, F1, F1, F1), defer=True)
 def bilinear(xg, yg, z, x, y, out):
     """``sim.timings._bilinear`` into ``out``, element by element with its float operations
@@ -194,24 +210,8 @@ def bilinear(xg, yg, z, x, y, out):
         yv = y[k]
         yv = yv if yv > yg[0] else yg[0]
         yv = yv if yv < yg[ny - 1] else yg[ny - 1]
-        lo, hi = 0, nx
-        while lo < hi:  # elements <= xv
-            mid = (lo + hi) >> 1
-            if xg[mid] <= xv:
-                lo = mid + 1
-            else:
-                hi = mid
-        i = lo - 1
-        i = 0 if i < 0 else (nx - 2 if i > nx - 2 else i)
-        lo, hi = 0, ny
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if yg[mid] <= yv:
-                lo = mid + 1
-            else:
-                hi = mid
-        j = lo - 1
-        j = 0 if j < 0 else (ny - 2 if j > ny - 2 else j)
+        i = _cell(xg, xv)
+        j = _cell(yg, yv)
         fx = (xv - xg[i]) / (xg[i + 1] - xg[i])
         fy = (yv - yg[j]) / (yg[j + 1] - yg[j])
         gx = 1.0 - fx
