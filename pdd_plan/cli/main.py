@@ -238,14 +238,22 @@ def _check_uncertainty_flags(sc, path, draws, robust, q, verify_draws, replan) -
         )
 
 
+# the replays' child the entry point forked before parsing (`pdd_plan.cli.early_replayer`)
+EARLY: dict[str, Any] = {"replayer": None}
+
+
 def _replayer(verify: bool) -> contextlib.AbstractContextManager:
     """The replays' child, started first, so that numba loads on the second core while this
-    process reads the scenario and plans; none without verification."""
-    if not verify:
-        return contextlib.nullcontext()
+    process reads the scenario and plans (the one the entry point forked, where it did); none
+    without verification."""
     from pdd_plan.sim.worker import started  # a light module, and only where a plan replays
 
-    return started(True)
+    early, EARLY["replayer"] = EARLY["replayer"], None
+    if not verify:
+        if early is not None:
+            early.close()
+        return contextlib.nullcontext()
+    return started(True, early)
 
 
 def _preflight(sc, file: str) -> None:
