@@ -27,30 +27,59 @@ def _verify(
     just before reuses that replay (`sim.run.recomposed`: the same verdict, replayed once)."""
     from pdd_plan.sim import run  # the simulator loads only where a replay runs
 
-    key = (architecture, n, seed, _plan_key(plan))
+    key = (_replay_key(plan, architecture), n, seed)
     if _PLAIN.get("rs") != rs:
         _PLAIN.clear()
         _PLAIN["rs"] = rs
-    if stage and key in _PLAIN:
-        return run.recomposed(rs, plan, architecture, _PLAIN[key], n, seed, stage)
-    if stage:
-        return run.verify(rs, plan, architecture, n, seed, stage_requests=stage)
-    got = run.verify_replay(rs, plan, architecture, n, seed)
-    if len(_PLAIN) > 16:
+    if len(_PLAIN) > 24:  # a replay holds ~3 MB of arrays per 20,000 requests
         _PLAIN.clear()
         _PLAIN["rs"] = rs
-    _PLAIN[key] = got
-    return got[0]
+    if stage and (key, stage) in _PLAIN:  # the same replay composed already
+        return _PLAIN[(key, stage)]
+    if stage and key in _PLAIN:
+        got = run.recomposed(rs, plan, architecture, _PLAIN[key], n, seed, stage)
+    elif stage:
+        got = run.verify(rs, plan, architecture, n, seed, stage_requests=stage)
+    elif key in _PLAIN:
+        return _PLAIN[key][0]
+    else:
+        _PLAIN[key] = run.verify_replay(rs, plan, architecture, n, seed)
+        return _PLAIN[key][0]
+    _PLAIN[(key, stage)] = got
+    return got
 
 
-# the plain replays this process made for the setup it last replayed, by architecture, length,
-# seed and plan (optimize's speculating verification replays each round plain, then composed)
+# the replays this process made for the setup it last replayed, plain (verdict and replay) by
+# what they replay, length and seed, and composed by that and the stage's length (optimize's
+# speculating verification replays each round plain, then composed)
 _PLAIN: dict[Any, Any] = {}
 
 
-def _plan_key(plan: Any) -> Any:
-    dump = getattr(plan, "model_dump_json", None)
-    return dump() if dump is not None else repr(plan)
+def _replay_key(plan: Any, architecture: str) -> Any:
+    """What a replay reads of one architecture's plan: its pools, line and rate, and the
+    architecture's decode role and whether it crosses a line; where it routes over relay
+    decode, the architecture and the whole plan. So PDD planned without a relay decode
+    instance shares CDC-PD's replay (the same requests through the same pools: the replay
+    routes over relay decode only where the fleet has some, `replay._move_kv`)."""
+    from pdd_plan import architectures
+    from pdd_plan.sim import setup
+
+    try:
+        p = setup.arch_plan(plan, architecture)
+        a = architectures.get(architecture)
+    except Exception:  # noqa: BLE001  (the replay itself raises it, in its one-line form)
+        p = a = None
+    if (
+        p is None
+        or a is None
+        or a.relays
+        and any(g.role == "relay_decode" and g.count > 0 for g in p.instances)
+    ):
+        dump = getattr(plan, "model_dump_json", None)
+        return (architecture, dump() if dump is not None else repr(plan))
+    line = p.line.model_dump_json() if p.line is not None else None
+    groups = tuple(g.model_dump_json() for g in p.instances)
+    return (a.decode_role, a.crosses_line, groups, line, p.goodput_rps)
 
 
 class Inline:
