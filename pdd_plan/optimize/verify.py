@@ -106,8 +106,6 @@ def verified_all(
     out: dict[str, Outcome] = {}
     steps, tickets, started, failed = {}, {}, {}, {}
     sim = replays(replay, n_requests, replay.seed, fork)
-    if stage and rate is not None:  # the longest stage's requests, at the rate plans state
-        sim.ahead(stage, float(f"{rate:.6g}"))  # (optimize.summary's goodput_rps)
     now = 0 if speculate is not None else stage  # speculating: the replays' own verdicts first
     log: dict[str, list] = {a: [] for a in architectures}  # each round's plan and its verdict
 

@@ -151,9 +151,7 @@ def stage_waits(rs, fl, rate_rps: float, n: int, seed: int) -> StageWaits:
     )
     if key in _CACHE:
         return _CACHE[key]
-    reqs = _AHEAD.pop(_ahead_key(rs, n, seed, rate_rps), None)
-    if reqs is None:
-        reqs = setup.requests(rs, n, seed, rate_rps)
+    reqs = setup.requests(rs, n, seed, rate_rps)
     services, counts = _services(rs, fl, reqs)
     a = reqs.req.arrival_s
     start, _ = fifo_least_loaded(a, services, counts)
@@ -165,25 +163,6 @@ def stage_waits(rs, fl, rate_rps: float, n: int, seed: int) -> StageWaits:
         _CACHE.clear()
     _CACHE[key] = out
     return out
-
-
-# a stage's requests drawn ahead (`draw_ahead`): the replays' child draws them while it waits
-# for the first plan, before the pool they go through is known
-_AHEAD: dict[tuple, setup.SimRequests] = {}
-
-
-def _ahead_key(rs, n: int, seed: int, rate_rps: float) -> tuple:
-    return (rs.workload.model_dump_json(), int(n), int(seed), float(rate_rps))
-
-
-def draw_ahead(rs, n: int, seed: int, rate_rps: float) -> None:
-    """The requests a stage of ``n`` at ``rate_rps`` replays (`setup.requests`, a pure
-    function of these), drawn now for :func:`stage_waits` to take; one set kept."""
-    n = min(int(n), MAX_STAGE)  # the longest a stage runs
-    if rs.workload.trace is not None or n <= 0 or rate_rps <= 0:
-        return
-    _AHEAD.clear()
-    _AHEAD[_ahead_key(rs, n, seed, rate_rps)] = setup.requests(rs, n, seed, rate_rps)
 
 
 def _pmf(x: np.ndarray, h: float, bins: int) -> np.ndarray:

@@ -64,8 +64,6 @@ def _replay_key(plan: Any, architecture: str) -> Any:
     from pdd_plan import architectures
     from pdd_plan.sim import setup
 
-    p: Any = None
-    a: Any = None
     try:
         p = setup.arch_plan(plan, architecture)
         a = architectures.get(architecture)
@@ -91,9 +89,6 @@ class Inline:
         self.rs, self.n, self.seed = rs, n_requests, seed
         self._jobs: dict[int, tuple[Any, str, int]] = {}
         self._tickets = 0
-
-    def ahead(self, stage: int, rate_rps: float) -> None:
-        """Nothing here: this process has no idle core to draw a stage's requests on."""
 
     def submit(self, plan: Any, architecture: str, stage: int = 0) -> int:
         """A replay to run; ``stage``: `sim.run.verify`'s ``stage_requests``."""
@@ -124,14 +119,6 @@ def _serve(conn: Connection) -> None:
         except EOFError:
             return
         ticket, rs, plan, architecture, n, seed, stage = job
-        if ticket < 0:  # no replay: a stage's requests drawn ahead (`Forked.ahead`), no answer
-            try:
-                from pdd_plan.sim import tails
-
-                tails.draw_ahead(rs, stage, seed, plan)
-            except Exception:  # noqa: BLE001  (only a head start: the stage draws its own)
-                pass
-            continue
         try:
             out: tuple = (ticket, True, _verify(rs, plan, architecture, n, seed, stage))
         except Exception:  # the parent replays it itself, so the error is its own, unpickled
@@ -171,17 +158,6 @@ class Forked:
         """The setup, replay length and seed of the replays to come."""
         self.inline = Inline(rs, n_requests, seed)
         return self
-
-    def ahead(self, stage: int, rate_rps: float) -> None:
-        """The requests of a prefill stage of ``stage`` requests at ``rate_rps`` (the planned
-        rate, as the plan will state it), drawn in the child while it waits for the first plan
-        (`sim.tails.draw_ahead`): the stage replay then takes them where it is that long."""
-        if self.conn is not None:
-            i: Any = self.inline
-            try:
-                self.conn.send((-1, i.rs, float(rate_rps), None, i.n, i.seed, int(stage)))
-            except OSError:
-                self._lost()
 
     def submit(self, plan: Any, architecture: str, stage: int = 0) -> int:
         ticket = len(self._sent)

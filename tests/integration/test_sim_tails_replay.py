@@ -42,28 +42,6 @@ def test_stage_is_the_full_replays_prefill(busy) -> None:
     assert np.array_equal(st.waits, waits[st.warmup :])
 
 
-def test_a_stage_drawn_ahead_is_the_stage_drawn_then(busy) -> None:
-    # the replays' child draws the stage's requests before the plan is known (draw_ahead):
-    # the stage takes them, and its waits are those it draws itself, bit for bit
-    rs, p = busy
-    fl = setup.fleet(rs.profiles, rs.file, p, "idc_pd")
-    n = 6000
-    tails._CACHE.clear()
-    own = tails.stage_waits(rs, fl, p.goodput_rps, n, rs.seed)
-    tails._CACHE.clear()
-    tails.draw_ahead(rs, n, rs.seed, p.goodput_rps)
-    assert len(tails._AHEAD) == 1
-    ahead = tails.stage_waits(rs, fl, p.goodput_rps, n, rs.seed)
-    assert not tails._AHEAD  # taken, not kept
-    assert np.array_equal(ahead.waits, own.waits) and ahead.warmup == own.warmup
-    # drawn at another rate: not taken (the stage draws its own)
-    tails._CACHE.clear()
-    tails.draw_ahead(rs, n, rs.seed, p.goodput_rps * 1.01)
-    again = tails.stage_waits(rs, fl, p.goodput_rps, n, rs.seed)
-    assert np.array_equal(again.waits, own.waits)
-    tails._AHEAD.clear()
-
-
 def test_verify_composes_a_long_stage(busy) -> None:
     rs, p = busy
     plain = verify(rs, p, "idc_pd", 4000, stop_early=False)
