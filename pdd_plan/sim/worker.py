@@ -64,6 +64,8 @@ def _replay_key(plan: Any, architecture: str) -> Any:
     from pdd_plan import architectures
     from pdd_plan.sim import setup
 
+    p: Any = None
+    a: Any = None
     try:
         p = setup.arch_plan(plan, architecture)
         a = architectures.get(architecture)
