@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -143,6 +144,7 @@ def optimize(
                 replay_worker=replayer,
                 tail_requests=tail_requests,
                 deferred=later,
+                idle=functools.partial(_later_imports, fmt),
             )
             plan = _uncertain(ctx, plan, draws, q, verify_draws, replan, sim_requests, bar)
             if later:  # the composed replays ran beside the draws (optimize.tails)
@@ -236,6 +238,16 @@ def _check_uncertainty_flags(sc, path, draws, robust, q, verify_draws, replan) -
             "or replays one fleet at one rate, and the day's schedule would not follow it",
             f"drop {field}, or plan one rate without workload.periods",
         )
+
+
+def _later_imports(fmt: str) -> None:
+    """The modules the draws and the table load, imported while the planner waits on its
+    first replay (~0.1 s that would otherwise follow the plan)."""
+    import pdd_plan.uncertainty.block  # noqa: F401
+    import pdd_plan.uncertainty.split  # noqa: F401
+
+    if fmt == "table":
+        import pdd_plan.report.table  # noqa: F401
 
 
 # the replays' child the entry point forked before parsing (`pdd_plan.cli.early_replayer`)

@@ -98,6 +98,10 @@ class Inline:
         self._jobs[ticket] = (plan, architecture, stage)
         return ticket
 
+    def ready(self, ticket: int) -> bool:
+        """Always: a replay here runs when its result is asked for."""
+        return True
+
     def result(self, ticket: int) -> Verdict:
         plan, architecture, stage = self._jobs.pop(ticket)
         return _verify(self.rs, plan, architecture, self.n, self.seed, stage)
@@ -171,6 +175,16 @@ class Forked:
             except OSError:
                 self._lost()
         return ticket
+
+    def ready(self, ticket: int) -> bool:
+        """Whether asking for `ticket`'s result would not wait (an answer is there to read, or
+        the child is gone and the replay runs here)."""
+        if ticket in self._done or self.conn is None:
+            return True
+        try:
+            return self.conn.poll()
+        except OSError:
+            return True
 
     def result(self, ticket: int) -> Verdict:
         while ticket not in self._done and self.conn is not None:
