@@ -144,7 +144,9 @@ def optimize(
                 replay_worker=replayer,
                 tail_requests=tail_requests,
                 deferred=later,
-                idle=functools.partial(_later_imports, fmt),
+                idle=functools.partial(
+                    _while_replaying, ctx, fmt, _ahead_options(draws, q, verify_draws, replan)
+                ),
             )
             plan = _uncertain(ctx, plan, draws, q, verify_draws, replan, sim_requests, bar)
             if later:  # the composed replays ran beside the draws (optimize.tails)
@@ -240,14 +242,32 @@ def _check_uncertainty_flags(sc, path, draws, robust, q, verify_draws, replan) -
         )
 
 
-def _later_imports(fmt: str) -> None:
-    """The modules the draws and the table load, imported while the planner waits on its
-    first replay (~0.1 s that would otherwise follow the plan)."""
-    import pdd_plan.uncertainty.block  # noqa: F401
-    import pdd_plan.uncertainty.split  # noqa: F401
+def _while_replaying(ctx, fmt: str, opt, plans: dict, ready) -> None:
+    """What follows the plan, started while the planner waits on its first replay: the
+    modules the draws and the table load (~0.1 s), and the draws' first line chains for the
+    plans as solved (`uncertainty.block.head_start`, taken up where they are the plans kept)
+    until the replay is back."""
+    from pdd_plan.uncertainty import block
 
     if fmt == "table":
         import pdd_plan.report.table  # noqa: F401
+    if opt is not None:
+        try:
+            block.head_start(ctx, plans, opt, ready)
+        except Exception:  # noqa: BLE001  (only a head start: the draws raise it in their turn)
+            from pdd_plan.uncertainty import ahead
+
+            ahead.forget()
+
+
+def _ahead_options(draws, q, verify_draws, replan):
+    """The draws' options where `_uncertain` will draw with nothing but them (the default
+    path), else None (no head start)."""
+    if draws == 0 or q is not None or verify_draws or replan:
+        return None
+    from pdd_plan.uncertainty import Options
+
+    return Options(draws=draws or None)
 
 
 # the replays' child the entry point forked before parsing (`pdd_plan.cli.early_replayer`)

@@ -30,7 +30,7 @@ def optimize(
     replay_worker: bool | Forked | None = False,
     tail_requests: int = 0,
     deferred: list | None = None,
-    idle: Callable[[], None] | None = None,
+    idle: Callable[[dict[str, ArchitecturePlan], Callable[[], bool]], None] | None = None,
 ) -> Plan:
     """Plan every architecture the scenario lists.
 
@@ -43,8 +43,9 @@ def optimize(
     over up to that many requests (`sim.tails`; 0: the replay's own). With `deferred` (a list)
     the rounds run on the plain replays' verdicts and the composed ones are left running: the
     `optimize.tails.Pending` appended to it settles the plan later (None: plan again without
-    `deferred`). `idle`: called once, where the planner would first wait on the replay child
-    (what the caller needs next, e.g. its later imports, done in the wait instead of after).
+    `deferred`). `idle`: called once where the planner would first wait on the replay child,
+    with every architecture's first plan and a test of whether the replay is back (what the
+    caller does next, started in the wait: `verify.verified_all`).
     """
     sc = ctx.scenario
     pb, replay = problem_of(ctx), ctx.replay_setup

@@ -25,8 +25,8 @@ from pdd_plan.outputs.plan_uncertainty import (
     Versus,
 )
 from pdd_plan.outputs.plan_uncertainty import Robust as RobustBlock
+from pdd_plan.uncertainty import ahead, paired, replan, replay, robust, sensitivity, sizing, split
 from pdd_plan.uncertainty import draws as draws_mod
-from pdd_plan.uncertainty import paired, replan, replay, robust, sensitivity, sizing, split
 from pdd_plan.uncertainty.n_minus_1 import at_reach, n_minus_1
 from pdd_plan.workload.classes import build_classes
 from pdd_plan.workload.requests import RequestClasses
@@ -209,6 +209,28 @@ def _robust_block(
     return robust.replace_plans(plan, found), block
 
 
+def _evaluator(ctx: Context, cls: RequestClasses, fleets: dict, plans: dict, caps: dict):
+    """The draws' evaluator of the planned fleets (each plan's rate, under its caps)."""
+    if RELAY_ARCH in fleets:  # planned without relay decode, a draw may still add one
+        fleets[RELAY_ARCH] = sizing.relay_option(
+            fleets[RELAY_ARCH], paired.pb_of(ctx), ctx.relay_dc
+        )
+    planned = {a: float(p.goodput_rps) for a, p in plans.items()}
+    return paired.Evaluator(ctx, cls, fleets, planned, caps)
+
+
+def head_start(ctx: Context, plans: dict, opt: Options, stop) -> int:
+    """`ahead.run` for `plans` as first solved (before their replays: each under the
+    scenario's caps, as a plan its first replay passes keeps them), the block's draws; the
+    number of draws run. Nothing for robust fleets (the block then assesses other fleets)."""
+    if opt.robust is not None or not plans:
+        return 0
+    cls = build_classes(ctx.class_spec)
+    d, _, _ = make_draws(ctx, opt)
+    caps = {a: Caps.of(ctx.scenario.search) for a in plans}
+    return ahead.run(_evaluator(ctx, cls, fleet.specs(plans), plans, caps), d, stop)
+
+
 def plan_under_uncertainty(ctx: Context, plan: Plan, opt: Options) -> Plan:
     """The plan (robust fleets in place with `opt.robust`) with its `uncertainty` block."""
     cls = build_classes(ctx.class_spec)
@@ -310,14 +332,10 @@ def assess(
     opt = opt or Options()
     cls = classes or build_classes(ctx.class_spec)
     d, notes, u = make_draws(ctx, opt)
-    fleets = fleet.from_plan(ctx, plan, "plan")
-    if RELAY_ARCH in fleets:  # planned without relay decode, a draw may still add one
-        fleets[RELAY_ARCH] = sizing.relay_option(
-            fleets[RELAY_ARCH], paired.pb_of(ctx), ctx.relay_dc
-        )
-    planned = {a: float(p.goodput_rps) for a, p in plan.plans.items()}
     caps = plan_caps(ctx, plan)
-    ev = paired.Evaluator(ctx, cls, fleets, planned, caps)
+    ev = _evaluator(ctx, cls, fleet.from_plan(ctx, plan, "plan"), plan.plans, caps)
+    fleets, planned = ev.fleets, ev.planned
+    ahead.adopt(ev, d)  # the line fleets' first chains, where the planner's wait ran them
     ls = sensitivity.levers(d, u.inputs.perf_correlation)
     # the line fleets' goodput chains here, every draw's sizing in a child (the same bits)
     points = split.tornado_points(d, ls, ctx.scenario.search) if RELAY_ARCH in fleets else []
