@@ -61,8 +61,8 @@ def _replay_key(plan: Any, architecture: str) -> Any:
     decode, the architecture and the whole plan. So PDD planned without a relay decode
     instance shares CDC-PD's replay (the same requests through the same pools: the replay
     routes over relay decode only where the fleet has some, `replay._move_kv`)."""
-    from pdd_plan import architectures
-    from pdd_plan.sim import setup
+    from pdd_plan import architectures  # the worker module stays light (the CLI imports it)
+    from pdd_plan.sim import setup  # (as above)
 
     p: Any = None
     a: Any = None
