@@ -4,6 +4,7 @@ N-1, as the plan's typed `uncertainty` block."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -79,19 +80,39 @@ def _law(m: draws_mod.Marginal) -> InputLaw:
                     p10=q[0], p50=q[1], p90=q[2])  # fmt: skip
 
 
-def _versus(ev, d, pr, ls, base: str) -> Versus:
-    share, se, ties = paired.beats(pr, RELAY_ARCH, base)
+def _verdict_parts(ev, d, ls, base: str) -> tuple:
+    """The verdict's figures against `base` at chosen inputs (the tornado, the median, the
+    plan's own inputs, the flips): each the verdict's fleets sized there, nothing else, so
+    they may be found before the draws' child has handed over its chains (`_versus`)."""
     gains = sensitivity.Gains(ev, RELAY_ARCH, base)
     search = ev.ctx.scenario.search
     ls = ls + sensitivity.margin_levers({k: getattr(search, k) for k in paired.MARGINS})
     rows = sensitivity.tornado(gains, d, ls)
-    i, j = pr.column(RELAY_ARCH), pr.column(base)
-    g = paired.gain(pr.planned_bcr[:, i], pr.planned_bcr[:, j])
     med = gains(d.at())
-    cap = sensitivity.Gains(ev, RELAY_ARCH, base, capacity=True)(d.at())
     nominal = gains({})
     margins = [m for m in ls if isinstance(m, sensitivity.MarginLever)]
     at_plan = sensitivity.nominal_margins(gains, margins)
+    flip = sensitivity.flip(gains, d, ls, rows) + sensitivity.at_plan(gains, at_plan)
+    return rows, med, nominal, at_plan, flip
+
+
+def _verdicts_ahead(ev, d, ls) -> None:
+    """`_verdict_parts` for each baseline, while this process waits on the draws' child with
+    no tornado point left to size: the fleets they size are memoized, so `_versus` finds
+    them. Only the verdict's sizing runs here (no goodput edge: a chain the child runs
+    must reach this process's memo whole, `split.Pending.join`)."""
+    for base in (LINE_BASELINE, LOCAL_BASELINE):
+        if RELAY_ARCH in ev.fleets and base in ev.fleets:
+            _verdict_parts(ev, d, ls, base)
+
+
+def _versus(ev, d, pr, ls, base: str) -> Versus:
+    share, se, ties = paired.beats(pr, RELAY_ARCH, base)
+    rows, med, nominal, at_plan, flip = _verdict_parts(ev, d, ls, base)
+    i, j = pr.column(RELAY_ARCH), pr.column(base)
+    g = paired.gain(pr.planned_bcr[:, i], pr.planned_bcr[:, j])
+    # last: the capacity figure finds goodput edges at the median (no verdict reads them)
+    cap = sensitivity.Gains(ev, RELAY_ARCH, base, capacity=True)(d.at())
     return Versus(
         baseline=base,
         p_beats=round(share, 4),
@@ -103,7 +124,7 @@ def _versus(ev, d, pr, ls, base: str) -> Versus:
         capacity_median_gain=None if cap is None else float(f"{cap:.4g}"),
         nominal_gain=None if nominal is None else float(f"{nominal:.4g}"),
         nominal_margins=at_plan,
-        flip=sensitivity.flip(gains, d, ls, rows) + sensitivity.at_plan(gains, at_plan),
+        flip=flip,
         tornado=rows,
     )
 
@@ -340,7 +361,8 @@ def assess(
     # the line fleets' goodput chains here, every draw's sizing in a child (the same bits)
     points = split.tornado_points(d, ls, ctx.scenario.search) if RELAY_ARCH in fleets else []
     n1 = {}
-    with split.shared(ev, d, planned, points):  # N-1 meanwhile (the child may still be sizing)
+    ahead_of_join = functools.partial(_verdicts_ahead, ev, d, ls)
+    with split.shared(ev, d, planned, points, ahead_of_join):  # N-1 meanwhile
         for a in fleets if opt.n_minus_1 else ():
             k = ev.key(a)
             if k not in n1:  # equal fleets (PDD as CDC-PD) lose the same
