@@ -285,7 +285,7 @@ def _replayer(verify: bool) -> contextlib.AbstractContextManager:
         if early is not None:
             early.close()
         return contextlib.nullcontext()
-    return started(True, early, wait=False)  # reaped later: the plan prints first
+    return started(True, early)
 
 
 def _preflight(sc, file: str) -> None:

@@ -141,8 +141,6 @@ class Forked:
     def __init__(self) -> None:
         from multiprocessing import Pipe  # only where a child is forked
 
-        _reap_killed()
-
         self.inline: Inline | None = None
         self._sent: dict[int, tuple[Any, str, int]] = {}
         self._done: dict[int, tuple[bool, Any]] = {}
@@ -206,53 +204,32 @@ class Forked:
             self.conn.close()
             self.conn = None
 
-    def close(self, wait: bool = True) -> None:
+    def close(self) -> None:
         """The child holds nothing but what it owes: it is killed (idle, loading, or replaying
-        what an error left unread) and reaped; without `wait`, reaped later (`_reap_killed`:
-        the kernel frees a child's million-request arrays in ~20 ms, which a command about
-        to print its plan need not wait for)."""
+        what an error left unread) and reaped."""
         self._lost()
         if self.pid:
             try:
                 os.kill(self.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-            if wait:
-                try:
-                    os.waitpid(self.pid, 0)
-                except ChildProcessError:
-                    pass
-            else:
-                _KILLED.append(self.pid)
+            try:
+                os.waitpid(self.pid, 0)
+            except ChildProcessError:
+                pass
             self.pid = 0
 
 
-# children killed and not yet reaped (`Forked.close(wait=False)`)
-_KILLED: list[int] = []
-
-
-def _reap_killed() -> None:
-    """Reap every killed child that has exited (none waited for)."""
-    for pid in list(_KILLED):
-        try:
-            done, _ = os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            done = pid
-        if done:
-            _KILLED.remove(pid)
-
-
 @contextlib.contextmanager
-def started(fork: bool, ready: Forked | None = None, wait: bool = True) -> Iterator[Forked | None]:
+def started(fork: bool, ready: Forked | None = None) -> Iterator[Forked | None]:
     """A child started now, before the scenario is read, when `fork` and `can_fork()` (or
-    `ready`, one started earlier); killed at the block's end whether or not a replay used it
-    (and reaped then, or with `wait` False later: `Forked.close`)."""
+    `ready`, one started earlier); killed at the block's end whether or not a replay used it."""
     w = ready if ready is not None else Forked() if fork and can_fork() else None
     try:
         yield w
     finally:
         if w is not None:
-            w.close(wait)
+            w.close()
 
 
 def can_fork() -> bool:

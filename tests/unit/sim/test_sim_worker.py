@@ -169,21 +169,3 @@ def test_pdd_without_relay_decode_shares_cdc_pds_replay_and_no_other_does():
     # the same pools at another rate: another replay
     other = plan.arch("pdd").model_copy(update={"goodput_rps": 30.0})
     assert worker._replay_key(other, "pdd") != key["cdc_pd"]
-
-
-def test_a_child_closed_without_waiting_is_reaped_by_the_next(forked):
-    w = forked()
-    pid = w.pid
-    assert w.result(w.submit("p", "pdd"))["pid"] == pid
-    w.close(wait=False)  # killed, not waited for
-    assert w.pid == 0 and pid in worker._KILLED
-    for _ in range(200):  # the kernel reaps its memory: then the next child's start reaps it
-        time.sleep(0.01)
-        worker._reap_killed()
-        if pid not in worker._KILLED:
-            break
-    assert pid not in worker._KILLED
-    with pytest.raises(ChildProcessError):
-        os.waitpid(pid, os.WNOHANG)  # gone: nothing left to reap
-    forked()  # a new child starts as before
-    assert not worker._KILLED
