@@ -83,7 +83,6 @@ def instance_of(meas: Measurement, gpu: GPUProfile, model=None) -> Instance:
         two_batch_overlap=meas.two_batch_overlap,
         single_batch_overlap=meas.single_batch_overlap,
         expert_load=meas.expert_load,
-        engine=meas.engine_name,  # whether its passes with prompt tokens run eager
     )
 
 
@@ -141,11 +140,7 @@ def _ttft_ms(meas: Measurement, inst: Instance, isl: float) -> float:
 def _prefill(meas: Measurement, inst: Instance) -> float:
     if meas.figure == "ttft_ms":  # one request alone: its prefill passes
         t = _ttft_ms(meas, inst, meas.isl)
-        if not meas.less_isl:
-            return t
-        # a difference of two TTFTs: both passes host-bound (an eager engine's launch time,
-        # roofline._pass) make it zero; floored at 1 us so the fit's log error stays finite
-        return max(t - _ttft_ms(meas, inst, meas.less_isl), 1e-3)
+        return t - (_ttft_ms(meas, inst, meas.less_isl) if meas.less_isl else 0.0)
     b = meas.batch or 1
     p = roofline.batch_prefill_time(inst, b, meas.isl, meas.cached, meas.chunk)
     return _scaled(meas, b * meas.isl / (p.total_s - p.overhead_s * meas.kernels_only))

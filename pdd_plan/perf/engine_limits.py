@@ -39,10 +39,6 @@ class EngineDefaults(Strict):
     # [[upper bound of HBM GB, tokens], ...]: the first row whose bound exceeds the GPU's
     token_budget_by_hbm_gb: list[tuple[float, PositiveInt]] = Field(min_length=1)
     max_prefill_tokens: PositiveInt | None = None
-    # passes carrying prompt tokens run outside a CUDA graph (eager launch cost per launch)
-    prompt_pass_eager: bool = False
-    # ... unless the pass has at most this many tokens (piecewise CUDA graphs captured)
-    prompt_graph_max_tokens: PositiveInt | None = None
     recv_interval: PositiveInt = 1  # decode steps between the scheduler's polls for requests
     source: str
 
@@ -59,21 +55,15 @@ class HostCost(Strict):
     source: str
 
 
-class EagerLaunch(Strict):
-    per_launch_us: NonNegativeFloat  # host time of one launch outside a CUDA graph
-    source: str
-
-
 class EnginesFile(Strict):
     name: str
     default: str
     engines: dict[str, EngineDefaults] = Field(min_length=1)
-    eager_launch: EagerLaunch
     host: HostCost
 
 
 def load_engines(path: str) -> EnginesFile:
-    """An engines file (one-line error on a bad field)."""
+    """An engines file (a bad field: a one-line error naming it)."""
     return load(EnginesFile, path)
 
 
@@ -138,21 +128,3 @@ def engine_caps(inst, engine: str | None = None) -> dict[str, float]:
     if g is not None:
         caps["cuda_graph"] = float(g * inst.dp)
     return caps
-
-
-def eager_launch(engine: str | None) -> tuple[float, float]:
-    """(host seconds per launch of a pass with prompt tokens under `engine`, the most tokens a
-    pass replayed from a CUDA graph has: passes above it pay); (0, inf) where the engine
-    replays every such pass from graphs. `engine` as a calibration row names it: an alias, or
-    an engine's ROCm build (`sglang-rocm`); a name engines.yaml lacks (ATOM, an unnamed engine)
-    is read as the default engine (assumption: eager, as SGLang, whose scheduling ATOM
-    follows)."""
-    f = engines()
-    base = (engine or f.default).removesuffix("-rocm")
-    try:
-        eng = f.engines[resolve(base)]
-    except InputError:
-        eng = f.engines[f.default]
-    if not eng.prompt_pass_eager:
-        return 0.0, math.inf
-    return f.eager_launch.per_launch_us * 1e-6, float(eng.prompt_graph_max_tokens or 0)

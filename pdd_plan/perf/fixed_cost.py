@@ -18,18 +18,12 @@ step (scheduling, sampling bookkeeping) is the fitted step overhead and its per-
 
 A batch-1 decode step is these terms plus the weights' bytes: the sum of what its layers must
 do, not one fitted constant.
-
-A pass that carries prompt tokens runs outside a CUDA graph where the engine runs such passes
-eager (engines.yaml prompt_pass_eager: SGLang's extend passes, TensorRT-LLM's context and mixed
-iterations; not vLLM's piecewise graphs): it pays the host's launch time for each of its
-launches (kernels and collective calls), once per pass whatever its tokens (eager_prompt_seconds).
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from pdd_plan.perf import engine_limits
 from pdd_plan.perf.comm import serving
 
 QUANTIZED = ("fp8", "fp4")  # weight dtypes whose GEMMs take quantized activations
@@ -118,24 +112,3 @@ def fixed_cost(inst) -> FixedCost:
     gather = inst.dp > 1 and not a2a
     dp = 2 * m.num_layers * call_latency_us(inst, inst.tp) * scale if gather else 0.0
     return FixedCost(c["attention"], c["ffn"], c["routing"], c["quant"], c["sampling"], ar, dp)
-
-
-def launches_per_pass(inst) -> float:
-    """Kernel launches and collective calls one forward pass makes: the kernels, 2 TP
-    all-reduces per layer (attention TP > 1), 2 DP-attention gathers per layer, or 2 EP
-    dispatch/combine calls per MoE layer."""
-    m = inst.model
-    n_moe = 0 if m.ffn.moe is None else m.num_layers - m.ffn.first_dense_layers
-    a2a = m.ffn.moe is not None and inst.ep > 1
-    calls = 2 * m.num_layers * (inst.attn_tp > 1) + 2 * n_moe * a2a
-    calls += 2 * m.num_layers * (inst.dp > 1 and not a2a)
-    return kernels_per_pass(inst) + float(calls)
-
-
-def eager_prompt_seconds(inst) -> tuple[float, float]:
-    """(host seconds a pass carrying prompt tokens adds under the instance's engine - its
-    `engine`, else the deployed default - where that engine runs it eager, the most tokens a
-    pass it replays from a CUDA graph has): each launch's host time (engines.yaml
-    eager_launch), once per pass of more tokens than that."""
-    per_launch, graph_tokens = engine_limits.eager_launch(inst.engine)
-    return launches_per_pass(inst) * per_launch, graph_tokens

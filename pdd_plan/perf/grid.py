@@ -169,26 +169,11 @@ def chunk_pairs(inst: Instance, new_tokens, context_before) -> PassArrays:
     kv_write = layers.kv_bytes(m, before + new) - kv_read
     kv = 0.0 + 1.0 * (kv_read + kv_write) * inst.kv_replication
     attn = 0.0 + 1.0 * attn
-    ones = np.ones_like(new)
-    return _passes(inst, "prefill", tokens, routed_f, other_f, attn, kv, ones, head, True)
+    return _passes(inst, "prefill", tokens, routed_f, other_f, attn, kv, np.ones_like(new), head)
 
 
-def _passes(
-    inst: Instance, phase: str, tokens, routed_f, other_f, attn, kv, requests, head, prompt=False
-):
-    """roofline._pass over arrays of one Work field each (`prompt`: the passes carry prompt
-    tokens: each takes at least the host's launch time where the engine runs it eager, as
-    roofline._pass)."""
-    out = _gpu_passes(inst, phase, tokens, routed_f, other_f, attn, kv, requests, head)
-    if not prompt:
-        return out
-    host = inst.eager_s(tokens)
-    gpu = out.total_s - out.overhead_s
-    return out._replace(overhead_s=out.overhead_s + np.maximum(host - gpu, 0.0))
-
-
-def _gpu_passes(inst: Instance, phase: str, tokens, routed_f, other_f, attn, kv, requests, head):
-    """roofline._gpu_pass over arrays of one Work field each."""
+def _passes(inst: Instance, phase: str, tokens, routed_f, other_f, attn, kv, requests, head):
+    """roofline._pass over arrays of one Work field each."""
     e = inst.efficiency
     tt = _per_token(inst, tokens, phase)
     a2a = tt["a2a"]

@@ -12,7 +12,7 @@ from pdd_plan.common.errors import InputError
 from pdd_plan.inputs.schema.engine import EngineLimits
 from pdd_plan.inputs.schema.gpu import GPUProfile
 from pdd_plan.inputs.schema.model import ModelProfile
-from pdd_plan.perf import engine_limits, fixed_cost, layers
+from pdd_plan.perf import engine_limits, layers
 from pdd_plan.perf.comm import serving
 
 
@@ -39,9 +39,6 @@ class Instance:
     max_running: int | None = None
     # the scenario's `engine:` limits, each replacing the engine's default (engine_limits.py)
     limits: EngineLimits | None = None
-    # the serving engine that runs the instance (a calibration row's, the serve phase's);
-    # None: the deployed default (engines.yaml): whether a pass with prompt tokens runs eager
-    engine: str | None = None
 
     def __post_init__(self) -> None:
         m, n = self.model, self.n_gpus
@@ -181,20 +178,6 @@ class Instance:
             if f.name not in ("model", "gpu")
         )
         return (repr(self.model.model_dump()), repr(self.gpu.model_dump()), rest)
-
-    @cached_property
-    def eager_prompt(self) -> tuple[float, float]:
-        """(host seconds a pass with prompt tokens adds under the engine, the most tokens of
-        one it replays from a CUDA graph) (fixed_cost.py)."""
-        return fixed_cost.eager_prompt_seconds(self)
-
-    def eager_s(self, tokens):
-        """Host launch seconds of a pass of `tokens` tokens (some of them prompt), or of
-        each entry of an array of them."""
-        t, cap = self.eager_prompt
-        if np.ndim(tokens):
-            return np.where(np.asarray(tokens) > cap, t, 0.0)
-        return t if tokens > cap else 0.0
 
     @cached_property
     def params(self) -> layers.ParamCounts:

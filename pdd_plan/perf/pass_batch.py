@@ -155,17 +155,7 @@ def _exposed_two_batch(dispatch: Any, combine: Any, covers: dict, phase: str) ->
 
 
 def _pass_total(inst: Instance, w: roofline.Work, phase: str) -> Any:
-    """roofline._pass(...).total_s per entry (no single-batch overlap): the extend chunk makes
-    each a pass with prompt tokens, at least the host's launch time where the engine runs it
-    eager."""
-    over = inst.efficiency.step_overhead_ms / 1e3
-    over = over + moe_terms.step_cpu_seconds(inst, w.requests)
-    total = _gpu_total(inst, w, phase)
-    return total + np.maximum(inst.eager_s(np.asarray(w.tokens)) - (total - over), 0.0)
-
-
-def _gpu_total(inst: Instance, w: roofline.Work, phase: str) -> Any:
-    """roofline._gpu_pass(...).total_s per entry."""
+    """roofline._pass(...).total_s per entry (no single-batch overlap)."""
     e, tokens = inst.efficiency, np.asarray(w.tokens)
     imbalance = _imbalance(inst, w.tokens)
     a2a = _a2a(inst, w.tokens, phase, imbalance)

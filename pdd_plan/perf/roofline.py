@@ -18,7 +18,7 @@ of it overlap hides, from overlap.py.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -215,19 +215,7 @@ def _kernels(inst: Instance, w: Work) -> tuple[float, float, float, float, tuple
     return c_o + c_r + ca, m_o + m_r + ma, cb, mb, rates
 
 
-def _pass(inst: Instance, w: Work, phase: str, eager: float = 0.0) -> PassTime:
-    """`_gpu_pass`, or the host's time to launch it where that is longer: `eager` seconds of
-    launches of a pass the engine runs outside a CUDA graph (fixed_cost.py). The host enqueues
-    kernels ahead of the GPU, so the pass takes the longer of the two (a 1-token pass the host's
-    time, a long prefill chunk the GPU's); what the host adds shows in the overhead."""
-    p = _gpu_pass(inst, w, phase)
-    gpu = p.total_s - p.overhead_s
-    if eager <= gpu:
-        return p
-    return replace(p, overhead_s=p.overhead_s + eager - gpu)
-
-
-def _gpu_pass(inst: Instance, w: Work, phase: str) -> PassTime:
+def _pass(inst: Instance, w: Work, phase: str) -> PassTime:
     """Seconds of one pass: kernels, communication (hidden in part by overlap) and the step
     overhead.
 
@@ -302,17 +290,14 @@ def mixed_pass(
     `prefill_seqs` prefill chunks of `prefill_new` tokens on `prefill_cached` cached ones
     (continuous batching with chunked prefill: weights are streamed once for all of them).
     A pass with decode tokens uses the low-latency all-to-all kernels, a pure prefill pass the
-    normal ones. A pass with prompt tokens takes at least the host's launch time where the
-    engine runs such passes outside a CUDA graph (Instance.eager_s)."""
+    normal ones."""
     m = inst.model
     w = _prefill_work(inst, prefill_seqs, prefill_new, prefill_cached)
-    has_prompt = prefill_seqs > 0 and prefill_new > 0
-    eager = inst.eager_s(decode_batch + prefill_seqs * prefill_new) if has_prompt else 0.0
     if decode_batch > 0:
         attn = float(layers.attention_flops_per_token(m, decode_context, "decode")) * decode_batch
         kv = float(layers.attention_bytes_per_token(m, decode_context)) * decode_batch
         w = w + _decode_work(inst, decode_batch, attn, kv)
-    return _pass(inst, w, "decode" if decode_batch > 0 else "prefill", eager)
+    return _pass(inst, w, "decode" if decode_batch > 0 else "prefill")
 
 
 def chunk_time(inst: Instance, new_tokens: float, context_before: float) -> PassTime:

@@ -2,16 +2,13 @@
 
 A step is `roofline.mixed_pass` (decode tokens of the running requests, prompt chunks, or
 both) and the host work of the tokens it streams, which a process beside the GPU worker does
-in parallel: step = max(GPU pass, tokens streamed x host cost per token). A step with prompt
-tokens carries the engine's eager launch time where the engine runs it outside a CUDA graph
-(the instance is read as run by this engine: roofline.mixed_pass adds it). Memoized on rounded
+in parallel: step = max(GPU pass, tokens streamed x host cost per token). Memoized on rounded
 arguments (a replay asks for the same few thousand shapes again and again): contexts, prompt
 tokens per chunk and per step to 1/64 of their size (at least 16), cached tokens to 256.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 from pdd_plan.perf import roofline
@@ -33,8 +30,7 @@ class StepCost:
     """Step times of one instance under one engine's host costs."""
 
     def __init__(self, inst: Instance, engine: ServeEngine) -> None:
-        same = inst.engine == engine.name
-        self.inst = inst if same else dataclasses.replace(inst, engine=engine.name)
+        self.inst = inst
         self.host_per_token_s = engine.host_per_token_s
         self._memo: dict[tuple, float] = {}
 

@@ -282,9 +282,8 @@ def test_decode_time_rises_with_batch_and_context(inst):
 def test_prefill_time_is_monotone_in_new_tokens(inst):
     tokens = [1, 10, 100, 1000, 4096, 8191, 8192, 8193, 12000, 16384, 30000]
     times = [roofline.prefill_time(inst, t, 0.0, chunk=8192).total_s for t in tokens]
-    # flat only while a small pass sits on its kernel-latency floor (moe_terms) or the host's
-    # launch time (an eager engine's; equal to rounding)
-    assert all(b >= a * (1 - 1e-12) for a, b in zip(times, times[1:])), times
+    # flat only while a small pass sits on its kernel-latency floor (moe_terms)
+    assert all(b >= a for a, b in zip(times, times[1:])), times
     assert all(b > a for a, b in zip(times[4:], times[5:])), times
     # a cached prefix makes the same new tokens cost more (longer attention), never less
     for t in (100, 8192):
