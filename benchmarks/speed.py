@@ -59,7 +59,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ENTRY = "from pdd_plan.cli import main; main()"
+ENTRY = (
+    "import sys; sys.argv[0] = 'pdd-plan'; from pdd_plan.cli import main; main()"  # as installed
+)
 
 
 @dataclass

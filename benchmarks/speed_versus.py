@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 ENTRY = (
     "import atexit, resource, sys; atexit.register(lambda: sys.stderr.write("
     "'main-process-cpu %f\\n' % sum(resource.getrusage(resource.RUSAGE_SELF)[:2]))); "
-    "from pdd_plan.cli import main; main()"
+    "sys.argv[0] = 'pdd-plan'; from pdd_plan.cli import main; main()"  # as the installed command
 )
 CASES = {
     "optimize": [],

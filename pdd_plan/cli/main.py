@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -143,6 +144,9 @@ def optimize(
                 replay_worker=replayer,
                 tail_requests=tail_requests,
                 deferred=later,
+                idle=functools.partial(
+                    _while_replaying, ctx, fmt, _ahead_options(draws, q, verify_draws, replan)
+                ),
             )
             plan = _uncertain(ctx, plan, draws, q, verify_draws, replan, sim_requests, bar)
             if later:  # the composed replays ran beside the draws (optimize.tails)
@@ -238,14 +242,50 @@ def _check_uncertainty_flags(sc, path, draws, robust, q, verify_draws, replan) -
         )
 
 
+def _while_replaying(ctx, fmt: str, opt, plans: dict, ready) -> None:
+    """What follows the plan, started while the planner waits on its first replay: the
+    modules the draws and the table load (~0.1 s), and the draws' first line chains for the
+    plans as solved (`uncertainty.block.head_start`, taken up where they are the plans kept)
+    until the replay is back."""
+    from pdd_plan.uncertainty import block
+
+    if fmt == "table":
+        import pdd_plan.report.table  # noqa: F401
+    if opt is not None:
+        try:
+            block.head_start(ctx, plans, opt, ready)
+        except Exception:  # noqa: BLE001  (only a head start: the draws raise it in their turn)
+            from pdd_plan.uncertainty import ahead
+
+            ahead.forget()
+
+
+def _ahead_options(draws, q, verify_draws, replan):
+    """The draws' options where `_uncertain` will draw with nothing but them (the default
+    path), else None (no head start)."""
+    if draws == 0 or q is not None or verify_draws or replan:
+        return None
+    from pdd_plan.uncertainty import Options
+
+    return Options(draws=draws or None)
+
+
+# the replays' child the entry point forked before parsing (`pdd_plan.cli.early_replayer`)
+EARLY: dict[str, Any] = {"replayer": None}
+
+
 def _replayer(verify: bool) -> contextlib.AbstractContextManager:
     """The replays' child, started first, so that numba loads on the second core while this
-    process reads the scenario and plans; none without verification."""
-    if not verify:
-        return contextlib.nullcontext()
+    process reads the scenario and plans (the one the entry point forked, where it did); none
+    without verification."""
     from pdd_plan.sim.worker import started  # a light module, and only where a plan replays
 
-    return started(True)
+    early, EARLY["replayer"] = EARLY["replayer"], None
+    if not verify:
+        if early is not None:
+            early.close()
+        return contextlib.nullcontext()
+    return started(True, early, wait=False)  # reaped later: the plan prints first
 
 
 def _preflight(sc, file: str) -> None:

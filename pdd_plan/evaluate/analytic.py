@@ -21,6 +21,7 @@ import numpy as np
 
 from pdd_plan import architectures
 from pdd_plan.architectures import P_RLD_MD, Architecture
+from pdd_plan.common.search import largest_meeting
 from pdd_plan.evaluate.fleet import FleetSpec, instance, speed_of
 from pdd_plan.inputs.pieces import Profiles
 from pdd_plan.inputs.schema.scenario import SLA
@@ -128,12 +129,7 @@ def max_batch_for_tpot(inst: Instance, context: float, tpot_s: float) -> tuple[i
         return cap, step(cap) / k
     lo = max(b for b, t in memo.items() if t <= target and b <= cap)
     hi = min(b for b, t in memo.items() if t > target and b > lo)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if step(mid) <= target:
-            lo = mid
-        else:
-            hi = mid
+    lo = largest_meeting(step, target, lo, hi)
     return lo, step(lo) / k
 
 

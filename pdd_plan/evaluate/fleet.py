@@ -24,7 +24,7 @@ from pdd_plan.inputs.speed import _faster, deployed, speed_of, stated  # noqa: F
 from pdd_plan.latency.line.transfer import LineConfig
 from pdd_plan.optimize.problem import Problem
 from pdd_plan.outputs.placement import allowed_sites, check_sites
-from pdd_plan.outputs.plan import InstanceGroup, LineChoice, Plan
+from pdd_plan.outputs.plan import ArchitecturePlan, InstanceGroup, LineChoice, Plan
 from pdd_plan.perf.instance import Instance, _default_parallelism
 
 FLEET_FIX = "see the `fleet:` format in README.md (pdd-plan evaluate)"
@@ -281,8 +281,6 @@ def from_plan(ctx: Context, plan: Plan, file: str) -> dict[str, FleetSpec]:
         check_sites(plan, ctx.sites, a, file)  # sites and GPU counts the scenario allows
         for i, g in enumerate(p.instances):
             instance(prof, ctx.file, g, f"plans.{a}.instances[{i}]")  # fits the model
-        spec = architectures.get(a)
-        used = [g for g in p.instances if g.count > 0]
         if p.line is not None and not any(s.name == p.line.sku for s in ctx.lines):
             raise InputError(
                 file,
@@ -290,5 +288,16 @@ def from_plan(ctx: Context, plan: Plan, file: str) -> dict[str, FleetSpec]:
                 f"line '{p.line.sku}' is not among the scenario's link candidates",
                 "use the plan with the scenario it was made from",
             )
+    out.update(specs(plan.plans))
+    return out
+
+
+def specs(plans: dict[str, ArchitecturePlan]) -> dict[str, FleetSpec]:
+    """Each architecture plan's fleet and line (`from_plan` without its checks: plans the
+    planner has just made)."""
+    out: dict[str, FleetSpec] = {}
+    for a, p in plans.items():
+        spec = architectures.get(a)
+        used = [g for g in p.instances if g.count > 0]
         out[a] = FleetSpec(a, used, p.line if spec.crosses_line else None, [], f"plans.{a}")
     return out

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pdd_plan.common import limits
 from pdd_plan.common.errors import InfeasibleError
 from pdd_plan.inputs.context import Context
@@ -28,6 +30,7 @@ def optimize(
     replay_worker: bool | Forked | None = False,
     tail_requests: int = 0,
     deferred: list | None = None,
+    idle: Callable[[dict[str, ArchitecturePlan], Callable[[], bool]], None] | None = None,
 ) -> Plan:
     """Plan every architecture the scenario lists.
 
@@ -40,7 +43,9 @@ def optimize(
     over up to that many requests (`sim.tails`; 0: the replay's own). With `deferred` (a list)
     the rounds run on the plain replays' verdicts and the composed ones are left running: the
     `optimize.tails.Pending` appended to it settles the plan later (None: plan again without
-    `deferred`).
+    `deferred`). `idle`: called once where the planner would first wait on the replay child,
+    with every architecture's first plan and a test of whether the replay is back (what the
+    caller does next, started in the wait: `verify.verified_all`).
     """
     sc = ctx.scenario
     pb, replay = problem_of(ctx), ctx.replay_setup
@@ -71,6 +76,7 @@ def optimize(
             fork=replay_worker,
             stage=int(tail_requests),
             speculate=deferred,
+            idle=idle,
         )
         if verify
         else {}

@@ -3,7 +3,8 @@ cap on its bottleneck while the replay misses the SLA; a plan that still misses 
 
 from __future__ import annotations
 
-from collections.abc import Generator
+import functools
+from collections.abc import Callable, Generator
 
 from pdd_plan.common import limits
 from pdd_plan.common.errors import InfeasibleError
@@ -84,6 +85,7 @@ def verified_all(
     fork: bool | Forked | None = False,
     stage: int = 0,
     speculate: list | None = None,
+    idle: Callable[[dict[str, ArchitecturePlan], Callable[[], bool]], None] | None = None,
 ) -> dict[str, Outcome]:
     """:func:`verification` of every architecture, each plan's replay handed to
     `sim.worker.replays` as soon as it is solved: with `fork` (True, or a child started
@@ -97,7 +99,9 @@ def verified_all(
     over up to that many requests (`sim.run.verify`'s `stage_requests`). With `speculate` (a
     list) the rounds run on the replays' own verdicts, and the composed replays of every round
     are handed to the child to run while the caller goes on: the `optimize.tails.Pending`
-    appended to `speculate` settles the plan later, the same as `stage` would have made it."""
+    appended to `speculate` settles the plan later, the same as `stage` would have made it.
+    `idle` runs once, the first time a replay's result is awaited before it is there, given
+    every architecture's first plan and a test of whether that result has come."""
 
     def deadline(a: str, started: float | None = None):
         what = f"planning {a}"
@@ -128,6 +132,10 @@ def verified_all(
                 if a in failed:
                     raise failed[a]
                 while True:
+                    if idle is not None and not sim.ready(tickets[a]):
+                        run_idle, idle = idle, None
+                        first = {b: log[b][0][0] for b in architectures if log[b]}
+                        run_idle(first, functools.partial(sim.ready, tickets[a]))  # meanwhile
                     v = sim.result(tickets[a])
                     log[a][-1][1] = v
                     with deadline(a, started[a]):

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from pdd_plan.common.search import largest_meeting
 from pdd_plan.perf import comm, layers, moe_terms, overlap
 from pdd_plan.perf.instance import Instance, same_profiles, shape_key
 
@@ -420,10 +421,5 @@ def max_batch_for_tpot(inst: Instance, context: float, tpot_s: float) -> tuple[i
     lo, hi = 1, cap
     if step(hi) <= tpot_s:
         return hi, step(hi)
-    while hi - lo > 1:  # step time is monotone in batch: bisect
-        mid = (lo + hi) // 2
-        if step(mid) <= tpot_s:
-            lo = mid
-        else:
-            hi = mid
+    lo = largest_meeting(step, tpot_s, lo, hi)  # step time is monotone in batch
     return lo, step(lo)

@@ -27,30 +27,61 @@ def _verify(
     just before reuses that replay (`sim.run.recomposed`: the same verdict, replayed once)."""
     from pdd_plan.sim import run  # the simulator loads only where a replay runs
 
-    key = (architecture, n, seed, _plan_key(plan))
+    key = (_replay_key(plan, architecture), n, seed)
     if _PLAIN.get("rs") != rs:
         _PLAIN.clear()
         _PLAIN["rs"] = rs
-    if stage and key in _PLAIN:
-        return run.recomposed(rs, plan, architecture, _PLAIN[key], n, seed, stage)
-    if stage:
-        return run.verify(rs, plan, architecture, n, seed, stage_requests=stage)
-    got = run.verify_replay(rs, plan, architecture, n, seed)
-    if len(_PLAIN) > 16:
+    if len(_PLAIN) > 24:  # a replay holds ~3 MB of arrays per 20,000 requests
         _PLAIN.clear()
         _PLAIN["rs"] = rs
-    _PLAIN[key] = got
-    return got[0]
+    if stage and (key, stage) in _PLAIN:  # the same replay composed already
+        return _PLAIN[(key, stage)]
+    if stage and key in _PLAIN:
+        got = run.recomposed(rs, plan, architecture, _PLAIN[key], n, seed, stage)
+    elif stage:
+        got = run.verify(rs, plan, architecture, n, seed, stage_requests=stage)
+    elif key in _PLAIN:
+        return _PLAIN[key][0]
+    else:
+        _PLAIN[key] = run.verify_replay(rs, plan, architecture, n, seed)
+        return _PLAIN[key][0]
+    _PLAIN[(key, stage)] = got
+    return got
 
 
-# the plain replays this process made for the setup it last replayed, by architecture, length,
-# seed and plan (optimize's speculating verification replays each round plain, then composed)
+# the replays this process made for the setup it last replayed, plain (verdict and replay) by
+# what they replay, length and seed, and composed by that and the stage's length (optimize's
+# speculating verification replays each round plain, then composed)
 _PLAIN: dict[Any, Any] = {}
 
 
-def _plan_key(plan: Any) -> Any:
-    dump = getattr(plan, "model_dump_json", None)
-    return dump() if dump is not None else repr(plan)
+def _replay_key(plan: Any, architecture: str) -> Any:
+    """What a replay reads of one architecture's plan: its pools, line and rate, and the
+    architecture's decode role and whether it crosses a line; where it routes over relay
+    decode, the architecture and the whole plan. So PDD planned without a relay decode
+    instance shares CDC-PD's replay (the same requests through the same pools: the replay
+    routes over relay decode only where the fleet has some, `replay._move_kv`)."""
+    from pdd_plan import architectures  # the worker module stays light (the CLI imports it)
+    from pdd_plan.sim import setup  # (as above)
+
+    p: Any = None
+    a: Any = None
+    try:
+        p = setup.arch_plan(plan, architecture)
+        a = architectures.get(architecture)
+    except Exception:  # noqa: BLE001  (the replay itself raises it, in its one-line form)
+        p = a = None
+    if (
+        p is None
+        or a is None
+        or a.relays
+        and any(g.role == "relay_decode" and g.count > 0 for g in p.instances)
+    ):
+        dump = getattr(plan, "model_dump_json", None)
+        return (architecture, dump() if dump is not None else repr(plan))
+    line = p.line.model_dump_json() if p.line is not None else None
+    groups = tuple(g.model_dump_json() for g in p.instances)
+    return (a.decode_role, a.crosses_line, groups, line, p.goodput_rps)
 
 
 class Inline:
@@ -66,6 +97,10 @@ class Inline:
         ticket, self._tickets = self._tickets, self._tickets + 1
         self._jobs[ticket] = (plan, architecture, stage)
         return ticket
+
+    def ready(self, ticket: int) -> bool:
+        """Always: a replay here runs when its result is asked for."""
+        return True
 
     def result(self, ticket: int) -> Verdict:
         plan, architecture, stage = self._jobs.pop(ticket)
@@ -106,6 +141,8 @@ class Forked:
     def __init__(self) -> None:
         from multiprocessing import Pipe  # only where a child is forked
 
+        _reap_killed()
+
         self.inline: Inline | None = None
         self._sent: dict[int, tuple[Any, str, int]] = {}
         self._done: dict[int, tuple[bool, Any]] = {}
@@ -141,6 +178,16 @@ class Forked:
                 self._lost()
         return ticket
 
+    def ready(self, ticket: int) -> bool:
+        """Whether asking for `ticket`'s result would not wait (an answer is there to read, or
+        the child is gone and the replay runs here)."""
+        if ticket in self._done or self.conn is None:
+            return True
+        try:
+            return self.conn.poll()
+        except OSError:
+            return True
+
     def result(self, ticket: int) -> Verdict:
         while ticket not in self._done and self.conn is not None:
             try:
@@ -159,32 +206,53 @@ class Forked:
             self.conn.close()
             self.conn = None
 
-    def close(self) -> None:
+    def close(self, wait: bool = True) -> None:
         """The child holds nothing but what it owes: it is killed (idle, loading, or replaying
-        what an error left unread) and reaped."""
+        what an error left unread) and reaped; without `wait`, reaped later (`_reap_killed`:
+        the kernel frees a child's million-request arrays in ~20 ms, which a command about
+        to print its plan need not wait for)."""
         self._lost()
         if self.pid:
             try:
                 os.kill(self.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-            try:
-                os.waitpid(self.pid, 0)
-            except ChildProcessError:
-                pass
+            if wait:
+                try:
+                    os.waitpid(self.pid, 0)
+                except ChildProcessError:
+                    pass
+            else:
+                _KILLED.append(self.pid)
             self.pid = 0
 
 
+# children killed and not yet reaped (`Forked.close(wait=False)`)
+_KILLED: list[int] = []
+
+
+def _reap_killed() -> None:
+    """Reap every killed child that has exited (none waited for)."""
+    for pid in list(_KILLED):
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            done = pid
+        if done:
+            _KILLED.remove(pid)
+
+
 @contextlib.contextmanager
-def started(fork: bool) -> Iterator[Forked | None]:
-    """A child started now, before the scenario is read, when `fork` and `can_fork()`; killed
-    at the block's end whether or not a replay used it."""
-    w = Forked() if fork and can_fork() else None
+def started(fork: bool, ready: Forked | None = None, wait: bool = True) -> Iterator[Forked | None]:
+    """A child started now, before the scenario is read, when `fork` and `can_fork()` (or
+    `ready`, one started earlier); killed at the block's end whether or not a replay used it
+    (and reaped then, or with `wait` False later: `Forked.close`)."""
+    w = ready if ready is not None else Forked() if fork and can_fork() else None
     try:
         yield w
     finally:
         if w is not None:
-            w.close()
+            w.close(wait)
 
 
 def can_fork() -> bool:

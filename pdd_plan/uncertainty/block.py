@@ -4,6 +4,7 @@ N-1, as the plan's typed `uncertainty` block."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,8 +26,8 @@ from pdd_plan.outputs.plan_uncertainty import (
     Versus,
 )
 from pdd_plan.outputs.plan_uncertainty import Robust as RobustBlock
+from pdd_plan.uncertainty import ahead, paired, replan, replay, robust, sensitivity, sizing, split
 from pdd_plan.uncertainty import draws as draws_mod
-from pdd_plan.uncertainty import paired, replan, replay, robust, sensitivity, sizing, split
 from pdd_plan.uncertainty.n_minus_1 import at_reach, n_minus_1
 from pdd_plan.workload.classes import build_classes
 from pdd_plan.workload.requests import RequestClasses
@@ -79,19 +80,39 @@ def _law(m: draws_mod.Marginal) -> InputLaw:
                     p10=q[0], p50=q[1], p90=q[2])  # fmt: skip
 
 
-def _versus(ev, d, pr, ls, base: str) -> Versus:
-    share, se, ties = paired.beats(pr, RELAY_ARCH, base)
+def _verdict_parts(ev, d, ls, base: str) -> tuple:
+    """The verdict's figures against `base` at chosen inputs (the tornado, the median, the
+    plan's own inputs, the flips): each the verdict's fleets sized there, nothing else, so
+    they may be found before the draws' child has handed over its chains (`_versus`)."""
     gains = sensitivity.Gains(ev, RELAY_ARCH, base)
     search = ev.ctx.scenario.search
     ls = ls + sensitivity.margin_levers({k: getattr(search, k) for k in paired.MARGINS})
     rows = sensitivity.tornado(gains, d, ls)
-    i, j = pr.column(RELAY_ARCH), pr.column(base)
-    g = paired.gain(pr.planned_bcr[:, i], pr.planned_bcr[:, j])
     med = gains(d.at())
-    cap = sensitivity.Gains(ev, RELAY_ARCH, base, capacity=True)(d.at())
     nominal = gains({})
     margins = [m for m in ls if isinstance(m, sensitivity.MarginLever)]
     at_plan = sensitivity.nominal_margins(gains, margins)
+    flip = sensitivity.flip(gains, d, ls, rows) + sensitivity.at_plan(gains, at_plan)
+    return rows, med, nominal, at_plan, flip
+
+
+def _verdicts_ahead(ev, d, ls) -> None:
+    """`_verdict_parts` for each baseline, while this process waits on the draws' child with
+    no tornado point left to size: the fleets they size are memoized, so `_versus` finds
+    them. Only the verdict's sizing runs here (no goodput edge: a chain the child runs
+    must reach this process's memo whole, `split.Pending.join`)."""
+    for base in (LINE_BASELINE, LOCAL_BASELINE):
+        if RELAY_ARCH in ev.fleets and base in ev.fleets:
+            _verdict_parts(ev, d, ls, base)
+
+
+def _versus(ev, d, pr, ls, base: str) -> Versus:
+    share, se, ties = paired.beats(pr, RELAY_ARCH, base)
+    rows, med, nominal, at_plan, flip = _verdict_parts(ev, d, ls, base)
+    i, j = pr.column(RELAY_ARCH), pr.column(base)
+    g = paired.gain(pr.planned_bcr[:, i], pr.planned_bcr[:, j])
+    # last: the capacity figure finds goodput edges at the median (no verdict reads them)
+    cap = sensitivity.Gains(ev, RELAY_ARCH, base, capacity=True)(d.at())
     return Versus(
         baseline=base,
         p_beats=round(share, 4),
@@ -103,7 +124,7 @@ def _versus(ev, d, pr, ls, base: str) -> Versus:
         capacity_median_gain=None if cap is None else float(f"{cap:.4g}"),
         nominal_gain=None if nominal is None else float(f"{nominal:.4g}"),
         nominal_margins=at_plan,
-        flip=sensitivity.flip(gains, d, ls, rows) + sensitivity.at_plan(gains, at_plan),
+        flip=flip,
         tornado=rows,
     )
 
@@ -209,6 +230,28 @@ def _robust_block(
     return robust.replace_plans(plan, found), block
 
 
+def _evaluator(ctx: Context, cls: RequestClasses, fleets: dict, plans: dict, caps: dict):
+    """The draws' evaluator of the planned fleets (each plan's rate, under its caps)."""
+    if RELAY_ARCH in fleets:  # planned without relay decode, a draw may still add one
+        fleets[RELAY_ARCH] = sizing.relay_option(
+            fleets[RELAY_ARCH], paired.pb_of(ctx), ctx.relay_dc
+        )
+    planned = {a: float(p.goodput_rps) for a, p in plans.items()}
+    return paired.Evaluator(ctx, cls, fleets, planned, caps)
+
+
+def head_start(ctx: Context, plans: dict, opt: Options, stop) -> int:
+    """`ahead.run` for `plans` as first solved (before their replays: each under the
+    scenario's caps, as a plan its first replay passes keeps them), the block's draws; the
+    number of draws run. Nothing for robust fleets (the block then assesses other fleets)."""
+    if opt.robust is not None or not plans:
+        return 0
+    cls = build_classes(ctx.class_spec)
+    d, _, _ = make_draws(ctx, opt)
+    caps = {a: Caps.of(ctx.scenario.search) for a in plans}
+    return ahead.run(_evaluator(ctx, cls, fleet.specs(plans), plans, caps), d, stop)
+
+
 def plan_under_uncertainty(ctx: Context, plan: Plan, opt: Options) -> Plan:
     """The plan (robust fleets in place with `opt.robust`) with its `uncertainty` block."""
     cls = build_classes(ctx.class_spec)
@@ -310,19 +353,16 @@ def assess(
     opt = opt or Options()
     cls = classes or build_classes(ctx.class_spec)
     d, notes, u = make_draws(ctx, opt)
-    fleets = fleet.from_plan(ctx, plan, "plan")
-    if RELAY_ARCH in fleets:  # planned without relay decode, a draw may still add one
-        fleets[RELAY_ARCH] = sizing.relay_option(
-            fleets[RELAY_ARCH], paired.pb_of(ctx), ctx.relay_dc
-        )
-    planned = {a: float(p.goodput_rps) for a, p in plan.plans.items()}
     caps = plan_caps(ctx, plan)
-    ev = paired.Evaluator(ctx, cls, fleets, planned, caps)
+    ev = _evaluator(ctx, cls, fleet.from_plan(ctx, plan, "plan"), plan.plans, caps)
+    fleets, planned = ev.fleets, ev.planned
+    ahead.adopt(ev, d)  # the line fleets' first chains, where the planner's wait ran them
     ls = sensitivity.levers(d, u.inputs.perf_correlation)
     # the line fleets' goodput chains here, every draw's sizing in a child (the same bits)
     points = split.tornado_points(d, ls, ctx.scenario.search) if RELAY_ARCH in fleets else []
     n1 = {}
-    with split.shared(ev, d, planned, points):  # N-1 meanwhile (the child may still be sizing)
+    ahead_of_join = functools.partial(_verdicts_ahead, ev, d, ls)
+    with split.shared(ev, d, planned, points, ahead_of_join):  # N-1 meanwhile
         for a in fleets if opt.n_minus_1 else ():
             k = ev.key(a)
             if k not in n1:  # equal fleets (PDD as CDC-PD) lose the same

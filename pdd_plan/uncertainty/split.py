@@ -24,7 +24,7 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from pdd_plan.sim.worker import can_fork
@@ -82,16 +82,22 @@ class Pending:
     def __init__(self, ev: paired.Evaluator, pid: int, conn: Connection, claims: Claims) -> None:
         self.ev, self.pid, self.conn, self.claims = ev, pid, conn, claims
 
-    def join(self) -> bool:
+    def join(self, idle: Callable[[], None] | None = None) -> bool:
         """Wait for the child's entries and merge them; False where it failed (the loop then
         computes them here). Meanwhile this process sizes the tornado's points from the last
         (the child from the first; each point by one of them), kept apart as the child's are
-        (`Evaluator.size_ahead`)."""
+        (`Evaluator.size_ahead`), and then, the child still busy, runs `idle` once (work
+        that touches no chain the child runs)."""
         try:
             while not self.conn.poll():
                 point = self.claims.last()
                 if point is None:
-                    break
+                    if idle is None:
+                        break
+                    run: Callable[[], None] = idle
+                    idle = None
+                    run()
+                    continue
                 _size(self.ev, point)
             got = self.conn.recv()
         except (EOFError, OSError):
@@ -115,10 +121,15 @@ class Pending:
 
 @contextlib.contextmanager
 def shared(
-    ev: paired.Evaluator, draws: Draws, planned: dict[str, float], points: list[dict] | None = None
+    ev: paired.Evaluator,
+    draws: Draws,
+    planned: dict[str, float],
+    points: list[dict] | None = None,
+    idle: Callable[[], None] | None = None,
 ) -> Iterator[Pending | None]:
     """`start` on entry; the block's body runs while the child finishes; on leaving, `join`
-    (or, on an error in the body, the child killed and reaped, never left behind)."""
+    with `idle` (or, on an error in the body, the child killed and reaped, never left
+    behind)."""
     pending = start(ev, draws, planned, points)
     try:
         yield pending
@@ -128,7 +139,7 @@ def shared(
             _reap(pending.pid)
         raise
     if pending is not None:
-        pending.join()
+        pending.join(idle)
 
 
 def start(

@@ -64,9 +64,34 @@ def test_a_failed_child_leaves_the_work_here(planned, monkeypatch):
     monkeypatch.setattr(split, "_child", broken)
     joined = []
     real_join = split.Pending.join
-    monkeypatch.setattr(split.Pending, "join", lambda self: joined.append(real_join(self)))
+    monkeypatch.setattr(
+        split.Pending, "join", lambda self, idle=None: joined.append(real_join(self, idle))
+    )
     two, started = _block(ctx, plan, monkeypatch, fork=True)
     assert started[0] is not None and joined == [False]
+    assert two == one
+
+
+def test_verdicts_found_while_the_child_is_still_busy_are_the_same(planned, monkeypatch):
+    # a slow child: this process runs out of tornado points and finds the verdict's figures
+    # (block._verdicts_ahead) before the child's chains reach it; the block is the same
+    import time
+
+    ctx, plan = planned
+    one, _ = _block(ctx, plan, monkeypatch, fork=False)
+    real_child = split._child
+
+    def slow(*a, **k):
+        out = real_child(*a, **k)
+        time.sleep(1.0)  # (in the child: the parent waits on it)
+        return out
+
+    ran = []
+    real_ahead = block._verdicts_ahead
+    monkeypatch.setattr(split, "_child", slow)
+    monkeypatch.setattr(block, "_verdicts_ahead", lambda *a: ran.append(1) or real_ahead(*a))
+    two, started = _block(ctx, plan, monkeypatch, fork=True)
+    assert started[0] is not None and ran == [1]
     assert two == one
 
 

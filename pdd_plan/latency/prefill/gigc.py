@@ -137,8 +137,9 @@ def discrete_log_mgf(values: np.ndarray, weights: np.ndarray) -> LogMGF:
     s = np.asarray(values, dtype=float)
     w = np.asarray(weights, dtype=float) / float(np.sum(weights))
     top = float(s.max())
+    d = s - top
     # log-sum-exp: the largest service dominates for large x
-    return lambda x: x * top + math.log(float(np.dot(w, np.exp(x * (s - top)))))
+    return lambda x: x * top + math.log(float(np.dot(w, np.exp(x * d))))
 
 
 def tail_decay_rate(c: int, rate: float, es: float, log_mgf: LogMGF, ca2: float = 1.0) -> float:
@@ -156,6 +157,8 @@ def tail_decay_rate(c: int, rate: float, es: float, log_mgf: LogMGF, ca2: float 
     lo = 0.0
     for _ in range(64):
         mid = 0.5 * (lo + hi)
+        if mid == lo or mid == hi:  # adjacent doubles: every later round leaves both as they are
+            break
         if f(mid) < 0.0:
             lo = mid
         else:

@@ -34,3 +34,74 @@ def test_defaults_one_blas_thread_and_no_huge_page_advice(monkeypatch):
 def test_a_users_settings_win(monkeypatch):
     seen = _run_main(monkeypatch, {cli.HUGEPAGE_ENV: "1", cli.BLAS_THREADS_ENV: "8"})
     assert seen == {cli.HUGEPAGE_ENV: "1", cli.BLAS_THREADS_ENV: "8"}
+
+
+def test_main_called_in_a_process_returns_to_its_caller(monkeypatch):
+    # only the installed command (argv[0] `pdd-plan`) leaves early; a caller's main() returns
+    monkeypatch.setattr(cli.sys, "argv", ["pytest"])
+    monkeypatch.setattr(cli, "app", lambda: None)
+    called: list[int] = []
+    monkeypatch.setattr(cli, "done", lambda: called.append(1))
+    cli.main()
+    assert called == []
+    monkeypatch.setattr(cli.sys, "argv", ["/usr/bin/pdd-plan", "validate"])
+    cli.main()
+    assert called == [1]
+
+
+def test_a_failed_command_is_not_cut_short(monkeypatch):
+    def fail() -> None:
+        raise SystemExit(2)
+
+    monkeypatch.setattr(cli.sys, "argv", ["pdd-plan", "validate"])
+    monkeypatch.setattr(cli, "app", fail)
+    monkeypatch.setattr(cli, "done", lambda: pytest.fail("done() after a failure"))
+    with pytest.raises(SystemExit) as e:
+        cli.main()
+    assert e.value.code == 2
+
+
+class _FakeChild:
+    started = 0
+    closed = 0
+
+    def __init__(self) -> None:
+        _FakeChild.started += 1
+
+    def close(self) -> None:
+        _FakeChild.closed += 1
+
+
+@pytest.mark.parametrize(
+    ("args", "forks"),
+    [
+        (["optimize"], True),
+        (["optimize", "narrow-line", "-f", "json"], True),
+        (["optimize", "--no-verify"], False),  # nothing replays
+        (["optimize", "--help"], False),
+        (["evaluate", "x.yaml"], False),  # another command forks its own, if any
+        (["--debug", "optimize"], False),  # an option first: the command forks as before
+        ([], False),
+    ],
+)
+def test_the_replays_child_is_forked_before_parsing_only_for_a_verified_optimize(
+    monkeypatch, args, forks
+):
+    import pdd_plan.sim.worker as worker
+
+    commands = cli.sys.modules["pdd_plan.cli.main"]
+    monkeypatch.setattr(worker, "Forked", _FakeChild)
+    monkeypatch.setattr(worker, "can_fork", lambda: True)
+    monkeypatch.setitem(commands.EARLY, "replayer", None)
+    handlers: list = []
+    monkeypatch.setattr(cli.atexit, "register", lambda f, *a: handlers.append((f, a)))
+    before = _FakeChild.started
+    cli.early_replayer(args)
+    assert (_FakeChild.started - before == 1) is forks
+    assert (commands.EARLY["replayer"] is not None) is forks
+    # a child no command took up is closed at exit
+    closed = _FakeChild.closed
+    for f, a in handlers:
+        f(*a)
+    assert _FakeChild.closed - closed == (1 if forks else 0)
+    assert commands.EARLY["replayer"] is None

@@ -104,3 +104,27 @@ def test_stage_length_spans_relaxation_times():
     assert tails.stage_length(20_000, 0.5, 1.0) == 20_000  # 3,200 wanted: the replay's own
     assert tails.stage_length(20_000, 0.96, 2.9) == 975_000  # 400 x 3.9 / 0.04^2
     assert tails.stage_length(20_000, 1.0, 1.0) == tails.MAX_STAGE
+
+
+def test_distinct_pairs_index_every_request_back_to_its_own_pair():
+    rng = np.random.default_rng(3)
+    n = 60_000
+    inp = np.full(n, 65536, dtype=np.int64)
+    inp[::7] = 65535  # two prompt lengths: a table of 2 x 65,537 pairs
+    cached = np.floor(inp * rng.choice([0.0, 0.5, 0.97, 1.0], size=n))
+    got = tails._distinct(inp, cached)
+    assert got is not None
+    first, inverse = got
+    # each request's pair is its distinct pair's, and each distinct pair occurs once
+    np.testing.assert_array_equal(inp[first][inverse], inp)
+    np.testing.assert_array_equal(cached[first][inverse], cached)
+    pairs = set(zip(inp[first].tolist(), cached[first].tolist()))
+    assert len(pairs) == first.size == len(set(zip(inp.tolist(), cached.tolist())))
+
+
+def test_distinct_pairs_refuse_short_or_widely_spread_prompts():
+    rng = np.random.default_rng(4)
+    short = np.full(1000, 4096, dtype=np.int64)
+    assert tails._distinct(short, np.zeros(1000)) is None  # too few to pay
+    spread = rng.integers(1, 200_000, size=60_000)  # a table of 4e10 pairs
+    assert tails._distinct(spread, np.zeros(60_000)) is None

@@ -150,3 +150,40 @@ def test_started_child_is_reaped_at_the_blocks_end(monkeypatch):
     assert w.pid == 0
     with pytest.raises(ChildProcessError):  # reaped: no such child left
         os.waitpid(pid, os.WNOHANG)
+
+
+def test_pdd_without_relay_decode_shares_cdc_pds_replay_and_no_other_does():
+    from pdd_plan.outputs.plan import load_plan
+
+    # the default's golden: PDD planned with no relay decode instance, as CDC-PD
+    plan = load_plan("tests/golden/pdd-paper.optimize.yaml")
+    key = {a: worker._replay_key(plan.arch(a), a) for a in ("pdd", "cdc_pd", "idc_pd")}
+    assert key["pdd"] == key["cdc_pd"]
+    assert key["idc_pd"] != key["cdc_pd"]  # decode in the prefill's datacenter, no line
+    # narrow-line's PDD routes over relay decode: its own replay
+    relayed = load_plan("tests/golden/narrow-line.optimize.yaml")
+    assert any(g.role == "relay_decode" for g in relayed.arch("pdd").instances)
+    got = worker._replay_key(relayed.arch("pdd"), "pdd")
+    assert got[0] == "pdd"
+    assert got != worker._replay_key(relayed.arch("pdd"), "cdc_pd")  # its fleet as CDC-PD
+    # the same pools at another rate: another replay
+    other = plan.arch("pdd").model_copy(update={"goodput_rps": 30.0})
+    assert worker._replay_key(other, "pdd") != key["cdc_pd"]
+
+
+def test_a_child_closed_without_waiting_is_reaped_by_the_next(forked):
+    w = forked()
+    pid = w.pid
+    assert w.result(w.submit("p", "pdd"))["pid"] == pid
+    w.close(wait=False)  # killed, not waited for
+    assert w.pid == 0 and pid in worker._KILLED
+    for _ in range(200):  # the kernel reaps its memory: then the next child's start reaps it
+        time.sleep(0.01)
+        worker._reap_killed()
+        if pid not in worker._KILLED:
+            break
+    assert pid not in worker._KILLED
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # gone: nothing left to reap
+    forked()  # a new child starts as before
+    assert not worker._KILLED
