@@ -7,7 +7,8 @@ schedulers, three length mixes, concurrency 1 / 16 / 48, 6 C prompts), plus case
 test's bar: fixed lengths at concurrency 64 under vLLM (prompt groups that drift), and open
 loops at a finite rate (three seeds of 800 prompts), and the finite open loops and long fixed
 prompts of the same test file (their output tokens/s as the replay's run length over the
-analytic's). Errors: analytic / replay - 1.
+analytic's), and SGLang polling for requests every R decode steps (--scheduler-recv-interval
+10 and 30, the grid's random lengths at concurrency 4 / 16 / 48). Errors: analytic / replay - 1.
 """
 
 from __future__ import annotations
@@ -75,6 +76,26 @@ def main() -> None:
         a = serve(inst, eng, Load(isl, osl, concurrency=c, num_prompts=n), cost=cost)
         reps = [replay(inst, eng, isl, osl, n, c, seed=7, cost=cost)]
         _mean_row(f"dense {name} fixed {i}/{o} C={c}, {n} prompts", a, reps)
+    _recv_rows()
+
+
+def _recv_rows() -> None:
+    """SGLang's --scheduler-recv-interval R: the requests sent between two polls share one
+    prefill batch and wait for the poll (the test file's recv test: 1024/256 at 16 and 48)."""
+    print("\n| SGLang, poll every R decode steps | output tok/s | mean TPOT | P90 TTFT |")
+    print("|---|---|---|---|")
+    lengths = [x for x in grid.LENGTHS if x[2] is not None]  # fixed lengths: waves, no effect
+    for kind, (i, o, ratio), c, r in itertools.product(
+        sorted(grid.INSTANCES), lengths, [4, 16, 48], [10, 30]
+    ):
+        inst = grid._inst(kind)
+        eng = serve_engine("sglang", inst.gpu.memory.hbm_gb).with_limits(recv_interval=r)
+        cost = StepCost(inst, eng)
+        isl, osl = sl.drawn(i, ratio, "sglang"), sl.drawn(o, ratio, "sglang")
+        n = 6 * c
+        a = serve(inst, eng, Load(isl, osl, concurrency=c, num_prompts=n), cost=cost)
+        reps = [replay(inst, eng, isl, osl, n, c, seed=7, cost=cost)]
+        _row(f"{kind} ({i}, {o}, {ratio}) C={c} R={r}", a, reps)
 
 
 def _mean_row(label: str, a, reps) -> None:

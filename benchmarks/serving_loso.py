@@ -60,10 +60,10 @@ def evaluate() -> tuple[list[dict], int, list[dict]]:
         train = [m for m in bundled if text not in m.source]
         jf = joint.fit_joint(train, {g: analytic[g] for g in sorted({r.gpu for r in train})})
         for r in (r for r in serving if r.document == doc):
-            out.append(_entry(r, jf.profile(analytic[r.gpu]), len(train)))
+            out.append(_entry(r, jf.profile(analytic[r.gpu], r.engine_name), len(train)))
             if r.row in data.noted_ttft_ms:
                 ttft = replace(r, figure="ttft_ms", value=data.noted_ttft_ms[r.row])
-                noted.append(_entry(ttft, jf.profile(analytic[r.gpu]), len(train)))
+                noted.append(_entry(ttft, jf.profile(analytic[r.gpu], r.engine_name), len(train)))
     return sorted(out, key=lambda e: e["row"]), len(bundled), sorted(noted, key=lambda e: e["row"])
 
 

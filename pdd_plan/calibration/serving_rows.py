@@ -39,6 +39,7 @@ class ServingRow(Strict):
     range_ratio: float | None = Field(default=None, ge=0, le=1)
     engine: str
     version: str | None = None
+    recv_interval: PositiveInt | None = None  # the launch's --scheduler-recv-interval (SGLang)
     figure: ServeFigure
     value: PositiveFloat
     value_gpus: PositiveFloat | None = None
@@ -93,6 +94,7 @@ def measurement(row: int, r: ServingRow, documents: dict[str, str]) -> ServingMe
         range_ratio=r.range_ratio,
         serve_engine=SCHEDULED_AS.get(r.engine, r.engine),
         engine_version=r.version,
+        recv_interval=r.recv_interval,
     )
 
 

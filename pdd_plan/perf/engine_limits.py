@@ -39,6 +39,7 @@ class EngineDefaults(Strict):
     # [[upper bound of HBM GB, tokens], ...]: the first row whose bound exceeds the GPU's
     token_budget_by_hbm_gb: list[tuple[float, PositiveInt]] = Field(min_length=1)
     max_prefill_tokens: PositiveInt | None = None
+    recv_interval: PositiveInt = 1  # decode steps between the scheduler's polls for requests
     source: str
 
     def token_budget(self, hbm_gb: float) -> int:
@@ -61,10 +62,15 @@ class EnginesFile(Strict):
     host: HostCost
 
 
+def load_engines(path: str) -> EnginesFile:
+    """An engines file (a bad field: a one-line error naming it)."""
+    return load(EnginesFile, path)
+
+
 @lru_cache(maxsize=1)
 def engines() -> EnginesFile:
     """The bundled engines (data/profiles/runtime/engines.yaml)."""
-    return load(EnginesFile, str(data_dir() / "profiles" / "runtime" / "engines.yaml"))
+    return load_engines(str(data_dir() / "profiles" / "runtime" / "engines.yaml"))
 
 
 def engine_names() -> list[str]:

@@ -228,10 +228,10 @@ def _percentiles(s: Steady, load: Load, burst: np.ndarray, n_total: int, seed: i
     # under way: uniform over a step
     rho = min(max(s.rho, 1e-9), 1.0)
     wait = (rng.random(DRAWS) < rho) * rng.exponential(max(s.queue_s, 0.0) / rho, DRAWS)
-    residual = np.zeros(DRAWS)
-    if s.ttft_fixed_s - s.queue_s > 0:  # open loop: the rest of the step the arrival lands in
+    residual = rng.random(DRAWS) * s.poll_s  # the wait for the scheduler's poll (separate)
+    if s.ttft_fixed_s - s.queue_s - s.poll_s / 2.0 > 1e-12:  # open loop: the step it lands in
         long = rng.random(DRAWS) < s.long_share
-        residual = rng.random(DRAWS) * np.where(long, s.long_step_s, s.t_decode_s)
+        residual += rng.random(DRAWS) * np.where(long, s.long_step_s, s.t_decode_s)
     ttft = residual + wait + own
     if len(burst) and n_total:
         m = int(round(DRAWS * min(len(burst) / n_total, 1.0)))

@@ -23,15 +23,23 @@ class ServeEngine:
     step_tokens: int  # separate: tokens of one prefill batch; mixed: tokens per step
     host_per_token_s: float  # host work per streamed token (overlapped with the GPU)
     source: str
+    # separate: decode steps between the scheduler's polls for new requests (SGLang's
+    # --scheduler-recv-interval); the arrivals in between share one prefill pass
+    recv_interval: int = 1
 
     def with_limits(
-        self, max_running: int | None = None, step_tokens: int | None = None
+        self,
+        max_running: int | None = None,
+        step_tokens: int | None = None,
+        recv_interval: int | None = None,
     ) -> ServeEngine:
-        """The engine with its launch flags given (--max-running-requests, the token budget)."""
+        """The engine with its launch flags given (--max-running-requests, the token budget,
+        --scheduler-recv-interval)."""
         return replace(
             self,
             max_running=max_running if max_running is not None else self.max_running,
             step_tokens=step_tokens if step_tokens is not None else self.step_tokens,
+            recv_interval=recv_interval if recv_interval is not None else self.recv_interval,
         )
 
 
@@ -51,4 +59,5 @@ def serve_engine(name: str, hbm_gb: float, flag: str = "--engine") -> ServeEngin
         step_tokens=int(tokens),
         host_per_token_s=data.host.per_token_us * 1e-6,
         source=spec.source,
+        recv_interval=spec.recv_interval,
     )

@@ -10,10 +10,12 @@ mixed (vLLM, TensorRT-LLM): every step carries the B decodes and up to c = budge
   q = min(c, max(d, E[I])) tokens; a share f = d / q of the steps do.
   step = f t(B, q) + (1 - f) t(B, 0);  TPOT = step.
 separate (SGLang): a prefill batch runs between decode steps whenever a request is waiting.
-  Completions per decode step are about Poisson with mean a = B / E[O - 1]; the prompts of
-  the requests they send next are prefilled together, q = min(chunk, E[I] a / (1 - e^-a)),
-  in d / q prefill batches per decode step.
-  TPOT = t(B, 0) + (d / q) t_prefill(q).
+  Completions per decode step are about Poisson with mean a = B / E[O - 1]; the scheduler
+  polls for requests every R decode steps (--scheduler-recv-interval), so the prompts of the
+  requests sent over R steps are prefilled together, q = min(chunk, E[I] aR / (1 - e^-aR)),
+  in d / q prefill batches per decode step (each pays its launch cost once: fewer, larger
+  batches as R grows). TPOT = t(B, 0) + (d / q) t_prefill(q). A request sent while others
+  decode waits (R - 1) / 2 decode steps for the poll.
 TTFT = the wait for the step in progress (mixed; open loop), the queue for prompt capacity
 (M/G/1 on prompt tokens: rho = d / capacity per step) and the prompt's own steps.
 Requests/s X = B / (E[O - 1] TPOT); in the engine: B + X TTFT (Little).
@@ -51,6 +53,7 @@ class Steady:
     rho: float = 0.0  # utilization of the prompt capacity (the share of arrivals that wait)
     long_step_s: float = 0.0  # open loop: the long step kind an arrival may land in
     long_share: float = 0.0  # the share of time in it (length-biased landing)
+    poll_s: float = 0.0  # separate: the longest wait for the scheduler's poll (uniform)
 
 
 def decode_context(isl: Lengths, osl: Lengths) -> float:
@@ -136,7 +139,9 @@ def separate(
     d = b * e_i / o1
     chunk = float(eng.step_tokens)
     a = b / o1  # completions (hence new requests) per decode step
-    per_batch = e_i * a / (-math.expm1(-a)) if a > 1e-9 else e_i
+    r = float(eng.recv_interval)
+    ar = a * r  # requests sent between two polls: received, and prefilled, together
+    per_batch = e_i * ar / (-math.expm1(-ar)) if ar > 1e-9 else e_i
     q = min(chunk, per_batch)
     n_batches = d / q
     t_d = interp(lambda x: cost.decode(x, ctx), b)
@@ -145,9 +150,9 @@ def separate(
     tpot = t_d + others * (cycle - t_d)
     x = b / (o1 * tpot)  # each decoding request makes a token per TPOT
     # a request's own prefill batch holds its prompt and those sent with it (size-biased)
-    seen = min(chunk, e_i * (1.0 + a))
+    seen = min(chunk, e_i * (1.0 + ar))
     t_seen = cost.prefill_tokens(seen, e_i, cached=max(e_i - seen, 0.0) / 2.0)
-    own = prompt_passes(isl, a, chunk) * t_seen
+    own = prompt_passes(isl, ar, chunk) * t_seen
     rho = min(x * isl.mean * (t_p / q), 0.999999) if q > 0 else 0.0
     s1 = e_i / q * t_p
     s2 = isl.second_moment / q**2 * t_p**2
@@ -157,10 +162,12 @@ def separate(
     # open loop, length-biased: in a prefill batch (time share rho) or a decode step
     long_share = rho if others >= 1.0 else 0.0
     residual = (rho * t_p + (1.0 - rho) * t_d) / 2.0 if others >= 1.0 else 0.0
-    ttft = residual + wait + own
+    # the poll: R - 1 decode steps apart while others decode (an idle engine polls at once)
+    poll = (r - 1.0) * t_d * min(1.0, b * others)
+    ttft = residual + wait + poll / 2.0 + own
     return Steady(
-        b, tpot, cycle, t_d, t_p, n_batches, q, ttft, residual + wait, t_seen, chunk, x,
-        b + x * ttft, wait, a, rho, t_p, long_share,
+        b, tpot, cycle, t_d, t_p, n_batches, q, ttft, residual + wait + poll / 2.0, t_seen, chunk,
+        x, b + x * ttft, wait, ar, rho, t_p, long_share, poll,
     )  # fmt: skip
 
 

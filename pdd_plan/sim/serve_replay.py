@@ -6,7 +6,9 @@ sent at t = 0, each completion sends the next until `num_prompts` are sent) or o
 (perf/serve_engine.py): admission up to its running-request limit and the KV pool (live
 contexts), then either a prefill batch apart from the decodes (`separate`, SGLang) or every
 running decode plus prompt chunks first come first served in one step (`mixed`, vLLM,
-TensorRT-LLM). Step times come from perf/serve_step.py, the same as the analytic serve phase,
+TensorRT-LLM). A request sent reaches the scheduler at its next poll: every
+`recv_interval` decode steps, at once after a step with prompt tokens or while the engine is
+idle (SGLang's scheduler_recv_skipper). Step times come from perf/serve_step.py, the same as the analytic serve phase,
 so the two differ only in how they treat queueing, batching and the run's start and end.
 
 What it reports is what the benchmark prints: duration from the first request to the last
@@ -135,13 +137,14 @@ def replay(
     else:
         times = None
     waiting: deque[int] = deque()
+    inbox: list[int] = []  # sent, not yet received by the scheduler
     running: list[int] = []
-    sent, now, steps = 0, 0.0, 0
+    sent, now, steps, polled = 0, 0.0, 0, engine.recv_interval
 
     def send(t: float) -> None:
         nonlocal sent
         st.arrival[sent] = t
-        waiting.append(sent)
+        inbox.append(sent)
         sent += 1
 
     if times is None:
@@ -151,6 +154,10 @@ def replay(
         if times is not None:
             while sent < num_prompts and times[sent] <= now:
                 send(times[sent])
+        if polled >= engine.recv_interval or not running:  # the scheduler's poll
+            waiting.extend(inbox)
+            inbox.clear()
+            polled = 0
         live = float(np.sum(st.isl[running] + st.generated[running])) if running else 0.0
         while waiting and len(running) < cap and live + st.isl[waiting[0]] <= kv_tokens:
             i = waiting.popleft()
@@ -170,6 +177,8 @@ def replay(
             dec, chunks = decoding, _plan_prompt(st, prefilling, budget)
         now += _step_time(cost, st, dec, chunks)
         steps += 1
+        # a decode step counts 1 toward the next poll, a step with prompt tokens the interval
+        polled += 1 if not chunks else engine.recv_interval
         for i in _advance(st, dec, chunks, now):
             running.remove(i)
             if times is None and sent < num_prompts:

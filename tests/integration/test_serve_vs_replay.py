@@ -122,3 +122,24 @@ def test_finite_open_loop_bound_by_the_kv_pool_agrees_with_the_replay(engine):
     assert ana.duration_s == pytest.approx(float(np.mean([r.duration_s for r in reps])), rel=0.05)
     tpot = float(np.mean([np.mean(r.tpot_s) for r in reps]))
     assert ana.tpot_s.mean == pytest.approx(tpot, rel=0.10)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", sorted(INSTANCES))
+@pytest.mark.parametrize("c", [16, 48])
+@pytest.mark.parametrize("r", [10, 30])
+def test_scheduler_recv_interval_agrees_with_the_replay(kind, c, r):
+    """SGLang polling for requests every r decode steps (InferenceX's B200/B300 launches: 10
+    below 16 requests, 30 from 16): output tokens/s and mean TPOT within the closed-loop issue's
+    10 % (measured: -3.1..+1.8 % and +2.4..+6.7 % at 1024/256). P90 TTFT is not held to its
+    15 % here: the poll's wait and the batch it forms read -23..+9 % over the grid, the
+    3000/128 prompts' TPOT up to +10.8 % (benchmarks/serve_vs_replay.py)."""
+    inst = _inst(kind)
+    eng = serve_engine("sglang", inst.gpu.memory.hbm_gb).with_limits(recv_interval=r)
+    cost = StepCost(inst, eng)
+    isl, osl = sl.drawn(1024, 0.8, "sglang"), sl.drawn(256, 0.8, "sglang")
+    n = 6 * c
+    rep = replay(inst, eng, isl, osl, num_prompts=n, concurrency=c, seed=7, cost=cost)
+    ana = serve(inst, eng, Load(isl, osl, concurrency=c, num_prompts=n), cost=cost)
+    assert ana.output_tokens_per_s == pytest.approx(rep.output_tokens_per_s, rel=0.10)
+    assert ana.tpot_s.mean == pytest.approx(float(np.mean(rep.tpot_s)), rel=0.10)
