@@ -28,7 +28,7 @@ from pdd_plan.outputs.plan import Plan, Simulated
 from pdd_plan.perf.bathtub import bathtub
 from pdd_plan.report.figures import FigureData, RegimeData, Replayed
 from pdd_plan.sim.result import SimResult
-from pdd_plan.sim.run import run, verify_replay
+from pdd_plan.sim.run import composed_ttft, recomposed, run, verify_replay
 from pdd_plan.sim.setup import row_instance
 from pdd_plan.sim.verdict import Verdict
 from pdd_plan.sweep.regimes.around import axes_around, centre
@@ -63,21 +63,31 @@ def _same(v: Verdict, sim: Simulated) -> bool:
 
 def verification_replays(plan: Plan, ctx: Context, tick=None) -> dict[str, Replayed] | None:
     """Each architecture's verification replay run again, or None when the plan states none
-    for some architecture or one does not give the plan's figures back."""
+    for some architecture or one does not give the plan's figures back. Where the plan's
+    TTFT figures compose a prefill stage (`sim.tails`), so do these: the same stage, and the
+    CDF an even sample of the composed law (`sim.run.composed_ttft`)."""
     if plan.day is not None or not plan.plans:
         return None
     out = {}
+    rs, seed = ctx.replay_setup, ctx.scenario.seed
     for a, p in plan.plans.items():
         sim = p.simulated
         if sim is None:
             return None
         n = sim.early_stop.full_length if sim.early_stop is not None else sim.requests
-        v, res = verify_replay(ctx.replay_setup, plan, a, n, ctx.scenario.seed)
+        v, res = verify_replay(rs, plan, a, n, seed)
+        ttft = res.ttft_s[res.kept()]
+        stage = int((sim.tails or {}).get("prefill_stage_requests", 0))
+        if stage:
+            v = recomposed(rs, plan, a, (v, res), n, seed, stage)
+            got = composed_ttft(rs, plan, a, res, n, seed, stage)
+            if got is None:
+                return None
+            ttft = got
         if not _same(v, sim):
             return None
-        k = res.kept()
         figs = v.figures or {}  # (replayed: _same found its figures)
-        out[a] = Replayed(res.ttft_s[k], figs.get("line_utilization"), figs["ttft_s"], res)
+        out[a] = Replayed(ttft, figs.get("line_utilization"), figs["ttft_s"], res, stage)
         if tick is not None:
             tick()
     return out

@@ -43,6 +43,9 @@ class Replayed:
     line_utilization: float | None
     ttft_pct: dict | None
     result: object = None  # the replay itself (sim.result.SimResult), for the bathtub's input
+    # > 0: the TTFT composes the prefill stage replayed over this many requests (sim.tails),
+    # `ttft_s` an even sample of the composed law, not the replay's own requests
+    stage_requests: int = 0
 
 
 @dataclass(frozen=True)
@@ -74,11 +77,18 @@ class FigureData:
             if self.source == "distribution"
             else f"trace {self.source}"
         )
-        kept = ", ".join(f"{a} {len(r.ttft_s):,}" for a, r in self.replays.items())
+        kept = ", ".join(f"{a} {_kept(r):,}" for a, r in self.replays.items())
         if self.verification:
+            stages = {r.stage_requests for r in self.replays.values() if r.stage_requests}
+            composed = (
+                f"; each TTFT composed with the prefill stage replayed alone over "
+                f"{', '.join(f'{n:,}' for n in sorted(stages))} requests, as the plan states it"
+                if stages
+                else ""
+            )
             return (
                 f"the plan's verification replay of each architecture, run again ({src}, seed "
-                f"{self.seed}; requests past the warm-up: {kept})"
+                f"{self.seed}; requests past the warm-up: {kept}{composed})"
             )
         return (
             f"the report replay, {self.n_requests:,} requests per architecture ({src}, seed "
@@ -86,6 +96,14 @@ class FigureData:
             "verification replay that gives its figures back (made with --no-verify, a day's "
             "plan, or by another version)"
         )
+
+
+def _kept(r: Replayed) -> int:
+    """Requests past the replay's warm-up (a composed law's sample is not requests)."""
+    res = r.result
+    if r.stage_requests and res is not None:
+        return len(res.ttft_s[res.kept()])  # type: ignore[attr-defined]
+    return len(r.ttft_s)
 
 
 def regime_figure(data: RegimeData) -> Figure:

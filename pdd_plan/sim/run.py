@@ -281,8 +281,7 @@ def composed_summary(res: SimResult, stage: tails.StageWaits, s: dict) -> dict:
     """The summary keys the composition replaces: ``ttft_s`` (its percentiles and mean),
     ``ttft_s_ci`` (sectioning intervals), ``unsettled`` (again, on those intervals) and
     ``tails`` (what the TTFT figures are)."""
-    k = res.kept()
-    rest = (res.ttft_s - (res.prefill_start_s - res.arrival_s))[k]
+    rest = _rest(res)
     c = tails.composed(stage.waits, rest)
     ttft = {f"p{round(q * 100)}": sig(v) for q, v in zip(tails.QS, c.points)}
     ttft["mean"] = sig(c.mean)
@@ -297,3 +296,29 @@ def composed_summary(res: SimResult, stage: tails.StageWaits, s: dict) -> dict:
         "rest_requests": int(rest.size),
     }
     return {"ttft_s": ttft, "ttft_s_ci": ci, "unsettled": unsettled, "tails": how}
+
+
+def _rest(res: SimResult) -> np.ndarray:
+    """Each kept request's first token less its prefill wait (what the stage's wait adds to)."""
+    return (res.ttft_s - (res.prefill_start_s - res.arrival_s))[res.kept()]
+
+
+def composed_ttft(
+    rs: ReplaySetup,
+    plan: PlanLike,
+    architecture: str,
+    res: SimResult,
+    n_requests: int,
+    seed: int | None,
+    stage_requests: int,
+    k: int = 2000,
+) -> np.ndarray | None:
+    """The TTFT law `recomposed` states for `res` (a `verify_replay` of these arguments), as
+    an even sample of `k` (`tails.composed_sample`); None where no stage applies."""
+    p = setup.arch_plan(plan, architecture)
+    s = rs.seed if seed is None else int(seed)
+    reqs = setup.requests(rs, n_requests, s, p.goodput_rps)
+    stage = _stage(rs, p, architecture, reqs, s, stage_requests)
+    if stage is None:
+        return None
+    return tails.composed_sample(stage.waits, _rest(res), k)

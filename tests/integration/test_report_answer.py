@@ -156,3 +156,30 @@ def test_a_plan_whose_replay_is_not_reproduced_says_so(verified, ctx):
     assert not data.verification
     text = data.replay_text()
     assert re.search(r"the report replay, 300 requests per architecture", text), text
+
+
+@pytest.fixture(scope="module")
+def composed(ctx):
+    """The default planned as the CLI plans it: short replays (2,000 requests) whose TTFT
+    figures compose the prefill stage replayed alone (here over up to 40,000 requests)."""
+    return optimize(ctx, verify=True, sim_requests=2000, tail_requests=40_000)
+
+
+def test_a_plan_with_composed_tails_draws_them_from_its_verification(composed, ctx):
+    # the page reruns the same composition: its percentiles are the plan's, and the CDF's
+    # own quantiles are those of the composed law, not of the 2,000 requests' own TTFT
+    data = figure_data(composed, ctx, regimes=False)
+    assert data.verification
+    for a, p in composed.plans.items():
+        sim, r = p.simulated, data.replays[a]
+        assert sim.tails and r.stage_requests == sim.tails["prefill_stage_requests"] > 2000
+        assert r.ttft_pct["p99"] == pytest.approx(sim.ttft_s.p99, rel=1e-5)
+        assert len(r.ttft_s) == 2000  # an even sample of the composed law
+        # the grid's bin and the sample's spacing bound how far its quantiles sit off
+        assert np.quantile(r.ttft_s, 0.9) == pytest.approx(sim.ttft_s.p90, rel=5e-3)
+        assert np.quantile(r.ttft_s, 0.5) == pytest.approx(sim.ttft_s.p50, rel=5e-3)
+    text = data.replay_text()
+    assert "verification replay" in text and "composed with the prefill stage" in text
+    # the warm-up count is the replay's requests, not the sample's size
+    kept = {a: r.result.ttft_s[r.result.kept()].size for a, r in data.replays.items()}
+    assert all(f"{a} {k:,}" in text for a, k in kept.items())

@@ -128,3 +128,23 @@ def test_distinct_pairs_refuse_short_or_widely_spread_prompts():
     assert tails._distinct(short, np.zeros(1000)) is None  # too few to pay
     spread = rng.integers(1, 200_000, size=60_000)  # a table of 4e10 pairs
     assert tails._distinct(spread, np.zeros(60_000)) is None
+
+
+def test_composed_sample_is_an_even_sample_of_the_composed_law():
+    # W exponential (mean 1 s) plus a constant 0.5 s: the sample's i-th value is the law's
+    # (i + 1/2)/k quantile, 0.5 - ln(1 - u), to the grid's bin (top / 4,096)
+    rng = np.random.default_rng(5)
+    w = rng.exponential(1.0, 400_000)
+    rest = np.full(2000, 0.5)
+    k = 1000
+    got = tails.composed_sample(w, rest, k)
+    u = (np.arange(k) + 0.5) / k
+    exact = 0.5 - np.log1p(-u)
+    bin_s = (w.max() + 0.5) / (tails.GRID // 2 - 1)
+    assert got.shape == (k,) and np.all(np.diff(got) >= 0)
+    inner = u < 0.99  # the far tail of 400,000 draws is itself sampling noise
+    assert np.max(np.abs(got - exact)[inner]) < 2 * bin_s + 0.02
+    # the points `composed` states are the sample's at the same quantiles
+    c = tails.composed(w, rest)
+    for q, p in zip(tails.QS, c.points):
+        assert np.quantile(got, q) == pytest.approx(p, rel=0.02)
