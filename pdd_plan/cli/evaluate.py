@@ -55,6 +55,13 @@ def evaluate_cmd(
     no_simulate: bool = typer.Option(
         False, "--no-simulate", help="Analytic search only (no simulator verification)."
     ),
+    tail_requests: int = typer.Option(
+        1_000_000,
+        "--tail-requests",
+        help="Each replay's TTFT percentiles and checks: its prefill stage replayed alone over "
+        "up to this many requests (fewer for a less busy pool), as optimize verifies a plan "
+        "(~0.3-0.5 s of CPU a replay at 1M). 0: the replay's own.",
+    ),
 ) -> None:
     """The highest request rate each architecture's fleet serves within the scenario's P90/P99
     TTFT and TPOT SLAs: analytic bisection, verified by the simulator at that rate and one step
@@ -67,10 +74,16 @@ def evaluate_cmd(
     limits.check("REQUESTS", requests, None, "--requests")  # before any replay allocates
     if not (0.001 <= step <= 0.5):
         raise InputError(None, "--step", f"must be in [0.001, 0.5] (got {step:g})", "use 0.02")
+    if tail_requests < 0:
+        raise InputError(
+            None, "--tail-requests", f"must be >= 0 (got {tail_requests})", "use 0 or 1000000"
+        )
+    limits.check("REQUESTS", tail_requests, None, "--tail-requests")
     from pdd_plan.inputs import profiles
 
     ctx, fleets, note = _load(profiles.scenario_path(file))
-    ev = evaluate(ctx, fleets, Options(not no_simulate, requests, step))
+    opt = Options(not no_simulate, requests, step, tail_requests=tail_requests)
+    ev = evaluate(ctx, fleets, opt)
     out = ev.with_note(note or None).as_dict()  # the JSON form: what is printed
     if fmt == "table":
         render(out, console())

@@ -45,6 +45,9 @@ class Options:
     sim_requests: int = 5000
     step: float = 0.02  # one step: this fraction of the rate
     max_replays: int = 8
+    # each replay's TTFT figures and checks compose its prefill stage replayed alone over up
+    # to this many requests (sim.tails; optimize's verification rule; 0: the replay's own)
+    tail_requests: int = 0
 
 
 class Infeasible(Exception):
@@ -114,6 +117,8 @@ def _simulated(c: verify.VerifiedRates, n: int) -> dict:
             "bottleneck": above.bottleneck,
         },
         "replays": [r.row() for r in c.runs],
+        # how the TTFT figures were found, where they compose the prefill stage (sim.tails)
+        **({"tails": s["tails"]} if s.get("tails") else {}),
     }
 
 
@@ -197,8 +202,9 @@ def evaluate_one(
         stable = analytic.stability_bound(fm)
         at = analytic.at_rate(fm, stable)
         rep = verify.replayer(
-            rs, lo.plan, fs.architecture, opt.sim_requests, stable, at.first_limit
-        )
+            rs, lo.plan, fs.architecture, opt.sim_requests, stable, at.first_limit,
+            opt.tail_requests,
+        )  # fmt: skip
         c = verify.verify_rates(rep, lo.rate, opt.step, opt.max_replays)
         if c.passed is None:
             last = c.runs[-1]

@@ -67,9 +67,11 @@ def replayer(
     n_requests: int,
     stable_below: float,
     saturates: str,
+    stage_requests: int = 0,
 ) -> Callable[[float], Replay]:
     """Replays of `plan`'s fleet at any rate (the plan's figures other than the rate unused);
-    rates from `stable_below` on fail unreplayed, `saturates` named as the bottleneck."""
+    rates from `stable_below` on fail unreplayed, `saturates` named as the bottleneck;
+    `stage_requests`: `sim.run.verify`'s (the TTFT composed with the prefill stage)."""
 
     def run(rate: float) -> Replay:
         if rate >= stable_below:
@@ -79,7 +81,9 @@ def replayer(
         from pdd_plan.sim.run import verify
 
         p = plan.model_copy(update={"goodput_rps": float(rate)})
-        return Replay(rate, verify(rs, p, architecture, n_requests, rs.seed))
+        return Replay(
+            rate, verify(rs, p, architecture, n_requests, rs.seed, stage_requests=stage_requests)
+        )
 
     return run
 

@@ -311,3 +311,11 @@ def test_console_script_stderr_has_no_traceback(tmp_path, case):
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
     assert str(p) in lines[0]
+
+
+@pytest.mark.parametrize("command", ["optimize", "evaluate"])
+def test_negative_tail_requests_is_one_line(command):
+    golden = Path(__file__).resolve().parents[1] / "golden" / "pdd-paper.optimize.yaml"
+    target = str(golden if command == "evaluate" else EXAMPLE)
+    msg = one_error_line(invoke(command, target, "--tail-requests", "-5"), 2)
+    assert "--tail-requests" in msg and "-5" in msg
