@@ -175,7 +175,8 @@ def test_a_plan_with_composed_tails_draws_them_from_its_verification(composed, c
         assert sim.tails and r.stage_requests == sim.tails["prefill_stage_requests"] > 2000
         assert r.ttft_pct["p99"] == pytest.approx(sim.ttft_s.p99, rel=1e-5)
         assert len(r.ttft_s) == 2000  # an even sample of the composed law
-        # the grid's bin and the sample's spacing bound how far its quantiles sit off
+        # tolerance 0.5 %: a 2,000-point sample's quantile interpolates points 1/2,000 of
+        # probability apart, read through the law's density there (measured: -0.28 % worst)
         assert np.quantile(r.ttft_s, 0.9) == pytest.approx(sim.ttft_s.p90, rel=5e-3)
         assert np.quantile(r.ttft_s, 0.5) == pytest.approx(sim.ttft_s.p50, rel=5e-3)
     text = data.replay_text()
