@@ -15,19 +15,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
-import subprocess
 import sys
-import time
+
+from benchmarks import timed
 
 DEFAULT = ("a-day", "a-day-narrow-line")
 
 
 def run(name: str) -> tuple[dict, float, float]:
     """The plan's JSON, the wall seconds and the CPU seconds of the process and its children."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    out = subprocess.run(
+    out, wall, cpu = timed.run(
         [
             sys.executable,
             "-c",
@@ -42,9 +39,6 @@ def run(name: str) -> tuple[dict, float, float]:
         check=True,
         env=dict(os.environ),
     )
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return json.loads(out.stdout), wall, cpu
 
 

@@ -13,26 +13,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from benchmarks import timed
 
 
 def run(executor: str, out: Path, extra: list[str]) -> tuple[dict, float, float]:
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
     cmd = ["regimes", "--no-verify", "--executor", executor, "--json", str(out), *extra]
-    subprocess.run(
+    _, wall, cpu = timed.run(
         [sys.executable, "-c", "from pdd_plan.cli import main; main()", *cmd],
         capture_output=True,
         check=True,
     )
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return json.loads(out.read_text(encoding="utf-8")), wall, cpu
 
 

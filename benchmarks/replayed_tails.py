@@ -18,15 +18,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
+from benchmarks import timed
 from pdd_plan.inputs.context import build_context, load_scenario
 from pdd_plan.optimize import optimize
 from pdd_plan.sim import run as sim_run
@@ -53,18 +52,13 @@ def _wall(args: list[str]) -> tuple[float, float]:
     """(wall, CPU) seconds of one fresh `pdd-plan optimize` process (CPU: its user + system,
     its replay child's included)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t = time.perf_counter()
-    subprocess.run(
+    _, wall, cpu = timed.run(
         [sys.executable, "-c", _CLI, "optimize", "--format", "json", *args],
         cwd=ROOT,
         env=env,
         capture_output=True,
         check=True,
     )
-    wall = time.perf_counter() - t
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     return wall, cpu
 
 

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+from benchmarks import timed
 
 ROOT = Path(__file__).resolve().parents[1]
 # the entry point, with the main process's own CPU written to stderr as it exits
@@ -42,18 +42,15 @@ def run(checkout: Path, extra: list[str]) -> tuple[float, float, float, str]:
     """(wall, CPU of all processes, CPU of the main process, stdout) of one run."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPATH"] = str(checkout)
-    r0, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
-    done = subprocess.run(
+    done, wall, cpu = timed.run(
         [sys.executable, "-c", ENTRY, "optimize", "--format", "json", *extra],
         env=env,
         cwd=checkout,
         capture_output=True,
         text=True,
     )
-    wall, r1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"{checkout}: optimize {' '.join(extra)} failed: {done.stderr[-400:]}")
-    cpu = r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime
     own = [ln for ln in done.stderr.splitlines() if ln.startswith("main-process-cpu ")]
     return wall, cpu, float(own[-1].split()[1]), done.stdout
 

@@ -17,12 +17,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
+
+from benchmarks import timed
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -68,9 +67,7 @@ print(json.dumps({k: spent[k] - inner[k] for k in spent}), file=sys.stderr)
 def _one(root: Path, args: list[str]) -> dict:
     env = dict(os.environ, PYTHONPATH=str(root))
     env.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")  # as the CLI sets it, before numpy loads
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t = time.perf_counter()
-    p = subprocess.run(
+    p, wall, cpu = timed.run(
         [sys.executable, "-c", _CHILD, *args],
         cwd=root,
         env=env,
@@ -78,9 +75,6 @@ def _one(root: Path, args: list[str]) -> dict:
         text=True,
         check=True,
     )
-    wall = time.perf_counter() - t
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     stage = json.loads(p.stderr.strip().splitlines()[-1])
     return {"wall": wall, "cpu": cpu, "replay_wall": stage["wall"], "replay_cpu": stage["cpu"]}
 
