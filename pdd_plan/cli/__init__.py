@@ -24,7 +24,6 @@ BLAS_THREADS_ENV = "OPENBLAS_NUM_THREADS"
 def main() -> None:
     os.environ.setdefault(HUGEPAGE_ENV, "0")
     os.environ.setdefault(BLAS_THREADS_ENV, "1")
-    early_replayer(sys.argv[1:])
     try:
         app()
     except SystemExit as e:
@@ -47,30 +46,6 @@ def done() -> None:
     except (OSError, ValueError):
         return
     os._exit(0)
-
-
-def early_replayer(args: list[str]) -> None:
-    """`pdd-plan optimize` that replays its plans: the replays' child forked now, before the
-    arguments are parsed (typer's parsing loads pydantic, ~0.1 s), so numba loads on the
-    second core from the process's first tenth of a second; the command takes it up
-    (`cli.main._replayer`). Anything else (another command, --no-verify, a help page, an
-    option before the command) starts nothing here: the command forks its own as before."""
-    if args[:1] != ["optimize"] or {"--no-verify", "--help", "-h"} & set(args):
-        return
-    from pdd_plan.sim.worker import Forked, can_fork  # a light module
-
-    commands = sys.modules["pdd_plan.cli.main"]  # the module (this package's `main` is a function)
-    if can_fork() and commands.EARLY["replayer"] is None:
-        commands.EARLY["replayer"] = Forked()
-        atexit.register(_unused, commands.EARLY)
-
-
-def _unused(early: dict) -> None:
-    """The early child, where the command never took it up (its arguments were refused):
-    killed and reaped at exit, not left loading numba for nothing."""
-    w, early["replayer"] = early["replayer"], None
-    if w is not None:
-        w.close()
 
 
 __all__ = ["app", "main", "common"]

@@ -270,22 +270,14 @@ def _ahead_options(draws, q, verify_draws, replan):
     return Options(draws=draws or None)
 
 
-# the replays' child the entry point forked before parsing (`pdd_plan.cli.early_replayer`)
-EARLY: dict[str, Any] = {"replayer": None}
-
-
 def _replayer(verify: bool) -> contextlib.AbstractContextManager:
     """The replays' child, started first, so that numba loads on the second core while this
-    process reads the scenario and plans (the one the entry point forked, where it did); none
-    without verification."""
+    process reads the scenario and plans; none without verification."""
+    if not verify:
+        return contextlib.nullcontext()
     from pdd_plan.sim.worker import started  # a light module, and only where a plan replays
 
-    early, EARLY["replayer"] = EARLY["replayer"], None
-    if not verify:
-        if early is not None:
-            early.close()
-        return contextlib.nullcontext()
-    return started(True, early)
+    return started(True)
 
 
 def _preflight(sc, file: str) -> None:

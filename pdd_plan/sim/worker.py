@@ -221,10 +221,10 @@ class Forked:
 
 
 @contextlib.contextmanager
-def started(fork: bool, ready: Forked | None = None) -> Iterator[Forked | None]:
-    """A child started now, before the scenario is read, when `fork` and `can_fork()` (or
-    `ready`, one started earlier); killed at the block's end whether or not a replay used it."""
-    w = ready if ready is not None else Forked() if fork and can_fork() else None
+def started(fork: bool) -> Iterator[Forked | None]:
+    """A child started now, before the scenario is read, when `fork` and `can_fork()`; killed
+    at the block's end whether or not a replay used it."""
+    w = Forked() if fork and can_fork() else None
     try:
         yield w
     finally:
