@@ -115,9 +115,9 @@ def _transfer_law(
         lt = bare + np.maximum(base + burst, 0.0)
         base = np.maximum(base, 0.0)
     j = lt - bare
-    # the PS share's squared CV holds for the delay without bursts (the pool's smoothing,
-    # verification's stretch); bursts move that part's variance (bursts.variance_ratio)
-    # and add their own excess at the same squared CV, taken independent of it
+    # the PS share's squared CV holds for the delay without bursts (the pool's smoothing);
+    # bursts move that part's variance (bursts.variance_ratio) and add their own excess at
+    # the same squared CV, taken independent of it
     with np.errstate(invalid="ignore", over="ignore"):  # no delay (j = 0): no variance
         var = np.where(j > 0, cv2 * j * j, 0.0)
     if 0 < rho < 1 and ca2 != 1.0:
@@ -126,6 +126,19 @@ def _transfer_law(
             lead = None if pool is None else np.asarray(own, dtype=float)  # as delay_parts'
             v = bursts.variance_ratio(sz, weight, rho, ca2, lead)
             var = np.where(j > 0, cv2 * (base * base * v + burst * burst), 0.0)
+    # verification's stretch (Caps.line_delay) makes every transfer `stretch` times the law's:
+    # of the delay beyond the bare time, (stretch - 1) x the bare transfer is a delay each
+    # transfer has, not a share of the line some escape (no transfer goes undelayed), and the
+    # rest, the share's delay stretched, keeps the share's shape. Spread whole with the
+    # share's shape, a line whose transfers all run at their cap (no share: an atom of 1, a
+    # squared CV of 1 or, an ulp of share over, ~1e17) read a stretched delay as "none, or
+    # twice the mean" or "none, or vast", flipping with the rate's last bits
+    stretched = np.clip((stretch - 1.0) * (bare - pre), 0.0, j)
+    if np.any(stretched > 0):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            spread = np.where(j > 0, (j - stretched) / np.where(j > 0, j, 1.0), 0.0)
+        var = var * spread * spread
+        atom = np.where(stretched > 0, 0.0, atom)
     return TransferLaw(lt, bare, j, var, atom)
 
 

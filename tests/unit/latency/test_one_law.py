@@ -78,15 +78,18 @@ BEFORE_LINE = {
         "total": [5.641316567576917, 7.0024895154699625, 25.982259496487202],
         "bare": [0.15315153899016207, 0.5976061559606483, 7.412576949508103],
         "line_wait": [5.488165028586755, 6.404883359509315, 18.5696825469791],
-        "line_wait_var": [14.558448476298443, 17.199676229992836, 66.86089085052419],
-        "atom": [0.04944247706510945, 0.029970088547429746, 4.460632806589213e-05],
+        # the stretched rows' spread and atom re-recorded when the stretch's part of the
+        # delay, (stretch - 1) x the bare transfer, became a delay every transfer has
+        # (test_a_stretch_delays_every_transfer_and_spreads_only_the_share below)
+        "line_wait_var": [14.315709882831996, 16.250265444245784, 51.80615709393231],
+        "atom": [0.0, 0.0, 0.0],
     },
     ("eth-1g", 0.3, 2.0, True, 1.3): {
         "total": [0.10639967858727123, 0.3771616417780827, 4.309008417107174],
         "bare": [0.05444444444444445, 0.1877777777777778, 2.232222222222222],
         "line_wait": [0.05195523414282678, 0.1893838640003049, 2.076786194884952],
-        "line_wait_var": [0.008912273593303507, 0.11284753036941537, 7.539173440871779],
-        "atom": [0.5361454812698974, 0.4723144552052297, 0.0676253579360512],
+        "line_wait_var": [0.004189518162173045, 0.055697965881474965, 3.461004298020849],
+        "atom": [0.0, 0.0, 0.0],
     },
 }
 
@@ -224,6 +227,54 @@ def test_transfer_law_gives_the_numbers_of_the_two_composition_points(key):
     rtol = 1e-9 if fed else 1e-12
     for field, want in BEFORE_LINE[key].items():
         np.testing.assert_allclose(getattr(law, field), want, rtol=rtol, err_msg=field)
+
+
+@pytest.mark.parametrize("name", sorted(LINES))
+def test_a_stretch_delays_every_transfer_and_spreads_only_the_share(name):
+    """Verification's stretch s makes a transfer s times the law's: the delay beyond the bare
+    time gains (s - 1) x the bare transfer (after the setup and copy), which every transfer
+    has (no atom at zero), while the spread stays the share's, its delay times s: the variance
+    is the unstretched law's squared CV on s x the unstretched delay."""
+    line, s = LINES[name](), 1.37
+    plain = transfer_law(SIZES, SHARES, line, 0.5)
+    got = transfer_law(SIZES, SHARES, line, 0.5, s)
+    pre = line.pre_line_s(SIZES)
+    np.testing.assert_allclose(got.bare, plain.bare, rtol=1e-12)
+    np.testing.assert_allclose(
+        got.line_wait, (s - 1.0) * (plain.bare - pre) + s * plain.line_wait, rtol=1e-12
+    )
+    cv2 = np.divide(
+        plain.line_wait_var,
+        plain.line_wait**2,
+        out=np.zeros_like(SIZES),
+        where=plain.line_wait > 0,
+    )
+    np.testing.assert_allclose(
+        got.line_wait_var, cv2 * (s * plain.line_wait) ** 2, rtol=1e-9, atol=1e-300
+    )
+    assert np.all(got.atom == 0.0)
+
+
+def test_a_stretched_line_with_no_share_misses_alike_at_every_load():
+    """Every transfer at its cap and the pool not binding (below ~0.2 of this line: no share
+    and no wait to shape): stretched, its delay is the stretch's alone, the same at every
+    load, so the TTFT miss of a request whose delay alone passes the target is 1 at every
+    load (it flipped between 0.5 and 1e-17 with the load's last bits where the stretch took
+    the share's shape: an atom of 1 with a squared CV of 1, or an ulp of share over, ~1e17)."""
+    line = LINES["all-capped"]()
+    pool = prefill_pool.PrefillPool(None, 3, PREFILL_S, 0.01, SHARES, 1.0)
+    misses = []
+    for rho in np.geomspace(1e-3, 0.2, 40):
+        law = transfer_law(SIZES, SHARES, line, float(rho), 1.37)
+        assert np.all(law.atom == 0.0) and np.all(law.line_wait > 0)
+        # the target 10% under the largest transfer's delay (its spread here: under 10 ms)
+        sla = float(law.line_wait[2]) * 0.9
+        misses.append(
+            ttft.ttft_survival(
+                np.array([sla]), pool, law.line_wait[2:], law.line_wait_var[2:], law.atom[2:]
+            )[0]
+        )
+    assert min(misses) > 0.99, misses
 
 
 @pytest.mark.parametrize("key", sorted(BEFORE_TTFT))
