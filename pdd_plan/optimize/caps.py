@@ -32,5 +32,10 @@ class Caps:
         a longer estimate lets the plan relay more or buy a line rather than just cap it."""
         if which == "line" and self.line_delay < 2.0:
             return Caps(**{**self.__dict__, "line_delay": self.line_delay / factor**3})
+        return self.capped(which, used, factor)
+
+    def capped(self, which: str, used: float, factor: float = 0.9) -> Caps:
+        """The cap on `which` set 10% below what the plan used (or below the old cap): what
+        `tightened` does once stretching the line's estimate is spent (or found no plan)."""
         cap = min(getattr(self, which), used) * factor
         return Caps(**{**self.__dict__, which: cap})

@@ -41,6 +41,7 @@ def verification(
     caps = Caps.of(pb.search)
     history: list[dict] = []
     kept = None
+    instead: Caps | None = None  # the line capped, where its stretched estimate finds no plan
     for i in range(rounds + 1):
         try:
             raw = solve_architecture(pb, a, classes, rate, caps)
@@ -48,7 +49,12 @@ def verification(
             if kept is None:
                 raise
             history.append({"round": i, "caps": dict(caps.__dict__), "infeasible": str(e)})
-            break
+            if instead is None:
+                break
+            # the stretch lengthens every transfer, the bare time too, which no line bought
+            # shortens: where it leaves no plan, the line's utilization is capped instead
+            caps, instead = instead, None
+            continue
         check_size(pb.file, a, raw)
         summary = optimize_summary.summarize(raw, classes, raw.rate, pb.sites.prefill)
         v = yield summary
@@ -63,7 +69,9 @@ def verification(
         )
         if v.sla_met or v.bottleneck is None or i == rounds:
             break
-        caps = caps.tightened(v.bottleneck, optimize_summary.utilization(raw, v.bottleneck))
+        used = optimize_summary.utilization(raw, v.bottleneck)
+        prev, caps = caps, caps.tightened(v.bottleneck, used)
+        instead = prev.capped(v.bottleneck, used) if caps.line_delay != prev.line_delay else None
     raw, summary, v = kept  # type: ignore[misc]  # the loop runs at least once
     if not v.sla_met:
         why = replay_miss(summary.cost_per_hour, v, n_requests, history)
