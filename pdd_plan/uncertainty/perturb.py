@@ -247,6 +247,7 @@ def edge(
     guess = hi / (1 + REL_TOL)
     seen: dict[bool, tuple[float, dict]] = {}  # served / not -> (rate, use of each) last
     down = 2 * REL_TOL
+    bounded = bool(fm.rld)  # relay decode: no lower bound (its gate moves with the rate)
     while not (lo > 0 and hi <= lo * (1 + REL_TOL)):
         r = _inside(guess, lo, hi, floor)
         a = analytic.at_rate(fm, r)
@@ -257,9 +258,30 @@ def edge(
             lo = r
         else:
             hi = min([r] + [r / over[k] for k in LINEAR if k in over])
+            if lo == 0 and not bounded and not any(k in over for k in LINEAR):
+                bounded = True
+                if not analytic.at_rate(warm(fm), floor).ok:
+                    return Edge(0.0, floor)  # what the walk down (~10 checks) would reach
         seen[a.ok] = (r, a.limits)
         guess, down = _next(seen, over, lo, hi, down)
     return Edge(float(lo), float(hi), seen.get(True))
+
+
+def warm(fm: analytic.FleetModel) -> analytic.FleetModel:
+    """The fleet as if its line's connections never went idle (``slow_start: first_use`` for
+    ``after_idle``): at a rate, its checks are no harder than the fleet's own (the restart's
+    ramp only adds to a transfer's time and hold), and they grow harder with the rate (more
+    queueing everywhere; the idle restarts, the one effect that falls with the rate, left
+    out). So where it misses the SLA at the search's floor, the fleet itself misses at every
+    rate from there up, and `edge`'s walk down would end at the floor: it asks this once, after
+    its first refusal. Not for a fleet with relay decode, whose relay gate opens and closes as
+    the rate moves (served at 0.1 and 30 req/s but not at 3 on one of pdd-paper-uncertain's
+    draws)."""
+    line = fm.line
+    if line is None or line.sku.slow_start != "after_idle":
+        return fm
+    sku = line.sku.model_copy(update={"slow_start": "first_use"})
+    return dataclasses.replace(fm, line=dataclasses.replace(line, sku=sku))
 
 
 def _next(seen: dict, over: dict, lo: float, hi: float, down: float) -> tuple[float, float]:

@@ -140,6 +140,36 @@ def test_bracketed_goodputs_agree_with_fresh_searches(setting):
             assert got.lo == 0 or analytic.at_rate(fm, got.lo).ok
 
 
+def test_a_draw_served_at_no_rate_is_found_in_two_checks(setting, monkeypatch):
+    """A line at 30% of its rate misses the TTFT SLA at every rate (the crossing alone is over
+    it): the edge is the search's floor, a thousandth of the rate bound, as evaluate's own
+    bisection (analytic.search, refused at its first check) finds; reached by asking the
+    fleet with its line kept warm (perturb.warm: no check of it harder than the fleet's own)
+    at the floor right after the first refusal, not by the ~10-check walk down to it."""
+    _, ctx, cls, fleets = setting
+    ap = perturb.apply(pb_of(ctx), cls, {"line_rate": 0.3})
+    asked: list[float] = []
+    real = analytic.at_rate
+
+    def counted(fm, rate, *a, **k):
+        asked.append(rate)
+        return real(fm, rate, *a, **k)
+
+    monkeypatch.setattr(perturb.analytic, "at_rate", counted)
+    got = perturb.edge(ap, fleets[RELAY_ARCH])
+    monkeypatch.setattr(perturb.analytic, "at_rate", real)
+    lo, _ = analytic.search(perturb.fleet_model(ap, fleets[RELAY_ARCH]))
+    assert not lo.ok
+    assert (got.lo, got.hi) == (0.0, lo.rate)
+    assert len(asked) == 2 and asked[1] == lo.rate
+    # the warm line's checks are no harder than the line's own, at every load
+    fm = perturb.fleet_model(perturb.apply(pb_of(ctx), cls, {}), fleets[RELAY_ARCH])
+    assert fm.line is not None and fm.line.sku.slow_start == "after_idle"
+    for r in (0.05, 1.0, 10.0, 30.0):
+        own, kept = analytic.at_rate(fm, r).limits, analytic.at_rate(perturb.warm(fm), r).limits
+        assert kept["ttft"] <= own["ttft"] * (1 + 1e-12), (r, kept, own)
+
+
 def test_met_counts_by_dominance_are_the_direct_checks(setting):
     p, ctx, cls, fleets = setting
     d, _, _ = make_draws(ctx, Options(draws=8, iid=True))
