@@ -274,9 +274,9 @@ def warm(fm: analytic.FleetModel) -> analytic.FleetModel:
     queueing everywhere; the idle restarts, the one effect that falls with the rate, left
     out). So where it misses the SLA at the search's floor, the fleet itself misses at every
     rate from there up, and `edge`'s walk down would end at the floor: it asks this once, after
-    its first refusal. Not for a fleet with relay decode, whose relay gate opens and closes as
-    the rate moves (served at 0.1 and 30 req/s but not at 3 on one of pdd-paper-uncertain's
-    draws)."""
+    its first refusal. Not for a fleet with relay decode: its relay gate moves with the rate,
+    and feasibility there is monotone in the rate on the tested fleets but not proven so
+    (`paired.Evaluator.meets`)."""
     line = fm.line
     if line is None or line.sku.slow_start != "after_idle":
         return fm
