@@ -140,12 +140,19 @@ class LineConfig:
             p_ge = _erlang_idle(
                 rto * np.arange(1, top + 2), sender_rate, senders, holds_s, hold_weight
             )
+        # P(exactly j halvings); the last, j or more (at IW)
+        p_j = [p_ge[j - 1] if j == top else p_ge[j - 1] - p_ge[j] for j in range(1, top + 1)]
+        js = [j for j, p in zip(range(1, top + 1), p_j) if p > 0]
         out = np.zeros_like(x)
-        for j in range(1, top + 1):  # P(exactly j halvings); the last, j or more (at IW)
-            p = p_ge[j - 1] if j == top else p_ge[j - 1] - p_ge[j]
-            if p > 0:
-                w0 = tcp.restart_window_bytes(np.full_like(x, j), self.connection_bytes_s, sku)
-                out += p * self.slow_start_s(x, w0)
+        if not js:
+            return out
+        # every restart window's penalty in one element-wise pass (a row per j), summed in
+        # j's order: each row the numbers of its own call
+        rows = np.broadcast_to(np.asarray(js, dtype=float)[:, None], (len(js), *x.shape))
+        w0 = tcp.restart_window_bytes(rows, self.connection_bytes_s, sku)
+        pen = self.slow_start_s(np.broadcast_to(x, rows.shape), w0)
+        for i, j in enumerate(js):
+            out += p_j[j - 1] * pen[i]
         return out
 
     def every_transfer_slow_start_s(self, size_bytes: np.ndarray) -> np.ndarray:
