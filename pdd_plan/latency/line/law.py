@@ -133,8 +133,8 @@ def _transfer_law(
     # share's shape, a line whose transfers all run at their cap (no share: an atom of 1, a
     # squared CV of 1 or, an ulp of share over, ~1e17) read a stretched delay as "none, or
     # twice the mean" or "none, or vast", flipping with the rate's last bits
-    stretched = np.clip((stretch - 1.0) * (bare - pre), 0.0, j)
-    if np.any(stretched > 0):
+    if stretch > 1.0:
+        stretched = np.clip((stretch - 1.0) * (bare - pre), 0.0, j)
         with np.errstate(invalid="ignore", divide="ignore"):
             spread = np.where(j > 0, (j - stretched) / np.where(j > 0, j, 1.0), 0.0)
         var = var * spread * spread
