@@ -10,7 +10,7 @@ pytestmark = pytest.mark.unit
 
 
 def _run_main(monkeypatch, preset: dict[str, str]) -> dict[str, str]:
-    for k in (cli.HUGEPAGE_ENV, cli.BLAS_THREADS_ENV):
+    for k in cli.ENV_DEFAULTS:
         monkeypatch.delenv(k, raising=False)
     for k, v in preset.items():
         monkeypatch.setenv(k, v)
@@ -19,21 +19,36 @@ def _run_main(monkeypatch, preset: dict[str, str]) -> dict[str, str]:
     def fake_app() -> None:
         import os
 
-        seen.update({k: os.environ[k] for k in (cli.HUGEPAGE_ENV, cli.BLAS_THREADS_ENV)})
+        seen.update({k: os.environ[k] for k in cli.ENV_DEFAULTS})
 
     monkeypatch.setattr(cli, "app", fake_app)
     cli.main()
     return seen
 
 
-def test_defaults_one_blas_thread_and_no_huge_page_advice(monkeypatch):
+def test_defaults_one_blas_thread_no_huge_page_advice_no_pydantic_plugins(monkeypatch):
     seen = _run_main(monkeypatch, {})
-    assert seen == {cli.HUGEPAGE_ENV: "0", cli.BLAS_THREADS_ENV: "1"}
+    assert seen == {
+        "NUMPY_MADVISE_HUGEPAGE": "0",
+        "OPENBLAS_NUM_THREADS": "1",
+        "PYDANTIC_DISABLE_PLUGINS": "__all__",  # the value pydantic reads as "every plugin off"
+    }
 
 
 def test_a_users_settings_win(monkeypatch):
-    seen = _run_main(monkeypatch, {cli.HUGEPAGE_ENV: "1", cli.BLAS_THREADS_ENV: "8"})
-    assert seen == {cli.HUGEPAGE_ENV: "1", cli.BLAS_THREADS_ENV: "8"}
+    mine = {cli.HUGEPAGE_ENV: "1", cli.BLAS_THREADS_ENV: "8", cli.PLUGINS_ENV: "logfire"}
+    seen = _run_main(monkeypatch, mine)
+    assert seen == mine
+
+
+def test_pydantic_reads_the_default_as_every_plugin_off(monkeypatch):
+    # the value the entry point sets must be one pydantic's loader knows, or the scan still runs
+    from pydantic.plugin import _loader
+
+    monkeypatch.setenv(cli.PLUGINS_ENV, cli.ENV_DEFAULTS[cli.PLUGINS_ENV])
+    monkeypatch.setattr(_loader, "entry_points", lambda **k: pytest.fail("plugins scanned"))
+    monkeypatch.setattr(_loader, "_plugins", None)
+    assert tuple(_loader.get_plugins()) == ()
 
 
 def test_main_called_in_a_process_returns_to_its_caller(monkeypatch):
