@@ -118,6 +118,8 @@ def verified_all(
     out: dict[str, Outcome] = {}
     steps, tickets, started, failed = {}, {}, {}, {}
     sim = replays(replay, n_requests, replay.seed, fork)
+    if stage:
+        sim.draw_ahead(stage)  # a child draws the stage's requests while the first plans solve
     now = 0 if speculate is not None else stage  # speculating: the replays' own verdicts first
     log: dict[str, list] = {a: [] for a in architectures}  # each round's plan and its verdict
 

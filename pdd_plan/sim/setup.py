@@ -16,7 +16,7 @@ from pdd_plan.latency.line.transfer import LineConfig
 from pdd_plan.outputs.plan import ArchitecturePlan, InstanceGroup, Plan
 from pdd_plan.perf.instance import Instance
 from pdd_plan.workload.cache import CacheSpec
-from pdd_plan.workload.distributions import sample, sample_requests
+from pdd_plan.workload.distributions import UnitDraw, at_rate, sample, sample_requests, unit_draw
 from pdd_plan.workload.requests import Requests
 from pdd_plan.workload.traces import TraceReader, read_trace
 
@@ -196,6 +196,26 @@ def _read_hashes(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return a, np.asarray(flat, dtype=np.int64), off
 
 
+# a distribution's requests drawn before their rate is known (`draw_ahead`), by workload,
+# length and seed: one at a time (the long prefill stage's, ~30 MB at 1M requests)
+_AHEAD: dict[tuple, UnitDraw] = {}
+
+
+def draw_ahead(setup: ReplaySetup, n: int, seed: int) -> None:
+    """Draw what ``requests(setup, n, seed, rate)`` will draw at any rate, so that it only
+    scales the arrivals: for a process that knows the workload and seed while it waits for the
+    plan whose rate it will replay at. Its arrays are read-only (each call's requests share
+    them). Nothing for a trace."""
+    w = setup.workload
+    if w.trace is not None:
+        return
+    d = unit_draw(w, int(n), int(seed))
+    for a in (d.input_tokens, d.output_tokens, d.hit, d.gaps):
+        a.setflags(write=False)
+    _AHEAD.clear()
+    _AHEAD[(w.model_dump_json(), int(n), int(seed))] = d
+
+
 def requests(
     setup: ReplaySetup,
     n: int | None,
@@ -220,7 +240,8 @@ def requests(
                 setup.file, "workload.rate_rps", "no request rate to simulate", "give rate_rps"
             )
         k = int(n) if n is not None else 20_000
-        r = sample_requests(w, k, seed, rate_rps)
+        drawn = _AHEAD.get((w.model_dump_json(), k, int(seed))) if _AHEAD else None
+        r = at_rate(drawn, rate_rps) if drawn is not None else sample_requests(w, k, seed, rate_rps)
         hd = r.hit_p * pol.md_hit_ratio if pol.drc else np.zeros(len(r))
         return SimRequests(
             Requests(r.arrival_s, r.input_tokens, r.output_tokens, r.hit_p, hd), "distribution"

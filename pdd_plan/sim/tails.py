@@ -81,6 +81,16 @@ def stage_length(n: int, rho: float, cs2: float, ca2: float = 1.0) -> int:
     return int(min(MAX_STAGE, max(n, want)))
 
 
+def draw_ahead(rs, n: int, seed: int, most: int) -> None:
+    """The longest stage a verification replay of ``n`` requests may compose (``most``, at most
+    MAX_STAGE) drawn ahead of its rate (`setup.draw_ahead`): a replay child does it while it
+    waits for its first plan. A guess: a pool far from saturation replays a shorter stage
+    (:func:`stage_length`), whose own draw is then made when asked."""
+    m = min(int(most), MAX_STAGE)
+    if m > int(n):
+        setup.draw_ahead(rs, m, seed)
+
+
 def _services(rs, fl, reqs) -> tuple[list[np.ndarray], list[int]]:
     """Each prefill group's service of every request, as ``replay._prefill`` computes it."""
     r = reqs.req

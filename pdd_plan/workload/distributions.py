@@ -15,12 +15,14 @@ monotone function of one marginal falls to ``O(1 / n)``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from pdd_plan.inputs.schema.distribution import Distribution
 from pdd_plan.inputs.schema.scenario import Workload
 from pdd_plan.workload.requests import Requests
-from pdd_plan.workload.synthetic import arrival_gaps
+from pdd_plan.workload.synthetic import arrival_gaps, gap_scale, unit_gaps
 
 
 def sample(dist: Distribution, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -49,12 +51,37 @@ def mean(dist: Distribution) -> float:
 def sample_requests(w: Workload, n: int, seed: int, rate_rps: float = 1.0) -> Requests:
     """n arrivals at `rate_rps` (Poisson, or gamma gaps of CV `w.arrival_cv`) with lengths and
     hit rates drawn from the workload."""
+    return at_rate(unit_draw(w, n, seed), rate_rps)
+
+
+@dataclass(frozen=True)
+class UnitDraw:
+    """:func:`sample_requests`'s draws before the rate enters (:func:`unit_draw`): a process
+    that knows the workload and seed but not yet the rate can draw ahead (the long prefill
+    stage of a verification, `sim.tails`)."""
+
+    input_tokens: np.ndarray
+    output_tokens: np.ndarray
+    hit: np.ndarray
+    gaps: np.ndarray  # synthetic.unit_gaps: the arrival gaps at scale 1
+    arrival_cv: float
+
+
+def unit_draw(w: Workload, n: int, seed: int) -> UnitDraw:
+    """Every random draw of :func:`sample_requests` (lengths, hit rates, unit-scale gaps), in
+    its order from its stream."""
     rng = np.random.default_rng(seed)
     inp = np.maximum(np.round(sample(w.input_tokens, n, rng)), 1).astype(np.int64)  # type: ignore[arg-type]
     out = np.maximum(np.round(sample(w.output_tokens, n, rng)), 1).astype(np.int64)  # type: ignore[arg-type]
     hit = np.clip(sample(w.prefix_hit, n, rng), 0.0, 1.0)
-    arrivals = np.cumsum(arrival_gaps(n, rate_rps, w.arrival_cv, rng))
-    return Requests(arrivals, inp, out, hit, hit.copy())
+    return UnitDraw(inp, out, hit, unit_gaps(n, w.arrival_cv, rng), w.arrival_cv)
+
+
+def at_rate(d: UnitDraw, rate_rps: float) -> Requests:
+    """The requests of a :func:`unit_draw` arriving at ``rate_rps``: :func:`sample_requests`'s,
+    bit for bit."""
+    arrivals = np.cumsum(d.gaps * gap_scale(rate_rps, d.arrival_cv))
+    return Requests(arrivals, d.input_tokens, d.output_tokens, d.hit, d.hit.copy())
 
 
 def quantile(dist: Distribution, u: np.ndarray) -> np.ndarray:

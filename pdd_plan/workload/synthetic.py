@@ -123,10 +123,25 @@ def bursty_arrivals(n: int, rate_rps: float, cv: float, *, seed: Seed = 0) -> np
 def arrival_gaps(n: int, rate_rps: float, cv: float, rng: np.random.Generator) -> np.ndarray:
     """``n`` gaps (s) between arrivals: exponential when ``cv`` is 1 (Poisson), else gamma with
     shape 1/cv^2 and mean 1/rate, so their squared CV (the queueing laws' c_a^2) is cv^2."""
+    return unit_gaps(n, cv, rng) * gap_scale(rate_rps, cv)
+
+
+def unit_gaps(n: int, cv: float, rng: np.random.Generator) -> np.ndarray:
+    """:func:`arrival_gaps` before the rate enters: the standard exponential (or gamma) draws.
+    numpy's ``exponential(scale)`` and ``gamma(shape, scale)`` are ``scale`` times these, drawn
+    from the same stream, so ``unit_gaps(n, cv, rng) * gap_scale(rate, cv)`` is their draw bit
+    for bit (tested): the rate may come after the draw."""
     if cv == 1.0:
-        return rng.exponential(1.0 / rate_rps, size=n)
+        return rng.standard_exponential(size=n)
+    return rng.standard_gamma(1.0 / cv**2, size=n)
+
+
+def gap_scale(rate_rps: float, cv: float) -> float:
+    """The scale of :func:`unit_gaps` at ``rate_rps``: the mean gap over the shape's."""
+    if cv == 1.0:
+        return 1.0 / rate_rps
     shape = 1.0 / cv**2
-    return rng.gamma(shape, 1.0 / (rate_rps * shape), size=n)
+    return 1.0 / (rate_rps * shape)
 
 
 def synthetic_requests(

@@ -92,3 +92,46 @@ def test_recomposed_is_the_composed_verify(busy) -> None:
     got = recomposed(rs, p, "idc_pd", plain, 4000, None, 40_000)
     assert got.as_dict() == verify(rs, p, "idc_pd", 4000, stage_requests=40_000).as_dict()
     assert got.figures["tails"]["prefill_stage_requests"] == 40_000
+
+
+def test_a_stage_drawn_ahead_of_its_rate_is_the_same_stage(busy) -> None:
+    # the replay child draws the stage's requests before the plan's rate is known
+    # (tails.draw_ahead): the stage it then replays must be the one drawn when asked
+    rs, p = busy
+    n, rate = 12_000, p.goodput_rps
+    fl = setup.fleet(rs.profiles, rs.file, p, "idc_pd")
+    setup._AHEAD.clear()
+    tails._CACHE.clear()
+    asked = tails.stage_waits(rs, fl, rate, n, rs.seed)
+    tails._CACHE.clear()
+    tails.draw_ahead(rs, 4000, rs.seed, n)
+    assert len(setup._AHEAD) == 1
+    ahead = tails.stage_waits(rs, fl, rate, n, rs.seed)
+    assert (ahead.requests, ahead.warmup) == (asked.requests, asked.warmup)
+    assert np.array_equal(ahead.waits, asked.waits)
+    # another rate scales the same draw: the requests drawn at that rate when asked, bit for bit
+    for r in (0.5 * rate, 1.7 * rate):
+        got = setup.requests(rs, n, rs.seed, r).req
+        setup._AHEAD.clear()
+        fresh = setup.requests(rs, n, rs.seed, r).req
+        tails.draw_ahead(rs, 4000, rs.seed, n)
+        for f in ("arrival_s", "input_tokens", "output_tokens", "hit_p", "hit_d"):
+            assert np.array_equal(getattr(got, f), getattr(fresh, f)), f
+    # read-only: a replay that wrote into its requests would change every later one
+    with pytest.raises(ValueError):
+        setup.requests(rs, n, rs.seed, rate).req.input_tokens[0] = 1
+    # another length or seed is drawn when asked (the draw ahead is a guess)
+    other = setup.requests(rs, n - 1, rs.seed, rate).req
+    setup._AHEAD.clear()
+    assert np.array_equal(other.arrival_s, setup.requests(rs, n - 1, rs.seed, rate).req.arrival_s)
+
+
+def test_nothing_is_drawn_ahead_without_a_stage_longer_than_the_replay(busy) -> None:
+    rs, _ = busy
+    setup._AHEAD.clear()
+    tails.draw_ahead(rs, 4000, rs.seed, 4000)  # a stage no longer than the replay: none
+    assert not setup._AHEAD
+    tails.draw_ahead(rs, 4000, rs.seed, 10 * tails.MAX_STAGE)  # at most MAX_STAGE
+    [(_, n, _)] = setup._AHEAD
+    assert n == tails.MAX_STAGE
+    setup._AHEAD.clear()

@@ -67,6 +67,52 @@ def test_forked_answers_in_the_child_in_any_order(forked):
     assert (staged["stage"], first["stage"], staged["pid"]) == (1_000_000, 0, w.pid)
 
 
+def test_the_child_draws_the_stage_ahead_while_idle_then_answers_in_turn(
+    forked, monkeypatch, tmp_path
+):
+    from pdd_plan.sim import tails
+
+    seen: list = []
+    mark = tmp_path / "drawn"
+
+    def ahead(rs, n, seed, most):
+        seen.append((rs, n, seed, most))
+        mark.write_text(str(most))
+        if most < 0:
+            raise ValueError("a failed head start")  # the child goes on: the stage draws later
+
+    def verify(rs, plan, a, n, seed, stage=0):
+        if plan == "nap":
+            time.sleep(0.5)  # busy while the next jobs arrive behind it
+        return (plan, list(seen), os.getpid())
+
+    def drawn(most: int) -> None:  # the child has read that head start (it loads kernels first)
+        deadline = time.monotonic() + 120.0
+        while time.monotonic() < deadline:
+            if mark.exists() and mark.read_text() == str(most):
+                return
+            time.sleep(0.01)
+
+    monkeypatch.setattr(tails, "draw_ahead", ahead)  # before the fork: the child has them
+    monkeypatch.setattr(worker, "_verify", verify)
+    w = forked()
+    w.draw_ahead(0)  # no stage: nothing sent
+    w.draw_ahead(1_000_000)
+    drawn(1_000_000)
+    w.draw_ahead(-1)
+    drawn(-1)
+    nap = w.submit("nap", "pdd")
+    w.draw_ahead(5)  # read while a plan waits behind it: skipped, that replay is not delayed
+    q = w.submit("q", "idc_pd")
+    assert (nap, q) == (0, 1)  # the head starts take no ticket
+    both = [(None, 500, 7, 1_000_000), (None, 500, 7, -1)]
+    assert w.result(q) == ("q", both, w.pid)
+    assert w.result(nap) == ("nap", both, w.pid)
+    assert seen == []  # drawn in the child, not here
+    worker.Inline(None, 500, 7).draw_ahead(1_000_000)  # inline: the stage draws when asked
+    assert seen == []
+
+
 def test_inline_answers_here():
     ok = worker.Inline(None, 500, 7)
     old, worker._verify = worker._verify, _fake_verify
