@@ -137,7 +137,11 @@ def unit_gaps(n: int, cv: float, rng: np.random.Generator) -> np.ndarray:
 
 
 def gap_scale(rate_rps: float, cv: float) -> float:
-    """The scale of :func:`unit_gaps` at ``rate_rps``: the mean gap over the shape's."""
+    """The scale of :func:`unit_gaps` at ``rate_rps``: the mean gap ``1 / rate`` over the gamma's
+    shape ``1 / cv^2`` (1 for the exponential). A rate must be positive (numpy refused a
+    negative scale where the draw took it)."""
+    if not rate_rps > 0.0:
+        raise ValueError(f"an arrival rate must be > 0 (got {rate_rps})")
     if cv == 1.0:
         return 1.0 / rate_rps
     shape = 1.0 / cv**2

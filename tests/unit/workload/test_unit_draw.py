@@ -55,3 +55,9 @@ def test_requests_drawn_before_their_rate_are_the_requests_at_it(cv):
     assert np.array_equal(at_rate(d, 3.0).arrival_s, arrivals)
     assert np.array_equal(d.input_tokens, inp) and np.array_equal(d.hit, hit)
     assert r.hit_d is not r.hit_p  # hit_d is the replay's to change, never the draw's
+
+
+@pytest.mark.parametrize("rate", [0.0, -2.0, float("nan")])
+def test_a_rate_that_is_not_positive_is_refused(rate):
+    with pytest.raises(ValueError, match="rate must be > 0"):
+        arrival_gaps(10, rate, 1.0, np.random.default_rng(0))
