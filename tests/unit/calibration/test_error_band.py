@@ -130,6 +130,23 @@ def test_malformed_band_file(tmp_path, data, field):
 
 
 @pytest.mark.unit
+@pytest.mark.parametrize(
+    ("text", "what"),
+    [
+        ("families: {dense: [1, 2\n", "YAML syntax error at line 2"),  # unclosed
+        ("families: {}\nfamilies: {}\n", "key 'families' given twice"),  # the later would win
+        (b"families: \xff\n", "cannot read it"),  # not UTF-8
+    ],
+)
+def test_an_unreadable_band_file_is_one_line_naming_it(tmp_path, text, what):
+    p = tmp_path / "band.yaml"
+    p.write_bytes(text if isinstance(text, bytes) else text.encode())
+    with pytest.raises(InputError, match=what) as e:
+        error_band.load_bands(p)
+    assert e.value.file == str(p) and "\n" not in str(e.value)
+
+
+@pytest.mark.unit
 def test_a_rewritten_file_is_read_again(tmp_path):
     p = _write(tmp_path, BAND)
     assert error_band.load_bands(p)["dense"]["max_abs_error"] == 0.22
