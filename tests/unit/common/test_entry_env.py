@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 
 import pdd_plan.cli as cli
 
 pytestmark = pytest.mark.unit
+
+
+@pytest.fixture(autouse=True)
+def _gc_threshold_kept():
+    before = gc.get_threshold()
+    yield
+    gc.set_threshold(*before)
 
 
 def _run_main(monkeypatch, preset: dict[str, str]) -> dict[str, str]:
@@ -74,3 +83,9 @@ def test_a_failed_command_is_not_cut_short(monkeypatch):
     with pytest.raises(SystemExit) as e:
         cli.main()
     assert e.value.code == 2
+
+
+def test_the_young_generation_is_collected_every_50000_objects_not_700(monkeypatch):
+    gc.set_threshold(700, 10, 10)  # Python's defaults
+    _run_main(monkeypatch, {})
+    assert gc.get_threshold() == (50_000, 10, 10)  # the older generations' as they were
