@@ -209,11 +209,14 @@ def draw_ahead(setup: ReplaySetup, n: int, seed: int) -> None:
     w = setup.workload
     if w.trace is not None:
         return
+    key = (w.model_dump_json(), int(n), int(seed))
+    if key in _AHEAD:  # drawn already (a plan made again in the same process)
+        return
     d = unit_draw(w, int(n), int(seed))
     for a in (d.input_tokens, d.output_tokens, d.hit, d.gaps):
         a.setflags(write=False)
     _AHEAD.clear()
-    _AHEAD[(w.model_dump_json(), int(n), int(seed))] = d
+    _AHEAD[key] = d
 
 
 def requests(

@@ -106,6 +106,9 @@ def test_a_stage_drawn_ahead_of_its_rate_is_the_same_stage(busy) -> None:
     tails._CACHE.clear()
     tails.draw_ahead(rs, 4000, rs.seed, n)
     assert len(setup._AHEAD) == 1
+    drawn = next(iter(setup._AHEAD.values()))
+    tails.draw_ahead(rs, 4000, rs.seed, n)  # asked again (a plan made again): kept, not redrawn
+    assert next(iter(setup._AHEAD.values())) is drawn
     ahead = tails.stage_waits(rs, fl, rate, n, rs.seed)
     assert (ahead.requests, ahead.warmup) == (asked.requests, asked.warmup)
     assert np.array_equal(ahead.waits, asked.waits)
