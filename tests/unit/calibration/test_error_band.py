@@ -135,7 +135,7 @@ def test_malformed_band_file(tmp_path, data, field):
     [
         ("families: {dense: [1, 2\n", "YAML syntax error at line 2"),  # unclosed
         ("families: {}\nfamilies: {}\n", "key 'families' given twice"),  # the later would win
-        (b"families: \xff\n", "cannot read it"),  # not UTF-8
+        (b"families: \xff\n", "cannot read"),  # not UTF-8
     ],
 )
 def test_an_unreadable_band_file_is_one_line_naming_it(tmp_path, text, what):
