@@ -30,7 +30,8 @@ ENV_DEFAULTS = {HUGEPAGE_ENV: "0", BLAS_THREADS_ENV: "1", PLUGINS_ENV: "__all__"
 # the cyclic collector's youngest generation runs every GC_YOUNG net new container objects, not
 # Python's 700: the default optimize's main process made 110 young and 10 middle passes (~50
 # ms) and makes none at 50,000, its peak memory the same (226 MB); the children it forks inherit
-# it. A command's objects are seldom cyclic garbage (mypy's entry point raises it likewise).
+# it. A command's objects are seldom cyclic garbage (mypy's entry point raises it likewise). It
+# errs toward holding such garbage longer: more memory between passes, never a different answer.
 GC_YOUNG = 50_000
 
 
