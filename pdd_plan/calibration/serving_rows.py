@@ -40,6 +40,9 @@ class ServingRow(Strict):
     engine: str
     version: str | None = None
     recv_interval: PositiveInt | None = None  # the launch's --scheduler-recv-interval (SGLang)
+    # the launch's tokens in one prefill batch (SGLang: the smaller of --chunked-prefill-size
+    # and --max-prefill-tokens); absent: the engine's default (engines.yaml)
+    prefill_tokens: PositiveInt | None = None
     figure: ServeFigure
     value: PositiveFloat
     value_gpus: PositiveFloat | None = None
@@ -95,6 +98,7 @@ def measurement(row: int, r: ServingRow, documents: dict[str, str]) -> ServingMe
         serve_engine=SCHEDULED_AS.get(r.engine, r.engine),
         engine_version=r.version,
         recv_interval=r.recv_interval,
+        step_tokens=r.prefill_tokens,
     )
 
 

@@ -42,6 +42,7 @@ class ServingMeasurement(Measurement):
     engine_version: str | None = None
     max_running: int | None = None  # the engine's running-request limit, where stated
     recv_interval: int | None = None  # SGLang's --scheduler-recv-interval, where stated
+    step_tokens: int | None = None  # tokens of one prefill batch (or step), where stated
 
     @property
     def is_latency(self) -> bool:
@@ -69,7 +70,9 @@ def lengths_of(meas: ServingMeasurement) -> tuple[sl.Lengths, sl.Lengths]:
 
 def engine_of(meas: ServingMeasurement, inst: Instance) -> ServeEngine:
     eng = serve_engine(meas.serve_engine, inst.gpu.memory.hbm_gb, "engine")
-    return eng.with_limits(max_running=meas.max_running, recv_interval=meas.recv_interval)
+    return eng.with_limits(
+        max_running=meas.max_running, step_tokens=meas.step_tokens, recv_interval=meas.recv_interval
+    )
 
 
 def predict_serving(meas: ServingMeasurement, inst: Instance) -> float:

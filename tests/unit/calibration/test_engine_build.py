@@ -10,7 +10,8 @@ import pytest
 from pdd_plan.calibration import fit as cal
 from pdd_plan.calibration.joint import JointFit
 from pdd_plan.calibration.measurements import engine_build
-from pdd_plan.calibration.serving_rows import load_serving_rows
+from pdd_plan.calibration.serving_rows import load_serving_rows, serving_measurements
+from pdd_plan.calibration.serving_runs import engine_of
 
 pytestmark = pytest.mark.unit
 
@@ -74,3 +75,25 @@ def test_noted_ttfts_belong_to_low_concurrency_tpot_rows() -> None:
         assert r.figure == "tpot_ms" and r.concurrency is not None and r.concurrency <= 4, row
     ttft_rows = {k for k, r in data.rows.items() if r.figure == "ttft_ms"}
     assert not ttft_rows & set(data.noted_ttft_ms)
+
+
+def test_serving_rows_prefill_batch_is_the_launch_scripts() -> None:
+    """InferenceX's SGLang launch scripts set the prefill batch (the smaller of
+    --chunked-prefill-size and --max-prefill-tokens): 32,768 for the FP8 checkpoint on B200,
+    B300 and H200, 16,384 for the FP4 one on B200, 131,072 on MI300X and MI325X, 196,608 on
+    MI355X; the serve phase's engine takes it, not the engine's default."""
+    want = {"h200": 32768, "b300": 32768, "mi300x": 131072, "mi325x": 131072, "mi355x": 196608}
+    data = load_serving_rows()
+    sglang = {
+        k: r for k, r in data.rows.items() if r.document == "inferencex" and r.engine == "sglang"
+    }
+    assert len(sglang) >= 20
+    for k, r in sglang.items():
+        fp4 = r.expert_dtype == "fp4"
+        expected = (16384 if fp4 else 32768) if r.gpu == "b200" else want[r.gpu]
+        assert r.prefill_tokens == expected, k
+    m = next(m for m in serving_measurements() if m.row == 98)
+    inst = cal.instance_of(m, cal.analytic_gpu(m.gpu))
+    assert engine_of(m, inst).step_tokens == 131072
+    m = next(m for m in serving_measurements() if m.row == 91)  # TensorRT-LLM: its default
+    assert engine_of(m, cal.instance_of(m, cal.analytic_gpu(m.gpu))).step_tokens == 8192
