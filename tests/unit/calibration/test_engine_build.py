@@ -5,6 +5,9 @@ The InferenceX rows read the same runs' KV dtype in both row files."""
 
 from __future__ import annotations
 
+import csv
+import re
+
 import pytest
 
 from pdd_plan.calibration import fit as cal
@@ -65,14 +68,21 @@ def test_rows_and_serving_rows_agree_on_kv(rows) -> None:
         assert r.gpu == serving[r.row].gpu
 
 
-def test_noted_ttfts_belong_to_low_concurrency_tpot_rows() -> None:
-    """The evidence TTFTs restate records of serving rows whose figure is a TPOT at concurrency
-    1-4 (a TTFT row's record is not repeated), and no statistic reads them."""
+def test_noted_ttfts_are_the_records_of_non_ttft_rows() -> None:
+    """The evidence TTFTs restate what each serving row's record says beside its TPOT or
+    throughput (the CSV row's notes, read here independently); a TTFT row's record is not
+    repeated, and no statistic reads them."""
     data = load_serving_rows()
-    assert len(data.noted_ttft_ms) >= 10
-    for row in data.noted_ttft_ms:
+    assert len(data.noted_ttft_ms) >= 40
+    with open(cal.calibration_dir() / "calibration_measurements.csv", encoding="utf-8") as f:
+        notes = {i: r["notes"] for i, r in enumerate(csv.DictReader(f), start=1)}
+    for row, ms in data.noted_ttft_ms.items():
         r = data.rows[row]
-        assert r.figure == "tpot_ms" and r.concurrency is not None and r.concurrency <= 4, row
+        assert r.figure != "ttft_ms" and r.concurrency is not None, row
+        m = re.search(r"TTFT[^0-9]*([\d.,]+) ?(ms|s)\b", notes[row])
+        assert m, row
+        stated = float(m.group(1).replace(",", "")) * (1000.0 if m.group(2) == "s" else 1.0)
+        assert ms == pytest.approx(stated), row
     ttft_rows = {k for k, r in data.rows.items() if r.figure == "ttft_ms"}
     assert not ttft_rows & set(data.noted_ttft_ms)
 
