@@ -76,6 +76,7 @@ def serve_result(
     max_running: int | None = None,
 ) -> dict:
     """The numbers `perf --phase serve` prints, as a plain dict."""
+    from pdd_plan.inputs.serving_band import note_for
     from pdd_plan.perf import serve_lengths as sl
     from pdd_plan.perf.serve import Load, serve
     from pdd_plan.perf.serve_engine import serve_engine
@@ -93,6 +94,8 @@ def serve_result(
         isl, osl = dataset_lengths(generator)
     r = serve(inst, eng, Load(isl, osl, concurrency, rate, num_prompts))
     s = r.steady
+    # how far off the serve phase was on published serving runs held out of the fit
+    band, note = note_for(r.in_flight_mean)
     return {
         "phase": "serve",
         "engine": eng.name,
@@ -124,6 +127,8 @@ def serve_result(
         "step_tokens": eng.step_tokens,
         "engine_source": eng.source,
         "mode": inst.mode,
+        "error_band": band,
+        "error_band_note": note,
     }
 
 
@@ -160,6 +165,7 @@ def render(res: dict, title: str) -> None:
         t.add_row("duration s", f"{res['duration_s']:.1f}")
     if res["saturated"]:
         t.add_row("saturated", "arrivals exceed what the instance serves")
+    t.add_row("error band (held-out)", res["error_band_note"])
     Console().print(t)
 
 

@@ -28,6 +28,13 @@ def test_serve_json_has_the_benchmark_figures():
     ratio = d["total_tokens_per_s"] / d["throughput_tokens_per_s"]
     assert ratio == pytest.approx((921.5 + 230.5) / 230.5, rel=0.01)
     assert 0 < d["in_flight_mean"] <= 16
+    # the serve phase's held-out error on published runs, with the TTFT records of its band
+    assert d["error_band"]["figures"]["throughput"]["rows"] >= 20
+    lo, hi = d["error_band"]["ttft_records_here"]["concurrency"]
+    assert lo <= round(d["in_flight_mean"]) <= hi
+    assert "held out on published serving runs" in d["error_band_note"]
+    r = CliRunner().invoke(app, [*BASE, "--concurrency", "16", "--num-prompts", "96"])
+    assert r.exit_code == 0 and "error band (held-out)" in r.output
 
 
 @pytest.mark.parametrize("prompts", [None, 200, 1_000_000])
