@@ -125,10 +125,11 @@ def _record_bands(ok: list[dict]) -> list[dict]:
         ratio = np.array([e["measured"] / e["pred"] for e in band])
         out.append({
             "concurrency": [lo, hi], "records": len(band),
-            "median_gap_ms": round(float(np.median(gaps)), 1),
-            "min_gap_ms": round(float(gaps.min()), 1), "max_gap_ms": round(float(gaps.max()), 1),
+            "median_gap_ms": round(float(np.median(gaps))),
+            "min_gap_ms": round(float(gaps.min())), "max_gap_ms": round(float(gaps.max())),
             "median_ratio": round(float(np.median(ratio)), 3),
             "min_ratio": round(float(ratio.min()), 3), "max_ratio": round(float(ratio.max()), 3),
+            "models": sorted({e["model"] for e in band}), "gpus": sorted({e["gpu"] for e in band}),
         })  # fmt: skip
     return out
 
@@ -161,7 +162,17 @@ def band_yaml(ok: list[dict], noted: list[dict], date: str) -> str:
         ),
         "figures": figures,
         "ttft_records": [
-            {k: b[k] for k in ("concurrency", "records", "median_gap_ms", "median_ratio")}
+            {
+                k: b[k]
+                for k in (
+                    "concurrency",
+                    "records",
+                    "median_gap_ms",
+                    "median_ratio",
+                    "models",
+                    "gpus",
+                )
+            }
             for b in _record_bands([e for e in noted if e["error"] is not None])
         ],
     }

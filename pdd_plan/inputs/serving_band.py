@@ -39,6 +39,8 @@ class RecordBand(Strict):
     records: PositiveInt
     median_gap_ms: float  # record's TTFT less the serve phase's
     median_ratio: PositiveFloat
+    models: list[str] = []  # the records' models and GPUs: the band speaks for them
+    gpus: list[str] = []
 
 
 class ServingBand(Strict):
@@ -100,9 +102,11 @@ def note_for(in_flight: float, path: Path | None = None) -> tuple[dict[str, Any]
     if rec is not None:
         lo, hi = rec.concurrency
         where = f"{lo}-{hi}" if hi is not None else f"{lo}+"
+        on = f" of {', '.join(rec.models)}" if rec.models else ""
         note += (
-            f"; at {where} requests published records' mean TTFT exceeds this phase's by a "
-            f"median {rec.median_gap_ms:+.0f} ms ({rec.median_ratio:.1f}x, {rec.records} records)"
+            f"; at {where} requests published records{on} state a mean TTFT above this phase's "
+            f"by a median {rec.median_gap_ms:+.0f} ms ({rec.median_ratio:.1f}x, {rec.records} "
+            "records)"
         )
     out = band.model_dump(mode="json")
     out["ttft_records_here"] = None if rec is None else rec.model_dump(mode="json")

@@ -89,3 +89,5 @@ def test_the_shipped_band_counts_every_record():
     tops = [b.concurrency for b in band.ttft_records]
     assert tops[0][0] == 1 and tops[-1][1] is None  # every load has a band
     assert all(a[1] + 1 == b[0] for a, b in zip(tops, tops[1:]))  # contiguous
+    noted = {rows[k].model for k in load_serving_rows().noted_ttft_ms}
+    assert {m for b in band.ttft_records for m in b.models} == noted  # the note names them
