@@ -125,13 +125,24 @@ def output_projection_params(m: ModelProfile) -> float:
     return float(m.num_layers * a.num_heads * a.head_dim * h)
 
 
-_PARAM_CACHE: dict[int, tuple[ModelProfile, ParamCounts]] = {}
+_PARAM_CACHE: dict[tuple, tuple[Any, Any, ParamCounts]] = {}
 
 
 def param_counts(m: ModelProfile) -> ParamCounts:
-    """The model's parameter counts, memoized per profile object: every prefill chunk and decode
-    step asks, and summing the layers each time was most of the optimizer's time."""
-    return _per_profile(_PARAM_CACHE, m, _param_counts)
+    """The model's parameter counts, memoized per architecture: every prefill chunk and decode
+    step asks, and summing the layers each time was most of the optimizer's time. The key is
+    what the counts read (the attention and FFN sections, by identity, and the sizes), so a
+    copy that changes only dtypes (`with_kv_dtype`, a calibration's instance) shares them."""
+    key = (id(m.attention), id(m.ffn), m.hidden_size, m.num_layers, m.vocab_size,
+           m.tie_word_embeddings)  # fmt: skip
+    hit = _PARAM_CACHE.get(key)
+    # the entry keeps both sections alive, so their ids are not reused while it stands
+    if hit is None or hit[0] is not m.attention or hit[1] is not m.ffn:
+        if len(_PARAM_CACHE) > 256:
+            _PARAM_CACHE.clear()
+        hit = (m.attention, m.ffn, _param_counts(m))
+        _PARAM_CACHE[key] = hit
+    return hit[2]
 
 
 def _per_profile(cache: dict, m: ModelProfile, fn):

@@ -75,6 +75,10 @@ def kernel_seconds(c, m):
     gemm_roofline). Written as big x (1 + (small / big)^p)^(1/p) so that it neither overflows
     nor divides by zero."""
     p = serving().gemm_roofline.sharpness
+    if type(c) is float and type(m) is float:  # one GEMM: the same IEEE operations, no arrays
+        big, small = (c, m) if c >= m else (m, c)
+        ratio = small / big if big > 0 else 0.0
+        return big * (1.0 + ratio**p) ** (1.0 / p)
     big, small = np.maximum(c, m), np.minimum(c, m)
     ratio = np.divide(small, big, out=np.zeros_like(big, dtype=float), where=big > 0)
     return big * (1.0 + ratio**p) ** (1.0 / p)

@@ -88,6 +88,21 @@ def test_kernel_seconds_rounds_only_the_corner():
     assert ts == sorted(ts)  # more bytes, never faster
 
 
+def test_kernel_seconds_of_one_gemm_is_the_arrays_bit_for_bit():
+    """Floats take a scalar path: the same IEEE operations as the array path, so the same bits
+    (random pairs over twelve decades, ties and zeros included)."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    pairs = [(float(a), float(b)) for a, b in 10.0 ** rng.uniform(-9, 3, (500, 2))]
+    pairs += [(0.0, 0.0), (1.0, 1.0), (0.0, 2.0), (3.0, 0.0)]
+    c, m = np.array(pairs).T
+    arrays = moe_terms.kernel_seconds(c, m)
+    for (a, b), want in zip(pairs, arrays):
+        got = moe_terms.kernel_seconds(a, b)
+        assert type(got) is float and got == want, (a, b)
+
+
 def test_deepep_fixed_latency_per_layer_inside_and_across_nodes():
     lat = comm.serving().deepep_latency
     layers = 58  # DeepSeek-V3: 61 layers, the first 3 dense
