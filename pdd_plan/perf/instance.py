@@ -12,7 +12,7 @@ from pdd_plan.common.errors import InputError
 from pdd_plan.inputs.schema.engine import EngineLimits
 from pdd_plan.inputs.schema.gpu import GPUProfile
 from pdd_plan.inputs.schema.model import ModelProfile
-from pdd_plan.perf import engine_limits, layers
+from pdd_plan.perf import engine_limits, fixed_cost, layers
 from pdd_plan.perf.comm import serving
 
 
@@ -182,6 +182,11 @@ class Instance:
     @cached_property
     def params(self) -> layers.ParamCounts:
         return layers.param_counts(self.model)
+
+    @cached_property
+    def fixed(self) -> fixed_cost.FixedCost:
+        """The fixed seconds of one pass (perf/fixed_cost.py): every pass of a prediction asks."""
+        return fixed_cost.fixed_cost(self)
 
     @cached_property
     def weights(self) -> dict[str, float]:

@@ -116,13 +116,13 @@ def kernels_per_pass(inst) -> float:
 def kernel_floor_seconds(inst) -> float:
     """The kernels' fixed time of one pass (moe-serving.yaml kernel_floor): roofline.py adds it
     to the kernels' roofline time (an alpha-beta model, fixed_cost.py)."""
-    return fixed_cost.fixed_cost(inst).kernels_s
+    return inst.fixed.kernels_s
 
 
 def allreduce_fixed_seconds(inst) -> float:
     """Latency floors of one pass's TP all-reduce and DP-attention gather calls, on top of
     their bytes (fixed_cost.py)."""
-    return fixed_cost.fixed_cost(inst).collectives_s
+    return inst.fixed.collectives_s
 
 
 def attention_fractions(model) -> tuple[float, float] | None:
@@ -137,7 +137,7 @@ def attention_fractions(model) -> tuple[float, float] | None:
 def breakdown(inst, tokens: float, requests: float, phase: str) -> dict[str, float | None]:
     """The value of each term for one pass of `tokens` tokens and `requests` requests."""
     moe = inst.model.ffn.moe
-    fixed = fixed_cost.fixed_cost(inst)
+    fixed = inst.fixed
     out: dict[str, float | None] = {
         "step_cpu_s": step_cpu_seconds(inst, requests),
         "kernel_floor_s": fixed.kernels_s,

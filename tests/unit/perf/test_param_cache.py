@@ -33,3 +33,14 @@ def test_a_dtype_copy_shares_the_counts_an_architecture_change_does_not():
     assert twice.attention == base.attention
     deeper = m.model_copy(update={"num_layers": m.num_layers + 1})
     assert layers.param_counts(deeper).routed_experts == base.routed_experts + moe.num_experts * per
+
+
+def test_an_instances_fixed_cost_is_computed_once_and_is_the_functions():
+    from pdd_plan.calibration import fit as cal
+    from pdd_plan.perf import fixed_cost
+    from pdd_plan.perf.instance import Instance
+
+    inst = Instance(profiles.model("deepseek-v3"), cal.analytic_gpu("h200"), n_gpus=8, tp=8, ep=8)
+    assert inst.fixed is inst.fixed
+    assert inst.fixed == fixed_cost.fixed_cost(inst)
+    assert inst.fixed.kernels_s > 0 and inst.fixed.collectives_s > 0  # TP8: all-reduce floors
