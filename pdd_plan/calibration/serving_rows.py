@@ -43,6 +43,9 @@ class ServingRow(Strict):
     # the launch's tokens in one prefill batch (SGLang: the smaller of --chunked-prefill-size
     # and --max-prefill-tokens); absent: the engine's default (engines.yaml)
     prefill_tokens: PositiveInt | None = None
+    # the launch turns prefill CUDA graphs on (TensorRT-LLM's piecewise graphs, SGLang's
+    # --enable-piecewise-cuda-graph); absent: the engine's default (engines.yaml)
+    prefill_graphs: bool | None = None
     figure: ServeFigure
     value: PositiveFloat
     value_gpus: PositiveFloat | None = None
@@ -99,6 +102,7 @@ def measurement(row: int, r: ServingRow, documents: dict[str, str]) -> ServingMe
         engine_version=r.version,
         recv_interval=r.recv_interval,
         step_tokens=r.prefill_tokens,
+        prefill_graphs=r.prefill_graphs,
     )
 
 

@@ -43,6 +43,7 @@ class ServingMeasurement(Measurement):
     max_running: int | None = None  # the engine's running-request limit, where stated
     recv_interval: int | None = None  # SGLang's --scheduler-recv-interval, where stated
     step_tokens: int | None = None  # tokens of one prefill batch (or step), where stated
+    prefill_graphs: bool | None = None  # prefill CUDA graphs on / off, where stated
 
     @property
     def is_latency(self) -> bool:
@@ -71,7 +72,10 @@ def lengths_of(meas: ServingMeasurement) -> tuple[sl.Lengths, sl.Lengths]:
 def engine_of(meas: ServingMeasurement, inst: Instance) -> ServeEngine:
     eng = serve_engine(meas.serve_engine, inst.gpu.memory.hbm_gb, "engine")
     return eng.with_limits(
-        max_running=meas.max_running, step_tokens=meas.step_tokens, recv_interval=meas.recv_interval
+        max_running=meas.max_running,
+        step_tokens=meas.step_tokens,
+        recv_interval=meas.recv_interval,
+        prefill_graphs=meas.prefill_graphs,
     )
 
 

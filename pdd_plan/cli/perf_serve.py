@@ -74,25 +74,30 @@ def serve_result(
     range_ratio: float | None,
     generator: str,
     max_running: int | None = None,
+    prefill_graphs: bool | None = None,
 ) -> dict:
     """The numbers `perf --phase serve` prints, as a plain dict."""
     from pdd_plan.inputs.serving_band import note_for
     from pdd_plan.perf import serve_lengths as sl
     from pdd_plan.perf.serve import Load, serve
     from pdd_plan.perf.serve_engine import serve_engine
+    from pdd_plan.perf.serve_step import StepCost
 
     check_load(concurrency, rate, num_prompts)
     if not output_tokens:
         raise InputError(None, "--output-tokens", "serve needs it", "e.g. --output-tokens 1024")
     limits.check("TOKENS", input_tokens, None, "--input-tokens")
     limits.check("TOKENS", output_tokens, None, "--output-tokens")
-    eng = serve_engine(engine, inst.gpu.memory.hbm_gb).with_limits(max_running=max_running)
+    eng = serve_engine(engine, inst.gpu.memory.hbm_gb).with_limits(
+        max_running=max_running, prefill_graphs=prefill_graphs
+    )
     if generator in ("sglang", "vllm"):
         isl = sl.drawn(input_tokens, range_ratio, generator, "--range-ratio")
         osl = sl.drawn(output_tokens, range_ratio, generator, "--range-ratio")
     else:
         isl, osl = dataset_lengths(generator)
-    r = serve(inst, eng, Load(isl, osl, concurrency, rate, num_prompts))
+    cost = StepCost(inst, eng)
+    r = serve(inst, eng, Load(isl, osl, concurrency, rate, num_prompts), cost)
     s = r.steady
     # how far off the serve phase was on published serving runs held out of the fit
     band, note = note_for(r.in_flight_mean)
@@ -125,6 +130,8 @@ def serve_result(
         "step_s": {"decode": s.t_decode_s, "prompt_extra": s.t_prompt_s},
         "prompt_steps_per_decode_step": s.prompt_share,
         "step_tokens": eng.step_tokens,
+        # the host's launching of an eager pass: the least a step with prompt tokens takes
+        "eager_prompt_step_s": cost.eager_pass_s,
         "engine_source": eng.source,
         "mode": inst.mode,
         "error_band": band,
@@ -149,7 +156,9 @@ def render(res: dict, title: str) -> None:
     for k in ("input_tokens", "output_tokens"):
         d = ld[k]
         t.add_row(k.replace("_", " "), f"mean {d['mean']:.0f} [{d['low']:.0f}, {d['high']:.0f}]")
-    t.add_row("engine", f"{res['engine']} ({res['schedule']} prefill)")
+    eager = res["eager_prompt_step_s"]
+    steps = f"prompt steps eager, >= {eager * 1e3:.1f} ms" if eager else "prompt steps graphed"
+    t.add_row("engine", f"{res['engine']} ({res['schedule']} prefill; {steps})")
     t.add_row("output tokens/s", f"{res['throughput_tokens_per_s']:,.0f}")
     t.add_row("total tokens/s", f"{res['total_tokens_per_s']:,.0f}")
     for k, unit, scale in (("ttft_s", "ms", 1e3), ("tpot_ms", "ms", 1.0), ("itl_ms", "ms", 1.0)):

@@ -40,6 +40,7 @@ class EngineDefaults(Strict):
     token_budget_by_hbm_gb: list[tuple[float, PositiveInt]] = Field(min_length=1)
     max_prefill_tokens: PositiveInt | None = None
     recv_interval: PositiveInt = 1  # decode steps between the scheduler's polls for requests
+    eager_prompt_steps: bool = False  # a step with prompt tokens runs without a CUDA graph
     source: str
 
     def token_budget(self, hbm_gb: float) -> int:
@@ -55,11 +56,17 @@ class HostCost(Strict):
     source: str
 
 
+class EagerCost(Strict):
+    per_launch_us: NonNegativeFloat
+    source: str
+
+
 class EnginesFile(Strict):
     name: str
     default: str
     engines: dict[str, EngineDefaults] = Field(min_length=1)
     host: HostCost
+    eager: EagerCost
 
 
 def load_engines(path: str) -> EnginesFile:

@@ -93,6 +93,17 @@ def kernels_per_pass(inst) -> float:
     return float(sum(_counts(inst).values()))
 
 
+def launches_per_pass(inst) -> float:
+    """Launches one forward pass makes from the host: its kernels, its TP all-reduce or
+    DP-attention gather calls (2 per layer each) and its expert dispatch and combine calls (2
+    per MoE layer). What an eager pass pays its host launch cost on (perf/serve_step.py)."""
+    m = inst.model
+    n_moe = 0 if m.ffn.moe is None else m.num_layers - m.ffn.first_dense_layers
+    a2a = m.ffn.moe is not None and inst.ep > 1
+    calls = 2 * m.num_layers * ((inst.attn_tp > 1) + (inst.dp > 1 and not a2a))
+    return kernels_per_pass(inst) + calls + (2 * n_moe if a2a else 0)
+
+
 def call_latency_us(inst, group: int) -> float:
     """Latency floor of one small collective call among `group` GPUs: one-shot inside an NVLink
     domain, NCCL over the network across it."""

@@ -26,20 +26,27 @@ class ServeEngine:
     # separate: decode steps between the scheduler's polls for new requests (SGLang's
     # --scheduler-recv-interval); the arrivals in between share one prefill pass
     recv_interval: int = 1
+    # host seconds per launch of a step with prompt tokens (0: such steps replay CUDA graphs)
+    eager_launch_s: float = 0.0
 
     def with_limits(
         self,
         max_running: int | None = None,
         step_tokens: int | None = None,
         recv_interval: int | None = None,
+        prefill_graphs: bool | None = None,
     ) -> ServeEngine:
         """The engine with its launch flags given (--max-running-requests, the token budget,
-        --scheduler-recv-interval)."""
+        --scheduler-recv-interval, prefill CUDA graphs on or off)."""
+        eager = self.eager_launch_s
+        if prefill_graphs is not None:
+            eager = 0.0 if prefill_graphs else engines().eager.per_launch_us * 1e-6
         return replace(
             self,
             max_running=max_running if max_running is not None else self.max_running,
             step_tokens=step_tokens if step_tokens is not None else self.step_tokens,
             recv_interval=recv_interval if recv_interval is not None else self.recv_interval,
+            eager_launch_s=eager,
         )
 
 
@@ -60,4 +67,5 @@ def serve_engine(name: str, hbm_gb: float, flag: str = "--engine") -> ServeEngin
         host_per_token_s=data.host.per_token_us * 1e-6,
         source=spec.source,
         recv_interval=spec.recv_interval,
+        eager_launch_s=data.eager.per_launch_us * 1e-6 if spec.eager_prompt_steps else 0.0,
     )

@@ -2,7 +2,10 @@
 
 A step is `roofline.mixed_pass` (decode tokens of the running requests, prompt chunks, or
 both) and the host work of the tokens it streams, which a process beside the GPU worker does
-in parallel: step = max(GPU pass, tokens streamed x host cost per token). Memoized on rounded
+in parallel: step = max(GPU pass, tokens streamed x host cost per token). A step with prompt
+tokens on an engine that runs such steps eager (no CUDA graph) takes at least the host's
+launches of the pass (fixed_cost.launches_per_pass x engines.yaml eager.per_launch_us): the
+host issues them ahead of the GPU, so the longer of the two binds. Memoized on rounded
 arguments (a replay asks for the same few thousand shapes again and again): contexts, prompt
 tokens per chunk and per step to 1/64 of their size (at least 16), cached tokens to 256.
 """
@@ -11,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from pdd_plan.perf import roofline
+from pdd_plan.perf import fixed_cost, roofline
 from pdd_plan.perf.instance import Instance
 from pdd_plan.perf.serve_engine import ServeEngine
 
@@ -32,6 +35,8 @@ class StepCost:
     def __init__(self, inst: Instance, engine: ServeEngine) -> None:
         self.inst = inst
         self.host_per_token_s = engine.host_per_token_s
+        # the host's launching of an eager pass: the floor of a step with prompt tokens
+        self.eager_pass_s = engine.eager_launch_s * fixed_cost.launches_per_pass(inst)
         self._memo: dict[tuple, float] = {}
 
     def time(
@@ -69,6 +74,8 @@ class StepCost:
                     prefill_cached=key[4],
                 )
                 hit = max(p.total_s, (key[0] + key[2]) * self.host_per_token_s)
+                if key[2]:
+                    hit = max(hit, self.eager_pass_s)
             self._memo[key] = hit
         return hit
 

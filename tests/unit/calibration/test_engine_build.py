@@ -107,3 +107,24 @@ def test_serving_rows_prefill_batch_is_the_launch_scripts() -> None:
     assert engine_of(m, inst).step_tokens == 131072
     m = next(m for m in serving_measurements() if m.row == 91)  # TensorRT-LLM: its default
     assert engine_of(m, cal.instance_of(m, cal.analytic_gpu(m.gpu))).step_tokens == 8192
+
+
+def test_serving_rows_prefill_graphs_are_the_launch_scripts() -> None:
+    """InferenceX's dsr1_fp4_b200_trt.sh turns TensorRT-LLM's piecewise prefill CUDA graphs on
+    at ISL 1,024 / OSL 1,024 with TP8 and EP8, and no other script of these rows does: exactly
+    those rows say so, and their engine pays no eager launch floor while the others do."""
+    data = load_serving_rows()
+    for k, r in data.rows.items():
+        rule = (
+            r.document == "inferencex"
+            and r.engine == "trtllm"
+            and r.gpu == "b200"
+            and r.expert_dtype == "fp4"
+            and (r.isl, r.osl, r.tp, r.ep) == (1024, 1024, 8, 8)
+        )
+        assert bool(r.prefill_graphs) == rule, k
+    rows = {m.row: m for m in serving_measurements()}
+    for row, floor in ((94, False), (95, True), (93, True)):
+        m = rows[row]
+        eng = engine_of(m, cal.instance_of(m, cal.analytic_gpu(m.gpu)))
+        assert (eng.eager_launch_s > 0) == floor, row
