@@ -87,3 +87,26 @@ def test_a_datasets_lengths_are_its_histogram(tmp_path):
     f.write_text("1000,200\n3000,x\n")
     r = CliRunner().invoke(app, [*BASE, "--concurrency", "8", "--lengths", str(f)])
     assert r.exit_code == 2 and "line 2" in r.output, r.output
+
+
+def test_prefill_graphs_flag_removes_the_eager_floor_and_only_serve_takes_it():
+    # Llama-3.1-8B on one H100: 32 layers of 5 + 4 kernels and 4 per pass, no collectives
+    # (TP1): 292 launches x 44.2 us = 12.9 ms, longer than a 64-token prompt's GPU pass
+    short = ["perf", "-m", "llama-3.1-8b", "-g", "h100", "--phase", "serve", "-L", "64",
+             "-O", "64", "--concurrency", "1", "-f", "json"]  # fmt: skip
+    runs = {}
+    for flag in ("--eager-prefill", "--prefill-graphs"):
+        r = CliRunner().invoke(app, [*short, flag])
+        assert r.exit_code == 0, r.output
+        runs[flag] = json.loads(r.output)
+    eager, graphs = runs["--eager-prefill"], runs["--prefill-graphs"]
+    assert eager["eager_prompt_step_s"] == pytest.approx(292 * 44.2e-6)
+    assert graphs["eager_prompt_step_s"] == 0.0
+    # one request alone: its TTFT is its prompt step, the host's when eager
+    assert eager["ttft_s"]["mean"] >= eager["eager_prompt_step_s"] > graphs["ttft_s"]["mean"]
+    assert eager["tpot_ms"]["mean"] == pytest.approx(graphs["tpot_ms"]["mean"], rel=1e-6)
+    r = CliRunner().invoke(
+        app, ["perf", "-m", "llama-3.1-8b", "-g", "h100", "--phase", "decode", "-L", "64",
+              "--prefill-graphs"],
+    )  # fmt: skip
+    assert r.exit_code == 2 and "--prefill-graphs" in r.output and "Traceback" not in r.output
