@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 
+from pdd_plan.cli import perf_serve
 from pdd_plan.cli.common import check_format, dumps, echo, flag_names, guarded, write_atomic
 from pdd_plan.common import limits, numbers
 from pdd_plan.common.atomic import check_output
@@ -370,13 +371,7 @@ def perf(
     num_prompts: int = typer.Option(None, "--num-prompts", help="serve: a finite run's requests."),
     range_ratio: float = typer.Option(None, "--range-ratio", help="serve: random lengths' ratio."),
     lengths: str = typer.Option("sglang", "--lengths", help="serve: sglang|vllm draws, or a CSV"),
-    prefill_graphs: bool = typer.Option(
-        None,
-        "--prefill-graphs/--eager-prefill",
-        help="serve: steps with prompt tokens replay CUDA graphs (SGLang "
-        "--enable-piecewise-cuda-graph, TensorRT-LLM piecewise graphs) or run eager, paying the "
-        "host's launches (default: the engine's default, engines.yaml).",
-    ),
+    prefill_graphs: bool = perf_serve.PREFILL_GRAPHS,
     format: str = typer.Option("table", "--format", "-f", help="table | json | yaml"),
 ) -> None:
     """One instance, explained: latency, throughput and what bounds a prefill, decode step,
@@ -392,13 +387,8 @@ def perf(
     _need_positive(redundant_experts, "--redundant-experts")
     moe_opts = {"redundant_experts": redundant_experts, "two_batch_overlap": two_batch_overlap}
     inst = _instance(model, gpu, gpus, tp, ep, dp, dp_attention, dtype, kv_dtype, moe_opts)
-    if prefill_graphs is not None and phase != "serve":
-        raise InputError(
-            None, "--prefill-graphs", "only --phase serve takes it", "drop it or use --phase serve"
-        )
+    perf_serve.serve_only(phase, prefill_graphs=prefill_graphs)
     if phase == "serve":
-        from pdd_plan.cli import perf_serve
-
         args = (concurrency, rate, num_prompts, range_ratio, lengths, batch, prefill_graphs)
         return perf_serve.show(inst, fmt, engine, input_tokens, output_tokens, *args)
     res = perf_result(

@@ -3,11 +3,28 @@ bench_serving / vllm bench serve report it (perf/serve.py)."""
 
 from __future__ import annotations
 
+import typer
+
 from pdd_plan.common import limits
 from pdd_plan.common.errors import InputError
 
 MAX_PROMPTS = 1_000_000
 MAX_CONCURRENCY = 100_000
+PREFILL_GRAPHS = typer.Option(
+    None,
+    "--prefill-graphs/--eager-prefill",
+    help="serve: steps with prompt tokens replay CUDA graphs (SGLang "
+    "--enable-piecewise-cuda-graph, TensorRT-LLM piecewise graphs) or run eager, paying the "
+    "host's launches (default: the engine's, engines.yaml).",
+)
+
+
+def serve_only(phase: str, **flags) -> None:
+    """A serve-only flag given to another phase is a one-line error, not silently ignored."""
+    for name, value in flags.items():
+        if value is not None and phase != "serve":
+            flag = "--" + name.replace("_", "-")
+            raise InputError(None, flag, "only --phase serve takes it", "drop it or use serve")
 
 
 def check_load(concurrency, rate, num_prompts) -> None:
