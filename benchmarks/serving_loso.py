@@ -57,7 +57,10 @@ def _offline_reading(r, prof) -> float | None:
         return None
 
 
-def evaluate() -> tuple[list[dict], int, list[dict]]:
+def evaluate(fits: dict | None = None) -> tuple[list[dict], int, list[dict]]:
+    """Each source's rows predicted with a fit without it; `fits` (source -> joint fit), where
+    given, keeps the fits for another evaluation (the fits do not read the serve phase)."""
+    fits = {} if fits is None else fits
     data = load_serving_rows()
     serving = serving_measurements()
     bundled = cal.read_measurements(
@@ -69,7 +72,11 @@ def evaluate() -> tuple[list[dict], int, list[dict]]:
     for doc in sorted({r.document for r in serving}):
         text = data.documents[doc]
         train = [m for m in bundled if text not in m.source]
-        jf = joint.fit_joint(train, {g: analytic[g] for g in sorted({r.gpu for r in train})})
+        if doc not in fits:
+            fits[doc] = joint.fit_joint(
+                train, {g: analytic[g] for g in sorted({r.gpu for r in train})}
+            )
+        jf = fits[doc]
         for r in (r for r in serving if r.document == doc):
             out.append(_entry(r, jf.profile(analytic[r.gpu], r.engine_name), len(train)))
             if r.row in data.noted_ttft_ms:
