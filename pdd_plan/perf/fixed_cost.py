@@ -93,15 +93,22 @@ def kernels_per_pass(inst) -> float:
     return float(sum(_counts(inst).values()))
 
 
-def launches_per_pass(inst) -> float:
-    """Launches one forward pass makes from the host: its kernels, its TP all-reduce or
-    DP-attention gather calls (2 per layer each) and its expert dispatch and combine calls (2
-    per MoE layer). What an eager pass pays its host launch cost on (perf/serve_step.py)."""
+def _calls(inst) -> tuple[int, int, int]:
+    """Collective calls per pass: TP all-reduces and DP-attention gathers (2 per layer each),
+    expert dispatches and combines (2 per MoE layer, only with DP attention:
+    moe_terms.deepep_fixed_seconds, comm.a2a_bytes)."""
     m = inst.model
-    n_moe = 0 if m.ffn.moe is None else m.num_layers - m.ffn.first_dense_layers
-    a2a = m.ffn.moe is not None and inst.ep > 1
-    calls = 2 * m.num_layers * ((inst.attn_tp > 1) + (inst.dp > 1 and not a2a))
-    return kernels_per_pass(inst) + calls + (2 * n_moe if a2a else 0)
+    a2a = m.ffn.moe is not None and inst.ep > 1  # with dp > 1: dispatch/combine instead
+    allreduce = 2 * m.num_layers if inst.attn_tp > 1 else 0
+    gather = 2 * m.num_layers if inst.dp > 1 and not a2a else 0
+    dispatch = 2 * inst.params.moe_layers if a2a and inst.dp > 1 else 0
+    return allreduce, gather, dispatch
+
+
+def launches_per_pass(inst) -> float:
+    """Launches one forward pass makes from the host, its kernels and its collective calls:
+    what an eager pass pays its host launch cost on (perf/serve_step.py)."""
+    return kernels_per_pass(inst) + sum(_calls(inst))
 
 
 def call_latency_us(inst, group: int) -> float:
@@ -115,11 +122,10 @@ def call_latency_us(inst, group: int) -> float:
 
 def fixed_cost(inst) -> FixedCost:
     """The fixed seconds of one pass of `inst` (scaled by the GPU's fixed_time_scale)."""
-    k, m = serving().kernel_floor, inst.model
+    k = serving().kernel_floor
     scale = 1e-6 * inst.gpu.efficiency.fixed_time_scale
     c = {name: n * k.per_kernel_us * scale for name, n in _counts(inst).items()}
-    ar = 2 * m.num_layers * call_latency_us(inst, inst.attn_tp) * scale if inst.attn_tp > 1 else 0.0
-    a2a = m.ffn.moe is not None and inst.ep > 1  # with dp > 1: dispatch/combine instead
-    gather = inst.dp > 1 and not a2a
-    dp = 2 * m.num_layers * call_latency_us(inst, inst.tp) * scale if gather else 0.0
+    allreduce, gather, _ = _calls(inst)
+    ar = allreduce * call_latency_us(inst, inst.attn_tp) * scale if allreduce else 0.0
+    dp = gather * call_latency_us(inst, inst.tp) * scale if gather else 0.0
     return FixedCost(c["attention"], c["ffn"], c["routing"], c["quant"], c["sampling"], ar, dp)

@@ -31,8 +31,10 @@ def test_launches_are_kernels_and_calls_counted_by_hand():
     assert fixed_cost.kernels_per_pass(_ds()) == kernels == 1746
     assert fixed_cost.launches_per_pass(_ds()) == kernels + 2 * 61
     # attention DP with expert parallelism: no all-reduce (attention TP 1), a dispatch and a
-    # combine per MoE layer instead
+    # combine per MoE layer instead; EP under TP attention keeps the all-reduces and makes no
+    # all-to-all (comm.a2a_bytes, moe_terms.deepep_fixed_seconds)
     assert fixed_cost.launches_per_pass(_ds(ep=8, dp=8)) == kernels + 2 * 58
+    assert fixed_cost.launches_per_pass(_ds(ep=8)) == kernels + 2 * 61
 
 
 def test_per_launch_cost_reproduces_its_source_pass():
